@@ -1,0 +1,145 @@
+// Engine and Txn: atomic commits of application state together with outbox facts.
+//
+//   std::unique_ptr<wharf::Engine> engine;
+//   WHARF_CHECK(wharf::Engine::Open("/var/lib/app/wharf", {}, &engine));
+//   WHARF_CHECK(engine->DeclareTypes({"OrderCreated"}));
+//   wharf::Txn txn = engine->Begin();
+//   txn.Put("orders", "o-1", "{...}");
+//   txn.Emit("OrderCreated", "customer-7", "{...}");
+//   wharf::Status s = txn.Commit();  // OK: durable on disk
+//
+// Durability: Commit() returns OK only after the transaction's writes are durable (fdatasync of
+// the write-ahead log completed, in durability=sync). A commit that returns an error other than
+// InvalidArgument/Busy/Closed has an unknown outcome: after recovery it is there entirely or not
+// at all, never in part.
+//
+// Thread safety: Engine is thread-safe. A Txn is used by one thread at a time; different Txns may
+// be built and committed from different threads concurrently (that is how group commit fills).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wharf/fact.h"
+#include "wharf/options.h"
+#include "wharf/status.h"
+
+namespace wharf {
+
+namespace internal {
+class EngineCore;
+struct TxnRep;
+}  // namespace internal
+
+struct CommitResult {
+  uint64_t first_fact_id = 0;  // LSN of the first fact emitted, 0 when the txn emitted none
+  uint64_t last_fact_id = 0;   // LSN of the last fact emitted, 0 when the txn emitted none
+};
+
+struct EmitOptions {
+  Headers headers;
+  int64_t deliver_at_ms = 0;  // > 0: hold as a timer, release into the outbox when due
+  uint32_t v = 1;             // schema version
+};
+
+// A transaction: state writes and emitted facts that commit all together or not at all.
+// Created by Engine::Begin(). Movable, not copyable. Destroying an uncommitted Txn aborts it.
+class Txn {
+ public:
+  Txn(Txn&&) noexcept;
+  Txn& operator=(Txn&&) noexcept;
+  ~Txn();
+
+  // Writes `value` under `key` in state table `table` (created on first write).
+  // InvalidArgument: empty or oversized table/key, oversized value, txn already committed.
+  Status Put(std::string_view table, std::string_view key, std::string_view value);
+  Status Delete(std::string_view table, std::string_view key);
+
+  // Emits a fact of a declared `type`, partitioned by `key` (may be empty).
+  // InvalidArgument: empty/oversized type, undeclared type (named), oversized key or payload.
+  Status Emit(std::string_view type, std::string_view key, std::string_view payload,
+              const EmitOptions& options = {});
+
+  // Reads committed state (not this transaction's own writes). NotFound when absent.
+  Status Get(std::string_view table, std::string_view key, std::string* value) const;
+
+  // Blocks until the transaction is durable (or failed). A Txn commits at most once: a second
+  // call returns InvalidArgument. Must not be called from a CommitAsync callback.
+  Status Commit(CommitResult* result = nullptr);
+
+  // Hands the transaction to the committer and returns at once. `callback` runs exactly once, on
+  // an engine thread, when the outcome is known; it must be quick and must not block on a commit.
+  // If CommitAsync itself returns an error, the callback is not called.
+  using CommitCallback = std::function<void(const Status&, const CommitResult&)>;
+  Status CommitAsync(CommitCallback callback);
+
+  // Facts and state writes buffered so far.
+  size_t fact_count() const;
+  size_t write_count() const;
+
+ private:
+  friend class Engine;
+  friend class internal::EngineCore;
+  explicit Txn(std::shared_ptr<internal::EngineCore> core);
+
+  std::shared_ptr<internal::EngineCore> core_;
+  std::unique_ptr<internal::TxnRep> rep_;
+};
+
+class Engine {
+ public:
+  // Opens (or creates) the database in directory `path`. Only one Engine may hold a database at a
+  // time (a second Open fails with IOError "lock"). A database written by a newer format version is
+  // refused with NotSupported.
+  static Status Open(const std::string& path, const EngineOptions& options,
+                     std::unique_ptr<Engine>* engine);
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  // Closes (see Close).
+  ~Engine();
+
+  // Waits for commits already queued, stops the committer, closes the store. Later calls on this
+  // Engine and on Txns it made return Closed. Idempotent.
+  Status Close();
+
+  // Declares fact types producers may emit (persisted; declaring again is a no-op).
+  Status DeclareTypes(const std::vector<std::string>& types);
+  std::vector<std::string> DeclaredTypes() const;
+  bool IsDeclared(std::string_view type) const;
+
+  Txn Begin();
+
+  // Reads committed state. NotFound when absent.
+  Status Get(std::string_view table, std::string_view key, std::string* value) const;
+
+  // Reads up to `count_max` durable facts of `partition` with id >= `from_id`, in id order.
+  // Every record's checksum is verified: a mismatch returns Corruption naming the fact.
+  Status ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
+                   std::vector<Fact>* facts) const;
+
+  // Highest fact id acknowledged as durable; facts up to it are visible to consumers.
+  uint64_t durable_lsn() const;
+  // Highest fact id assigned (may be ahead of durable_lsn while a sync is in flight).
+  uint64_t last_lsn() const;
+  uint32_t partitions() const;
+  Ordering ordering() const;
+  // Partition a fact with this key lands in: xxh3_64(key) mod partitions (unkeyed: see Ordering).
+  uint32_t PartitionOf(std::string_view key) const;
+  // "uring" or "posix": the sync backend chosen at open.
+  const char* io_backend() const;
+  const std::string& path() const;
+
+  // For the runtime and tools in this library; not part of the stable API.
+  const std::shared_ptr<internal::EngineCore>& core() const { return core_; }
+
+ private:
+  explicit Engine(std::shared_ptr<internal::EngineCore> core);
+  std::shared_ptr<internal::EngineCore> core_;
+};
+
+}  // namespace wharf

@@ -1,0 +1,89 @@
+// Options of the engine. One vocabulary across the C++ structs, the C ABI's "key=value;..." strings
+// and the CLI flags: each field below is named exactly as its string key.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "wharf/status.h"
+
+namespace wharf {
+
+// `durability`: when a commit is acknowledged.
+enum class Durability : uint8_t {
+  kSync,      // "sync" (default): after fdatasync of the WAL completed. Survives power loss.
+  kBuffered,  // "buffered": after the write reached the OS; synced every buffered_sync_ms.
+              // A power loss may lose the last buffered_sync_ms of acknowledged commits.
+};
+
+// `io`: how syncs are issued.
+enum class IoBackend : uint8_t {
+  kAuto,   // "auto" (default): io_uring when the kernel allows it, else posix
+  kUring,  // "uring": io_uring; Open fails with NotSupported when unavailable
+  kPosix,  // "posix": fdatasync on a dedicated thread
+};
+
+// `when_full`: what a producer does when the commit queue holds queue_capacity transactions.
+enum class WhenFull : uint8_t {
+  kBlock,  // "block" (default): wait for room
+  kError,  // "error": the commit returns Status::Busy at once
+};
+
+// `ordering` of an outbox: how facts without a key are placed.
+enum class Ordering : uint8_t {
+  kPartition,  // "partition" (default): unkeyed facts go to partition 0
+  kGlobal,     // "global": unkeyed facts go to partition 0
+  kNone,       // "none": unkeyed facts are spread over all partitions
+};
+
+// Limits on what a transaction may carry. Inputs outside them are refused with InvalidArgument.
+inline constexpr size_t kTypeBytesMax = 255;
+inline constexpr size_t kTableBytesMax = 255;
+inline constexpr size_t kKeyBytesMax = 4096;
+inline constexpr size_t kValueBytesMax = 16u << 20;    // state values and fact payloads: 16 MiB
+inline constexpr size_t kHeaderCountMax = 64;          // headers per fact
+inline constexpr size_t kTxnBytesMax = 64u << 20;      // everything one transaction carries
+inline constexpr uint32_t kPartitionsMax = 4096;
+
+struct EngineOptions {
+  // `partitions`: partitions of the outbox, fixed when the database is created (1..4096). On reopen
+  // 0 means "as stored"; another value than the stored one is an InvalidArgument.
+  uint32_t partitions = 16;
+  // `ordering`: the outbox's ordering declaration, fixed at creation like partitions.
+  Ordering ordering = Ordering::kPartition;
+  // `durability`, `io`: see the enums.
+  Durability durability = Durability::kSync;
+  IoBackend io = IoBackend::kAuto;
+  // `queue_capacity`: transactions waiting for the committer, at most (>= 1).
+  uint32_t queue_capacity = 4096;
+  // `when_full`: see the enum.
+  WhenFull when_full = WhenFull::kBlock;
+  // `group_facts_max`: facts written (and synced) as one group, at most. Bounds committer memory.
+  uint32_t group_facts_max = 8192;
+  // `buffered_sync_ms`: in buffered durability, the interval between syncs.
+  uint32_t buffered_sync_ms = 100;
+  // `create_if_missing`: create the database when `path` holds none.
+  bool create_if_missing = true;
+  // `tail_cache_facts`: recently durable facts kept in memory per partition for consumers.
+  uint32_t tail_cache_facts = 4096;
+  // `memtable_bytes`: RocksDB write buffer of the outbox column family.
+  uint64_t memtable_bytes = 64u << 20;
+
+  // Wall clock in milliseconds since the epoch (commit times, timers, leases). Tests inject one.
+  // Must be thread-safe. Empty: the system clock.
+  std::function<int64_t()> clock_ms;
+};
+
+// Parses "key=value;key=value" (whitespace around keys and values ignored, empty string = no
+// change) into *options, starting from its current values. An unknown key or a bad value returns
+// InvalidArgument naming it and leaves *options unchanged.
+Status ParseEngineOptions(std::string_view text, EngineOptions* options);
+
+const char* ToString(Durability value);
+const char* ToString(IoBackend value);
+const char* ToString(WhenFull value);
+const char* ToString(Ordering value);
+
+}  // namespace wharf

@@ -1,0 +1,77 @@
+// Status: the result of every Wharf operation that can fail.
+//
+// Wharf never lets an exception escape its API. Operating errors (bad input, I/O failure, a closed
+// engine) come back as a Status whose message names the problem; programmer errors that would
+// corrupt data are caught by assertions. Status is a value type: cheap to copy when OK (no
+// allocation), thread-compatible (distinct objects may be used from distinct threads).
+//
+// The numeric codes are part of the C ABI (wharf_status in wharf.h) and are never renumbered.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace wharf {
+
+class [[nodiscard]] Status {
+ public:
+  enum class Code : uint8_t {
+    kOk = 0,
+    kInvalidArgument = 1,  // bad input from the caller: the message names the argument
+    kNotFound = 2,         // a key, consumer or table that does not exist
+    kIOError = 3,          // the disk refused (EIO, ENOSPC...); see retryable()
+    kCorruption = 4,       // a checksum or format check failed on read
+    kBusy = 5,             // back-pressure: the commit queue is full (when_full=error)
+    kClosed = 6,           // the engine (or runtime) was closed
+    kConflict = 7,         // a compare-and-set or fencing check refused the commit
+    kNotSupported = 8,     // e.g. io=uring on a kernel without io_uring
+    kInternal = 9,         // a bug in Wharf; please report it
+  };
+
+  Status() = default;  // OK
+
+  static Status OK() { return Status(); }
+  static Status InvalidArgument(std::string_view msg) { return {Code::kInvalidArgument, msg}; }
+  static Status NotFound(std::string_view msg) { return {Code::kNotFound, msg}; }
+  static Status IOError(std::string_view msg, bool retryable = false) {
+    Status s(Code::kIOError, msg);
+    s.retryable_ = retryable;
+    return s;
+  }
+  static Status Corruption(std::string_view msg) { return {Code::kCorruption, msg}; }
+  static Status Busy(std::string_view msg) { return {Code::kBusy, msg}; }
+  static Status Closed(std::string_view msg) { return {Code::kClosed, msg}; }
+  static Status Conflict(std::string_view msg) { return {Code::kConflict, msg}; }
+  static Status NotSupported(std::string_view msg) { return {Code::kNotSupported, msg}; }
+  static Status Internal(std::string_view msg) { return {Code::kInternal, msg}; }
+
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
+  bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsIOError() const { return code_ == Code::kIOError; }
+  bool IsCorruption() const { return code_ == Code::kCorruption; }
+  bool IsBusy() const { return code_ == Code::kBusy; }
+  bool IsClosed() const { return code_ == Code::kClosed; }
+  bool IsConflict() const { return code_ == Code::kConflict; }
+  // True when repeating the same operation later may succeed (e.g. disk full, then space freed).
+  bool retryable() const { return retryable_; }
+
+  const std::string& message() const { return message_; }
+  // "<code name>: <message>", or "OK".
+  std::string ToString() const;
+  static const char* CodeName(Code code);
+
+  // Marks an error as deliberately ignored (documentation for the reader; no effect).
+  void PermitUncheckedError() const {}
+
+ private:
+  Status(Code code, std::string_view msg) : code_(code), message_(msg) {}
+
+  Code code_ = Code::kOk;
+  bool retryable_ = false;
+  std::string message_;
+};
+
+}  // namespace wharf
