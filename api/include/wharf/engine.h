@@ -138,6 +138,7 @@ class Engine {
   const std::shared_ptr<internal::EngineCore>& core() const { return core_; }
 
  private:
+  friend class internal::EngineCore;
   explicit Engine(std::shared_ptr<internal::EngineCore> core);
   std::shared_ptr<internal::EngineCore> core_;
 };

@@ -42,14 +42,15 @@ enum class Ordering : uint8_t {
 inline constexpr size_t kTypeBytesMax = 255;
 inline constexpr size_t kTableBytesMax = 255;
 inline constexpr size_t kKeyBytesMax = 4096;
-inline constexpr size_t kValueBytesMax = 16u << 20;    // state values and fact payloads: 16 MiB
-inline constexpr size_t kHeaderCountMax = 64;          // headers per fact
-inline constexpr size_t kTxnBytesMax = 64u << 20;      // everything one transaction carries
+inline constexpr size_t kValueBytesMax = 16u << 20;  // state values and fact payloads: 16 MiB
+inline constexpr size_t kHeaderCountMax = 64;        // headers per fact
+inline constexpr size_t kTxnBytesMax = 64u << 20;    // everything one transaction carries
 inline constexpr uint32_t kPartitionsMax = 4096;
 
 struct EngineOptions {
-  // `partitions`: partitions of the outbox, fixed when the database is created (1..4096). On reopen
-  // 0 means "as stored"; another value than the stored one is an InvalidArgument.
+  // `partitions`: partitions of the outbox, fixed when the database is created (1..4096). On
+  // reopen the stored value is used when this is 0 or the default 16; any other value that differs
+  // from the stored one is an InvalidArgument.
   uint32_t partitions = 16;
   // `ordering`: the outbox's ordering declaration, fixed at creation like partitions.
   Ordering ordering = Ordering::kPartition;

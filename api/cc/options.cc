@@ -1,0 +1,114 @@
+// Parsing of "key=value;key=value" option strings shared by the C ABI and the CLI.
+#include "wharf/options.h"
+
+#include <charconv>
+#include <string>
+
+namespace wharf {
+namespace {
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+template <typename Int>
+Status ParseInt(std::string_view key, std::string_view value, Int min, Int max, Int* out) {
+  Int parsed{};
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (error != std::errc() || end != value.data() + value.size() || parsed < min || parsed > max) {
+    return Status::InvalidArgument("option '" + std::string(key) + "': '" + std::string(value) +
+                                   "' is not an integer in [" + std::to_string(min) + ", " +
+                                   std::to_string(max) + "]");
+  }
+  *out = parsed;
+  return Status::OK();
+}
+
+template <typename Enum, size_t N>
+Status ParseEnum(std::string_view key, std::string_view value,
+                 const std::pair<const char*, Enum> (&names)[N], Enum* out) {
+  std::string allowed;
+  for (const auto& [name, enum_value] : names) {
+    if (value == name) {
+      *out = enum_value;
+      return Status::OK();
+    }
+    allowed += allowed.empty() ? "" : " | ";
+    allowed += name;
+  }
+  return Status::InvalidArgument("option '" + std::string(key) + "': '" + std::string(value) +
+                                 "' is not one of " + allowed);
+}
+
+constexpr std::pair<const char*, Durability> kDurabilityNames[] = {
+    {"sync", Durability::kSync}, {"buffered", Durability::kBuffered}};
+constexpr std::pair<const char*, IoBackend> kIoNames[] = {
+    {"auto", IoBackend::kAuto}, {"uring", IoBackend::kUring}, {"posix", IoBackend::kPosix}};
+constexpr std::pair<const char*, WhenFull> kWhenFullNames[] = {{"block", WhenFull::kBlock},
+                                                               {"error", WhenFull::kError}};
+constexpr std::pair<const char*, Ordering> kOrderingNames[] = {
+    {"partition", Ordering::kPartition}, {"global", Ordering::kGlobal}, {"none", Ordering::kNone}};
+constexpr std::pair<const char*, bool> kBoolNames[] = {
+    {"true", true}, {"false", false}, {"1", true}, {"0", false}};
+
+template <typename Enum, size_t N>
+const char* NameOf(const std::pair<const char*, Enum> (&names)[N], Enum value) {
+  for (const auto& [name, enum_value] : names) {
+    if (enum_value == value) return name;
+  }
+  return "?";
+}
+
+Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) {
+  if (key == "partitions") return ParseInt<uint32_t>(key, value, 0, kPartitionsMax, &o->partitions);
+  if (key == "ordering") return ParseEnum(key, value, kOrderingNames, &o->ordering);
+  if (key == "durability") return ParseEnum(key, value, kDurabilityNames, &o->durability);
+  if (key == "io") return ParseEnum(key, value, kIoNames, &o->io);
+  if (key == "queue_capacity") {
+    return ParseInt<uint32_t>(key, value, 1, 1u << 24, &o->queue_capacity);
+  }
+  if (key == "when_full") return ParseEnum(key, value, kWhenFullNames, &o->when_full);
+  if (key == "group_facts_max") {
+    return ParseInt<uint32_t>(key, value, 1, 1u << 20, &o->group_facts_max);
+  }
+  if (key == "buffered_sync_ms") {
+    return ParseInt<uint32_t>(key, value, 1, 3'600'000, &o->buffered_sync_ms);
+  }
+  if (key == "create_if_missing") return ParseEnum(key, value, kBoolNames, &o->create_if_missing);
+  if (key == "tail_cache_facts") {
+    return ParseInt<uint32_t>(key, value, 0, 1u << 24, &o->tail_cache_facts);
+  }
+  if (key == "memtable_bytes") {
+    return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 36, &o->memtable_bytes);
+  }
+  return Status::InvalidArgument("unknown engine option '" + std::string(key) + "'");
+}
+
+}  // namespace
+
+Status ParseEngineOptions(std::string_view text, EngineOptions* options) {
+  EngineOptions parsed = *options;
+  while (!text.empty()) {
+    size_t end = text.find(';');
+    std::string_view item = Trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("option '" + std::string(item) + "' has no '=value'");
+    }
+    Status s = ParseOne(Trim(item.substr(0, eq)), Trim(item.substr(eq + 1)), &parsed);
+    if (!s.ok()) return s;
+  }
+  *options = std::move(parsed);
+  return Status::OK();
+}
+
+const char* ToString(Durability value) { return NameOf(kDurabilityNames, value); }
+const char* ToString(IoBackend value) { return NameOf(kIoNames, value); }
+const char* ToString(WhenFull value) { return NameOf(kWhenFullNames, value); }
+const char* ToString(Ordering value) { return NameOf(kOrderingNames, value); }
+
+}  // namespace wharf

@@ -1,0 +1,216 @@
+#include "engine/codec.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "engine/assert.h"
+
+namespace wharf::codec {
+namespace {
+
+void PutLE(std::string* dst, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) dst->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+void PutString16(std::string* dst, std::string_view text) {
+  WHARF_ASSERT(text.size() <= 0xffff);
+  PutLE(dst, text.size(), 2);
+  dst->append(text);
+}
+
+// Bounds-checked reader over an untrusted body: every read reports truncation instead of
+// running past the end.
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  bool ReadLE(int bytes, uint64_t* value) {
+    if (data_.size() < static_cast<size_t>(bytes)) return false;
+    uint64_t result = 0;
+    for (int i = 0; i < bytes; ++i) {
+      result |= uint64_t{static_cast<uint8_t>(data_[i])} << (8 * i);
+    }
+    data_.remove_prefix(bytes);
+    *value = result;
+    return true;
+  }
+  bool ReadString(int length_bytes, std::string* out) {
+    uint64_t length = 0;
+    if (!ReadLE(length_bytes, &length) || data_.size() < length) return false;
+    out->assign(data_.data(), length);
+    data_.remove_prefix(length);
+    return true;
+  }
+  bool empty() const { return data_.empty(); }
+
+ private:
+  std::string_view data_;
+};
+
+}  // namespace
+
+void PutFixed32BE(std::string* dst, uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) dst->push_back(static_cast<char>(value >> shift));
+}
+
+void PutFixed64BE(std::string* dst, uint64_t value) {
+  for (int shift = 56; shift >= 0; shift -= 8) dst->push_back(static_cast<char>(value >> shift));
+}
+
+uint32_t DecodeFixed32BE(const char* src) {
+  uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) value = (value << 8) | static_cast<uint8_t>(src[i]);
+  return value;
+}
+
+uint64_t DecodeFixed64BE(const char* src) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value = (value << 8) | static_cast<uint8_t>(src[i]);
+  return value;
+}
+
+void Seal(std::string_view body, std::string* dst) {
+  dst->push_back(static_cast<char>(kRecordVersion));
+  PutLE(dst, XXH3_64bits(body.data(), body.size()), 8);
+  dst->append(body);
+}
+
+std::string Seal(std::string_view body) {
+  std::string sealed;
+  sealed.reserve(kEnvelopeBytes + body.size());
+  Seal(body, &sealed);
+  return sealed;
+}
+
+void SealInPlace(std::string* record) {
+  WHARF_ASSERT(record->size() >= kEnvelopeBytes);
+  uint64_t checksum = XXH3_64bits(record->data() + kEnvelopeBytes, record->size() - kEnvelopeBytes);
+  (*record)[0] = static_cast<char>(kRecordVersion);
+  for (int i = 0; i < 8; ++i) (*record)[1 + i] = static_cast<char>((checksum >> (8 * i)) & 0xff);
+}
+
+Status Unseal(std::string_view sealed, std::string_view* body) {
+  if (sealed.size() < kEnvelopeBytes) {
+    return Status::Corruption("record of " + std::to_string(sealed.size()) +
+                              " bytes is shorter than its envelope");
+  }
+  uint8_t version = static_cast<uint8_t>(sealed[0]);
+  if (version != kRecordVersion) {
+    return Status::Corruption("record format version " + std::to_string(version) +
+                              " is unknown (expected " + std::to_string(kRecordVersion) + ")");
+  }
+  uint64_t stored = 0;
+  for (int i = 0; i < 8; ++i) stored |= uint64_t{static_cast<uint8_t>(sealed[1 + i])} << (8 * i);
+  std::string_view payload = sealed.substr(kEnvelopeBytes);
+  if (XXH3_64bits(payload.data(), payload.size()) != stored) {
+    return Status::Corruption("record checksum mismatch");
+  }
+  *body = payload;
+  return Status::OK();
+}
+
+std::string OutboxKey(uint32_t partition, uint64_t lsn) {
+  std::string key;
+  key.reserve(kOutboxKeyBytes);
+  PutFixed32BE(&key, partition);
+  PutFixed64BE(&key, lsn);
+  return key;
+}
+
+void DecodeOutboxKey(std::string_view key, uint32_t* partition, uint64_t* lsn) {
+  WHARF_ASSERT(key.size() == kOutboxKeyBytes);
+  *partition = DecodeFixed32BE(key.data());
+  *lsn = DecodeFixed64BE(key.data() + 4);
+}
+
+std::string TimerKey(int64_t due_ms, uint64_t lsn) {
+  std::string key;
+  key.reserve(kTimerKeyBytes);
+  PutFixed64BE(&key, static_cast<uint64_t>(due_ms < 0 ? 0 : due_ms));
+  PutFixed64BE(&key, lsn);
+  return key;
+}
+
+std::string StateKey(std::string_view table, std::string_view key) {
+  std::string encoded;
+  encoded.reserve(table.size() + 1 + key.size());
+  encoded.append(table);
+  encoded.push_back('\0');
+  encoded.append(key);
+  return encoded;
+}
+
+std::string CursorPrefix(std::string_view consumer) {
+  std::string encoded(consumer);
+  encoded.push_back('\0');
+  return encoded;
+}
+
+std::string CursorKey(std::string_view consumer, uint32_t partition) {
+  std::string encoded = CursorPrefix(consumer);
+  PutFixed32BE(&encoded, partition);
+  return encoded;
+}
+
+std::string DeadKey(std::string_view consumer, uint64_t lsn) {
+  std::string encoded = CursorPrefix(consumer);
+  PutFixed64BE(&encoded, lsn);
+  return encoded;
+}
+
+std::string EncodeFact(const Fact& fact) {
+  std::string record(kEnvelopeBytes, '\0');
+  record.reserve(kEnvelopeBytes + 48 + fact.type.size() + fact.key.size() + fact.source.size() +
+                 fact.payload.size());
+  PutLE(&record, static_cast<uint64_t>(fact.commit_ms), 8);
+  PutLE(&record, static_cast<uint64_t>(fact.deliver_at_ms), 8);
+  PutLE(&record, fact.v, 4);
+  PutLE(&record, fact.depth, 4);
+  PutLE(&record, fact.partition, 4);
+  PutString16(&record, fact.type);
+  PutString16(&record, fact.key);
+  PutString16(&record, fact.source);
+  WHARF_ASSERT(fact.headers.size() <= 0xffff);
+  PutLE(&record, fact.headers.size(), 2);
+  for (const auto& [name, value] : fact.headers) {
+    PutString16(&record, name);
+    PutLE(&record, value.size(), 4);
+    record.append(value);
+  }
+  PutLE(&record, fact.payload.size(), 4);
+  record.append(fact.payload);
+  SealInPlace(&record);
+  return record;
+}
+
+Status DecodeFact(std::string_view sealed, Fact* fact) {
+  std::string_view body;
+  Status s = Unseal(sealed, &body);
+  if (!s.ok()) return s;
+  Reader reader(body);
+  uint64_t commit_ms = 0, deliver_at_ms = 0, v = 0, depth = 0, partition = 0, header_count = 0;
+  bool ok = reader.ReadLE(8, &commit_ms) && reader.ReadLE(8, &deliver_at_ms) &&
+            reader.ReadLE(4, &v) && reader.ReadLE(4, &depth) && reader.ReadLE(4, &partition) &&
+            reader.ReadString(2, &fact->type) && reader.ReadString(2, &fact->key) &&
+            reader.ReadString(2, &fact->source) && reader.ReadLE(2, &header_count);
+  fact->headers.clear();
+  for (uint64_t i = 0; ok && i < header_count; ++i) {
+    auto& [name, value] = fact->headers.emplace_back();
+    ok = reader.ReadString(2, &name) && reader.ReadString(4, &value);
+  }
+  ok = ok && reader.ReadString(4, &fact->payload) && reader.empty();
+  if (!ok) return Status::Corruption("fact record is truncated or has trailing bytes");
+  fact->commit_ms = static_cast<int64_t>(commit_ms);
+  fact->deliver_at_ms = static_cast<int64_t>(deliver_at_ms);
+  fact->v = static_cast<uint32_t>(v);
+  fact->depth = static_cast<uint32_t>(depth);
+  fact->partition = static_cast<uint32_t>(partition);
+  return Status::OK();
+}
+
+uint32_t PartitionOfKey(std::string_view key, uint32_t partitions) {
+  WHARF_DASSERT(partitions > 0);
+  return static_cast<uint32_t>(XXH3_64bits(key.data(), key.size()) % partitions);
+}
+
+}  // namespace wharf::codec

@@ -1,0 +1,64 @@
+// Key and record codecs of the store.
+//
+// Keys use big-endian integers so that byte order is numeric order:
+//   outbox   partition u32 · lsn u64                      (12 bytes)
+//   state    table · 0x00 · user key
+//   cursors  consumer id · 0x00 · partition u32
+//   timers   due_ms u64 · lsn u64                         (16 bytes)
+//   dead     consumer id · 0x00 · lsn u64
+//   leases   consumer id
+//   meta     ASCII names ("format_version", "last_lsn", "type:<name>", ...)
+//
+// Every stored value is sealed in an envelope:
+//   u8 format version (kRecordVersion) · u64 LE xxh3_64 of the body · body
+// and unsealed (version and checksum verified) on every read; a mismatch is Corruption.
+//
+// A fact record's body (all integers little-endian, strings length-prefixed):
+//   i64 commit_ms · i64 deliver_at_ms · u32 v · u32 depth · u32 partition
+//   u16 type · u16 key · u16 source · u16 header count · (u16 name · u32 value)* · u32 payload
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "wharf/fact.h"
+#include "wharf/status.h"
+
+namespace wharf::codec {
+
+inline constexpr uint8_t kRecordVersion = 1;
+inline constexpr size_t kEnvelopeBytes = 1 + 8;
+inline constexpr size_t kOutboxKeyBytes = 4 + 8;
+inline constexpr size_t kTimerKeyBytes = 8 + 8;
+
+void PutFixed32BE(std::string* dst, uint32_t value);
+void PutFixed64BE(std::string* dst, uint64_t value);
+uint32_t DecodeFixed32BE(const char* src);
+uint64_t DecodeFixed64BE(const char* src);
+
+// Appends the envelope header for `body` and then `body`.
+void Seal(std::string_view body, std::string* dst);
+std::string Seal(std::string_view body);
+// Verifies version and checksum; on success *body views into `sealed`.
+Status Unseal(std::string_view sealed, std::string_view* body);
+// Seals in place: `record` was built with kEnvelopeBytes of room at the front (see FactEncoder).
+void SealInPlace(std::string* record);
+
+std::string OutboxKey(uint32_t partition, uint64_t lsn);
+void DecodeOutboxKey(std::string_view key, uint32_t* partition, uint64_t* lsn);
+std::string TimerKey(int64_t due_ms, uint64_t lsn);
+std::string StateKey(std::string_view table, std::string_view key);
+std::string CursorKey(std::string_view consumer, uint32_t partition);
+std::string CursorPrefix(std::string_view consumer);
+std::string DeadKey(std::string_view consumer, uint64_t lsn);
+
+// Encodes a fact's sealed record: every field but `id` (which lives in the key).
+std::string EncodeFact(const Fact& fact);
+// Decodes a sealed record (checksum verified). `id` is left to the caller.
+Status DecodeFact(std::string_view sealed, Fact* fact);
+
+// xxh3_64 of the key modulo `partitions`.
+uint32_t PartitionOfKey(std::string_view key, uint32_t partitions);
+
+}  // namespace wharf::codec

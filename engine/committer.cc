@@ -1,0 +1,340 @@
+#include "engine/committer.h"
+
+#include <rocksdb/write_batch.h>
+
+#include "engine/assert.h"
+#include "engine/codec.h"
+#include "io/wal_fs.h"
+
+namespace wharf::internal {
+namespace {
+
+// Transactions taken off the queue per iteration; one WriteBatch per iteration at most.
+constexpr size_t kDequeueMax = 256;
+// True on threads that run engine callbacks: waiting for queue space there would deadlock.
+thread_local bool tls_engine_thread = false;
+
+std::string LastLsnValue(uint64_t lsn) {
+  std::string body;
+  codec::PutFixed64BE(&body, lsn);
+  return codec::Seal(body);
+}
+
+}  // namespace
+
+struct Committer::Round {
+  io::WalFileSystem::SyncPlan plan;
+  std::vector<Group> groups;
+  std::chrono::steady_clock::time_point started;
+};
+
+Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
+                     DurableSink* sink)
+    : store_(store),
+      backend_(backend),
+      options_(options),
+      sink_(sink),
+      queue_(options.queue_capacity + kDequeueMax) {
+  next_lsn_ = store->recovered_last_lsn() + 1;
+  last_lsn_ = store->recovered_last_lsn();
+  durable_lsn_ = store->recovered_last_lsn();
+}
+
+Committer::~Committer() { Stop(); }
+
+void Committer::Start() {
+  last_sync_ = std::chrono::steady_clock::now();
+  thread_ = std::thread([this] {
+    tls_engine_thread = true;
+    Run();
+  });
+}
+
+bool Committer::IsEngineThread() const { return tls_engine_thread; }
+
+Status Committer::Submit(TxnRep* rep) {
+  // Take a slot: at most queue_capacity transactions submitted and not yet acknowledged.
+  uint32_t current = outstanding_.load();
+  while (true) {
+    if (current >= options_.queue_capacity) {
+      if (options_.when_full == WhenFull::kError || tls_engine_thread) {
+        return Status::Busy("commit queue is full (" + std::to_string(options_.queue_capacity) +
+                            " transactions waiting)");
+      }
+      space_waiters_.fetch_add(1);
+      outstanding_.wait(current);
+      space_waiters_.fetch_sub(1);
+      current = outstanding_.load();
+      continue;
+    }
+    if (outstanding_.compare_exchange_weak(current, current + 1)) break;
+  }
+  // Seen after our increment in the seq_cst order, Stop() keeps running until we are processed.
+  if (!accepting_.load()) {
+    outstanding_.fetch_sub(1);
+    outstanding_.notify_all();
+    return Status::Closed("engine is closed");
+  }
+  bool enqueued = queue_.enqueue(rep);
+  WHARF_ASSERT(enqueued);
+  wake_.signal();
+  return Status::OK();
+}
+
+void Committer::Stop() {
+  accepting_ = false;
+  stopping_ = true;
+  wake_.signal();
+  if (thread_.joinable()) thread_.join();
+}
+
+CommitterStats Committer::stats() const {
+  return {commits_.load(), facts_.load(),         groups_.load(),
+          syncs_.load(),   sync_us_total_.load(), failures_.load()};
+}
+
+int64_t Committer::NowMs() const {
+  if (options_.clock_ms) return options_.clock_ms();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Committer::Run() {
+  std::vector<TxnRep*> batch(kDequeueMax);
+  while (true) {
+    if (failed_.load() && !sync_in_flight_.load() && !unsynced_.empty()) {
+      // Written after a round that failed: a later successful fdatasync proves nothing about
+      // them (the kernel may have dropped the dirty pages), so their outcome is unknown.
+      for (const Group& group : unsynced_) {
+        FinishAll(group.reps, Status::IOError("an earlier WAL sync failed; the outcome of this "
+                                              "commit is unknown"));
+      }
+      unsynced_.clear();
+    }
+    size_t count = queue_.try_dequeue_bulk(batch.data(), kDequeueMax);
+    if (count > 0) WriteBatchOf(batch.data(), count);
+    if (!failed_.load()) MaybeSubmitSync(/*force=*/false);
+    if (count > 0) continue;
+    if (stopping_.load() && outstanding_.load() == 0) break;
+    if (options_.durability == Durability::kBuffered && !sync_in_flight_.load()) {
+      wake_.wait(int64_t{options_.buffered_sync_ms} * 1000);
+      MaybeSubmitSync(/*force=*/stopping_.load());
+    } else {
+      wake_.wait();
+    }
+  }
+  // Let the last buffered bytes reach the disk before the store closes.
+  if (options_.durability == Durability::kBuffered && !failed_.load()) {
+    MaybeSubmitSync(/*force=*/true);
+    while (sync_in_flight_.load()) wake_.wait();
+  }
+}
+
+Status Committer::CheckPreconditions(const TxnRep& rep) {
+  for (const CheckOp& check : rep.checks) {
+    std::string stored;
+    rocksdb::Status s =
+        store_->db()->Get(rocksdb::ReadOptions(), store_->cf(check.cf), check.key, &stored);
+    if (!s.ok() && !s.IsNotFound()) return FromRocks(s, "check " + check.what);
+    std::optional<std::string> actual;
+    if (s.ok()) actual = std::move(stored);
+    if (actual != check.expected) {
+      return Status::Conflict(check.what + " changed since the transaction read it");
+    }
+  }
+  return Status::OK();
+}
+
+void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
+  if (failed_) {
+    Status recovered = Recover();
+    if (!recovered.ok()) {
+      FinishAll(std::vector<TxnRep*>(reps, reps + count), recovered);
+      return;
+    }
+  }
+  rocksdb::WriteBatch batch;
+  Group group;
+  uint64_t next_lsn = next_lsn_;
+  size_t facts = 0;
+  batch_checked_keys_.clear();
+  auto write_pending = [&]() -> bool {
+    if (group.reps.empty()) return true;
+    if (next_lsn != next_lsn_)
+      batch.Put(store_->cf(kMeta), kMetaLastLsn, LastLsnValue(next_lsn - 1));
+    rocksdb::WriteOptions write_options;
+    write_options.sync = false;
+    Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
+    if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
+    // LSNs are never reused, even when the write failed: its outcome is unknown.
+    next_lsn_ = next_lsn;
+    last_lsn_.store(next_lsn - 1, std::memory_order_release);
+    groups_.fetch_add(1, std::memory_order_relaxed);
+    if (!s.ok()) {
+      failed_ = true;
+      FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
+                                            s.retryable()));
+      group = Group();
+      batch.Clear();
+      return false;
+    }
+    group.last_lsn = next_lsn - 1;
+    if (options_.durability == Durability::kBuffered) {
+      durable_lsn_.store(group.last_lsn, std::memory_order_release);
+      sink_->OnDurable(group.last_lsn, group.reps);
+      for (TxnRep* rep : group.reps) Finish(rep);
+    } else {
+      unsynced_.push_back(std::move(group));
+    }
+    group = Group();
+    batch.Clear();
+    batch_checked_keys_.clear();
+    facts = 0;
+    return true;
+  };
+
+  for (size_t i = 0; i < count; ++i) {
+    TxnRep* rep = reps[i];
+    // A check on a key this batch already writes must see that write: write the batch first.
+    for (const CheckOp& check : rep->checks) {
+      if (batch_checked_keys_.count(check.key)) {
+        write_pending();
+        break;
+      }
+    }
+    if (failed_) {
+      rep->status = Status::IOError("an earlier write in this group failed; nothing was written");
+      Finish(rep);
+      continue;
+    }
+    Status checked = CheckPreconditions(*rep);
+    if (!checked.ok()) {
+      rep->status = checked;
+      Finish(rep);
+      continue;
+    }
+    if (!rep->facts.empty()) {
+      rep->result.first_fact_id = next_lsn;
+      for (const FactOp& fact : rep->facts) {
+        uint64_t lsn = next_lsn++;
+        if (fact.deliver_at_ms > 0) {
+          batch.Put(store_->cf(kTimers), codec::TimerKey(fact.deliver_at_ms, lsn), fact.record);
+        } else {
+          batch.Put(store_->cf(kOutbox), codec::OutboxKey(fact.partition, lsn), fact.record);
+        }
+      }
+      rep->result.last_fact_id = next_lsn - 1;
+      facts += rep->facts.size();
+    }
+    for (const WriteOp& write : rep->writes) {
+      if (write.is_delete) {
+        batch.Delete(store_->cf(write.cf), write.key);
+      } else {
+        batch.Put(store_->cf(write.cf), write.key, write.value);
+      }
+      if (write.cf == kCursors || write.cf == kLeases) batch_checked_keys_.insert(write.key);
+    }
+    group.reps.push_back(rep);
+    if (facts >= options_.group_facts_max) write_pending();
+  }
+  write_pending();
+}
+
+void Committer::MaybeSubmitSync(bool force) {
+  if (sync_in_flight_.load(std::memory_order_acquire)) return;
+  if (unsynced_.empty() && !force) {
+    if (options_.durability != Durability::kBuffered) return;
+    auto elapsed = std::chrono::steady_clock::now() - last_sync_;
+    if (elapsed < std::chrono::milliseconds(options_.buffered_sync_ms)) return;
+  }
+  auto round = std::make_shared<Round>();
+  store_->wal_fs()->PlanSync(&round->plan);
+  if (round->plan.empty() && unsynced_.empty()) {
+    last_sync_ = std::chrono::steady_clock::now();
+    return;
+  }
+  round->groups = std::move(unsynced_);
+  unsynced_.clear();
+  round->started = std::chrono::steady_clock::now();
+  last_sync_ = round->started;
+  sync_in_flight_.store(true, std::memory_order_release);
+  Status s = backend_->Submit(round->plan.ops,
+                              [this, round](int errno_value) { OnRoundDone(round, errno_value); });
+  if (!s.ok()) {
+    // The backend refused the round: nothing was synced.
+    failed_ = true;
+    store_->wal_fs()->CompleteSync(round->plan, EIO).PermitUncheckedError();
+    for (const Group& group : round->groups) FinishAll(group.reps, s);
+    sync_in_flight_.store(false, std::memory_order_release);
+  }
+}
+
+void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value) {
+  tls_engine_thread = true;
+  Status status = store_->wal_fs()->CompleteSync(round->plan, errno_value);
+  auto elapsed = std::chrono::steady_clock::now() - round->started;
+  syncs_.fetch_add(1, std::memory_order_relaxed);
+  sync_us_total_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
+                           std::memory_order_relaxed);
+  for (const Group& group : round->groups) {
+    if (status.ok()) {
+      durable_lsn_.store(group.last_lsn, std::memory_order_release);
+      sink_->OnDurable(group.last_lsn, group.reps);
+      for (TxnRep* rep : group.reps) Finish(rep);
+    } else {
+      FinishAll(group.reps,
+                Status::IOError(status.message() + "; the outcome of this commit is unknown"));
+    }
+  }
+  if (!status.ok()) failed_.store(true);
+  sync_in_flight_.store(false, std::memory_order_release);
+  wake_.signal();
+}
+
+void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
+  failures_.fetch_add(reps.size(), std::memory_order_relaxed);
+  for (TxnRep* rep : reps) {
+    rep->status = status;
+    rep->result = CommitResult();
+    Finish(rep);
+  }
+}
+
+void Committer::Finish(TxnRep* rep) {
+  if (rep->status.ok()) {
+    commits_.fetch_add(1, std::memory_order_relaxed);
+    facts_.fetch_add(rep->facts.size(), std::memory_order_relaxed);
+  }
+  if (rep->callback) {
+    // Async: the committer owns the rep.
+    rep->callback(rep->status, rep->result);
+    delete rep;
+  } else {
+    rep->done.store(1, std::memory_order_release);
+    rep->done.notify_one();
+  }
+  outstanding_.fetch_sub(1);
+  if (space_waiters_.load() > 0 || stopping_.load()) outstanding_.notify_all();
+}
+
+Status Committer::Recover() {
+  // After a failed WAL write or sync, what the WAL holds is unknown. Clear RocksDB's background
+  // error and flush the memtables to synced SST files: everything written so far (including
+  // transactions whose commit reported an unknown outcome) is then durable, whole.
+  rocksdb::DB* db = store_->db();
+  rocksdb::Status s = db->Resume();
+  if (!s.ok() && !s.IsNotSupported()) return FromRocks(s, "recover after a failed write");
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  for (int cf = 0; cf < kCfCount; ++cf) handles.push_back(store_->cf(static_cast<Cf>(cf)));
+  rocksdb::FlushOptions flush_options;
+  flush_options.wait = true;
+  s = db->Flush(flush_options, handles);
+  if (!s.ok()) return FromRocks(s, "recover after a failed write: flush");
+  failed_ = false;
+  durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
+  sink_->OnGap(last_lsn_.load());
+  return Status::OK();
+}
+
+}  // namespace wharf::internal

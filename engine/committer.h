@@ -1,0 +1,121 @@
+// Committer: the single writer. Producers hand TxnReps over a lock-free queue; one committer thread
+// checks each transaction's preconditions, stamps LSNs, writes whole groups as one RocksDB
+// WriteBatch (sync=false) and pushes the WAL buffer to its file (FlushWAL(false)); then it submits
+// one sync round (fdatasync of the WAL files, via io::SyncBackend) covering every group written so
+// far. While that round is in flight the committer keeps writing the next groups; the round's
+// completion, on the backend's thread, raises the durable LSN and acknowledges the waiters.
+//
+// States of a transaction:
+//   queued     in queue_, counted in outstanding_
+//   written    in a WriteBatch that reached the WAL file (unsynced_ groups)
+//   syncing    its group belongs to the round in flight
+//   done       status set, `done` flag raised (and callback run): outstanding_ decremented
+//
+// Thread safety: Submit is thread-safe. Everything else runs on the committer thread, except
+// OnRoundDone (backend thread), which only touches the round it was handed and atomics.
+// Invariants: at most one sync round in flight; durable_lsn_ only grows and never exceeds
+// last_lsn_; a transaction is acknowledged only after a round that covers its bytes completed
+// (durability=sync) or after its group reached the WAL file (durability=buffered).
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+#include <concurrentqueue/lightweightsemaphore.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/store.h"
+#include "engine/txn_rep.h"
+#include "io/sync_backend.h"
+
+namespace wharf::internal {
+
+// Told when transactions became durable, before their waiters are acknowledged. Runs on the sync
+// backend's thread (or the committer's, in buffered mode); must be quick.
+class DurableSink {
+ public:
+  virtual ~DurableSink() = default;
+  virtual void OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) = 0;
+  // After recovery from a failed write, facts up to `durable_lsn` may be durable without having
+  // passed through OnDurable (their commits reported an unknown outcome): caches must not assume
+  // they saw every durable fact.
+  virtual void OnGap(uint64_t durable_lsn) = 0;
+};
+
+struct CommitterStats {
+  uint64_t commits = 0;
+  uint64_t facts = 0;
+  uint64_t groups = 0;  // WriteBatches written
+  uint64_t syncs = 0;   // sync rounds completed
+  uint64_t sync_us_total = 0;
+  uint64_t failures = 0;
+};
+
+class Committer {
+ public:
+  Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
+            DurableSink* sink);
+  ~Committer();
+
+  void Start();
+  // Enqueues `rep`. Busy when the queue is full and when_full=error (or when waiting would
+  // deadlock: called from an engine thread); Closed after Stop began.
+  Status Submit(TxnRep* rep);
+  // Finishes every queued transaction, waits for the last sync, joins the thread. Idempotent.
+  void Stop();
+
+  uint64_t durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
+  uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_acquire); }
+  CommitterStats stats() const;
+  bool IsEngineThread() const;
+
+ private:
+  struct Group {
+    std::vector<TxnRep*> reps;
+    uint64_t last_lsn = 0;
+  };
+  struct Round;
+
+  void Run();
+  void WriteBatchOf(TxnRep* const* reps, size_t count);
+  Status CheckPreconditions(const TxnRep& rep);
+  void MaybeSubmitSync(bool force);
+  void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value);
+  void Finish(TxnRep* rep);
+  void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
+  Status Recover();
+  int64_t NowMs() const;
+
+  Store* const store_;
+  io::SyncBackend* const backend_;
+  const EngineOptions options_;
+  DurableSink* const sink_;
+
+  moodycamel::ConcurrentQueue<TxnRep*> queue_;
+  moodycamel::LightweightSemaphore wake_;
+  std::atomic<uint32_t> outstanding_{0};  // submitted, not yet done
+  std::atomic<uint32_t> space_waiters_{0};
+  std::atomic<bool> accepting_{true};
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+
+  // Committer thread only.
+  std::vector<Group> unsynced_;
+  std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
+  std::chrono::steady_clock::time_point last_sync_;
+  uint64_t next_lsn_ = 1;
+
+  std::atomic<bool> failed_{false};  // a write or sync failed: recover before writing again
+  std::atomic<bool> sync_in_flight_{false};
+  std::atomic<uint64_t> last_lsn_{0};
+  std::atomic<uint64_t> durable_lsn_{0};
+  std::atomic<uint64_t> commits_{0}, facts_{0}, groups_{0}, syncs_{0}, sync_us_total_{0},
+      failures_{0};
+};
+
+}  // namespace wharf::internal

@@ -1,0 +1,202 @@
+#include "engine/engine_core.h"
+
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/assert.h"
+#include "engine/codec.h"
+
+namespace wharf::internal {
+
+Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max) {
+  if (name.empty()) return Status::InvalidArgument(std::string(what) + " is empty");
+  if (name.size() > bytes_max) {
+    return Status::InvalidArgument(std::string(what) + " of " + std::to_string(name.size()) +
+                                   " bytes is longer than the limit of " +
+                                   std::to_string(bytes_max));
+  }
+  if (name.find('\0') != std::string_view::npos) {
+    return Status::InvalidArgument(std::string(what) + " contains a NUL byte");
+  }
+  return Status::OK();
+}
+
+Status EngineCore::Open(const std::string& path, const EngineOptions& options,
+                        const StoreHooks& hooks, std::unique_ptr<Engine>* engine) {
+  if (options.queue_capacity == 0) return Status::InvalidArgument("queue_capacity must be >= 1");
+  if (options.group_facts_max == 0) return Status::InvalidArgument("group_facts_max must be >= 1");
+  std::shared_ptr<EngineCore> core(new EngineCore());
+  core->path_ = path;
+  core->options_ = options;
+  Status s = io::SyncBackend::Create(options.io, &core->backend_);
+  if (!s.ok()) return s;
+  s = Store::Open(path, options, hooks, &core->store_);
+  if (!s.ok()) return s;
+  core->options_.partitions = core->store_->partitions();
+  core->options_.ordering = core->store_->ordering();
+  for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
+  core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
+                                                 core->options_, core.get());
+  core->committer_->Start();
+  engine->reset(new Engine(std::move(core)));
+  return Status::OK();
+}
+
+EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
+
+Status EngineCore::Close() {
+  if (closed_.exchange(true)) return Status::OK();
+  // Queued commits finish first; then no reader may be inside the store while it closes.
+  if (committer_) committer_->Stop();
+  std::unique_lock lock(close_mutex_);
+  Status s = store_ ? store_->Close() : Status::OK();
+  backend_.reset();
+  return s;
+}
+
+Status EngineCore::CheckOpen() const {
+  return closed_.load() ? Status::Closed("engine is closed") : Status::OK();
+}
+
+int64_t EngineCore::NowMs() const {
+  if (options_.clock_ms) return options_.clock_ms();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status EngineCore::Commit(TxnRep* rep) {
+  if (!rep->callback && committer_->IsEngineThread()) {
+    return Status::InvalidArgument(
+        "Commit() called from a commit callback or engine thread would deadlock; use "
+        "CommitAsync()");
+  }
+  Status s = CheckOpen();
+  if (s.ok()) s = committer_->Submit(rep);
+  if (!s.ok() || rep->callback) return s;
+  rep->done.wait(0, std::memory_order_acquire);
+  return rep->status;
+}
+
+Status EngineCore::DeclareTypes(const std::vector<std::string>& types) {
+  auto txn = std::make_unique<TxnRep>();
+  for (const std::string& type : types) {
+    Status s = ValidateName("fact type", type, kTypeBytesMax);
+    if (!s.ok()) return s;
+    if (IsDeclared(type)) continue;
+    txn->writes.push_back({kMeta, false, kMetaTypePrefix + type, codec::Seal("")});
+  }
+  if (txn->writes.empty()) return CheckOpen();
+  Status s = Commit(txn.get());
+  if (!s.ok()) return s;
+  std::unique_lock lock(types_mutex_);
+  for (const std::string& type : types) types_.insert(type);
+  return Status::OK();
+}
+
+bool EngineCore::IsDeclared(std::string_view type) const {
+  std::shared_lock lock(types_mutex_);
+  return types_.find(type) != types_.end();
+}
+
+std::vector<std::string> EngineCore::DeclaredTypes() const {
+  std::shared_lock lock(types_mutex_);
+  std::vector<std::string> types(types_.begin(), types_.end());
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
+uint32_t EngineCore::PartitionFor(std::string_view key) const {
+  if (!key.empty()) return codec::PartitionOfKey(key, options_.partitions);
+  if (options_.ordering != Ordering::kNone) return 0;
+  // Unkeyed facts of an unordered outbox are spread so that consumers can use every partition.
+  thread_local uint32_t next = 0;
+  return next++ % options_.partitions;
+}
+
+Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
+                             std::vector<Fact>* facts) const {
+  auto guard = ReadGuard();
+  Status s = CheckOpen();
+  if (!s.ok()) return s;
+  if (partition >= options_.partitions) {
+    return Status::InvalidArgument("partition " + std::to_string(partition) + " >= partitions " +
+                                   std::to_string(options_.partitions));
+  }
+  to_id = std::min(to_id, committer_->durable_lsn());
+  if (from_id > to_id || count_max == 0) return Status::OK();
+  // Bounded on both sides so tombstones of trimmed ranges are never scanned.
+  std::string lower = codec::OutboxKey(partition, from_id);
+  std::string upper = codec::OutboxKey(partition, to_id + 1);
+  rocksdb::Slice lower_slice(lower), upper_slice(upper);
+  rocksdb::ReadOptions read_options;
+  read_options.iterate_lower_bound = &lower_slice;
+  read_options.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(
+      store_->db()->NewIterator(read_options, store_->cf(kOutbox)));
+  for (it->Seek(lower_slice); it->Valid() && count_max > 0; it->Next(), --count_max) {
+    Fact& fact = facts->emplace_back();
+    uint32_t key_partition = 0;
+    if (it->key().size() != codec::kOutboxKeyBytes) {
+      return Status::Corruption("outbox key of " + std::to_string(it->key().size()) + " bytes");
+    }
+    codec::DecodeOutboxKey(it->key().ToStringView(), &key_partition, &fact.id);
+    s = codec::DecodeFact(it->value().ToStringView(), &fact);
+    if (!s.ok()) {
+      return Status::Corruption("fact " + std::to_string(fact.id) + " in partition " +
+                                std::to_string(partition) + ": " + s.message());
+    }
+    fact.partition = key_partition;
+  }
+  return FromRocks(it->status(), "read outbox");
+}
+
+Status EngineCore::GetState(std::string_view table, std::string_view key,
+                            std::string* value) const {
+  Status s = ValidateName("table name", table, kTableBytesMax);
+  if (s.ok()) s = ValidateName("key", key, kKeyBytesMax);
+  if (!s.ok()) return s;
+  auto guard = ReadGuard();
+  s = CheckOpen();
+  if (!s.ok()) return s;
+  s = store_->Get(kState, codec::StateKey(table, key), value);
+  if (s.IsNotFound()) {
+    return Status::NotFound("no key '" + std::string(key) + "' in table '" + std::string(table) +
+                            "'");
+  }
+  return s;
+}
+
+void EngineCore::AddListener(DurableListener* listener) {
+  std::lock_guard lock(listeners_mutex_);
+  listeners_.push_back(listener);
+}
+
+void EngineCore::RemoveListener(DurableListener* listener) {
+  std::lock_guard lock(listeners_mutex_);
+  std::erase(listeners_, listener);
+}
+
+void EngineCore::OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) {
+  std::lock_guard lock(listeners_mutex_);
+  if (listeners_.empty()) return;
+  durable_scratch_.clear();
+  for (const TxnRep* rep : reps) {
+    uint64_t lsn = rep->result.first_fact_id;
+    for (const FactOp& fact : rep->facts) {
+      if (fact.deliver_at_ms == 0) durable_scratch_.push_back({lsn, fact.partition, fact.record});
+      ++lsn;
+    }
+  }
+  for (DurableListener* listener : listeners_)
+    listener->OnFactsDurable(durable_lsn, durable_scratch_);
+}
+
+void EngineCore::OnGap(uint64_t durable_lsn) {
+  std::lock_guard lock(listeners_mutex_);
+  for (DurableListener* listener : listeners_) listener->OnGap(durable_lsn);
+}
+
+}  // namespace wharf::internal

@@ -1,0 +1,109 @@
+// EngineCore: what an open Engine is made of (store, sync backend, committer, declared types) and
+// the internal surface the runtime and tools build on. Not part of the stable API.
+//
+// Thread safety: thread-safe. Close() waits for readers in flight (close_mutex_) and for every
+// queued commit; afterwards every call returns Closed.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/committer.h"
+#include "engine/store.h"
+#include "engine/txn_rep.h"
+#include "io/sync_backend.h"
+#include "wharf/engine.h"
+
+namespace wharf::internal {
+
+// A fact that just became durable, as handed to listeners. Views are valid during the call only.
+struct DurableFact {
+  uint64_t lsn;
+  uint32_t partition;
+  std::string_view record;  // sealed (see codec::DecodeFact)
+};
+
+// Told about facts as they become durable (on the sync backend's thread; must be quick).
+class DurableListener {
+ public:
+  virtual ~DurableListener() = default;
+  virtual void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) = 0;
+  // Facts up to durable_lsn may be durable without having been announced (after recovery).
+  virtual void OnGap(uint64_t durable_lsn) = 0;
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+};
+
+class EngineCore : public DurableSink, public std::enable_shared_from_this<EngineCore> {
+ public:
+  static Status Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
+                     std::unique_ptr<Engine>* engine);
+  ~EngineCore() override;
+
+  Status Close();
+  // OK while open, else Closed. Callers that read the store hold a ReadGuard.
+  Status CheckOpen() const;
+  std::shared_lock<std::shared_mutex> ReadGuard() const { return std::shared_lock(close_mutex_); }
+
+  Store* store() const { return store_.get(); }
+  Committer* committer() const { return committer_.get(); }
+  const EngineOptions& options() const { return options_; }
+  const std::string& path() const { return path_; }
+  const char* io_backend() const { return backend_->name(); }
+  int64_t NowMs() const;
+
+  // Hands a transaction to the committer and, unless it is async, waits for its outcome.
+  Status Commit(TxnRep* rep);
+  static TxnRep* RepOf(Txn& txn) { return txn.rep_.get(); }
+  static std::unique_ptr<TxnRep>& MutableRepOf(Txn& txn) { return txn.rep_; }
+  Txn Begin() { return Txn(shared_from_this()); }
+
+  Status DeclareTypes(const std::vector<std::string>& types);
+  bool IsDeclared(std::string_view type) const;
+  std::vector<std::string> DeclaredTypes() const;
+
+  uint32_t PartitionFor(std::string_view key) const;
+  Status ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
+                   std::vector<Fact>* facts) const;
+  Status GetState(std::string_view table, std::string_view key, std::string* value) const;
+
+  void AddListener(DurableListener* listener);
+  void RemoveListener(DurableListener* listener);
+
+  // DurableSink
+  void OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) override;
+  void OnGap(uint64_t durable_lsn) override;
+
+ private:
+  EngineCore() = default;
+
+  std::string path_;
+  EngineOptions options_;
+  std::unique_ptr<io::SyncBackend> backend_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Committer> committer_;
+
+  mutable std::shared_mutex close_mutex_;
+  std::atomic<bool> closed_{false};
+
+  mutable std::shared_mutex types_mutex_;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> types_;
+
+  std::mutex listeners_mutex_;
+  std::vector<DurableListener*> listeners_;
+  std::vector<DurableFact> durable_scratch_;  // guarded by listeners_mutex_
+};
+
+// Validation shared by Txn and the runtime.
+Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max);
+
+}  // namespace wharf::internal

@@ -1,0 +1,81 @@
+// Store: the only code that opens RocksDB. One database directory = one RocksDB instance with a
+// column family per kind of record (see codec.h for keys and values) and a meta family holding the
+// format version, the outbox declaration, declared types and the last assigned LSN.
+//
+// Thread safety: the DB handle is thread-safe; Store itself is immutable after Open.
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wharf/options.h"
+#include "wharf/status.h"
+
+namespace wharf::io {
+class WalFileSystem;
+class DurabilityObserver;
+}  // namespace wharf::io
+
+namespace wharf::internal {
+
+enum Cf : uint8_t { kOutbox = 0, kCursors, kLeases, kTimers, kDead, kState, kMeta, kCfCount };
+const char* CfName(Cf cf);
+
+inline constexpr uint32_t kFormatVersion = 1;
+
+// Meta keys.
+inline constexpr const char* kMetaFormatVersion = "format_version";
+inline constexpr const char* kMetaPartitions = "partitions";
+inline constexpr const char* kMetaOrdering = "ordering";
+inline constexpr const char* kMetaLastLsn = "last_lsn";
+inline constexpr const char* kMetaTypePrefix = "type:";
+
+Status FromRocks(const rocksdb::Status& status, const std::string& context);
+
+struct StoreHooks {
+  // Base file system under the WAL-aware wrapper (tests pass the fault-injecting one).
+  std::shared_ptr<rocksdb::FileSystem> base_fs;
+  io::DurabilityObserver* observer = nullptr;
+};
+
+class Store {
+ public:
+  // Opens or creates; checks and records the format version and the outbox declaration
+  // (partitions/ordering in `options` are resolved against what is stored).
+  static Status Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
+                     std::unique_ptr<Store>* store);
+  ~Store();
+
+  rocksdb::DB* db() const { return db_.get(); }
+  rocksdb::ColumnFamilyHandle* cf(Cf cf) const { return handles_[cf]; }
+  io::WalFileSystem* wal_fs() const { return wal_fs_.get(); }
+  uint32_t partitions() const { return partitions_; }
+  Ordering ordering() const { return ordering_; }
+  uint64_t recovered_last_lsn() const { return recovered_last_lsn_; }
+  const std::vector<std::string>& recovered_types() const { return recovered_types_; }
+
+  // Reads and unseals a value. NotFound when absent; Corruption on a bad envelope.
+  Status Get(Cf cf, const rocksdb::Slice& key, std::string* value) const;
+
+  // Flushes memtables and closes. Idempotent.
+  Status Close();
+
+ private:
+  Store() = default;
+  Status LoadOrInitMeta(const EngineOptions& options, bool created);
+
+  std::shared_ptr<io::WalFileSystem> wal_fs_;
+  std::unique_ptr<rocksdb::Env> env_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::array<rocksdb::ColumnFamilyHandle*, kCfCount> handles_{};
+  uint32_t partitions_ = 0;
+  Ordering ordering_ = Ordering::kPartition;
+  uint64_t recovered_last_lsn_ = 0;
+  std::vector<std::string> recovered_types_;
+};
+
+}  // namespace wharf::internal
