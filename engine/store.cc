@@ -36,10 +36,8 @@ std::string EncodeU64(uint64_t value) {
   return codec::Seal(body);
 }
 
-Status DecodeU64(const std::string& sealed, const char* name, uint64_t* value) {
-  std::string_view body;
-  Status s = codec::Unseal(sealed, &body);
-  if (!s.ok()) return Status::Corruption(std::string("meta ") + name + ": " + s.message());
+// `body` is already unsealed (Store::Get verifies the envelope).
+Status DecodeU64(const std::string& body, const char* name, uint64_t* value) {
   if (body.size() != 8) return Status::Corruption(std::string("meta ") + name + " has a bad size");
   *value = codec::DecodeFixed64BE(body.data());
   return Status::OK();

@@ -1,0 +1,401 @@
+// Engine and Txn: atomic commits, recovery across reopen, checksums, bad input. Every test runs on
+// both sync backends (io_uring and the posix thread), which must behave identically.
+#include <rocksdb/db.h>
+
+#include <thread>
+
+#include "engine/codec.h"
+#include "engine/store.h"
+#include "test_util.h"
+
+namespace wharf {
+namespace {
+
+using testing::TempDir;
+
+class EngineTest : public ::testing::TestWithParam<IoBackend> {
+ protected:
+  EngineOptions Options() const {
+    EngineOptions options;
+    options.io = GetParam();
+    return options;
+  }
+  void Open(const EngineOptions& options) { ASSERT_OK(Engine::Open(dir_.db(), options, &engine_)); }
+  void Open() { Open(Options()); }
+  void Reopen() {
+    ASSERT_OK(engine_->Close());
+    engine_.reset();
+    Open();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// A transaction's state writes and facts are visible together after commit, and the commit
+// reports the fact ids it was given.
+TEST_P(EngineTest, CommitWritesStateAndFactsTogether) {
+  Open();
+  EXPECT_STREQ(engine_->io_backend(), GetParam() == IoBackend::kPosix ? "posix" : "uring");
+  ASSERT_OK(engine_->DeclareTypes({"OrderCreated"}));
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Put("orders", "o-1", "pending"));
+  ASSERT_OK(txn.Emit("OrderCreated", "c-1", "one", {.headers = {{"trace", "t1"}}}));
+  ASSERT_OK(txn.Emit("OrderCreated", "c-1", "two"));
+  CommitResult result;
+  ASSERT_OK(txn.Commit(&result));
+  EXPECT_EQ(result.first_fact_id, 1u);
+  EXPECT_EQ(result.last_fact_id, 2u);
+  EXPECT_EQ(engine_->durable_lsn(), 2u);
+
+  std::string value;
+  ASSERT_OK(engine_->Get("orders", "o-1", &value));
+  EXPECT_EQ(value, "pending");
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("c-1"), 0, 10, &facts));
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].id, 1u);
+  EXPECT_EQ(facts[0].payload, "one");
+  EXPECT_EQ(facts[0].type, "OrderCreated");
+  EXPECT_EQ(facts[0].key, "c-1");
+  ASSERT_EQ(facts[0].headers.size(), 1u);
+  EXPECT_EQ(facts[0].headers[0].second, "t1");
+  EXPECT_EQ(facts[1].id, 2u);
+  EXPECT_EQ(facts[1].partition, engine_->PartitionOf("c-1"));
+  EXPECT_GT(facts[1].commit_ms, 0);
+
+  ASSERT_OK(txn.Delete("orders", "o-1").ok() ? Status::Internal("commit twice allowed")
+                                             : Status::OK());
+  Txn del = engine_->Begin();
+  ASSERT_OK(del.Delete("orders", "o-1"));
+  ASSERT_OK(del.Commit());
+  EXPECT_TRUE(engine_->Get("orders", "o-1", &value).IsNotFound());
+}
+
+// A transaction that is never committed leaves nothing behind.
+TEST_P(EngineTest, AbandonedTransactionWritesNothing) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Put("t", "k", "v"));
+    ASSERT_OK(txn.Emit("T", "k", "p"));
+  }
+  std::string value;
+  EXPECT_TRUE(engine_->Get("t", "k", &value).IsNotFound());
+  EXPECT_EQ(engine_->durable_lsn(), 0u);
+}
+
+// After a reopen, LSNs continue where they stopped and state, facts and declared types are intact.
+TEST_P(EngineTest, ReopenRecoversEverythingAndLsnsContinue) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"A", "B"}));
+  for (int i = 0; i < 100; ++i) {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Put("t", "k" + std::to_string(i), std::to_string(i)));
+    ASSERT_OK(txn.Emit(i % 2 ? "A" : "B", "key", "payload-" + std::to_string(i)));
+    ASSERT_OK(txn.Commit());
+  }
+  Reopen();
+  EXPECT_EQ(engine_->durable_lsn(), 100u);
+  EXPECT_EQ(engine_->DeclaredTypes(), (std::vector<std::string>{"A", "B"}));
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("key"), 0, 1000, &facts));
+  ASSERT_EQ(facts.size(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(facts[i].id, static_cast<uint64_t>(i + 1));
+    EXPECT_EQ(facts[i].payload, "payload-" + std::to_string(i));
+  }
+  std::string value;
+  ASSERT_OK(engine_->Get("t", "k99", &value));
+  EXPECT_EQ(value, "99");
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Emit("A", "key", "after"));
+  CommitResult result;
+  ASSERT_OK(txn.Commit(&result));
+  EXPECT_EQ(result.first_fact_id, 101u);
+}
+
+// Many producer threads commit concurrently; every commit is durable once acknowledged and fact
+// ids are unique and dense.
+TEST_P(EngineTest, ConcurrentProducersGetUniqueDenseIds) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  constexpr int kThreads = 8, kCommits = 300;
+  std::vector<std::vector<uint64_t>> ids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCommits; ++i) {
+        Txn txn = engine_->Begin();
+        EXPECT_OK(txn.Emit("T", std::to_string(i), "x"));
+        EXPECT_OK(txn.Emit("T", std::to_string(i), "y"));
+        CommitResult result;
+        EXPECT_OK(txn.Commit(&result));
+        EXPECT_EQ(result.last_fact_id, result.first_fact_id + 1);
+        EXPECT_LE(result.last_fact_id, engine_->durable_lsn());
+        ids[t].push_back(result.first_fact_id);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<uint64_t> all;
+  for (auto& v : ids) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), size_t{kThreads * kCommits});
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], 1 + 2 * i);
+  EXPECT_EQ(engine_->durable_lsn(), uint64_t{2 * kThreads * kCommits});
+}
+
+// CommitAsync calls back exactly once with the outcome; the callback runs on an engine thread.
+TEST_P(EngineTest, CommitAsyncCallsBackOnce) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  constexpr int kCommits = 500;
+  std::atomic<int> called{0};
+  std::atomic<uint64_t> max_id{0};
+  for (int i = 0; i < kCommits; ++i) {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Emit("T", "k", "p"));
+    ASSERT_OK(txn.CommitAsync([&](const Status& s, const CommitResult& r) {
+      EXPECT_OK(s);
+      uint64_t seen = max_id.load();
+      while (r.last_fact_id > seen && !max_id.compare_exchange_weak(seen, r.last_fact_id)) {
+      }
+      // A blocking commit from a callback would deadlock and is refused.
+      Txn inner = engine_->Begin();
+      EXPECT_OK(inner.Put("t", "k", "v"));
+      EXPECT_TRUE(inner.Commit().IsInvalidArgument());
+      called++;
+    }));
+    EXPECT_TRUE(txn.CommitAsync([](const Status&, const CommitResult&) {}).IsInvalidArgument());
+  }
+  for (int i = 0; i < 10000 && called.load() < kCommits; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_OK(engine_->Close());
+  EXPECT_EQ(called.load(), kCommits);
+  EXPECT_EQ(max_id.load(), uint64_t{kCommits});
+}
+
+// Every bad input named in the contract is refused with a message naming the problem, and what
+// was stored before is untouched.
+TEST_P(EngineTest, BadInputIsRefusedClearly) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  Txn good = engine_->Begin();
+  ASSERT_OK(good.Put("t", "k", "v"));
+  ASSERT_OK(good.Emit("T", "k", "p"));
+  ASSERT_OK(good.Commit());
+
+  auto expect_invalid = [](const Status& s, const std::string& needle) {
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  Txn txn = engine_->Begin();
+  expect_invalid(txn.Put("", "k", "v"), "table name is empty");
+  expect_invalid(txn.Put(std::string(256, 't'), "k", "v"), "table name of 256 bytes");
+  expect_invalid(txn.Put("t", "", "v"), "key is empty");
+  expect_invalid(txn.Put("t", std::string(kKeyBytesMax + 1, 'k'), "v"), "key of 4097 bytes");
+  expect_invalid(txn.Put("t", "k", std::string(kValueBytesMax + 1, 'v')), "value of");
+  expect_invalid(txn.Put(std::string("a\0b", 3), "k", "v"), "NUL");
+  expect_invalid(txn.Emit("", "k", "p"), "fact type is empty");
+  expect_invalid(txn.Emit(std::string(256, 'T'), "k", "p"), "fact type of 256 bytes");
+  expect_invalid(txn.Emit("Nope", "k", "p"), "'Nope' is not declared");
+  expect_invalid(txn.Emit("T", "k", ""), "payload is empty");
+  expect_invalid(txn.Emit("T", std::string(kKeyBytesMax + 1, 'k'), "p"), "fact key of");
+  expect_invalid(txn.Emit("T", "k", std::string(kValueBytesMax + 1, 'p')), "fact payload of");
+  expect_invalid(txn.Emit("T", "k", "p", {.headers = {}, .deliver_at_ms = -1}), "deliver_at_ms");
+  EXPECT_EQ(txn.fact_count(), 0u);
+  EXPECT_EQ(txn.write_count(), 0u);
+  ASSERT_OK(txn.Put("t", "k2", "v2"));
+  ASSERT_OK(txn.Commit());
+  expect_invalid(txn.Commit(), "already committed");
+  expect_invalid(txn.Put("t", "k", "v"), "already committed");
+
+  EngineOptions options;
+  expect_invalid(ParseEngineOptions("bogus=1", &options), "unknown engine option 'bogus'");
+  expect_invalid(ParseEngineOptions("partitions=abc", &options), "partitions");
+  expect_invalid(ParseEngineOptions("durability=maybe", &options), "sync | buffered");
+  expect_invalid(ParseEngineOptions("io", &options), "no '=value'");
+  ASSERT_OK(ParseEngineOptions(" partitions = 8 ; io=posix;", &options));
+  EXPECT_EQ(options.partitions, 8u);
+  EXPECT_EQ(options.io, IoBackend::kPosix);
+  expect_invalid(engine_->DeclareTypes({""}), "fact type is empty");
+
+  std::string value;
+  ASSERT_OK(engine_->Get("t", "k", &value));
+  EXPECT_EQ(value, "v");
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 10, &facts));
+  EXPECT_EQ(facts.size(), 1u);
+
+  // After close, everything answers Closed.
+  Txn late = engine_->Begin();
+  ASSERT_OK(late.Put("t", "k3", "v"));
+  ASSERT_OK(engine_->Close());
+  EXPECT_TRUE(late.Commit().IsClosed());
+  EXPECT_TRUE(engine_->Get("t", "k", &value).IsClosed());
+  EXPECT_TRUE(engine_->Begin().Put("t", "k", "v").IsClosed());
+  EXPECT_TRUE(engine_->ReadFacts(0, 0, 1, &facts).IsClosed());
+}
+
+// A second engine on the same directory is refused; so is a partition count that differs from
+// the stored one, and a directory that holds some other RocksDB database.
+TEST_P(EngineTest, RefusesConflictingOpens) {
+  EngineOptions options = Options();
+  options.partitions = 4;
+  Open(options);
+  std::unique_ptr<Engine> second;
+  Status s = Engine::Open(dir_.db(), Options(), &second);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("in use"), std::string::npos) << s.ToString();
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  options.partitions = 8;
+  s = Engine::Open(dir_.db(), options, &engine_);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("4 partitions"), std::string::npos) << s.ToString();
+  Open();  // the default keeps what is stored
+  EXPECT_EQ(engine_->partitions(), 4u);
+
+  std::string other = dir_.path() + "/other";
+  {
+    rocksdb::Options rocks;
+    rocks.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocks, other, &db).ok());
+    delete db;
+  }
+  std::unique_ptr<Engine> foreign;
+  s = Engine::Open(other, Options(), &foreign);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("not a Wharf database"), std::string::npos);
+  EngineOptions no_create = Options();
+  no_create.create_if_missing = false;
+  s = Engine::Open(dir_.path() + "/missing", no_create, &foreign);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+}
+
+// Opens the engine's RocksDB directly, to tamper with stored records as a bad disk would.
+void WithRawDb(
+    const std::string& path,
+    const std::function<void(rocksdb::DB*, std::vector<rocksdb::ColumnFamilyHandle*>&)>& fn) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
+  for (int cf = 0; cf < internal::kCfCount; ++cf) {
+    descriptors.emplace_back(internal::CfName(static_cast<internal::Cf>(cf)),
+                             rocksdb::ColumnFamilyOptions());
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), path, descriptors, &handles, &db).ok());
+  fn(db, handles);
+  for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+  delete db;
+}
+
+// A record whose bytes changed on disk is reported as corruption naming the fact, never returned.
+TEST_P(EngineTest, ChecksumMismatchIsReportedAsCorruption) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Put("t", "k", "value"));
+  ASSERT_OK(txn.Emit("T", "key", "payload"));
+  ASSERT_OK(txn.Commit());
+  uint32_t partition = engine_->PartitionOf("key");
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+
+  WithRawDb(dir_.db(), [&](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+    auto* outbox = handles[1 + internal::kOutbox];
+    auto* state = handles[1 + internal::kState];
+    std::string key = codec::OutboxKey(partition, 1), record;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), outbox, key, &record).ok());
+    record.back() ^= 0x01;  // one flipped bit in the payload
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), outbox, key, record).ok());
+    std::string state_key = codec::StateKey("t", "k"), value;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), state, state_key, &value).ok());
+    value[3] ^= 0x40;  // inside the checksum
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), state, state_key, value).ok());
+  });
+
+  Open();
+  std::vector<Fact> facts;
+  Status s = engine_->ReadFacts(partition, 0, 10, &facts);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("fact 1"), std::string::npos) << s.ToString();
+  std::string value;
+  s = engine_->Get("t", "k", &value);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+}
+
+// A database written by a newer format version is refused with a clear error.
+TEST_P(EngineTest, NewerFormatVersionIsRefused) {
+  Open();
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  WithRawDb(dir_.db(), [&](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+    std::string body;
+    codec::PutFixed64BE(&body, internal::kFormatVersion + 1);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[1 + internal::kMeta],
+                        internal::kMetaFormatVersion, codec::Seal(body))
+                    .ok());
+  });
+  Status s = Engine::Open(dir_.db(), Options(), &engine_);
+  EXPECT_EQ(s.code(), Status::Code::kNotSupported) << s.ToString();
+  EXPECT_NE(s.message().find("newer than this Wharf supports"), std::string::npos);
+}
+
+// A full queue with when_full=error answers Busy instead of growing; with block it waits.
+TEST_P(EngineTest, FullQueueIsBusyOrBlocks) {
+  EngineOptions options = Options();
+  options.queue_capacity = 1;
+  options.when_full = WhenFull::kError;
+  Open(options);
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  int busy = 0, ok = 0;
+  std::atomic<int> done{0};
+  for (int i = 0; i < 200; ++i) {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Emit("T", "k", "p"));
+    Status s = txn.CommitAsync([&](const Status&, const CommitResult&) { done++; });
+    if (s.IsBusy()) {
+      busy++;
+      EXPECT_NE(s.message().find("queue is full"), std::string::npos);
+    } else {
+      ASSERT_OK(s);
+      ok++;
+    }
+  }
+  EXPECT_GT(busy, 0);
+  EXPECT_GT(ok, 0);
+  ASSERT_OK(engine_->Close());
+  EXPECT_EQ(done.load(), ok);
+}
+
+// Buffered durability acknowledges after the write and still persists on close.
+TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
+  EngineOptions options = Options();
+  options.durability = Durability::kBuffered;
+  options.buffered_sync_ms = 5;
+  Open(options);
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  for (int i = 0; i < 50; ++i) {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Emit("T", "k", "p"));
+    ASSERT_OK(txn.Commit());
+  }
+  EXPECT_EQ(engine_->durable_lsn(), 50u);
+  Reopen();
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 100, &facts));
+  EXPECT_EQ(facts.size(), 50u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, EngineTest,
+                         ::testing::Values(IoBackend::kPosix, IoBackend::kUring),
+                         [](const auto& param_info) { return std::string(ToString(param_info.param)); });
+
+}  // namespace
+}  // namespace wharf
