@@ -1,0 +1,168 @@
+#include "bench/reference_sqlite.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "bench/producer_driver.h"
+
+namespace wharf::bench {
+namespace {
+
+// Generous: with 16 writers queueing for one lock, a writer may wait for many commits.
+constexpr int kBusyTimeout_ms = 30000;
+
+constexpr char kSchema[] =
+    "CREATE TABLE IF NOT EXISTS outbox ("
+    "  id INTEGER PRIMARY KEY,"  // the rowid: the relay reads in this order
+    "  partition INTEGER NOT NULL,"
+    "  key BLOB NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  payload BLOB NOT NULL,"
+    "  commit_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS orders (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;";
+
+std::string ErrorText(sqlite3* db, const char* what) {
+  return std::string("sqlite ") + what + ": " + sqlite3_errmsg(db);
+}
+
+struct StatementDeleter {
+  void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
+};
+using Statement = std::unique_ptr<sqlite3_stmt, StatementDeleter>;
+
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class SqliteProducer : public Producer {
+ public:
+  SqliteProducer(int producer_index, int batch) : source_(producer_index), batch_(batch) {}
+  ~SqliteProducer() override {
+    // Statements first: sqlite3_close refuses a connection with live statements.
+    begin_.reset();
+    insert_fact_.reset();
+    upsert_state_.reset();
+    commit_.reset();
+    rollback_.reset();
+    if (db_ != nullptr) sqlite3_close(db_);
+  }
+
+  // Opens the connection and prepares the statements (outside the measured time).
+  std::string Open(const std::string& path, bool create_schema) {
+    if (sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK) {
+      return ErrorText(db_, "open");
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeout_ms);
+    // journal_mode is stored in the database; synchronous is per connection, so every connection
+    // sets it.
+    const char* setup = "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;";
+    if (sqlite3_exec(db_, setup, nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return ErrorText(db_, "pragma");
+    }
+    if (create_schema && sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return ErrorText(db_, "schema");
+    }
+    std::string error;
+    if (!(error = Prepare("BEGIN IMMEDIATE", &begin_)).empty()) return error;
+    if (!(error = Prepare("INSERT INTO outbox (partition, key, type, payload, commit_ms) "
+                          "VALUES (?, ?, ?, ?, ?)",
+                          &insert_fact_))
+             .empty()) {
+      return error;
+    }
+    if (!(error = Prepare("INSERT INTO orders (key, value) VALUES (?, ?) "
+                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                          &upsert_state_))
+             .empty()) {
+      return error;
+    }
+    if (!(error = Prepare("COMMIT", &commit_)).empty()) return error;
+    return Prepare("ROLLBACK", &rollback_);
+  }
+
+  std::string CommitOne(uint64_t* commit_latency_ns) override {
+    const uint64_t start_ns = NowNs();
+    std::string error = Step(begin_.get(), "begin immediate");
+    if (!error.empty()) return error;
+    const int64_t commit_ms = WallClockMs();
+    for (int i = 0; i < batch_ && error.empty(); ++i) {
+      const int key_index = source_.NextKeyIndex();
+      const std::string_view key = W1TxnSource::Key(key_index);
+      const std::string_view payload = source_.NextPayload();
+      sqlite3_stmt* insert = insert_fact_.get();
+      sqlite3_bind_int(insert, 1, key_index % static_cast<int>(kW1Partitions));
+      sqlite3_bind_blob(insert, 2, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+      sqlite3_bind_text(insert, 3, kW1FactType, -1, SQLITE_STATIC);
+      sqlite3_bind_blob(insert, 4, payload.data(), static_cast<int>(payload.size()), SQLITE_STATIC);
+      sqlite3_bind_int64(insert, 5, commit_ms);
+      error = Step(insert, "insert fact");
+    }
+    if (error.empty()) {
+      const std::string_view state_key = source_.NextStateKey();
+      const std::string_view state_value = source_.NextStateValue();
+      sqlite3_stmt* upsert = upsert_state_.get();
+      sqlite3_bind_blob(upsert, 1, state_key.data(), static_cast<int>(state_key.size()),
+                        SQLITE_STATIC);
+      sqlite3_bind_blob(upsert, 2, state_value.data(), static_cast<int>(state_value.size()),
+                        SQLITE_STATIC);
+      error = Step(upsert, "upsert state");
+    }
+    if (error.empty()) error = Step(commit_.get(), "commit");
+    *commit_latency_ns = NowNs() - start_ns;
+    if (!error.empty()) {
+      Step(rollback_.get(), "rollback");  // best effort: the first error is the one to report
+      return error;
+    }
+    return "";
+  }
+
+ private:
+  std::string Prepare(const char* sql, Statement* statement) {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr) != SQLITE_OK) {
+      return ErrorText(db_, "prepare");
+    }
+    statement->reset(raw);
+    return "";
+  }
+
+  // Runs a statement to completion and resets it for reuse. busy_timeout already waited for the
+  // lock; a writer that still gets SQLITE_BUSY retries, as an application would.
+  std::string Step(sqlite3_stmt* statement, const char* what) {
+    int rc;
+    while ((rc = sqlite3_step(statement)) == SQLITE_BUSY) sqlite3_reset(statement);
+    sqlite3_reset(statement);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return ErrorText(db_, what);
+    return "";
+  }
+
+  sqlite3* db_ = nullptr;
+  Statement begin_, insert_fact_, upsert_state_, commit_, rollback_;
+  W1TxnSource source_;
+  int batch_;
+};
+
+}  // namespace
+
+W1Measurement RunW1SqliteFull(const W1Shape& shape, const std::string& dir) {
+  W1Measurement result;
+  const std::string path = dir + "/outbox.sqlite";
+  std::vector<std::unique_ptr<Producer>> producers;
+  for (int i = 0; i < shape.producers; ++i) {
+    auto producer = std::make_unique<SqliteProducer>(i, shape.batch);
+    // The first connection creates the schema before the others open, so nobody races on it.
+    result.error = producer->Open(path, /*create_schema=*/i == 0);
+    if (!result.error.empty()) return result;
+    producers.push_back(std::move(producer));
+  }
+  return DriveProducers(producers, shape.batch, shape.duration_s);
+}
+
+}  // namespace wharf::bench

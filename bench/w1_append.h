@@ -1,0 +1,15 @@
+// W1-append on Wharf: P producer threads commit transactions of B facts plus one state row,
+// Txn::Commit() blocking, with the engine's default options (durability=sync).
+#pragma once
+
+#include <string>
+
+#include "bench/w1_shape.h"
+
+namespace wharf::bench {
+
+// Opens a fresh engine in `dir` (which must be empty), runs W1 against it, closes it. The commit
+// latency is that of Txn::Commit() alone (the facts were buffered in the Txn before).
+W1Measurement RunW1Wharf(const W1Shape& shape, const std::string& dir);
+
+}  // namespace wharf::bench
