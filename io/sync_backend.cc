@@ -1,0 +1,24 @@
+#include "io/sync_backend.h"
+
+#include "io/posix_sync_backend.h"
+#include "io/uring_sync_backend.h"
+
+namespace wharf::io {
+
+Status SyncBackend::Create(IoBackend kind, std::unique_ptr<SyncBackend>* backend) {
+  switch (kind) {
+    case IoBackend::kPosix:
+      *backend = std::make_unique<PosixSyncBackend>();
+      return Status::OK();
+    case IoBackend::kUring:
+      // NotSupported, naming the likely cause, when the kernel will not give us a ring.
+      return UringSyncBackend::Create(backend);
+    case IoBackend::kAuto:
+      if (UringSyncBackend::Create(backend).ok()) return Status::OK();
+      *backend = std::make_unique<PosixSyncBackend>();
+      return Status::OK();
+  }
+  return Status::InvalidArgument("unknown IoBackend");
+}
+
+}  // namespace wharf::io
