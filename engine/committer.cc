@@ -173,6 +173,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     groups_.fetch_add(1, std::memory_order_relaxed);
     if (!s.ok()) {
       failed_ = true;
+      failure_ = s;
       FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
                                             s.retryable()));
       group = Group();
@@ -264,6 +265,7 @@ void Committer::MaybeSubmitSync(bool force) {
   if (!s.ok()) {
     // The backend refused the round: nothing was synced.
     failed_ = true;
+    failure_ = s;
     store_->wal_fs()->CompleteSync(round->plan, EIO).PermitUncheckedError();
     for (const Group& group : round->groups) FinishAll(group.reps, s);
     sync_in_flight_.store(false, std::memory_order_release);
@@ -323,15 +325,21 @@ Status Committer::Recover() {
   // error and flush the memtables to synced SST files: everything written so far (including
   // transactions whose commit reported an unknown outcome) is then durable, whole.
   rocksdb::DB* db = store_->db();
+  auto still_failing = [&](const rocksdb::Status& s) {
+    std::string cause = failure_.ok() ? "a WAL sync failed" : failure_.message();
+    return Status::IOError(cause + "; not recovered yet (" + s.ToString() + ")", true);
+  };
+  // Busy: RocksDB's own recovery of a retryable error (e.g. disk full) is still running.
   rocksdb::Status s = db->Resume();
-  if (!s.ok() && !s.IsNotSupported()) return FromRocks(s, "recover after a failed write");
+  if (!s.ok() && !s.IsNotSupported()) return still_failing(s);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   for (int cf = 0; cf < kCfCount; ++cf) handles.push_back(store_->cf(static_cast<Cf>(cf)));
   rocksdb::FlushOptions flush_options;
   flush_options.wait = true;
   s = db->Flush(flush_options, handles);
-  if (!s.ok()) return FromRocks(s, "recover after a failed write: flush");
+  if (!s.ok()) return still_failing(s);
   failed_ = false;
+  failure_ = Status::OK();
   durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
   sink_->OnGap(last_lsn_.load());
   return Status::OK();

@@ -108,6 +108,7 @@ class Committer {
   std::vector<Group> unsynced_;
   std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
   std::chrono::steady_clock::time_point last_sync_;
+  Status failure_;  // the write or sync failure that set failed_, for later commits' errors
   uint64_t next_lsn_ = 1;
 
   std::atomic<bool> failed_{false};  // a write or sync failed: recover before writing again

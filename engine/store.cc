@@ -83,6 +83,9 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   db_options.keep_log_file_num = 2;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   db_options.avoid_unnecessary_blocking_io = true;
+  // The committer recovers from write errors itself (Committer::Recover), on the next commit, so
+  // that a commit after space returned succeeds at once instead of after RocksDB's retry timer.
+  db_options.max_bgerror_resume_count = 0;
 
   // A directory holding a RocksDB database without Wharf's families is not ours: refuse it
   // instead of adding families to somebody else's data.
