@@ -208,6 +208,41 @@ Status DecodeFact(std::string_view sealed, Fact* fact) {
   return Status::OK();
 }
 
+std::string EncodeCursor(uint64_t fact_id, uint64_t epoch) {
+  std::string body;
+  PutFixed64BE(&body, fact_id);
+  PutFixed64BE(&body, epoch);
+  return Seal(body);
+}
+
+Status DecodeCursor(std::string_view sealed, uint64_t* fact_id, uint64_t* epoch) {
+  std::string_view body;
+  Status s = Unseal(sealed, &body);
+  if (!s.ok()) return Status::Corruption("cursor: " + s.message());
+  if (body.size() != 16) return Status::Corruption("cursor record has a bad size");
+  *fact_id = DecodeFixed64BE(body.data());
+  *epoch = DecodeFixed64BE(body.data() + 8);
+  return Status::OK();
+}
+
+std::string EncodeDeadLetter(std::string_view reason, std::string_view fact_record) {
+  std::string body;
+  PutString16(&body, reason.substr(0, 0xffff));
+  body.append(fact_record);
+  return Seal(body);
+}
+
+Status DecodeDeadLetter(std::string_view sealed, std::string* reason, Fact* fact) {
+  std::string_view body;
+  Status s = Unseal(sealed, &body);
+  if (!s.ok()) return Status::Corruption("dead letter: " + s.message());
+  Reader reader(body);
+  if (!reader.ReadString(2, reason)) return Status::Corruption("dead letter is truncated");
+  s = DecodeFact(body.substr(2 + reason->size()), fact);
+  if (!s.ok()) return Status::Corruption("dead letter's fact: " + s.message());
+  return Status::OK();
+}
+
 uint32_t PartitionOfKey(std::string_view key, uint32_t partitions) {
   WHARF_DASSERT(partitions > 0);
   return static_cast<uint32_t>(XXH3_64bits(key.data(), key.size()) % partitions);

@@ -58,6 +58,14 @@ std::string EncodeFact(const Fact& fact);
 // Decodes a sealed record (checksum verified). `id` is left to the caller.
 Status DecodeFact(std::string_view sealed, Fact* fact);
 
+// Cursor value (cursors family): u64 BE fact id of the last fact passed · u64 BE lease epoch.
+std::string EncodeCursor(uint64_t fact_id, uint64_t epoch);
+Status DecodeCursor(std::string_view sealed, uint64_t* fact_id, uint64_t* epoch);
+
+// Dead letter value (dead family): u16 reason length · reason · the fact's sealed record.
+std::string EncodeDeadLetter(std::string_view reason, std::string_view fact_record);
+Status DecodeDeadLetter(std::string_view sealed, std::string* reason, Fact* fact);
+
 // xxh3_64 of the key modulo `partitions`.
 uint32_t PartitionOfKey(std::string_view key, uint32_t partitions);
 

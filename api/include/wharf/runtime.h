@@ -1,0 +1,181 @@
+// Runtime: delivers durable facts to named consumers, in order within each partition, on a pool of
+// worker threads.
+//
+//   wharf::Runtime runtime(engine.get(), {});
+//   runtime.Project("order-totals", {"OrderCreated"},
+//                   [](const wharf::Fact& fact, wharf::Effects& effects) {
+//                     effects.Put("totals", fact.key, fact.payload);
+//                     return wharf::Outcome::kHandled;
+//                   });
+//   WHARF_CHECK(runtime.Start());
+//
+// Consumers (SPEC.md §3):
+//   projection  effects (state writes) commit together with the cursor advance: exactly once.
+//   reaction    like a projection, and may emit facts (depth = trigger depth + 1, <= max_depth).
+//   subscriber  side effects at the edge: the cursor advances only after the handler returned
+//               kHandled, so a fact is delivered at least once; idempotency (by fact id) is the
+//               handler's. kFailed / kRetry / a throw keep the cursor and retry with backoff;
+//               kRejected gives up on the fact (dead letter) and moves on.
+//   tap         a live stream with no cursor and a bounded inbox: at most once; a tap that falls
+//               behind is severed (told through on_severed), never allowed to grow memory.
+//
+// Delivery is sequential per (consumer, partition) lane; a lane's next batch starts only after the
+// previous one committed. Handlers of different lanes run concurrently on different workers, so a
+// handler shared by partitions must be thread-safe. Handlers must not throw past kFailed (a throw
+// is caught and treated as kFailed) and must not call Drain/Stop.
+//
+// Thread safety: registration, Start, Drain and Stop are called from one thread (not from a
+// handler). The Runtime must be destroyed (or stopped) before its Engine is closed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wharf/engine.h"
+#include "wharf/fact.h"
+#include "wharf/options.h"
+#include "wharf/status.h"
+
+namespace wharf {
+
+// What a handler did with a fact. Values are part of the C ABI (wharf_outcome).
+enum class Outcome : uint8_t {
+  kHandled = 0,   // done: the cursor passes it (with the effects)
+  kRejected = 1,  // refused for good: settle as failed, dead letter, cursor passes it
+  kFailed = 2,    // failed: projections/reactions settle as failed (dead letter, pass);
+                  // subscribers keep the cursor and retry with backoff
+  kRetry = 3,     // transient: keep the cursor, retry the fact after a backoff
+};
+
+enum class ConsumerKind : uint8_t { kProjection, kReaction, kSubscriber, kTap };
+const char* ToString(ConsumerKind kind);
+
+// How lanes are spread over workers (`assignment`).
+enum class Assignment : uint8_t {
+  kConsistentHash,  // "consistent_hash" (default): stable under pool size changes
+  kRoundRobin,      // "round_robin"
+};
+
+namespace internal {
+class RuntimeImpl;
+class EffectsImpl;
+}  // namespace internal
+
+// The transaction a projection or reaction handler writes its effects into. Valid only during
+// the handler call. Errors (bad input, emits from a projection, an undeclared type) are returned
+// here and also settle the fact as failed with reason `store-rejected`.
+class Effects {
+ public:
+  Status Put(std::string_view table, std::string_view key, std::string_view value);
+  Status Delete(std::string_view table, std::string_view key);
+  // Reads committed state (not effects of this batch that are not committed yet).
+  Status Get(std::string_view table, std::string_view key, std::string* value) const;
+  // Reactions only. The fact's source is the consumer id; its depth the trigger's depth + 1.
+  Status Emit(std::string_view type, std::string_view key, std::string_view payload,
+              const EmitOptions& options = {});
+
+ private:
+  friend class internal::EffectsImpl;
+  explicit Effects(internal::EffectsImpl* impl) : impl_(impl) {}
+  internal::EffectsImpl* impl_;
+};
+
+using ProjectFn = std::function<Outcome(const Fact& fact, Effects& effects)>;
+using SubscribeFn = std::function<Outcome(const Fact& fact)>;
+using TapFn = std::function<void(const Fact& fact)>;
+
+struct ConsumerOptions {
+  // Cursor name; empty: the consumer's name. Two consumers never share one (error 026).
+  std::string consumer_id;
+  // Facts per batch commit; 0: the kind's default (projection 100, reaction 20, subscriber 10).
+  uint32_t batch_facts = 0;
+  // Reactions: deepest cascade accepted; 0: the runtime's max_depth.
+  uint32_t max_depth = 0;
+  // `partition` (default): in order within each partition; `global`: one order over all facts
+  // (one lane); `none`: no promise (delivered like `partition`).
+  Ordering ordering = Ordering::kPartition;
+  // Taps: facts waiting in the inbox, at most; one more severs the tap.
+  uint32_t tap_inbox_facts = 1024;
+  // Taps: called once when the tap is severed (from an engine thread).
+  std::function<void()> on_severed;
+};
+
+struct TraceEvent {
+  enum class Level : uint8_t { kInfo, kWarning, kError };
+  Level level = Level::kInfo;
+  std::string name;      // e.g. "handler-failed", "store-rejected", "subscriber-failed"
+  std::string consumer;  // consumer id, or empty
+  uint64_t fact_id = 0;  // 0 when not about one fact
+  std::string reason;
+};
+using TraceFn = std::function<void(const TraceEvent& event)>;
+
+struct RuntimeOptions {
+  // `instance`: this runtime's id (leases); empty: a random UUID.
+  std::string instance;
+  // `workers`: threads delivering facts; 0 makes an API-only instance that delivers nothing.
+  uint32_t workers = 2;
+  // `assignment`: lanes to workers.
+  Assignment assignment = Assignment::kConsistentHash;
+  // `max_depth`: deepest reaction cascade (depth of an emitted fact) accepted.
+  uint32_t max_depth = 16;
+  // `lease_ms`, `renew_ms`: consumer leases (several instances on one engine).
+  uint32_t lease_ms = 30'000;
+  uint32_t renew_ms = 10'000;
+  // `cursor_persist_ms`: cursors advanced over skipped facts are persisted within this delay.
+  uint32_t cursor_persist_ms = 5'000;
+  // `backoff_initial_ms`, `backoff_max_ms`: retry delays after transient failures (doubling).
+  uint32_t backoff_initial_ms = 10;
+  uint32_t backoff_max_ms = 5'000;
+  // `timer_tick_ms`: how often due timers are released while started.
+  uint32_t timer_tick_ms = 50;
+  // Every trace event goes here; empty: warnings and errors are logged to stderr.
+  TraceFn trace;
+};
+
+// Parses "key=value;..." (keys as the field names above) into *options. Unknown key or bad value:
+// InvalidArgument naming it, *options unchanged.
+Status ParseRuntimeOptions(std::string_view text, RuntimeOptions* options);
+
+class Runtime {
+ public:
+  // `engine` must outlive the runtime.
+  Runtime(Engine* engine, RuntimeOptions options);
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime();  // Stop()
+
+  // Registration, before Start(). InvalidArgument: empty/oversized name, no types, after Start.
+  Status Project(std::string name, std::vector<std::string> types, ProjectFn handler,
+                 ConsumerOptions options = {});
+  Status React(std::string name, std::vector<std::string> types, ProjectFn handler,
+               ConsumerOptions options = {});
+  Status Subscribe(std::string name, std::vector<std::string> types, SubscribeFn handler,
+                   ConsumerOptions options = {});
+  Status Tap(std::string name, std::vector<std::string> types, TapFn handler,
+             ConsumerOptions options = {});
+
+  // Checks identities (duplicate consumer id: error 026; undeclared type: named), loads cursors
+  // and starts the workers and the timer loop. Fails without side effects.
+  Status Start();
+  // Delivers everything pending (releasing due timers first) to every durable consumer and
+  // returns when all are caught up with the durable LSN, whether or not Start() was called.
+  // Ignores leases: for tests and tools, not next to running workers of other instances.
+  Status Drain();
+  // Finishes the batches in flight, persists cursors, stops the threads. Idempotent.
+  Status Stop();
+
+  // Releases timers due now into the outbox (also done by the timer loop). Returns how many.
+  Status ReleaseDueTimers(size_t* released = nullptr);
+
+  const std::string& instance() const;
+
+ private:
+  std::unique_ptr<internal::RuntimeImpl> impl_;
+};
+
+}  // namespace wharf
