@@ -14,7 +14,8 @@ struct LatencySummary {
   double p999_us = 0;
 };
 
-class LatencySamples {
+// Aligned to a cache line: producer threads append to adjacent elements of one vector.
+class alignas(64) LatencySamples {
  public:
   // Keeps at most `samples_max` samples; later ones are counted but dropped, so that a long or
   // unexpectedly fast run cannot exhaust memory.
@@ -28,6 +29,8 @@ class LatencySamples {
     }
   }
   size_t dropped() const { return dropped_; }
+  // Samples added, kept or not.
+  size_t count() const { return samples_ns_.size() + dropped_; }
 
   // Nearest-rank percentiles over all samples of `threads`.
   static LatencySummary Summarize(const std::vector<LatencySamples>& threads);

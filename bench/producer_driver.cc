@@ -25,9 +25,10 @@ uint64_t NowNs() {
 W1Measurement DriveProducers(const std::vector<std::unique_ptr<Producer>>& producers, int batch,
                              double duration_s) {
   const size_t thread_count = producers.size();
-  std::vector<LatencySamples> latencies(thread_count,
-                                        LatencySamples(kSamplesMaxTotal / thread_count));
-  std::vector<uint64_t> commits(thread_count, 0);
+  // Constructed in place: copies would drop the samples' reserved capacity.
+  std::vector<LatencySamples> latencies;
+  latencies.reserve(thread_count);
+  for (size_t i = 0; i < thread_count; ++i) latencies.emplace_back(kSamplesMaxTotal / thread_count);
   std::atomic<bool> stop{false};
   std::mutex error_mutex;
   std::string first_error;
@@ -49,7 +50,6 @@ W1Measurement DriveProducers(const std::vector<std::unique_ptr<Producer>>& produ
           return;
         }
         latencies[i].Add(latency_ns);
-        ++commits[i];
       }
     });
   }
@@ -63,7 +63,7 @@ W1Measurement DriveProducers(const std::vector<std::unique_ptr<Producer>>& produ
   W1Measurement result;
   result.error = first_error;
   uint64_t total_commits = 0;
-  for (uint64_t n : commits) total_commits += n;
+  for (const LatencySamples& thread : latencies) total_commits += thread.count();
   result.commits_per_s = static_cast<double>(total_commits) / elapsed_s;
   result.facts_per_s = result.commits_per_s * batch;
   result.latency = LatencySamples::Summarize(latencies);
