@@ -1,0 +1,293 @@
+// Administration of cursors and dead letters (wharf/admin.h): every function on a database built
+// by the test, its error paths (NotFound, InvalidArgument, Conflict, Corruption, Closed), and the
+// rule that changes go through the committer with compare-and-set checks.
+#include "wharf/admin.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "engine/codec.h"
+#include "engine/engine_core.h"
+#include "engine/txn_rep.h"
+#include "test_util.h"
+
+namespace wharf {
+namespace {
+
+using internal::Cf;
+using internal::TxnRep;
+using internal::WriteOp;
+using testing::TempDir;
+
+class AdminTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineOptions options;
+    options.partitions = 4;
+    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+    ASSERT_OK(engine_->DeclareTypes({"T"}));
+  }
+
+  // Writes a raw record through the committer, as the runtime would.
+  Status WriteRaw(Cf cf, std::string key, std::string value, bool is_delete = false) {
+    TxnRep rep;
+    rep.writes.push_back(WriteOp{cf, is_delete, std::move(key), std::move(value)});
+    return engine_->core()->Commit(&rep);
+  }
+  Status WriteCursor(std::string_view consumer, uint32_t partition, uint64_t fact_id,
+                     uint64_t epoch = 0) {
+    return WriteRaw(internal::kCursors, codec::CursorKey(consumer, partition),
+                    codec::EncodeCursor(fact_id, epoch));
+  }
+  uint64_t Cursor(std::string_view consumer, uint32_t partition) {
+    uint64_t fact_id = 0;
+    EXPECT_OK(GetCursor(*engine_, consumer, partition, &fact_id));
+    return fact_id;
+  }
+  uint64_t Epoch(std::string_view consumer, uint32_t partition) {
+    std::vector<CursorInfo> cursors;
+    EXPECT_OK(ListCursors(*engine_, &cursors));
+    for (const CursorInfo& info : cursors) {
+      if (info.consumer == consumer && info.partition == partition) return info.epoch;
+    }
+    return UINT64_MAX;
+  }
+  size_t CursorCount(std::string_view consumer) {
+    std::vector<CursorInfo> cursors;
+    EXPECT_OK(ListCursors(*engine_, &cursors));
+    return std::count_if(cursors.begin(), cursors.end(),
+                         [&](const CursorInfo& info) { return info.consumer == consumer; });
+  }
+  // Emits one fact with `key` and returns its id.
+  uint64_t Emit(std::string_view key) {
+    Txn txn = engine_->Begin();
+    EXPECT_OK(txn.Emit("T", key, "payload"));
+    CommitResult result;
+    EXPECT_OK(txn.Commit(&result));
+    return result.first_fact_id;
+  }
+  // A key that lands in `partition`.
+  std::string KeyIn(uint32_t partition) {
+    for (int i = 0;; ++i) {
+      std::string key = "k" + std::to_string(i);
+      if (engine_->PartitionOf(key) == partition) return key;
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// Cursors are listed by consumer then partition (consumer "a" before "ab" even though "a\0" is a
+// prefix of neither), and GetCursor reports 0 for a partition the consumer never passed.
+TEST_F(AdminTest, ListAndGetCursors) {
+  ASSERT_OK(WriteCursor("ab", 1, 7, 3));
+  ASSERT_OK(WriteCursor("a", 2, 5));
+  ASSERT_OK(WriteCursor("a", 0, 9));
+  std::vector<CursorInfo> cursors;
+  ASSERT_OK(ListCursors(*engine_, &cursors));
+  ASSERT_EQ(cursors.size(), 3u);
+  EXPECT_EQ(cursors[0].consumer, "a");
+  EXPECT_EQ(cursors[0].partition, 0u);
+  EXPECT_EQ(cursors[0].fact_id, 9u);
+  EXPECT_EQ(cursors[1].consumer, "a");
+  EXPECT_EQ(cursors[1].partition, 2u);
+  EXPECT_EQ(cursors[2].consumer, "ab");
+  EXPECT_EQ(cursors[2].epoch, 3u);
+
+  EXPECT_EQ(Cursor("a", 2), 5u);
+  EXPECT_EQ(Cursor("a", 1), 0u);
+  EXPECT_EQ(Cursor("nobody", 0), 0u);
+  uint64_t fact_id = 0;
+  EXPECT_TRUE(GetCursor(*engine_, "a", 4, &fact_id).IsInvalidArgument());
+  EXPECT_TRUE(GetCursor(*engine_, "", 0, &fact_id).IsInvalidArgument());
+  EXPECT_TRUE(GetCursor(*engine_, "a", 0, nullptr).IsInvalidArgument());
+  EXPECT_TRUE(ListCursors(*engine_, nullptr).IsInvalidArgument());
+}
+
+// A cursor record whose checksum does not match is reported as Corruption naming the cursor,
+// never returned as a position.
+TEST_F(AdminTest, CorruptCursorIsReported) {
+  std::string sealed = codec::EncodeCursor(5, 0);
+  sealed.back() ^= 1;
+  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("bad", 1), sealed));
+  std::vector<CursorInfo> cursors;
+  Status s = ListCursors(*engine_, &cursors);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("bad/1"), std::string::npos) << s.message();
+  uint64_t fact_id = 0;
+  EXPECT_TRUE(GetCursor(*engine_, "bad", 1, &fact_id).IsCorruption());
+  EXPECT_TRUE(SetCursor(*engine_, "bad", 0).IsCorruption());
+}
+
+// CopyCursor copies every partition exactly, refuses an existing target unless forced, keeps the
+// target's epochs, and reports a source without cursors as NotFound.
+TEST_F(AdminTest, CopyCursor) {
+  ASSERT_OK(WriteCursor("src", 0, 10, 4));
+  ASSERT_OK(WriteCursor("src", 2, 12, 4));
+  EXPECT_TRUE(CopyCursor(*engine_, "missing", "dst", false).IsNotFound());
+  EXPECT_TRUE(CopyCursor(*engine_, "src", "src", true).IsInvalidArgument());
+  EXPECT_TRUE(CopyCursor(*engine_, "", "dst", false).IsInvalidArgument());
+  EXPECT_TRUE(CopyCursor(*engine_, "src", std::string("a\0b", 3), false).IsInvalidArgument());
+
+  ASSERT_OK(CopyCursor(*engine_, "src", "dst", false));
+  EXPECT_EQ(Cursor("dst", 0), 10u);
+  EXPECT_EQ(Cursor("dst", 2), 12u);
+  EXPECT_EQ(CursorCount("dst"), 2u);
+  EXPECT_EQ(Epoch("dst", 0), 0u);  // a new cursor starts at epoch 0
+
+  // The target exists now: refused without force, and nothing changes.
+  ASSERT_OK(WriteCursor("src", 0, 20, 4));
+  Status s = CopyCursor(*engine_, "src", "dst", false);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("dst"), std::string::npos);
+  EXPECT_EQ(Cursor("dst", 0), 10u);
+
+  // Forced: exact copy, a partition the source lacks is deleted, the target's epoch is kept.
+  ASSERT_OK(WriteCursor("dst", 3, 99, 7));
+  ASSERT_OK(WriteCursor("dst", 0, 10, 6));
+  ASSERT_OK(CopyCursor(*engine_, "src", "dst", true));
+  EXPECT_EQ(Cursor("dst", 0), 20u);
+  EXPECT_EQ(Epoch("dst", 0), 6u);
+  EXPECT_EQ(Cursor("dst", 3), 0u);
+  EXPECT_EQ(CursorCount("dst"), 2u);
+  EXPECT_EQ(Cursor("src", 0), 20u);  // the source is untouched
+}
+
+// SetCursor moves every partition to its last durable fact with id <= the target: 0 to restart,
+// UINT64_MAX to skip everything; it creates cursors for a new consumer and keeps epochs.
+TEST_F(AdminTest, SetCursor) {
+  uint64_t a1 = Emit(KeyIn(0));  // 1
+  uint64_t b1 = Emit(KeyIn(1));  // 2
+  uint64_t a2 = Emit(KeyIn(0));  // 3
+  uint64_t c1 = Emit(KeyIn(2));  // 4
+  ASSERT_EQ(c1, 4u);
+  ASSERT_OK(WriteCursor("c", 0, a2, 5));
+
+  ASSERT_OK(SetCursor(*engine_, "c", b1));
+  EXPECT_EQ(Cursor("c", 0), a1);
+  EXPECT_EQ(Cursor("c", 1), b1);
+  EXPECT_EQ(Cursor("c", 2), 0u);
+  EXPECT_EQ(Cursor("c", 3), 0u);
+  EXPECT_EQ(CursorCount("c"), 4u);
+  EXPECT_EQ(Epoch("c", 0), 5u);
+
+  ASSERT_OK(SetCursor(*engine_, "c", UINT64_MAX));
+  EXPECT_EQ(Cursor("c", 0), a2);
+  EXPECT_EQ(Cursor("c", 1), b1);
+  EXPECT_EQ(Cursor("c", 2), c1);
+  EXPECT_EQ(Cursor("c", 3), 0u);
+
+  ASSERT_OK(SetCursor(*engine_, "c", 0));
+  for (uint32_t partition = 0; partition < 4; ++partition) EXPECT_EQ(Cursor("c", partition), 0u);
+
+  ASSERT_OK(SetCursor(*engine_, "fresh", a2));
+  EXPECT_EQ(CursorCount("fresh"), 4u);
+  EXPECT_EQ(Cursor("fresh", 0), a2);
+  EXPECT_TRUE(SetCursor(*engine_, "", 1).IsInvalidArgument());
+}
+
+// DeleteCursor removes every cursor of the consumer and reports one without cursors as NotFound.
+TEST_F(AdminTest, DeleteCursor) {
+  ASSERT_OK(WriteCursor("gone", 0, 1));
+  ASSERT_OK(WriteCursor("gone", 3, 2));
+  ASSERT_OK(WriteCursor("gone2", 3, 2));
+  EXPECT_TRUE(DeleteCursor(*engine_, "nobody").IsNotFound());
+  ASSERT_OK(DeleteCursor(*engine_, "gone"));
+  EXPECT_EQ(CursorCount("gone"), 0u);
+  EXPECT_EQ(CursorCount("gone2"), 1u);  // a consumer whose id extends it is untouched
+  EXPECT_TRUE(DeleteCursor(*engine_, "gone").IsNotFound());
+  EXPECT_TRUE(DeleteCursor(*engine_, "").IsInvalidArgument());
+}
+
+// A cursor written by someone else between the admin function's read and its commit makes the
+// commit fail with Conflict: the newer value is never silently overwritten. The race is driven by
+// a writer thread; the test stops as soon as a Conflict was seen (bounded by a deadline).
+TEST_F(AdminTest, ConcurrentChangeIsRefusedWithConflict) {
+  ASSERT_OK(WriteCursor("src", 0, 1));
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (uint64_t value = 2; !stop.load(); ++value) {
+      ASSERT_OK(WriteCursor("raced", 1, value));
+    }
+  });
+  bool set_conflict = false, copy_conflict = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!(set_conflict && copy_conflict) && std::chrono::steady_clock::now() < deadline) {
+    Status s = SetCursor(*engine_, "raced", 0);
+    if (s.IsConflict()) {
+      set_conflict = true;
+      EXPECT_NE(s.message().find("cursor of raced/1"), std::string::npos) << s.message();
+    } else {
+      ASSERT_OK(s);
+    }
+    s = CopyCursor(*engine_, "src", "raced", /*force=*/true);
+    if (s.IsConflict()) {
+      copy_conflict = true;
+    } else {
+      ASSERT_OK(s);
+    }
+  }
+  stop = true;
+  writer.join();
+  EXPECT_TRUE(set_conflict);
+  EXPECT_TRUE(copy_conflict);
+}
+
+// Dead letters are listed by consumer then fact id, filtered by consumer, with reason and fact
+// decoded; a damaged record is Corruption.
+TEST_F(AdminTest, ListDeadLetters) {
+  Fact fact;
+  fact.type = "T";
+  fact.key = "k";
+  fact.payload = "boom";
+  fact.partition = 2;
+  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("b", 9),
+                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("a", 12),
+                     codec::EncodeDeadLetter("store-rejected", codec::EncodeFact(fact))));
+  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("a", 3),
+                     codec::EncodeDeadLetter("cascade-exceeded", codec::EncodeFact(fact))));
+  std::vector<DeadLetter> letters;
+  ASSERT_OK(ListDeadLetters(*engine_, "", &letters));
+  ASSERT_EQ(letters.size(), 3u);
+  EXPECT_EQ(letters[0].consumer, "a");
+  EXPECT_EQ(letters[0].fact.id, 3u);
+  EXPECT_EQ(letters[0].reason, "cascade-exceeded");
+  EXPECT_EQ(letters[1].fact.id, 12u);
+  EXPECT_EQ(letters[2].consumer, "b");
+  EXPECT_EQ(letters[2].fact.payload, "boom");
+  EXPECT_EQ(letters[2].fact.partition, 2u);
+
+  ASSERT_OK(ListDeadLetters(*engine_, "b", &letters));
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0].reason, "handler-failed");
+  ASSERT_OK(ListDeadLetters(*engine_, "nobody", &letters));
+  EXPECT_TRUE(letters.empty());
+
+  std::string damaged = codec::EncodeDeadLetter("x", codec::EncodeFact(fact));
+  damaged[damaged.size() / 2] ^= 0x40;
+  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", 1), damaged));
+  Status s = ListDeadLetters(*engine_, "c", &letters);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(ListDeadLetters(*engine_, "", nullptr).IsInvalidArgument());
+}
+
+// Every admin function on a closed engine returns Closed instead of touching the store.
+TEST_F(AdminTest, ClosedEngine) {
+  ASSERT_OK(WriteCursor("c", 0, 1));
+  ASSERT_OK(engine_->Close());
+  std::vector<CursorInfo> cursors;
+  std::vector<DeadLetter> letters;
+  uint64_t fact_id = 0;
+  EXPECT_TRUE(ListCursors(*engine_, &cursors).IsClosed());
+  EXPECT_TRUE(GetCursor(*engine_, "c", 0, &fact_id).IsClosed());
+  EXPECT_TRUE(CopyCursor(*engine_, "c", "d", false).IsClosed());
+  EXPECT_TRUE(SetCursor(*engine_, "c", 0).IsClosed());
+  EXPECT_TRUE(DeleteCursor(*engine_, "c").IsClosed());
+  EXPECT_TRUE(ListDeadLetters(*engine_, "", &letters).IsClosed());
+}
+
+}  // namespace
+}  // namespace wharf
