@@ -110,8 +110,13 @@ Status Txn::Delete(std::string_view table, std::string_view key) {
   return Status::OK();
 }
 
-Status Txn::Emit(std::string_view type, std::string_view key, std::string_view payload,
-                 const EmitOptions& options) {
+namespace internal {
+
+Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
+                      std::string_view payload, const EmitOptions& options, std::string_view source,
+                      uint32_t depth) {
+  const std::shared_ptr<EngineCore>& core_ = txn.core_;
+  std::unique_ptr<TxnRep>& rep_ = EngineCore::MutableRepOf(txn);
   size_t bytes = type.size() + key.size() + payload.size();
   for (const auto& [name, value] : options.headers) bytes += name.size() + value.size();
   Status s = CheckTxn(core_, rep_.get(), bytes);
@@ -147,11 +152,20 @@ Status Txn::Emit(std::string_view type, std::string_view key, std::string_view p
   fact.payload = payload;
   fact.headers = options.headers;
   fact.v = options.v;
+  fact.source = source;
+  fact.depth = depth;
   fact.commit_ms = core_->NowMs();
   fact.deliver_at_ms = options.deliver_at_ms;
   rep_->facts.push_back({fact.partition, options.deliver_at_ms, codec::EncodeFact(fact)});
   rep_->bytes += bytes;
   return Status::OK();
+}
+
+}  // namespace internal
+
+Status Txn::Emit(std::string_view type, std::string_view key, std::string_view payload,
+                 const EmitOptions& options) {
+  return internal::EmitWithOrigin(*this, type, key, payload, options, "", 0);
 }
 
 Status Txn::Get(std::string_view table, std::string_view key, std::string* value) const {

@@ -1,0 +1,104 @@
+// Parsing of runtime option strings ("instance=a;workers=2;..."), shared by the C ABI and CLI.
+#include <charconv>
+
+#include "wharf/runtime.h"
+
+namespace wharf {
+namespace {
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+Status ParseU32(std::string_view key, std::string_view value, uint32_t min, uint32_t* out) {
+  uint32_t parsed = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (error != std::errc() || end != value.data() + value.size() || parsed < min) {
+    return Status::InvalidArgument("option '" + std::string(key) + "': '" + std::string(value) +
+                                   "' is not an integer >= " + std::to_string(min));
+  }
+  *out = parsed;
+  return Status::OK();
+}
+
+Status ParseOne(std::string_view key, std::string_view value, RuntimeOptions* o) {
+  if (key == "instance") {
+    if (value.empty()) return Status::InvalidArgument("option 'instance' is empty");
+    o->instance = value;
+    return Status::OK();
+  }
+  if (key == "assignment") {
+    if (value == "consistent_hash") {
+      o->assignment = Assignment::kConsistentHash;
+    } else if (value == "round_robin") {
+      o->assignment = Assignment::kRoundRobin;
+    } else {
+      return Status::InvalidArgument("option 'assignment': '" + std::string(value) +
+                                     "' is not one of consistent_hash | round_robin");
+    }
+    return Status::OK();
+  }
+  if (key == "workers") {
+    if (value == "false") {
+      o->workers = 0;
+      return Status::OK();
+    }
+    return ParseU32(key, value, 0, &o->workers);
+  }
+  struct Field {
+    const char* name;
+    uint32_t RuntimeOptions::*member;
+    uint32_t min;
+  };
+  static constexpr Field kFields[] = {
+      {"max_depth", &RuntimeOptions::max_depth, 1},
+      {"lease_ms", &RuntimeOptions::lease_ms, 1},
+      {"renew_ms", &RuntimeOptions::renew_ms, 1},
+      {"cursor_persist_ms", &RuntimeOptions::cursor_persist_ms, 1},
+      {"backoff_initial_ms", &RuntimeOptions::backoff_initial_ms, 1},
+      {"backoff_max_ms", &RuntimeOptions::backoff_max_ms, 1},
+      {"timer_tick_ms", &RuntimeOptions::timer_tick_ms, 1},
+  };
+  for (const Field& field : kFields) {
+    if (key == field.name) return ParseU32(key, value, field.min, &(o->*field.member));
+  }
+  return Status::InvalidArgument("unknown runtime option '" + std::string(key) + "'");
+}
+
+}  // namespace
+
+Status ParseRuntimeOptions(std::string_view text, RuntimeOptions* options) {
+  RuntimeOptions parsed = *options;
+  while (!text.empty()) {
+    size_t end = text.find(';');
+    std::string_view item = Trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("option '" + std::string(item) + "' has no '=value'");
+    }
+    Status s = ParseOne(Trim(item.substr(0, eq)), Trim(item.substr(eq + 1)), &parsed);
+    if (!s.ok()) return s;
+  }
+  *options = std::move(parsed);
+  return Status::OK();
+}
+
+const char* ToString(ConsumerKind kind) {
+  switch (kind) {
+    case ConsumerKind::kProjection:
+      return "projection";
+    case ConsumerKind::kReaction:
+      return "reaction";
+    case ConsumerKind::kSubscriber:
+      return "subscriber";
+    case ConsumerKind::kTap:
+      return "tap";
+  }
+  return "?";
+}
+
+}  // namespace wharf

@@ -1,0 +1,61 @@
+// Effects: what projection and reaction handlers write, forwarded to the batch's transaction.
+#include "engine/runtime_impl.h"
+
+namespace wharf {
+
+Status Effects::Put(std::string_view table, std::string_view key, std::string_view value) {
+  return impl_->Put(table, key, value);
+}
+Status Effects::Delete(std::string_view table, std::string_view key) {
+  return impl_->Delete(table, key);
+}
+Status Effects::Get(std::string_view table, std::string_view key, std::string* value) const {
+  return impl_->Get(table, key, value);
+}
+Status Effects::Emit(std::string_view type, std::string_view key, std::string_view payload,
+                     const EmitOptions& options) {
+  return impl_->Emit(type, key, payload, options);
+}
+
+namespace internal {
+
+Status EffectsImpl::Note(Status status, const char* name) {
+  if (!status.ok() && failure_name_.empty()) {
+    failure_name_ = name;
+    failure_ = status;
+  }
+  return status;
+}
+
+Status EffectsImpl::Put(std::string_view table, std::string_view key, std::string_view value) {
+  return Note(txn_->Put(table, key, value), "store-rejected");
+}
+
+Status EffectsImpl::Delete(std::string_view table, std::string_view key) {
+  return Note(txn_->Delete(table, key), "store-rejected");
+}
+
+Status EffectsImpl::Get(std::string_view table, std::string_view key, std::string* value) const {
+  return txn_->Get(table, key, value);
+}
+
+Status EffectsImpl::Emit(std::string_view type, std::string_view key, std::string_view payload,
+                         const EmitOptions& options) {
+  if (consumer_->kind != ConsumerKind::kReaction) {
+    return Note(Status::InvalidArgument("projection '" + consumer_->name +
+                                        "' may not emit facts; make it a reaction"),
+                "store-rejected");
+  }
+  uint32_t depth = trigger_->depth + 1;
+  if (depth > consumer_->max_depth) {
+    return Note(Status::InvalidArgument("emitting '" + std::string(type) + "' at depth " +
+                                        std::to_string(depth) + " exceeds max_depth " +
+                                        std::to_string(consumer_->max_depth)),
+                "cascade-exceeded");
+  }
+  return Note(EmitWithOrigin(*txn_, type, key, payload, options, consumer_->id, depth),
+              "store-rejected");
+}
+
+}  // namespace internal
+}  // namespace wharf

@@ -1,0 +1,310 @@
+// Lane processing: collect a batch, run handlers under the failure policy, commit effects and the
+// cursor advance atomically, and apply the commit's outcome.
+#include <algorithm>
+#include <exception>
+
+#include "engine/codec.h"
+#include "engine/runtime_impl.h"
+
+namespace wharf::internal {
+namespace {
+
+// Facts read per partition per batch, at most (taken or skipped).
+constexpr size_t kReadChunkMin = 64;
+
+void Truncate(TxnRep* rep, size_t writes, size_t facts, size_t bytes) {
+  rep->writes.resize(writes);
+  rep->facts.resize(facts);
+  rep->bytes = bytes;
+}
+
+const char* OutcomeTraceName(Outcome outcome) {
+  return outcome == Outcome::kRejected ? "handler-rejected" : "handler-failed";
+}
+
+}  // namespace
+
+bool RuntimeImpl::HasWork(const Lane& lane) const {
+  if (lane.poison_id != 0) return true;
+  for (size_t i = 0; i < lane.partitions.size(); ++i) {
+    if (cache_->high(lane.partitions[i]) > lane.scanned_to[i]) return true;
+  }
+  return false;
+}
+
+Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr>* entries) {
+  const uint64_t durable = core_->committer()->durable_lsn();
+  const size_t chunk = std::max<size_t>(kReadChunkMin, limit);
+  uint64_t cutoff = durable;
+  for (size_t i = 0; i < lane->partitions.size(); ++i) {
+    uint32_t partition = lane->partitions[i];
+    uint64_t from = lane->position[i] + 1;
+    uint64_t covered = 0;
+    size_t before = entries->size();
+    if (!cache_->Read(partition, from, durable, chunk, entries, &covered)) {
+      std::vector<Fact> facts;
+      Status s = core_->ReadFacts(partition, from, durable, chunk, &facts);
+      if (!s.ok()) return s;
+      for (Fact& fact : facts) entries->push_back(std::make_shared<const Fact>(std::move(fact)));
+      covered = facts.size() == chunk ? entries->back()->id : durable;
+    }
+    (void)before;
+    cutoff = std::min(cutoff, covered);
+  }
+  // Merge the partitions (global ordering) and keep what every partition is complete up to.
+  if (lane->partitions.size() > 1) {
+    std::sort(entries->begin(), entries->end(),
+              [](const FactPtr& a, const FactPtr& b) { return a->id < b->id; });
+  }
+  auto end = std::find_if(entries->begin(), entries->end(),
+                          [&](const FactPtr& fact) { return fact->id > cutoff; });
+  entries->erase(end, entries->end());
+  // Stop after `limit` facts the consumer takes.
+  uint32_t taken = 0;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    if (lane->consumer->Takes((*entries)[i]->type) && ++taken == limit) {
+      if (i + 1 < entries->size()) cutoff = (*entries)[i]->id;
+      entries->resize(i + 1);
+      break;
+    }
+  }
+  for (size_t i = 0; i < lane->partitions.size(); ++i) {
+    lane->pending_scanned[i] = std::max(lane->scanned_to[i], cutoff);
+  }
+  return Status::OK();
+}
+
+bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
+  Consumer* consumer = lane->consumer;
+  uint64_t furthest = *std::max_element(lane->position.begin(), lane->position.end());
+  uint32_t limit = furthest < lane->single_until ? 1 : consumer->batch_facts;
+  std::vector<FactPtr> entries;
+  Status s = CollectBatch(lane, limit, &entries);
+  if (!s.ok()) {
+    Trace(TraceEvent::Level::kError, "read-failed", consumer, 0, s.ToString());
+    lane->retry_at_ms = SteadyMs() + options_.backoff_max_ms;
+    return false;
+  }
+  lane->pending_position = lane->position;
+  if (entries.empty()) {
+    lane->scanned_to = lane->pending_scanned;
+    return false;
+  }
+
+  Txn txn = core_->Begin();
+  TxnRep* rep = EngineCore::RepOf(txn);
+  bool stopped = false;
+  uint32_t taken = 0;
+  for (const FactPtr& entry : entries) {
+    const Fact& fact = *entry;
+    size_t index = std::find(lane->partitions.begin(), lane->partitions.end(), fact.partition) -
+                   lane->partitions.begin();
+    if (!consumer->Takes(fact.type)) {
+      lane->pending_position[index] = fact.id;
+      continue;
+    }
+    ++taken;
+    if (fact.id == lane->poison_id) {
+      // Committed alone, the store still refused this fact's effects: settle it without them.
+      AddDeadLetter(lane, rep, fact, "store-rejected");
+      Trace(TraceEvent::Level::kWarning, "store-rejected", consumer, fact.id,
+            "the store refused this fact's effects; it is settled as failed");
+      lane->pending_position[index] = fact.id;
+      continue;
+    }
+    Outcome outcome = Outcome::kFailed;
+    std::string error;
+    size_t writes = rep->writes.size(), facts = rep->facts.size(), bytes = rep->bytes;
+    EffectsImpl effects_impl(&txn, consumer, &fact);
+    try {
+      if (consumer->kind == ConsumerKind::kSubscriber) {
+        outcome = consumer->subscribe(fact);
+      } else {
+        Effects effects = effects_impl.MakeEffects();
+        outcome = consumer->project(fact, effects);
+      }
+    } catch (const std::exception& e) {
+      error = std::string("handler threw: ") + e.what();
+    } catch (...) {
+      error = "handler threw a non-standard exception";
+    }
+    if (consumer->kind == ConsumerKind::kSubscriber) {
+      if (outcome == Outcome::kHandled) {
+        lane->pending_position[index] = fact.id;
+      } else if (outcome == Outcome::kRejected && error.empty()) {
+        AddDeadLetter(lane, rep, fact, "handler-rejected");
+        Trace(TraceEvent::Level::kWarning, "handler-rejected", consumer, fact.id, "rejected");
+        lane->pending_position[index] = fact.id;
+      } else {
+        Trace(TraceEvent::Level::kWarning, "subscriber-failed", consumer, fact.id,
+              error.empty() ? (outcome == Outcome::kRetry ? "retry" : "failed") : error);
+        stopped = true;
+        break;
+      }
+      continue;
+    }
+    if (outcome == Outcome::kHandled && effects_impl.failure_name().empty()) {
+      lane->pending_position[index] = fact.id;
+      continue;
+    }
+    Truncate(rep, writes, facts, bytes);
+    if (outcome == Outcome::kRetry && error.empty()) {
+      Trace(TraceEvent::Level::kInfo, "handler-retry", consumer, fact.id, "retry requested");
+      stopped = true;
+      break;
+    }
+    std::string name = !effects_impl.failure_name().empty() ? effects_impl.failure_name()
+                                                            : OutcomeTraceName(outcome);
+    std::string reason = !error.empty() ? error
+                         : !effects_impl.failure_name().empty()
+                             ? effects_impl.failure().ToString()
+                             : std::string(outcome == Outcome::kRejected ? "rejected" : "failed");
+    AddDeadLetter(lane, rep, fact, name);
+    Trace(TraceEvent::Level::kWarning, name, consumer, fact.id, reason);
+    lane->pending_position[index] = fact.id;
+  }
+  if (stopped) {
+    lane->backoff_ms = lane->backoff_ms == 0
+                           ? options_.backoff_initial_ms
+                           : std::min(lane->backoff_ms * 2, options_.backoff_max_ms);
+    lane->retry_at_ms = SteadyMs() + lane->backoff_ms;
+    lane->pending_scanned = lane->pending_position;  // look again from where we stopped
+  }
+  lane->pending_taken = taken;
+  lane->pending_last_id = 0;
+  for (uint64_t id : lane->pending_position)
+    lane->pending_last_id = std::max(lane->pending_last_id, id);
+  if (lane->pending_position == lane->position && rep->writes.empty()) {
+    return !stopped;  // stopped at the first fact: nothing to commit
+  }
+  if (taken == 0 && !stopped) {
+    // Only skipped facts: advance in memory; persisted within cursor_persist_ms or on stop.
+    lane->position = lane->pending_position;
+    lane->scanned_to = lane->pending_scanned;
+    if (lane->dirty_since_ms == 0) lane->dirty_since_ms = SteadyMs();
+    return true;
+  }
+  AddCursorWrites(lane, rep);
+  Status committed = CommitLane(lane, &txn, blocking);
+  return committed.ok() || !stopped;
+}
+
+void RuntimeImpl::AddCursorWrites(Lane* lane, TxnRep* rep) {
+  for (size_t i = 0; i < lane->partitions.size(); ++i) {
+    if (lane->pending_position[i] == lane->persisted[i]) continue;
+    std::string key = codec::CursorKey(lane->consumer->id, lane->partitions[i]);
+    rep->checks.push_back(
+        {kCursors, key, lane->persisted_bytes[i],
+         "cursor of " + lane->consumer->id + "/" + std::to_string(lane->partitions[i])});
+    rep->writes.push_back(
+        {kCursors, false, std::move(key), codec::EncodeCursor(lane->pending_position[i], 0)});
+  }
+}
+
+void RuntimeImpl::AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact,
+                                std::string_view reason) {
+  rep->writes.push_back({kDead, false, codec::DeadKey(lane->consumer->id, fact.id),
+                         codec::EncodeDeadLetter(reason, codec::EncodeFact(fact))});
+}
+
+Status RuntimeImpl::CommitLane(Lane* lane, Txn* txn, bool blocking) {
+  lane->in_flight = true;
+  if (blocking) {
+    Status s = txn->Commit();
+    Complete(lane, s);
+    return s;
+  }
+  Worker* worker = workers_[lane->worker].get();
+  Status s = txn->CommitAsync([worker, lane](const Status& status, const CommitResult&) {
+    worker->completions.enqueue({lane, status});
+    worker->wake.signal();
+  });
+  if (!s.ok()) Complete(lane, s);
+  return s;
+}
+
+void RuntimeImpl::Complete(Lane* lane, const Status& status) {
+  lane->in_flight = false;
+  Consumer* consumer = lane->consumer;
+  if (status.ok()) {
+    for (size_t i = 0; i < lane->partitions.size(); ++i) {
+      if (lane->pending_position[i] != lane->persisted[i]) {
+        lane->persisted_bytes[i] = codec::EncodeCursor(lane->pending_position[i], 0);
+      }
+    }
+    lane->position = lane->pending_position;
+    lane->persisted = lane->pending_position;
+    lane->scanned_to = lane->pending_scanned;
+    lane->dirty_since_ms = 0;
+    if (lane->retry_at_ms <= SteadyMs()) lane->backoff_ms = 0;
+    if (lane->poison_id != 0 && lane->pending_last_id >= lane->poison_id) lane->poison_id = 0;
+    return;
+  }
+  if (status.IsClosed()) return;
+  if (status.IsConflict()) {
+    // Somebody else moved the cursor (an operator, or another instance): start from theirs.
+    Trace(TraceEvent::Level::kWarning, "cursor-conflict", consumer, 0, status.message());
+    Status loaded = LoadCursors(lane);
+    if (!loaded.ok()) lane->retry_at_ms = SteadyMs() + options_.backoff_max_ms;
+    return;
+  }
+  if (status.IsInvalidArgument() || status.IsCorruption()) {
+    // The store refuses these bytes and would again: narrow down to the fact that causes it.
+    if (lane->pending_taken > 1) {
+      Trace(TraceEvent::Level::kInfo, "batch-refused", consumer, 0,
+            status.message() + "; retrying one fact at a time");
+      lane->single_until = lane->pending_last_id;
+    } else {
+      lane->poison_id = lane->pending_last_id;
+    }
+    return;
+  }
+  // Transient (I/O error, busy): keep the cursor and retry after a backoff.
+  lane->backoff_ms = lane->backoff_ms == 0
+                         ? options_.backoff_initial_ms
+                         : std::min(lane->backoff_ms * 2, options_.backoff_max_ms);
+  lane->retry_at_ms = SteadyMs() + lane->backoff_ms;
+  Trace(TraceEvent::Level::kWarning, "transient-error", consumer, 0, status.ToString());
+}
+
+bool RuntimeImpl::PersistIfDue(Lane* lane, bool force, bool blocking) {
+  if (lane->in_flight || lane->dirty_since_ms == 0) return false;
+  if (!force && SteadyMs() - lane->dirty_since_ms < options_.cursor_persist_ms) return false;
+  Txn txn = core_->Begin();
+  lane->pending_position = lane->position;
+  lane->pending_scanned = lane->scanned_to;
+  lane->pending_taken = 0;
+  lane->pending_last_id = 0;
+  AddCursorWrites(lane, EngineCore::RepOf(txn));
+  if (EngineCore::RepOf(txn)->writes.empty()) {
+    lane->dirty_since_ms = 0;
+    return false;
+  }
+  CommitLane(lane, &txn, blocking).PermitUncheckedError();
+  return true;
+}
+
+Status RuntimeImpl::LoadCursors(Lane* lane) {
+  for (size_t i = 0; i < lane->partitions.size(); ++i) {
+    std::string key = codec::CursorKey(lane->consumer->id, lane->partitions[i]), stored;
+    rocksdb::Status s = core_->store()->db()->Get(rocksdb::ReadOptions(),
+                                                  core_->store()->cf(kCursors), key, &stored);
+    uint64_t fact_id = 0, epoch = 0;
+    if (s.IsNotFound()) {
+      lane->persisted_bytes[i].reset();
+    } else if (!s.ok()) {
+      return FromRocks(s, "read cursor of " + lane->consumer->id);
+    } else {
+      Status decoded = codec::DecodeCursor(stored, &fact_id, &epoch);
+      if (!decoded.ok()) return decoded;
+      lane->persisted_bytes[i] = std::move(stored);
+    }
+    lane->persisted[i] = fact_id;
+    lane->position[i] = fact_id;
+    lane->scanned_to[i] = fact_id;
+  }
+  lane->dirty_since_ms = 0;
+  return Status::OK();
+}
+
+}  // namespace wharf::internal

@@ -1,0 +1,535 @@
+// Runtime: registration, identity checks, workers, Drain/Stop, timers, taps and tracing.
+// Lane processing itself is in lane.cc.
+#include <xxhash.h>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <set>
+
+#include "engine/codec.h"
+#include "engine/runtime_impl.h"
+
+namespace wharf {
+
+// ---------------------------------------------------------------------------------------------
+// Public facade
+
+Runtime::Runtime(Engine* engine, RuntimeOptions options)
+    : impl_(std::make_unique<internal::RuntimeImpl>(engine, std::move(options))) {}
+Runtime::~Runtime() { impl_->Stop().PermitUncheckedError(); }
+
+Status Runtime::Project(std::string name, std::vector<std::string> types, ProjectFn handler,
+                        ConsumerOptions options) {
+  return impl_->Register(ConsumerKind::kProjection, std::move(name), std::move(types),
+                         std::move(handler), nullptr, nullptr, std::move(options));
+}
+Status Runtime::React(std::string name, std::vector<std::string> types, ProjectFn handler,
+                      ConsumerOptions options) {
+  return impl_->Register(ConsumerKind::kReaction, std::move(name), std::move(types),
+                         std::move(handler), nullptr, nullptr, std::move(options));
+}
+Status Runtime::Subscribe(std::string name, std::vector<std::string> types, SubscribeFn handler,
+                          ConsumerOptions options) {
+  return impl_->Register(ConsumerKind::kSubscriber, std::move(name), std::move(types), nullptr,
+                         std::move(handler), nullptr, std::move(options));
+}
+Status Runtime::Tap(std::string name, std::vector<std::string> types, TapFn handler,
+                    ConsumerOptions options) {
+  return impl_->Register(ConsumerKind::kTap, std::move(name), std::move(types), nullptr, nullptr,
+                         std::move(handler), std::move(options));
+}
+Status Runtime::Start() { return impl_->Start(); }
+Status Runtime::Drain() { return impl_->Drain(); }
+Status Runtime::Stop() { return impl_->Stop(); }
+Status Runtime::ReleaseDueTimers(size_t* released) { return impl_->ReleaseDueTimers(released); }
+const std::string& Runtime::instance() const { return impl_->instance(); }
+
+namespace internal {
+namespace {
+
+std::string RandomUuid() {
+  std::random_device device;
+  std::mt19937_64 rng((uint64_t{device()} << 32) ^ device());
+  uint64_t high = rng(), low = rng();
+  high = (high & ~0xf000ull) | 0x4000ull;            // version 4
+  low = (low & ~(0xc0ull << 56)) | (0x80ull << 56);  // RFC 4122 variant
+  char text[37];
+  std::snprintf(text, sizeof(text), "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(high >> 32), static_cast<unsigned>((high >> 16) & 0xffff),
+                static_cast<unsigned>(high & 0xffff), static_cast<unsigned>(low >> 48),
+                static_cast<unsigned long long>(low & 0xffffffffffffull));
+  return text;
+}
+
+// Lamping & Veach's jump consistent hash: a lane keeps its worker when the pool grows unless it
+// must move, and lanes spread evenly.
+uint32_t JumpHash(uint64_t key, uint32_t buckets) {
+  int64_t bucket = -1, next = 0;
+  while (next < static_cast<int64_t>(buckets)) {
+    bucket = next;
+    key = key * 2862933555777941757ull + 1;
+    next = static_cast<int64_t>(
+        (bucket + 1) * (static_cast<double>(1ll << 31) / static_cast<double>((key >> 33) + 1)));
+  }
+  return static_cast<uint32_t>(bucket);
+}
+
+uint32_t DefaultBatch(ConsumerKind kind) {
+  switch (kind) {
+    case ConsumerKind::kProjection:
+      return 100;
+    case ConsumerKind::kReaction:
+      return 20;
+    case ConsumerKind::kSubscriber:
+      return 10;
+    case ConsumerKind::kTap:
+      return 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
+RuntimeImpl::RuntimeImpl(Engine* engine, RuntimeOptions options)
+    : engine_(engine), core_(engine->core().get()), options_(std::move(options)) {
+  if (options_.instance.empty()) options_.instance = RandomUuid();
+}
+
+RuntimeImpl::~RuntimeImpl() { Stop().PermitUncheckedError(); }
+
+Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
+                             ProjectFn project, SubscribeFn subscribe, TapFn tap,
+                             ConsumerOptions options) {
+  Status s = ValidateName("consumer name", name, kTypeBytesMax);
+  if (!s.ok()) return s;
+  if (started_ || lanes_built_) {
+    return Status::InvalidArgument("cannot register consumer '" + name +
+                                   "' after Start() or Drain(): register every consumer first");
+  }
+  if (types.empty()) return Status::InvalidArgument("consumer '" + name + "' takes no fact types");
+  for (const std::string& type : types) {
+    s = ValidateName("fact type of consumer '" + name + "'", type, kTypeBytesMax);
+    if (!s.ok()) return s;
+  }
+  if (!project && !subscribe && !tap) {
+    return Status::InvalidArgument("consumer '" + name + "' has no handler");
+  }
+  if (!options.consumer_id.empty()) {
+    s = ValidateName("consumer id", options.consumer_id, kTypeBytesMax);
+    if (!s.ok()) return s;
+  }
+  if (kind == ConsumerKind::kTap && options.tap_inbox_facts == 0) {
+    return Status::InvalidArgument("tap '" + name + "': tap_inbox_facts must be >= 1");
+  }
+  auto consumer = std::make_unique<Consumer>();
+  consumer->kind = kind;
+  consumer->id = options.consumer_id.empty() ? name : options.consumer_id;
+  consumer->name = std::move(name);
+  consumer->type_list = std::move(types);
+  consumer->types.insert(consumer->type_list.begin(), consumer->type_list.end());
+  consumer->project = std::move(project);
+  consumer->subscribe = std::move(subscribe);
+  consumer->tap = std::move(tap);
+  consumer->batch_facts = options.batch_facts ? options.batch_facts : DefaultBatch(kind);
+  consumer->max_depth = options.max_depth ? options.max_depth : options_.max_depth;
+  consumer->options = std::move(options);
+  consumers_.push_back(std::move(consumer));
+  return Status::OK();
+}
+
+Status RuntimeImpl::CheckIdentities() {
+  if (options_.renew_ms >= options_.lease_ms) {
+    return Status::InvalidArgument("renew_ms (" + std::to_string(options_.renew_ms) +
+                                   ") must be shorter than lease_ms (" +
+                                   std::to_string(options_.lease_ms) + ")");
+  }
+  std::map<std::string, const Consumer*> by_id;
+  for (const auto& consumer : consumers_) {
+    auto [it, inserted] = by_id.emplace(consumer->id, consumer.get());
+    if (!inserted) {
+      return Status::InvalidArgument(
+          "E026: consumer id '" + consumer->id + "' is used by both " + ToString(it->second->kind) +
+          " '" + it->second->name + "' and " + ToString(consumer->kind) + " '" + consumer->name +
+          "'; two consumers never share a cursor (give one a consumer_id)");
+    }
+    for (const std::string& type : consumer->type_list) {
+      if (!core_->IsDeclared(type)) {
+        return Status::InvalidArgument(std::string(ToString(consumer->kind)) + " '" +
+                                       consumer->name + "' takes fact type '" + type +
+                                       "', which no producer declared (Engine::DeclareTypes)");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+void RuntimeImpl::WarnStartsAtZero() {
+  if (core_->committer()->durable_lsn() == 0) return;  // nothing to replay
+  std::set<std::string> stored;
+  std::unique_ptr<rocksdb::Iterator> it(
+      core_->store()->db()->NewIterator(rocksdb::ReadOptions(), core_->store()->cf(kCursors)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string_view key = it->key().ToStringView();
+    std::string id(key.substr(0, key.find('\0')));
+    stored.insert(id);
+    // Skip the rest of this consumer's partitions.
+    it->Seek(codec::CursorPrefix(id) + std::string(4, '\xff'));
+    if (!it->Valid()) break;
+    it->Prev();
+  }
+  std::set<std::string> registered;
+  for (const auto& consumer : consumers_) registered.insert(consumer->id);
+  std::string unowned;
+  for (const std::string& id : stored) {
+    if (!registered.count(id)) unowned += (unowned.empty() ? "" : ", ") + id;
+  }
+  if (unowned.empty()) return;
+  for (const auto& consumer : consumers_) {
+    if (consumer->kind == ConsumerKind::kTap || stored.count(consumer->id)) continue;
+    Trace(TraceEvent::Level::kWarning, "consumer-starts-at-zero", consumer.get(), 0,
+          "consumer '" + consumer->id +
+              "' has no cursor and will replay the outbox from the start, while the store holds "
+              "cursors no registered consumer owns (" +
+              unowned + "); renamed? copy the old cursor: wharf cursor copy OLD " + consumer->id);
+  }
+}
+
+Status RuntimeImpl::BuildLanes() {
+  if (lanes_built_) return Status::OK();
+  Status s = CheckIdentities();
+  if (!s.ok()) return s;
+  uint32_t partitions = core_->options().partitions;
+  uint32_t worker_count = std::max<uint32_t>(options_.workers, 1);
+  std::vector<std::unique_ptr<Lane>> lanes;
+  for (const auto& consumer : consumers_) {
+    if (consumer->kind == ConsumerKind::kTap) continue;
+    std::vector<std::vector<uint32_t>> groups;
+    if (consumer->options.ordering == Ordering::kGlobal) {
+      groups.emplace_back();
+      for (uint32_t p = 0; p < partitions; ++p) groups.back().push_back(p);
+    } else {
+      for (uint32_t p = 0; p < partitions; ++p) groups.push_back({p});
+    }
+    for (auto& group : groups) {
+      auto lane = std::make_unique<Lane>();
+      lane->consumer = consumer.get();
+      size_t n = group.size();
+      lane->partitions = std::move(group);
+      lane->position.assign(n, 0);
+      lane->persisted.assign(n, 0);
+      lane->persisted_bytes.assign(n, std::nullopt);
+      lane->scanned_to.assign(n, 0);
+      lane->pending_position.assign(n, 0);
+      lane->pending_scanned.assign(n, 0);
+      std::string hash_key = consumer->id + '\0' + std::to_string(lane->partitions[0]);
+      lane->worker = options_.assignment == Assignment::kRoundRobin
+                         ? static_cast<uint32_t>(lanes.size() % worker_count)
+                         : JumpHash(XXH3_64bits(hash_key.data(), hash_key.size()), worker_count);
+      s = LoadCursors(lane.get());
+      if (!s.ok()) return s;
+      lanes.push_back(std::move(lane));
+    }
+  }
+  WarnStartsAtZero();
+  lanes_ = std::move(lanes);
+  cache_ = std::make_unique<TailCache>(partitions, core_->options().tail_cache_facts);
+  // Listen first, then set the cache's horizon: no durable fact can fall between the two.
+  core_->AddListener(this);
+  attached_ = true;
+  cache_->Reset(core_->committer()->durable_lsn());
+  lanes_built_ = true;
+  return Status::OK();
+}
+
+Status RuntimeImpl::Start() {
+  if (started_) return Status::InvalidArgument("runtime already started");
+  if (stopping_) return Status::Closed("runtime was stopped");
+  Status s = core_->CheckOpen();
+  if (s.ok()) s = BuildLanes();
+  if (!s.ok()) return s;
+  started_ = true;
+  if (options_.workers == 0) return Status::OK();  // API-only instance: delivers nothing
+  for (uint32_t i = 0; i < options_.workers; ++i) {
+    auto worker = std::make_unique<Worker>();
+    worker->index = i;
+    for (const auto& lane : lanes_) {
+      if (lane->worker == i) worker->lanes.push_back(lane.get());
+    }
+    workers_.push_back(std::move(worker));
+  }
+  for (const auto& consumer : consumers_) {
+    if (consumer->kind != ConsumerKind::kTap) continue;
+    auto tap = std::make_unique<TapState>();
+    tap->consumer = consumer.get();
+    taps_.push_back(std::move(tap));
+  }
+  for (const auto& worker : workers_) {
+    worker->thread = std::thread([this, w = worker.get()] { WorkerLoop(w); });
+  }
+  for (const auto& tap : taps_) tap->thread = std::thread([this, t = tap.get()] { TapLoop(t); });
+  timer_thread_ = std::thread([this] { TimerLoop(); });
+  return Status::OK();
+}
+
+Status RuntimeImpl::Stop() {
+  if (stopping_.exchange(true)) return Status::OK();
+  WakeWorkers();
+  for (const auto& worker : workers_) {
+    if (worker->thread.joinable()) worker->thread.join();
+  }
+  {
+    std::lock_guard lock(timer_mutex_);
+    timer_cv_.notify_all();
+  }
+  if (timer_thread_.joinable()) timer_thread_.join();
+  for (const auto& tap : taps_) {
+    tap->wake.signal();
+    if (tap->thread.joinable()) tap->thread.join();
+  }
+  // Cursors advanced over skipped facts in memory (workers persisted theirs; a runtime that was
+  // only drained persists here).
+  if (workers_.empty() && core_->CheckOpen().ok()) {
+    for (const auto& lane : lanes_) PersistIfDue(lane.get(), /*force=*/true, /*blocking=*/true);
+  }
+  if (attached_) core_->RemoveListener(this);
+  attached_ = false;
+  return Status::OK();
+}
+
+void RuntimeImpl::WakeWorkers() {
+  for (const auto& worker : workers_) worker->wake.signal();
+}
+
+void RuntimeImpl::ApplyCompletions(Worker* worker) {
+  LaneCompletion completion;
+  while (worker->completions.try_dequeue(completion)) Complete(completion.lane, completion.status);
+}
+
+void RuntimeImpl::WorkerLoop(Worker* worker) {
+  auto in_flight = [worker] {
+    return std::any_of(worker->lanes.begin(), worker->lanes.end(),
+                       [](const Lane* lane) { return lane->in_flight; });
+  };
+  while (true) {
+    ApplyCompletions(worker);
+    if (stopping_.load()) break;
+    {
+      std::unique_lock lock(pause_mutex_);
+      if (pause_requested_) {
+        lock.unlock();
+        while (in_flight()) {
+          worker->wake.wait(1000);
+          ApplyCompletions(worker);
+        }
+        lock.lock();
+        ++paused_count_;
+        pause_cv_.notify_all();
+        pause_cv_.wait(lock, [this] { return !pause_requested_; });
+        --paused_count_;
+        continue;
+      }
+    }
+    bool did_work = false;
+    int64_t now_ms = SteadyMs();
+    int64_t next_ms = now_ms + 100;
+    for (Lane* lane : worker->lanes) {
+      if (lane->in_flight) continue;
+      if (lane->retry_at_ms > now_ms) {
+        next_ms = std::min(next_ms, lane->retry_at_ms);
+        continue;
+      }
+      if (HasWork(*lane)) {
+        did_work |= RunBatch(lane, /*blocking=*/false);
+      } else {
+        did_work |= PersistIfDue(lane, /*force=*/false, /*blocking=*/false);
+      }
+    }
+    if (!did_work) worker->wake.wait(std::max<int64_t>(next_ms - now_ms, 1) * 1000);
+  }
+  // Stop: let the batches in flight finish, then persist what was skipped in memory.
+  while (in_flight()) {
+    worker->wake.wait(1000);
+    ApplyCompletions(worker);
+  }
+  if (core_->CheckOpen().ok()) {
+    for (Lane* lane : worker->lanes) PersistIfDue(lane, /*force=*/true, /*blocking=*/true);
+  }
+}
+
+void RuntimeImpl::PauseWorkers() {
+  if (workers_.empty()) return;
+  std::unique_lock lock(pause_mutex_);
+  pause_requested_ = true;
+  lock.unlock();
+  WakeWorkers();
+  lock.lock();
+  pause_cv_.wait(lock, [this] { return paused_count_ == workers_.size(); });
+}
+
+void RuntimeImpl::ResumeWorkers() {
+  if (workers_.empty()) return;
+  std::lock_guard lock(pause_mutex_);
+  pause_requested_ = false;
+  pause_cv_.notify_all();
+}
+
+Status RuntimeImpl::Drain() {
+  if (stopping_) return Status::Closed("runtime was stopped");
+  Status s = core_->CheckOpen();
+  if (s.ok()) s = BuildLanes();
+  if (!s.ok()) return s;
+  PauseWorkers();
+  Status result;
+  std::set<Lane*> stuck;
+  for (int round = 0;; ++round) {
+    s = ReleaseDueTimers(nullptr);
+    if (!s.ok()) result = s;
+    bool progress = false;
+    for (const auto& owned : lanes_) {
+      Lane* lane = owned.get();
+      while (!stuck.count(lane) && HasWork(*lane)) {
+        lane->retry_at_ms = 0;
+        bool ran = RunBatch(lane, /*blocking=*/true);
+        if (lane->retry_at_ms > SteadyMs()) {
+          // The handler asked to retry or the store failed transiently: report, don't spin.
+          stuck.insert(lane);
+          result = Status::Busy("consumer '" + lane->consumer->id +
+                                "' could not deliver everything pending (retrying handler or "
+                                "transient store error); see its trace events");
+        }
+        progress |= ran;
+        if (!ran) break;
+      }
+    }
+    if (!progress) break;
+  }
+  for (const auto& lane : lanes_) PersistIfDue(lane.get(), /*force=*/true, /*blocking=*/true);
+  ResumeWorkers();
+  return result;
+}
+
+Status RuntimeImpl::ReleaseDueTimers(size_t* released) {
+  if (released) *released = 0;
+  Status s = core_->CheckOpen();
+  if (!s.ok()) return s;
+  constexpr size_t kReleaseMax = 1000;
+  while (true) {
+    std::string upper = codec::TimerKey(core_->NowMs() + 1, 0);
+    rocksdb::Slice upper_slice(upper);
+    rocksdb::ReadOptions read_options;
+    read_options.iterate_upper_bound = &upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it(
+        core_->store()->db()->NewIterator(read_options, core_->store()->cf(kTimers)));
+    Txn txn = core_->Begin();
+    TxnRep* rep = EngineCore::RepOf(txn);
+    for (it->SeekToFirst(); it->Valid() && rep->facts.size() < kReleaseMax; it->Next()) {
+      Fact fact;
+      s = codec::DecodeFact(it->value().ToStringView(), &fact);
+      if (!s.ok()) return Status::Corruption("timer: " + s.message());
+      std::string key = it->key().ToString(), record = it->value().ToString();
+      rep->checks.push_back({kTimers, key, record, "timer"});
+      rep->writes.push_back({kTimers, true, std::move(key), {}});
+      rep->facts.push_back({fact.partition, 0, std::move(record)});
+    }
+    s = FromRocks(it->status(), "read timers");
+    if (!s.ok()) return s;
+    size_t count = rep->facts.size();
+    if (count == 0) return Status::OK();
+    s = txn.Commit();
+    if (s.IsConflict()) continue;  // another instance released some of them: look again
+    if (!s.ok()) return s;
+    if (released) *released += count;
+    if (count < kReleaseMax) return Status::OK();
+  }
+}
+
+void RuntimeImpl::TimerLoop() {
+  std::unique_lock lock(timer_mutex_);
+  while (!stopping_.load()) {
+    timer_cv_.wait_for(lock, std::chrono::milliseconds(options_.timer_tick_ms));
+    if (stopping_.load()) break;
+    lock.unlock();
+    Status s = ReleaseDueTimers(nullptr);
+    if (!s.ok() && !s.IsClosed()) {
+      Trace(TraceEvent::Level::kWarning, "timer-release-failed", nullptr, 0, s.ToString());
+    }
+    lock.lock();
+  }
+}
+
+void RuntimeImpl::TapLoop(TapState* tap) {
+  while (!stopping_.load()) {
+    tap->wake.wait(100'000);
+    FactPtr fact;
+    while (!tap->severed.load() && tap->inbox.try_dequeue(fact)) {
+      tap->queued.fetch_sub(1);
+      try {
+        tap->consumer->tap(*fact);
+      } catch (...) {
+        Trace(TraceEvent::Level::kWarning, "handler-failed", tap->consumer, fact->id,
+              "tap handler threw");
+      }
+    }
+    if (tap->severed.load()) {
+      while (tap->inbox.try_dequeue(fact)) {
+      }
+      Trace(TraceEvent::Level::kWarning, "tap-severed", tap->consumer, 0,
+            "tap fell behind by more than " +
+                std::to_string(tap->consumer->options.tap_inbox_facts) + " facts and was severed");
+      if (tap->consumer->options.on_severed) tap->consumer->options.on_severed();
+      return;
+    }
+  }
+}
+
+void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) {
+  std::vector<FactPtr> decoded;
+  decoded.reserve(facts.size());
+  for (const DurableFact& durable : facts) {
+    auto fact = std::make_shared<Fact>();
+    if (!codec::DecodeFact(durable.record, fact.get()).ok()) continue;  // encoded by us
+    fact->id = durable.lsn;
+    fact->partition = durable.partition;
+    decoded.push_back(std::move(fact));
+  }
+  cache_->Append(durable_lsn, decoded);
+  for (const auto& tap : taps_) {
+    if (tap->severed.load()) continue;
+    for (const FactPtr& fact : decoded) {
+      if (!tap->consumer->Takes(fact->type)) continue;
+      if (tap->queued.load() >= tap->consumer->options.tap_inbox_facts) {
+        tap->severed.store(true);  // never grow memory for a tap that cannot keep up
+        break;
+      }
+      tap->queued.fetch_add(1);
+      tap->inbox.enqueue(fact);
+    }
+    tap->wake.signal();
+  }
+  WakeWorkers();
+}
+
+void RuntimeImpl::OnGap(uint64_t durable_lsn) {
+  cache_->Reset(durable_lsn);
+  WakeWorkers();
+}
+
+void RuntimeImpl::Trace(TraceEvent::Level level, std::string name, const Consumer* consumer,
+                        uint64_t fact_id, std::string reason) {
+  TraceEvent event{level, std::move(name), consumer ? consumer->id : std::string(), fact_id,
+                   std::move(reason)};
+  if (options_.trace) {
+    options_.trace(event);
+    return;
+  }
+  if (level == TraceEvent::Level::kInfo) return;
+  std::lock_guard lock(trace_mutex_);
+  std::fprintf(stderr, "wharf %s: %s consumer=%s fact=%llu: %s\n",
+               level == TraceEvent::Level::kError ? "error" : "warning", event.name.c_str(),
+               event.consumer.c_str(), static_cast<unsigned long long>(event.fact_id),
+               event.reason.c_str());
+}
+
+}  // namespace internal
+}  // namespace wharf

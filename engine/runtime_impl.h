@@ -1,0 +1,210 @@
+// RuntimeImpl: consumers, lanes, workers, batching, failure policy, timers, taps and tracing.
+//
+// A lane is (consumer, partition) — or (consumer, every partition) for ordering=global — with the
+// consumer's position in each of its partitions. A lane is owned by one worker (consistent hash or
+// round robin), processes one batch at a time: collect the next facts after its position (from the
+// tail cache or RocksDB), run the handlers, and commit effects + dead letters + cursor advance as
+// one transaction, with a compare-and-set on the cursors it read. The commit completes
+// asynchronously; the completion is queued back to the owning worker, which only then lets the
+// lane start its next batch. Lane state is therefore touched by one thread at a time: its worker,
+// or the thread running Drain() while the workers are paused.
+//
+// Thread safety: the public Runtime calls are made from one control thread. Workers, the timer
+// thread and tap threads run concurrently; the durable listener runs on the engine's sync thread.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+#include <concurrentqueue/lightweightsemaphore.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/engine_core.h"
+#include "engine/tail_cache.h"
+#include "wharf/runtime.h"
+
+namespace wharf::internal {
+
+// Monotonic milliseconds for backoff and persistence delays (the engine's clock, which tests
+// may freeze, is for commit times, timers and leases).
+inline int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Consumer {
+  ConsumerKind kind;
+  std::string name;
+  std::string id;  // cursor name
+  std::vector<std::string> type_list;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> types;
+  ProjectFn project;  // projections and reactions
+  SubscribeFn subscribe;
+  TapFn tap;
+  ConsumerOptions options;
+  uint32_t batch_facts = 0;
+  uint32_t max_depth = 0;
+  bool Takes(std::string_view type) const { return types.find(type) != types.end(); }
+};
+
+struct Lane;
+
+// The outcome of a lane's commit, handed back to the lane's worker.
+struct LaneCompletion {
+  Lane* lane;
+  Status status;
+};
+
+struct Lane {
+  Consumer* consumer = nullptr;
+  std::vector<uint32_t> partitions;
+  // Per partition of `partitions`:
+  std::vector<uint64_t> position;   // last fact passed (in memory)
+  std::vector<uint64_t> persisted;  // last fact passed, as the cursors family holds it
+  std::vector<std::optional<std::string>> persisted_bytes;  // exact stored cursor (CAS)
+  std::vector<uint64_t> scanned_to;  // no unpassed fact of the partition at or below this
+  // The batch in flight: positions it commits and how far the lane has then scanned.
+  std::vector<uint64_t> pending_position;
+  std::vector<uint64_t> pending_scanned;
+  uint32_t pending_taken = 0;    // facts of the batch the consumer takes
+  uint64_t pending_last_id = 0;  // id of the last fact the batch passes
+  uint64_t poison_id = 0;        // a fact whose commit the store refused alone: settle it
+  bool in_flight = false;
+  int64_t retry_at_ms = 0;  // SteadyMs
+  uint32_t backoff_ms = 0;
+  uint64_t single_until = 0;   // fall back to one fact per batch until passing this id
+  int64_t dirty_since_ms = 0;  // SteadyMs since position > persisted (0: clean)
+  uint32_t worker = 0;
+  std::atomic<bool> caught_up{false};
+};
+
+struct TapState {
+  Consumer* consumer = nullptr;
+  moodycamel::ConcurrentQueue<FactPtr> inbox;
+  std::atomic<uint32_t> queued{0};
+  std::atomic<bool> severed{false};
+  moodycamel::LightweightSemaphore wake;
+  std::thread thread;
+};
+
+struct Worker {
+  uint32_t index = 0;
+  std::vector<Lane*> lanes;
+  moodycamel::ConcurrentQueue<LaneCompletion> completions;
+  moodycamel::LightweightSemaphore wake;
+  std::thread thread;
+};
+
+class RuntimeImpl : public DurableListener {
+ public:
+  RuntimeImpl(Engine* engine, RuntimeOptions options);
+  ~RuntimeImpl() override;
+
+  Status Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
+                  ProjectFn project, SubscribeFn subscribe, TapFn tap, ConsumerOptions options);
+  Status Start();
+  Status Drain();
+  Status Stop();
+  Status ReleaseDueTimers(size_t* released);
+  const std::string& instance() const { return options_.instance; }
+
+  void Trace(TraceEvent::Level level, std::string name, const Consumer* consumer, uint64_t fact_id,
+             std::string reason);
+
+  // DurableListener (engine sync thread).
+  void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) override;
+  void OnGap(uint64_t durable_lsn) override;
+
+ private:
+  Status CheckIdentities();
+  void WarnStartsAtZero();
+  Status BuildLanes();
+  Status LoadCursors(Lane* lane);
+  void Attach();
+  void Detach();
+
+  // Lane processing (lane.cc).
+  bool HasWork(const Lane& lane) const;
+  // Collects, runs the handlers and commits the lane's next batch. Returns false if there was
+  // nothing to deliver. With `blocking`, waits for the commit and applies its completion.
+  bool RunBatch(Lane* lane, bool blocking);
+  Status CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr>* entries);
+  void Complete(Lane* lane, const Status& status);
+  bool PersistIfDue(Lane* lane, bool force, bool blocking);
+  Status CommitLane(Lane* lane, Txn* txn, bool blocking);
+  void AddCursorWrites(Lane* lane, TxnRep* rep);
+  void AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::string_view reason);
+
+  // Threads.
+  void WorkerLoop(Worker* worker);
+  void TimerLoop();
+  void TapLoop(TapState* tap);
+  void PauseWorkers();
+  void ResumeWorkers();
+  void WakeWorkers();
+  void ApplyCompletions(Worker* worker);
+
+  Engine* const engine_;
+  EngineCore* const core_;
+  RuntimeOptions options_;
+
+  std::vector<std::unique_ptr<Consumer>> consumers_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<TapState>> taps_;
+  std::unique_ptr<TailCache> cache_;
+  bool attached_ = false;
+  bool lanes_built_ = false;
+  bool started_ = false;
+
+  std::atomic<bool> stopping_{false};
+  // Pausing workers for Drain(): guarded by pause_mutex_.
+  std::mutex pause_mutex_;
+  std::condition_variable pause_cv_;
+  bool pause_requested_ = false;
+  uint32_t paused_count_ = 0;
+
+  std::thread timer_thread_;
+  std::mutex timer_mutex_;
+  std::condition_variable timer_cv_;
+
+  std::mutex trace_mutex_;
+};
+
+// Effects implementation: forwards to the batch's Txn and remembers refusals.
+class EffectsImpl {
+ public:
+  EffectsImpl(Txn* txn, const Consumer* consumer, const Fact* trigger)
+      : txn_(txn), consumer_(consumer), trigger_(trigger) {}
+  Effects MakeEffects() { return Effects(this); }
+
+  Status Put(std::string_view table, std::string_view key, std::string_view value);
+  Status Delete(std::string_view table, std::string_view key);
+  Status Get(std::string_view table, std::string_view key, std::string* value) const;
+  Status Emit(std::string_view type, std::string_view key, std::string_view payload,
+              const EmitOptions& options);
+
+  // The first refusal ("store-rejected" or "cascade-exceeded"), if any.
+  const std::string& failure_name() const { return failure_name_; }
+  const Status& failure() const { return failure_; }
+
+ private:
+  Status Note(Status status, const char* name);
+
+  Txn* txn_;
+  const Consumer* consumer_;
+  const Fact* trigger_;
+  std::string failure_name_;
+  Status failure_;
+};
+
+}  // namespace wharf::internal

@@ -1,0 +1,401 @@
+// Delivery runtime: ordering, exactly-once effects, the failure policy, identity rules, timers,
+// drain, stop/restart, taps.
+#include "wharf/runtime.h"
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "engine/engine_core.h"
+#include "test_util.h"
+#include "wharf/admin.h"
+
+namespace wharf {
+namespace {
+
+using testing::TempDir;
+
+// Collects trace events, thread-safe.
+struct Traces {
+  std::mutex mutex;
+  std::vector<TraceEvent> events;
+  TraceFn fn() {
+    return [this](const TraceEvent& event) {
+      std::lock_guard lock(mutex);
+      events.push_back(event);
+    };
+  }
+  int Count(const std::string& name) {
+    std::lock_guard lock(mutex);
+    return static_cast<int>(std::count_if(events.begin(), events.end(),
+                                          [&](const TraceEvent& e) { return e.name == name; }));
+  }
+};
+
+template <typename Predicate>
+bool WaitFor(Predicate predicate, int timeout_ms = 20000) {
+  for (int i = 0; i < timeout_ms; ++i) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return predicate();
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+  void Open() {
+    EngineOptions options;
+    options.partitions = 4;
+    options.clock_ms = [this] { return now_ms_.load(); };
+    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+    ASSERT_OK(engine_->DeclareTypes({"A", "B", "C"}));
+  }
+  void Reopen() {
+    ASSERT_OK(engine_->Close());
+    engine_.reset();
+    Open();
+  }
+  RuntimeOptions Options(uint32_t workers = 2) {
+    RuntimeOptions options;
+    options.workers = workers;
+    options.trace = traces_.fn();
+    options.backoff_initial_ms = 1;
+    options.backoff_max_ms = 5;
+    return options;
+  }
+  uint64_t Commit(const std::string& type, const std::string& key, const std::string& payload,
+                  int64_t deliver_at_ms = 0) {
+    Txn txn = engine_->Begin();
+    EXPECT_OK(txn.Emit(type, key, payload, {.headers = {}, .deliver_at_ms = deliver_at_ms}));
+    CommitResult result;
+    EXPECT_OK(txn.Commit(&result));
+    return result.first_fact_id;
+  }
+  std::string State(const std::string& table, const std::string& key) {
+    std::string value;
+    Status s = engine_->Get(table, key, &value);
+    return s.ok() ? value : "<" + s.ToString() + ">";
+  }
+
+  TempDir dir_;
+  std::atomic<int64_t> now_ms_{1'000'000};
+  std::unique_ptr<Engine> engine_;
+  Traces traces_;
+};
+
+// Concurrent producers, a multi-worker pool: each projection receives every fact exactly once and
+// in id order within each partition; its effects commit with its cursor.
+TEST_F(RuntimeTest, ProjectionDeliversInOrderPerPartitionExactlyOnce) {
+  std::mutex mutex;
+  std::map<uint32_t, std::vector<uint64_t>> seen;  // partition -> ids in delivery order
+  Runtime runtime(engine_.get(), Options(2));
+  ASSERT_OK(runtime.Project("counter", {"A"}, [&](const Fact& fact, Effects& effects) {
+    {
+      std::lock_guard lock(mutex);
+      seen[fact.partition].push_back(fact.id);
+    }
+    EXPECT_OK(effects.Put("seen", std::to_string(fact.id), fact.payload));
+    return Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Start());
+  constexpr int kThreads = 4, kCommits = 250;
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kCommits; ++i) {
+        Txn txn = engine_->Begin();
+        EXPECT_OK(txn.Emit("A", "key-" + std::to_string((t * 31 + i) % 13), "p"));
+        EXPECT_OK(txn.Emit("B", "other", "skipped by the consumer"));
+        EXPECT_OK(txn.Commit());
+      }
+    });
+  }
+  for (auto& producer : producers) producer.join();
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(mutex);
+    size_t total = 0;
+    for (auto& [p, ids] : seen) total += ids.size();
+    return total >= size_t{kThreads * kCommits};
+  }));
+  ASSERT_OK(runtime.Stop());
+  size_t total = 0;
+  for (auto& [partition, ids] : seen) {
+    total += ids.size();
+    for (size_t i = 1; i < ids.size(); ++i) {
+      ASSERT_LT(ids[i - 1], ids[i]) << "order violated in partition " << partition;
+    }
+    for (uint64_t id : ids) EXPECT_EQ(State("seen", std::to_string(id)), "p");
+  }
+  EXPECT_EQ(total, size_t{kThreads * kCommits});
+  // Every partition's cursor is at (or past) the last fact delivered there.
+  for (auto& [partition, ids] : seen) {
+    uint64_t cursor = 0;
+    ASSERT_OK(GetCursor(*engine_, "counter", partition, &cursor));
+    EXPECT_GE(cursor, ids.back());
+  }
+}
+
+// ordering=global: one order over every partition.
+TEST_F(RuntimeTest, GlobalOrderingDeliversInIdOrder) {
+  for (int i = 0; i < 300; ++i) Commit("A", "k" + std::to_string(i % 7), "x");
+  std::vector<uint64_t> seen;
+  Runtime runtime(engine_.get(), Options(2));
+  ConsumerOptions options;
+  options.ordering = Ordering::kGlobal;
+  options.batch_facts = 7;
+  ASSERT_OK(runtime.Subscribe(
+      "global", {"A"},
+      [&](const Fact& fact) {
+        seen.push_back(fact.id);
+        return Outcome::kHandled;
+      },
+      options));
+  ASSERT_OK(runtime.Drain());
+  for (int i = 0; i < 50; ++i) Commit("A", "k" + std::to_string(i % 5), "y");
+  ASSERT_OK(runtime.Start());
+  ASSERT_TRUE(WaitFor([&] { return runtime.Drain().ok() && seen.size() >= 350; }));
+  ASSERT_EQ(seen.size(), 350u);
+  for (size_t i = 1; i < seen.size(); ++i) ASSERT_EQ(seen[i], seen[i - 1] + 1);
+}
+
+// The failure policy of projections: rejected, failed, thrown, retried, store-rejected.
+TEST_F(RuntimeTest, ProjectionFailurePolicy) {
+  uint64_t rejected = Commit("A", "k", "reject");
+  uint64_t failed = Commit("A", "k", "fail");
+  uint64_t thrown = Commit("A", "k", "throw");
+  uint64_t retried = Commit("A", "k", "retry");
+  uint64_t poison = Commit("A", "k", "poison");
+  uint64_t fine = Commit("A", "k", "fine");
+  int retries = 0;
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Project("p", {"A"}, [&](const Fact& fact, Effects& effects) {
+    EXPECT_OK(effects.Put("effects", std::to_string(fact.id), fact.payload));
+    if (fact.payload == "reject") return Outcome::kRejected;
+    if (fact.payload == "fail") return Outcome::kFailed;
+    if (fact.payload == "throw") throw std::runtime_error("boom");
+    if (fact.payload == "retry" && retries++ < 2) return Outcome::kRetry;
+    if (fact.payload == "poison") {
+      EXPECT_FALSE(effects.Put("effects", "", "empty key is refused").ok());
+    }
+    return Outcome::kHandled;
+  }));
+  // Retries stop a drain (the lane backs off); the next drain delivers the rest.
+  for (int i = 0; i < 5 && State("effects", std::to_string(fine)) != "fine"; ++i) {
+    runtime.Drain().PermitUncheckedError();
+  }
+  EXPECT_EQ(retries, 3);
+  EXPECT_EQ(State("effects", std::to_string(retried)), "retry");
+  EXPECT_EQ(State("effects", std::to_string(fine)), "fine");
+  // Failed facts' effects are not applied; they are dead letters and the cursor passed them.
+  for (uint64_t id : {rejected, failed, thrown, poison}) {
+    EXPECT_EQ(State("effects", std::to_string(id)).rfind("<not found", 0), 0u) << id;
+  }
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "p", &dead));
+  ASSERT_EQ(dead.size(), 4u);
+  EXPECT_EQ(dead[0].fact.id, rejected);
+  EXPECT_EQ(dead[0].reason, "handler-rejected");
+  EXPECT_EQ(dead[1].reason, "handler-failed");
+  EXPECT_EQ(dead[2].reason, "handler-failed");
+  EXPECT_EQ(dead[3].reason, "store-rejected");
+  EXPECT_EQ(dead[3].fact.payload, "poison");
+  EXPECT_EQ(traces_.Count("handler-rejected"), 1);
+  EXPECT_EQ(traces_.Count("handler-failed"), 2);
+  EXPECT_EQ(traces_.Count("store-rejected"), 1);
+  uint64_t cursor = 0;
+  ASSERT_OK(GetCursor(*engine_, "p", engine_->PartitionOf("k"), &cursor));
+  EXPECT_EQ(cursor, fine);
+}
+
+// Reactions emit facts with source and depth; a cascade deeper than max_depth settles as failed.
+TEST_F(RuntimeTest, ReactionCascadeStopsAtMaxDepth) {
+  Commit("A", "k", "start");
+  std::vector<uint32_t> depths;
+  Runtime runtime(engine_.get(), Options(0));
+  ConsumerOptions options;
+  options.max_depth = 3;
+  ASSERT_OK(runtime.React(
+      "echo", {"A"},
+      [&](const Fact& fact, Effects& effects) {
+        depths.push_back(fact.depth);
+        EXPECT_EQ(fact.source, fact.depth == 0 ? "" : "echo");
+        effects.Emit("A", fact.key, "again").PermitUncheckedError();
+        return Outcome::kHandled;
+      },
+      options));
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(depths, (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(traces_.Count("cascade-exceeded"), 1);
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "echo", &dead));
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].reason, "cascade-exceeded");
+  EXPECT_EQ(dead[0].fact.depth, 3u);
+}
+
+// Subscribers are at least once: a failure keeps the cursor and retries with backoff; a
+// rejection gives up on the fact.
+TEST_F(RuntimeTest, SubscriberRetriesUntilHandled) {
+  uint64_t first = Commit("A", "k", "flaky");
+  uint64_t second = Commit("A", "k", "reject");
+  uint64_t third = Commit("A", "k", "ok");
+  std::vector<uint64_t> calls;
+  int failures = 0;
+  Runtime runtime(engine_.get(), Options(1));
+  ASSERT_OK(runtime.Subscribe("push", {"A"}, [&](const Fact& fact) {
+    calls.push_back(fact.id);
+    if (fact.payload == "flaky" && failures++ < 3) {
+      if (failures == 2) throw std::runtime_error("network down");
+      return Outcome::kFailed;
+    }
+    return fact.payload == "reject" ? Outcome::kRejected : Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Start());
+  ASSERT_TRUE(WaitFor([&] {
+    uint64_t cursor = 0;
+    return GetCursor(*engine_, "push", engine_->PartitionOf("k"), &cursor).ok() && cursor == third;
+  }));
+  ASSERT_OK(runtime.Stop());
+  EXPECT_EQ(calls, (std::vector<uint64_t>{first, first, first, first, second, third}));
+  EXPECT_EQ(traces_.Count("subscriber-failed"), 3);
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "push", &dead));
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].fact.id, second);
+}
+
+// Identity rules: duplicate consumer ids (026), undeclared types, late registration, and the
+// consumer-starts-at-zero warning for a likely rename.
+TEST_F(RuntimeTest, IdentityRules) {
+  auto noop = [](const Fact&) { return Outcome::kHandled; };
+  {
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Subscribe("a", {"A"}, noop));
+    ConsumerOptions same;
+    same.consumer_id = "a";
+    ASSERT_OK(runtime.Subscribe("b", {"A"}, noop, same));
+    Status s = runtime.Start();
+    EXPECT_TRUE(s.IsInvalidArgument());
+    EXPECT_NE(s.message().find("E026"), std::string::npos) << s.ToString();
+  }
+  {
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Subscribe("a", {"A", "Typo"}, noop));
+    Status s = runtime.Start();
+    EXPECT_TRUE(s.IsInvalidArgument());
+    EXPECT_NE(s.message().find("'Typo'"), std::string::npos) << s.ToString();
+  }
+  {
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Subscribe("old-name", {"A"}, noop));
+    Commit("A", "k", "x");
+    ASSERT_OK(runtime.Drain());
+    ASSERT_OK(runtime.Start());
+    EXPECT_TRUE(runtime.Subscribe("late", {"A"}, noop).IsInvalidArgument());
+    EXPECT_TRUE(runtime.Subscribe("", {"A"}, noop).IsInvalidArgument());
+  }
+  EXPECT_EQ(traces_.Count("consumer-starts-at-zero"), 0);
+  {
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Subscribe("new-name", {"A"}, noop));
+    ASSERT_OK(runtime.Start());
+  }
+  EXPECT_EQ(traces_.Count("consumer-starts-at-zero"), 1);
+  RuntimeOptions bad = Options(0);
+  bad.renew_ms = bad.lease_ms;
+  Runtime runtime(engine_.get(), bad);
+  EXPECT_TRUE(runtime.Start().IsInvalidArgument());
+}
+
+// Delayed facts are held as timers and delivered only once due (injectable clock).
+TEST_F(RuntimeTest, TimersReleaseWhenDue) {
+  Commit("A", "k", "later", now_ms_.load() + 5'000);
+  Commit("A", "k", "now");
+  std::vector<std::string> seen;
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact& fact) {
+    seen.push_back(fact.payload);
+    return Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(seen, (std::vector<std::string>{"now"}));
+  now_ms_ += 4'999;
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(seen.size(), 1u);
+  now_ms_ += 1;
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(seen, (std::vector<std::string>{"now", "later"}));
+  size_t released = 99;
+  ASSERT_OK(runtime.ReleaseDueTimers(&released));
+  EXPECT_EQ(released, 0u);
+}
+
+// Stop persists cursors (including skips); a new runtime after a reopen resumes after them.
+TEST_F(RuntimeTest, RestartResumesFromPersistedCursors) {
+  for (int i = 0; i < 20; ++i) Commit("A", "k", "a" + std::to_string(i));
+  uint64_t skipped = Commit("B", "k", "not taken");
+  int delivered = 0;
+  auto count = [&](const Fact&, Effects&) {
+    ++delivered;
+    return Outcome::kHandled;
+  };
+  {
+    Runtime runtime(engine_.get(), Options(2));
+    ASSERT_OK(runtime.Project("p", {"A"}, count));
+    ASSERT_OK(runtime.Start());
+    ASSERT_TRUE(WaitFor([&] { return delivered == 20; }));
+    ASSERT_OK(runtime.Stop());
+  }
+  uint64_t cursor = 0;
+  ASSERT_OK(GetCursor(*engine_, "p", engine_->PartitionOf("k"), &cursor));
+  EXPECT_EQ(cursor, skipped);  // the skipped fact was passed and persisted on stop
+  Reopen();
+  for (int i = 0; i < 5; ++i) Commit("A", "k", "b");
+  Runtime runtime(engine_.get(), Options(2));
+  ASSERT_OK(runtime.Project("p", {"A"}, count));
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(delivered, 25);
+}
+
+// A tap that cannot keep up is severed and told so; its inbox never exceeds the bound.
+TEST_F(RuntimeTest, SlowTapIsSevered) {
+  std::atomic<int> received{0};
+  std::atomic<bool> severed{false};
+  std::atomic<bool> release{false};
+  Runtime runtime(engine_.get(), Options(1));
+  ConsumerOptions options;
+  options.tap_inbox_facts = 8;
+  options.on_severed = [&] { severed = true; };
+  ASSERT_OK(runtime.Tap(
+      "live", {"A"},
+      [&](const Fact&) {
+        received++;
+        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      options));
+  ASSERT_OK(runtime.Start());
+  for (int i = 0; i < 40; ++i) Commit("A", "k", "x");
+  release = true;
+  ASSERT_TRUE(WaitFor([&] { return severed.load(); }));
+  EXPECT_LE(received.load(), 1 + 8);
+  EXPECT_EQ(traces_.Count("tap-severed"), 1);
+}
+
+// A caught-up subscriber is woken by new durable facts, without a poll interval.
+TEST_F(RuntimeTest, CaughtUpConsumerIsWokenByCommits) {
+  std::atomic<int> seen{0};
+  Runtime runtime(engine_.get(), Options(2));
+  ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact&) {
+    seen++;
+    return Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Start());
+  for (int i = 1; i <= 50; ++i) {
+    Commit("A", "k" + std::to_string(i), "x");
+    ASSERT_TRUE(WaitFor([&] { return seen.load() == i; }, 5000)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace wharf
