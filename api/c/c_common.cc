@@ -1,0 +1,300 @@
+// The C ABI's shared machinery: handle table, errors, validation, version (see c_common.h).
+#include "api/c/c_common.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <unordered_map>
+
+namespace wharf::capi {
+
+static_assert(WHARF_OK == static_cast<int>(Status::Code::kOk));
+static_assert(WHARF_INVALID_ARGUMENT == static_cast<int>(Status::Code::kInvalidArgument));
+static_assert(WHARF_NOT_FOUND == static_cast<int>(Status::Code::kNotFound));
+static_assert(WHARF_IO_ERROR == static_cast<int>(Status::Code::kIOError));
+static_assert(WHARF_CORRUPTION == static_cast<int>(Status::Code::kCorruption));
+static_assert(WHARF_BUSY == static_cast<int>(Status::Code::kBusy));
+static_assert(WHARF_CLOSED == static_cast<int>(Status::Code::kClosed));
+static_assert(WHARF_CONFLICT == static_cast<int>(Status::Code::kConflict));
+static_assert(WHARF_NOT_SUPPORTED == static_cast<int>(Status::Code::kNotSupported));
+static_assert(WHARF_INTERNAL == static_cast<int>(Status::Code::kInternal));
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Handle table
+
+// Retired addresses remembered per shard; older ones become "not a live handle".
+constexpr size_t kRetiredPerShardMax = 1024;
+constexpr size_t kShardCount = 16;
+static_assert((kShardCount & (kShardCount - 1)) == 0, "shard count is a power of two");
+
+struct Slot {
+  Kind kind;
+  bool live;
+  std::shared_ptr<void> owner;  // null once retired
+};
+
+struct Shard {
+  std::mutex mutex;
+  std::unordered_map<const void*, Slot> slots;  // guarded by mutex
+  std::deque<const void*> retired;              // guarded by mutex; FIFO of retired addresses
+};
+
+Shard& ShardOf(const void* handle) {
+  // Leaked on purpose: handles may be released from static destructors of the application.
+  static Shard* shards = new Shard[kShardCount];
+  size_t hash = std::hash<const void*>()(handle);
+  return shards[(hash ^ (hash >> 6)) & (kShardCount - 1)];
+}
+
+const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kEngine:
+      return "wharf_engine";
+    case Kind::kTxn:
+      return "wharf_txn";
+    case Kind::kEffects:
+      return "effects wharf_txn";
+    case Kind::kRuntime:
+      return "wharf_runtime";
+    case Kind::kFact:
+      return "wharf_fact";
+  }
+  return "handle";
+}
+
+Status RetiredStatus(Kind kind, std::string_view what) {
+  std::string name(what);
+  switch (kind) {
+    case Kind::kEngine:
+      return Status::Closed(name + " was closed");
+    case Kind::kTxn:
+      return Status::InvalidArgument(name + " was already committed or aborted");
+    case Kind::kEffects:
+      return Status::InvalidArgument(name +
+                                     " is an effects transaction whose handler call has returned");
+    case Kind::kRuntime:
+      return Status::Closed(name + " was freed");
+    case Kind::kFact:
+      return Status::InvalidArgument(name + " is only valid during the callback that received it");
+  }
+  return Status::InvalidArgument(name + " is not live");
+}
+
+bool Compatible(Kind have, Kind want) {
+  // Effects transactions are transactions for put/delete/emit/get.
+  return have == want || (want == Kind::kTxn && have == Kind::kEffects);
+}
+
+thread_local std::string t_last_error;
+thread_local int t_callback_depth = 0;
+
+}  // namespace
+
+void Register(const void* handle, Kind kind, std::shared_ptr<void> owner) {
+  Shard& shard = ShardOf(handle);
+  std::lock_guard lock(shard.mutex);
+  // A retired address may be reused by the allocator: the new handle replaces the memory of it.
+  shard.slots[handle] = Slot{kind, true, std::move(owner)};
+}
+
+Status Lookup(const void* handle, Kind kind, std::string_view what, std::shared_ptr<void>* owner) {
+  if (handle == nullptr) return Status::InvalidArgument(std::string(what) + " is NULL");
+  Shard& shard = ShardOf(handle);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.slots.find(handle);
+  if (it == shard.slots.end()) {
+    return Status::InvalidArgument(std::string(what) + " is not a live " + KindName(kind) +
+                                   " handle");
+  }
+  const Slot& slot = it->second;
+  if (!Compatible(slot.kind, kind)) {
+    return Status::InvalidArgument(std::string(what) + " is a " + KindName(slot.kind) + ", not a " +
+                                   KindName(kind));
+  }
+  if (!slot.live) return RetiredStatus(slot.kind, what);
+  *owner = slot.owner;
+  return Status::OK();
+}
+
+std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view what, Status* status) {
+  std::shared_ptr<void> owner;
+  *status = Lookup(handle, kind, what, &owner);
+  if (!status->ok()) return nullptr;
+  Shard& shard = ShardOf(handle);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.slots.find(handle);
+  if (it == shard.slots.end() || !it->second.live || it->second.owner != owner) {
+    // Another thread retired it between the lookup and now.
+    *status = RetiredStatus(kind, what);
+    return nullptr;
+  }
+  if (it->second.kind != kind) {
+    *status = Status::InvalidArgument(std::string(what) + " is a " + KindName(it->second.kind) +
+                                      ", not a " + KindName(kind));
+    return nullptr;
+  }
+  it->second.live = false;
+  it->second.owner.reset();
+  shard.retired.push_back(handle);
+  while (shard.retired.size() > kRetiredPerShardMax) {
+    auto old = shard.slots.find(shard.retired.front());
+    if (old != shard.slots.end() && !old->second.live) shard.slots.erase(old);
+    shard.retired.pop_front();
+  }
+  return owner;
+}
+
+Status FindEngine(const wharf_engine* engine, std::shared_ptr<EngineState>* state) {
+  std::shared_ptr<wharf_engine> handle;
+  Status s = Find(engine, Kind::kEngine, "engine", &handle);
+  if (!s.ok()) return s;
+  if (handle->rep->closed.load()) return Status::Closed("engine was closed");
+  *state = handle->rep;
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+Status CheckOut(const void* out, std::string_view what) {
+  if (out == nullptr) return Status::InvalidArgument(std::string(what) + " is NULL");
+  return Status::OK();
+}
+
+Status CheckBytes(const void* data, size_t len, size_t len_max, std::string_view what,
+                  std::string_view* view) {
+  if (data == nullptr && len != 0) {
+    return Status::InvalidArgument(std::string(what) + " is NULL but its length is " +
+                                   std::to_string(len));
+  }
+  if (len > len_max) {
+    return Status::InvalidArgument(std::string(what) + " of " + std::to_string(len) +
+                                   " bytes is longer than the limit of " + std::to_string(len_max));
+  }
+  *view = len == 0 ? std::string_view() : std::string_view(static_cast<const char*>(data), len);
+  return Status::OK();
+}
+
+Status CheckName(const char* name, std::string_view what, std::string_view* view) {
+  if (name == nullptr) return Status::InvalidArgument(std::string(what) + " is NULL");
+  // Bounded scan: names are at most 255 bytes; a longer one is refused without reading further.
+  constexpr size_t kScanMax = 4096;
+  size_t len = strnlen(name, kScanMax + 1);
+  if (len == 0) return Status::InvalidArgument(std::string(what) + " is empty");
+  if (len > kScanMax) {
+    return Status::InvalidArgument(std::string(what) + " is longer than " +
+                                   std::to_string(kScanMax) + " bytes");
+  }
+  *view = std::string_view(name, len);
+  return Status::OK();
+}
+
+Status CheckNames(const char* const* names, size_t count, std::string_view what,
+                  std::vector<std::string>* out) {
+  if (names == nullptr && count != 0) {
+    return Status::InvalidArgument(std::string(what) + " is NULL but its count is " +
+                                   std::to_string(count));
+  }
+  if (count > kNamesCountMax) {
+    return Status::InvalidArgument(std::string(what) + " count " + std::to_string(count) +
+                                   " is above the limit of " + std::to_string(kNamesCountMax));
+  }
+  std::vector<std::string> parsed;
+  parsed.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    std::string_view name;
+    Status s = CheckName(names[i], std::string(what) + "[" + std::to_string(i) + "]", &name);
+    if (!s.ok()) return s;
+    parsed.emplace_back(name);
+  }
+  *out = std::move(parsed);
+  return Status::OK();
+}
+
+Status CopyOut(const std::string& value, void** out, size_t* out_len) {
+  // Never NULL, also for an empty value, so callers can tell "found, empty" from "not set".
+  void* copy = std::malloc(value.empty() ? 1 : value.size());
+  if (copy == nullptr) return Status::Internal("out of memory");
+  if (!value.empty()) std::memcpy(copy, value.data(), value.size());
+  *out = copy;
+  *out_len = value.size();
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Callbacks and facts
+
+CallbackScope::CallbackScope() { ++t_callback_depth; }
+CallbackScope::~CallbackScope() { --t_callback_depth; }
+bool InCallback() { return t_callback_depth > 0; }
+
+Status RefuseInCallback(std::string_view function) {
+  if (!InCallback()) return Status::OK();
+  return Status::InvalidArgument(std::string(function) +
+                                 " must not be called from a wharf callback (it would deadlock)");
+}
+
+ScopedFact::ScopedFact(const Fact& fact) : handle_(MakeHandle<wharf_fact>(Kind::kFact)) {
+  handle_->rep = &fact;
+}
+
+ScopedFact::~ScopedFact() {
+  Status ignored;
+  Retire(handle_.get(), Kind::kFact, "fact", &ignored);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+void SetLastErrorText(std::string_view message) noexcept {
+  try {
+    t_last_error.assign(message);
+  } catch (...) {
+    t_last_error.clear();  // no memory for the message: leave it empty rather than stale
+  }
+}
+
+wharf_status ToC(Status::Code code) {
+  int value = static_cast<int>(code);
+  return value >= WHARF_OK && value <= WHARF_INTERNAL ? static_cast<wharf_status>(value)
+                                                      : WHARF_INTERNAL;
+}
+
+wharf_status SetError(const char* function, wharf_status code, std::string_view message) noexcept {
+  try {
+    std::string text(function);
+    text += ": ";
+    text += message;
+    t_last_error = std::move(text);
+  } catch (...) {
+    SetLastErrorText(message);
+  }
+  return code;
+}
+
+wharf_status Fail(const char* function, const Status& status) noexcept {
+  return SetError(function, ToC(status.code()), status.message());
+}
+
+}  // namespace wharf::capi
+
+extern "C" {
+
+const char* wharf_version(void) { return WHARF_VERSION; }
+
+int32_t wharf_version_number(void) { return WHARF_VERSION_NUMBER; }
+
+const char* wharf_last_error(void) { return wharf::capi::t_last_error.c_str(); }
+
+const char* wharf_errstr(wharf_status status) {
+  int value = static_cast<int>(status);
+  if (value < WHARF_OK || value > WHARF_INTERNAL) return "unknown status";
+  return wharf::Status::CodeName(static_cast<wharf::Status::Code>(value));
+}
+
+void wharf_free(void* p) { std::free(p); }
+
+}  // extern "C"

@@ -1,0 +1,503 @@
+// The C ABI's runtime half: consumers with C callbacks, start/drain/stop, timers (wharf.h).
+//
+// Callbacks. Each C callback is wrapped in a std::function that marks the thread as inside a
+// callback (calls that would deadlock are refused), registers the fact (and, for projections and
+// reactions, an effects transaction) as handles valid for the call only, and turns a C++
+// exception or an unknown return value into WHARF_FAILED.
+//
+// Lifetime. A runtime handle holds its engine's state, so the C++ Engine outlives the Runtime even
+// when wharf_close runs first: wharf_close stops every attached runtime, after which their calls
+// answer WHARF_CLOSED until wharf_runtime_free.
+#include <charconv>
+#include <mutex>
+
+#include "api/c/c_common.h"
+#include "wharf/runtime.h"
+
+using wharf::ConsumerOptions;
+using wharf::Fact;
+using wharf::Outcome;
+using wharf::Status;
+using wharf::capi::CallbackScope;
+using wharf::capi::CheckName;
+using wharf::capi::CheckNames;
+using wharf::capi::CheckOut;
+using wharf::capi::EngineState;
+using wharf::capi::Guard;
+using wharf::capi::Kind;
+using wharf::capi::ScopedFact;
+
+namespace wharf::capi {
+
+// Serializes the calls on one runtime (the C++ Runtime expects one thread at a time).
+class RuntimeState : public Attached {
+ public:
+  std::mutex mutex;
+  std::shared_ptr<EngineState> engine;  // immutable after creation
+  std::unique_ptr<Runtime> runtime;     // guarded by mutex; reset by wharf_runtime_free
+  std::string instance;                 // immutable after creation
+  bool stopped_by_close = false;        // guarded by mutex
+
+  void StopForClose() override {
+    std::lock_guard lock(mutex);
+    if (runtime) runtime->Stop().PermitUncheckedError();
+    stopped_by_close = true;
+  }
+};
+
+}  // namespace wharf::capi
+
+struct wharf_runtime {
+  std::shared_ptr<wharf::capi::RuntimeState> rep;
+};
+
+namespace {
+
+using wharf::capi::RuntimeState;
+
+// The caller's ctx and its destructor: destroy(ctx) runs when the last handler copy is gone.
+struct Registration {
+  Registration(void* ctx_in, wharf_destroy_fn destroy_in) : ctx(ctx_in), destroy(destroy_in) {}
+  ~Registration() {
+    if (destroy == nullptr) return;
+    try {
+      destroy(ctx);
+    } catch (...) {
+      // A C++ destructor callback threw: nothing to report it to.
+    }
+  }
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+  void* ctx;
+  wharf_destroy_fn destroy;
+};
+
+// A handler's wharf::Effects behind an effects wharf_txn, valid until Invalidate().
+class EffectsAdapter : public wharf::capi::EffectsSink {
+ public:
+  explicit EffectsAdapter(wharf::Effects* effects) : effects_(effects) {}
+  void Invalidate() {
+    std::lock_guard lock(mutex_);
+    effects_ = nullptr;
+  }
+  Status Put(std::string_view table, std::string_view key, std::string_view value) override {
+    std::lock_guard lock(mutex_);
+    return effects_ ? effects_->Put(table, key, value) : Gone();
+  }
+  Status Delete(std::string_view table, std::string_view key) override {
+    std::lock_guard lock(mutex_);
+    return effects_ ? effects_->Delete(table, key) : Gone();
+  }
+  Status Emit(std::string_view type, std::string_view key, std::string_view payload,
+              const wharf::EmitOptions& options) override {
+    std::lock_guard lock(mutex_);
+    return effects_ ? effects_->Emit(type, key, payload, options) : Gone();
+  }
+  Status Get(std::string_view table, std::string_view key, std::string* value) override {
+    std::lock_guard lock(mutex_);
+    return effects_ ? effects_->Get(table, key, value) : Gone();
+  }
+
+ private:
+  static Status Gone() {
+    return Status::InvalidArgument("effects transaction used after its handler call returned");
+  }
+  std::mutex mutex_;
+  wharf::Effects* effects_;  // guarded by mutex_
+};
+
+// An effects transaction handle registered for the duration of one handler call.
+class ScopedEffects {
+ public:
+  explicit ScopedEffects(wharf::Effects* effects)
+      : adapter_(std::make_shared<EffectsAdapter>(effects)),
+        handle_(wharf::capi::MakeHandle<wharf_txn>(Kind::kEffects)) {
+    handle_->effects = adapter_;
+  }
+  ~ScopedEffects() {
+    adapter_->Invalidate();
+    Status ignored;
+    wharf::capi::Retire(handle_.get(), Kind::kEffects, "effects", &ignored);
+  }
+  ScopedEffects(const ScopedEffects&) = delete;
+  ScopedEffects& operator=(const ScopedEffects&) = delete;
+  wharf_txn* get() const { return handle_.get(); }
+
+ private:
+  std::shared_ptr<EffectsAdapter> adapter_;
+  std::shared_ptr<wharf_txn> handle_;
+};
+
+Outcome ToOutcome(int outcome) {
+  static_assert(WHARF_HANDLED == static_cast<int>(Outcome::kHandled));
+  static_assert(WHARF_REJECTED == static_cast<int>(Outcome::kRejected));
+  static_assert(WHARF_FAILED == static_cast<int>(Outcome::kFailed));
+  static_assert(WHARF_RETRY == static_cast<int>(Outcome::kRetry));
+  if (outcome < WHARF_HANDLED || outcome > WHARF_RETRY) return Outcome::kFailed;
+  return static_cast<Outcome>(outcome);
+}
+
+wharf::ProjectFn ProjectTrampoline(wharf_project_fn fn, std::shared_ptr<Registration> reg) {
+  return [fn, reg = std::move(reg)](const Fact& fact, wharf::Effects& effects) {
+    CallbackScope scope;
+    ScopedFact view(fact);
+    ScopedEffects txn(&effects);
+    try {
+      return ToOutcome(fn(reg->ctx, view.get(), txn.get()));
+    } catch (...) {
+      return Outcome::kFailed;
+    }
+  };
+}
+
+wharf::SubscribeFn SubscribeTrampoline(wharf_subscribe_fn fn, std::shared_ptr<Registration> reg) {
+  return [fn, reg = std::move(reg)](const Fact& fact) {
+    CallbackScope scope;
+    ScopedFact view(fact);
+    try {
+      return ToOutcome(fn(reg->ctx, view.get()));
+    } catch (...) {
+      return Outcome::kFailed;
+    }
+  };
+}
+
+wharf::TraceFn TraceTrampoline(wharf_trace_fn trace, void* ctx) {
+  return [trace, ctx](const wharf::TraceEvent& event) {
+    CallbackScope scope;
+    try {
+      trace(ctx, static_cast<wharf_trace_level>(event.level), event.name.c_str(),
+            event.consumer.c_str(), event.fact_id, event.reason.c_str());
+    } catch (...) {
+      // A C++ trace callback threw: drop the event.
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consumer options: consumer_id, batch_facts, max_depth, ordering, tap_inbox_facts.
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+Status ParseU32(std::string_view key, std::string_view value, uint32_t* out) {
+  uint32_t parsed = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (error != std::errc() || end != value.data() + value.size()) {
+    return Status::InvalidArgument("option '" + std::string(key) + "': '" + std::string(value) +
+                                   "' is not an unsigned 32-bit integer");
+  }
+  *out = parsed;
+  return Status::OK();
+}
+
+Status ParseConsumerOption(std::string_view key, std::string_view value, bool is_tap,
+                           ConsumerOptions* o) {
+  if (key == "consumer_id") {
+    if (value.empty()) return Status::InvalidArgument("option 'consumer_id' is empty");
+    o->consumer_id = value;
+    return Status::OK();
+  }
+  if (key == "batch_facts") return ParseU32(key, value, &o->batch_facts);
+  if (key == "max_depth") return ParseU32(key, value, &o->max_depth);
+  if (key == "ordering") {
+    if (value == "partition") {
+      o->ordering = wharf::Ordering::kPartition;
+    } else if (value == "global") {
+      o->ordering = wharf::Ordering::kGlobal;
+    } else if (value == "none") {
+      o->ordering = wharf::Ordering::kNone;
+    } else {
+      return Status::InvalidArgument("option 'ordering': '" + std::string(value) +
+                                     "' is not one of partition | global | none");
+    }
+    return Status::OK();
+  }
+  if (key == "tap_inbox_facts" && is_tap) return ParseU32(key, value, &o->tap_inbox_facts);
+  return Status::InvalidArgument("unknown consumer option '" + std::string(key) + "'" +
+                                 (key == "tap_inbox_facts" ? " (taps only)" : ""));
+}
+
+Status ParseConsumerOptions(const char* text, bool is_tap, ConsumerOptions* options) {
+  if (text == nullptr) return Status::OK();
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    size_t end = rest.find(';');
+    std::string_view item = Trim(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("option '" + std::string(item) + "' has no '=value'");
+    }
+    Status s =
+        ParseConsumerOption(Trim(item.substr(0, eq)), Trim(item.substr(eq + 1)), is_tap, options);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime lookup
+
+Status FindRuntime(const wharf_runtime* rt, std::shared_ptr<RuntimeState>* state) {
+  std::shared_ptr<wharf_runtime> handle;
+  Status s = wharf::capi::Find(rt, Kind::kRuntime, "rt", &handle);
+  if (s.ok()) *state = handle->rep;
+  return s;
+}
+
+// Runs `body(runtime)` under the runtime's lock, refusing from callbacks and after engine close.
+template <typename Body>
+Status WithRuntime(const wharf_runtime* rt, const char* function, Body&& body) {
+  std::shared_ptr<RuntimeState> state;
+  Status s = wharf::capi::RefuseInCallback(function);
+  if (s.ok()) s = FindRuntime(rt, &state);
+  if (!s.ok()) return s;
+  std::lock_guard lock(state->mutex);
+  if (state->stopped_by_close || state->engine->closed.load()) {
+    return Status::Closed("the runtime's engine was closed");
+  }
+  return body(*state->runtime);
+}
+
+enum class ProjectKind { kProjection, kReaction };
+
+struct ConsumerArgs {
+  const char* name;
+  const char* const* types;
+  size_t n_types;
+  const char* options;
+};
+
+// Validates the common arguments of a registration; fills the parsed pieces.
+Status CheckConsumer(const ConsumerArgs& args, bool is_tap, bool has_fn, std::string* name,
+                     std::vector<std::string>* types, ConsumerOptions* options) {
+  std::string_view name_view;
+  Status s = CheckName(args.name, "name", &name_view);
+  if (s.ok()) s = CheckNames(args.types, args.n_types, "types", types);
+  if (s.ok() && !has_fn) s = Status::InvalidArgument("fn is NULL");
+  if (s.ok()) s = ParseConsumerOptions(args.options, is_tap, options);
+  if (s.ok()) *name = name_view;
+  return s;
+}
+
+Status RegisterProject(wharf_runtime* rt, ProjectKind kind, const ConsumerArgs& args,
+                       wharf_project_fn fn, std::shared_ptr<Registration> reg) {
+  std::string name;
+  std::vector<std::string> types;
+  ConsumerOptions options;
+  Status s = CheckConsumer(args, false, fn != nullptr, &name, &types, &options);
+  if (!s.ok()) return s;
+  const char* function =
+      kind == ProjectKind::kProjection ? "wharf_runtime_project" : "wharf_runtime_react";
+  return WithRuntime(rt, function, [&](wharf::Runtime& runtime) {
+    wharf::ProjectFn handler = ProjectTrampoline(fn, std::move(reg));
+    return kind == ProjectKind::kProjection
+               ? runtime.Project(std::move(name), std::move(types), std::move(handler),
+                                 std::move(options))
+               : runtime.React(std::move(name), std::move(types), std::move(handler),
+                               std::move(options));
+  });
+}
+
+Status RegisterSubscribe(wharf_runtime* rt, const ConsumerArgs& args, wharf_subscribe_fn fn,
+                         std::shared_ptr<Registration> reg) {
+  std::string name;
+  std::vector<std::string> types;
+  ConsumerOptions options;
+  Status s = CheckConsumer(args, false, fn != nullptr, &name, &types, &options);
+  if (!s.ok()) return s;
+  return WithRuntime(rt, "wharf_runtime_subscribe", [&](wharf::Runtime& runtime) {
+    return runtime.Subscribe(std::move(name), std::move(types),
+                             SubscribeTrampoline(fn, std::move(reg)), std::move(options));
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+wharf_status wharf_runtime_new(wharf_engine* engine, const char* options, wharf_runtime** out) {
+  return wharf_runtime_new_v2(engine, options, nullptr, nullptr, out);
+}
+
+wharf_status wharf_runtime_new_v2(wharf_engine* engine, const char* options, wharf_trace_fn trace,
+                                  void* trace_ctx, wharf_runtime** out) {
+  return Guard("wharf_runtime_new", [&] {
+    std::shared_ptr<EngineState> engine_state;
+    Status s = wharf::capi::FindEngine(engine, &engine_state);
+    if (s.ok()) s = CheckOut(out, "out");
+    wharf::RuntimeOptions runtime_options;
+    if (s.ok() && options != nullptr) s = wharf::ParseRuntimeOptions(options, &runtime_options);
+    if (!s.ok()) return s;
+    if (trace != nullptr) runtime_options.trace = TraceTrampoline(trace, trace_ctx);
+    auto state = std::make_shared<RuntimeState>();
+    state->engine = engine_state;
+    state->runtime =
+        std::make_unique<wharf::Runtime>(engine_state->engine.get(), std::move(runtime_options));
+    state->instance = state->runtime->instance();
+    {
+      // Checked under the lock wharf_close takes to collect runtimes: none is missed.
+      std::lock_guard lock(engine_state->attached_mutex);
+      if (engine_state->closed.load()) return Status::Closed("engine was closed");
+      auto& attached = engine_state->attached;
+      std::erase_if(attached, [](const auto& weak) { return weak.expired(); });
+      attached.push_back(state);
+    }
+    auto handle = wharf::capi::MakeHandle<wharf_runtime>(Kind::kRuntime);
+    handle->rep = std::move(state);
+    *out = handle.get();
+    return Status::OK();
+  });
+}
+
+wharf_status wharf_runtime_project(wharf_runtime* rt, const char* name, const char* const* types,
+                                   size_t n_types, wharf_project_fn fn, void* ctx) {
+  return wharf_runtime_project_v2(rt, name, types, n_types, nullptr, fn, ctx, nullptr);
+}
+
+wharf_status wharf_runtime_react(wharf_runtime* rt, const char* name, const char* const* types,
+                                 size_t n_types, wharf_project_fn fn, void* ctx) {
+  return wharf_runtime_react_v2(rt, name, types, n_types, nullptr, fn, ctx, nullptr);
+}
+
+wharf_status wharf_runtime_subscribe(wharf_runtime* rt, const char* id, const char* const* types,
+                                     size_t n_types, wharf_subscribe_fn fn, void* ctx) {
+  return wharf_runtime_subscribe_v2(rt, id, types, n_types, nullptr, fn, ctx, nullptr);
+}
+
+wharf_status wharf_runtime_project_v2(wharf_runtime* rt, const char* name, const char* const* types,
+                                      size_t n_types, const char* options, wharf_project_fn fn,
+                                      void* ctx, wharf_destroy_fn destroy) {
+  return Guard("wharf_runtime_project", [&] {
+    auto reg = std::make_shared<Registration>(ctx, destroy);
+    return RegisterProject(rt, ProjectKind::kProjection, {name, types, n_types, options}, fn,
+                           std::move(reg));
+  });
+}
+
+wharf_status wharf_runtime_react_v2(wharf_runtime* rt, const char* name, const char* const* types,
+                                    size_t n_types, const char* options, wharf_project_fn fn,
+                                    void* ctx, wharf_destroy_fn destroy) {
+  return Guard("wharf_runtime_react", [&] {
+    auto reg = std::make_shared<Registration>(ctx, destroy);
+    return RegisterProject(rt, ProjectKind::kReaction, {name, types, n_types, options}, fn,
+                           std::move(reg));
+  });
+}
+
+wharf_status wharf_runtime_subscribe_v2(wharf_runtime* rt, const char* id, const char* const* types,
+                                        size_t n_types, const char* options, wharf_subscribe_fn fn,
+                                        void* ctx, wharf_destroy_fn destroy) {
+  return Guard("wharf_runtime_subscribe", [&] {
+    auto reg = std::make_shared<Registration>(ctx, destroy);
+    return RegisterSubscribe(rt, {id, types, n_types, options}, fn, std::move(reg));
+  });
+}
+
+wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name, const char* const* types,
+                               size_t n_types, const char* options, wharf_tap_fn fn,
+                               wharf_severed_fn on_severed, void* ctx, wharf_destroy_fn destroy) {
+  return Guard("wharf_runtime_tap", [&] {
+    auto reg = std::make_shared<Registration>(ctx, destroy);
+    std::string consumer;
+    std::vector<std::string> type_list;
+    ConsumerOptions consumer_options;
+    Status s = CheckConsumer({name, types, n_types, options}, true, fn != nullptr, &consumer,
+                             &type_list, &consumer_options);
+    if (!s.ok()) return s;
+    if (on_severed != nullptr) {
+      consumer_options.on_severed = [on_severed, reg] {
+        CallbackScope scope;
+        try {
+          on_severed(reg->ctx);
+        } catch (...) {
+          // A C++ callback threw: nothing to report it to.
+        }
+      };
+    }
+    wharf::TapFn handler = [fn, reg](const Fact& fact) {
+      CallbackScope scope;
+      ScopedFact view(fact);
+      try {
+        fn(reg->ctx, view.get());
+      } catch (...) {
+        // At most once: a throwing tap loses this fact, as a severed one would.
+      }
+    };
+    reg.reset();  // the handlers hold it now
+    return WithRuntime(rt, "wharf_runtime_tap", [&](wharf::Runtime& runtime) {
+      return runtime.Tap(std::move(consumer), std::move(type_list), std::move(handler),
+                         std::move(consumer_options));
+    });
+  });
+}
+
+wharf_status wharf_runtime_start(wharf_runtime* rt) {
+  return Guard("wharf_runtime_start", [&] {
+    return WithRuntime(rt, "wharf_runtime_start",
+                       [](wharf::Runtime& runtime) { return runtime.Start(); });
+  });
+}
+
+wharf_status wharf_runtime_drain(wharf_runtime* rt) {
+  return Guard("wharf_runtime_drain", [&] {
+    return WithRuntime(rt, "wharf_runtime_drain",
+                       [](wharf::Runtime& runtime) { return runtime.Drain(); });
+  });
+}
+
+wharf_status wharf_runtime_stop(wharf_runtime* rt) {
+  return Guard("wharf_runtime_stop", [&] {
+    std::shared_ptr<RuntimeState> state;
+    Status s = wharf::capi::RefuseInCallback("wharf_runtime_stop");
+    if (s.ok()) s = FindRuntime(rt, &state);
+    if (!s.ok()) return s;
+    std::lock_guard lock(state->mutex);
+    if (state->stopped_by_close) return Status::OK();  // wharf_close stopped it already
+    return state->runtime->Stop();
+  });
+}
+
+wharf_status wharf_runtime_release_timers(wharf_runtime* rt, size_t* released) {
+  return Guard("wharf_runtime_release_timers", [&] {
+    return WithRuntime(rt, "wharf_runtime_release_timers",
+                       [&](wharf::Runtime& runtime) { return runtime.ReleaseDueTimers(released); });
+  });
+}
+
+wharf_status wharf_runtime_instance(wharf_runtime* rt, const char** instance) {
+  return Guard("wharf_runtime_instance", [&] {
+    std::shared_ptr<RuntimeState> state;
+    Status s = FindRuntime(rt, &state);
+    if (s.ok()) s = CheckOut(instance, "instance");
+    if (s.ok()) *instance = state->instance.c_str();
+    return s;
+  });
+}
+
+void wharf_runtime_free(wharf_runtime* rt) {
+  Guard("wharf_runtime_free", [&] {
+    if (rt == nullptr) return Status::OK();
+    Status s = wharf::capi::RefuseInCallback("wharf_runtime_free");
+    if (!s.ok()) return s;
+    std::shared_ptr<void> owner = wharf::capi::Retire(rt, Kind::kRuntime, "rt", &s);
+    if (!owner) return s;
+    std::shared_ptr<RuntimeState> state = std::static_pointer_cast<wharf_runtime>(owner)->rep;
+    std::unique_ptr<wharf::Runtime> runtime;
+    {
+      std::lock_guard lock(state->mutex);
+      runtime = std::move(state->runtime);
+    }
+    // Stops the runtime and releases the handlers (running the destroy callbacks) here.
+    if (runtime) s = runtime->Stop();
+    runtime.reset();
+    return s;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,469 @@
+/*
+** wharf.h: the C ABI of Wharf, an embedded transactional-outbox engine.
+**
+** This header is the specification of the C interface: only what it declares is API. It is C99 and
+** usable from C++. Bindings for other languages (Python's wharf.py, Go, Rust, Node...) are written
+** against it.
+**
+** CONVENTIONS
+**
+**  1. Handles are typed opaque structs (wharf_engine, wharf_txn, wharf_runtime, wharf_fact), never
+**     void*. Their contents are private; use the functions below.
+**  2. Almost every function returns a wharf_status. On anything but WHARF_OK a readable message
+**     naming the problem is kept for the calling thread and returned by wharf_last_error(). Output
+**     parameters are written only on WHARF_OK.
+**  3. Every function validates its arguments: a NULL handle, a NULL pointer with a non-zero length,
+**     an empty or invalid name, a handle that was already closed/committed/freed, or a handle of
+**     the wrong kind is answered with a status (WHARF_INVALID_ARGUMENT or WHARF_CLOSED), never with
+**     a crash. Handles are checked against a table of live handles, so passing a stale handle is
+**     reported rather than undefined. (Pointers to caller memory cannot be checked: they must point
+**     to at least the length given with them.)
+**  4. Inputs are copied: the caller may reuse every buffer and string as soon as a call returns.
+**     Byte strings are pointer + length (the pointer may be NULL when the length is 0). Names
+**     (tables, fact types, consumers) are NUL-terminated UTF-8 strings.
+**  5. Outputs are either OWNED (allocated by wharf, released with wharf_free) or BORROWED (owned by
+**     wharf, with their lifetime stated in the function's documentation).
+**  6. Options travel as one "key=value;key=value" string (NULL or "" for the defaults), so new
+**     options never change the ABI. An unknown key or a bad value is WHARF_INVALID_ARGUMENT naming
+**     it. The keys are the option names of the C++ API and of the `wharf` CLI.
+**  7. Callbacks take the caller's `void* ctx` first. Their documentation says which thread runs
+**     them and how long their arguments stay valid. A callback must not unwind (longjmp or a C++
+**     exception) into wharf; an exception thrown by a C++ callback is caught and treated as a
+**     failure. Calls that would deadlock from inside a callback (wharf_close, wharf_runtime_drain,
+**     wharf_runtime_stop, wharf_runtime_free, a blocking wharf_txn_commit from a commit callback)
+**     are refused with WHARF_INVALID_ARGUMENT.
+**  8. Integers are fixed-width; booleans are uint8_t (0 or 1). Times are milliseconds since the
+**     Unix epoch (int64_t, suffix _ms).
+**  9. No C++ exception ever crosses this interface: an unexpected failure inside wharf is reported
+**     as WHARF_INTERNAL.
+**
+** THREAD SAFETY
+**
+**   wharf_engine   thread-safe: any number of threads may begin transactions, read and commit
+**                  concurrently (that is how group commit fills a sync). wharf_close may be called
+**                  while other threads still use the engine: their calls then return WHARF_CLOSED.
+**   wharf_txn      used by one thread at a time. Different transactions may be built and committed
+**                  from different threads concurrently.
+**   wharf_runtime  registration, start, drain, stop and free are serialized internally; they may be
+**                  called from any thread except from inside a handler.
+**   wharf_fact     a borrowed view, valid only during the callback that received it.
+**   Errors         wharf_last_error() is per thread: two threads never see each other's message.
+**
+** VERSIONING
+**
+**   WHARF_VERSION_NUMBER (compile time) has a run-time twin, wharf_version_number(). A program can
+**   check that it runs against the library it was built with:
+**       assert(wharf_version_number() == WHARF_VERSION_NUMBER);
+**   The ABI only grows: changed behaviour gets a new name (..._v2); old names stay. The shared
+**   library's SONAME carries the ABI version (libwharf.so.0).
+*/
+#ifndef WHARF_H_
+#define WHARF_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define WHARF_EXPORT __attribute__((visibility("default")))
+#else
+#define WHARF_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+** VERSION
+*/
+#define WHARF_VERSION "0.1.0"
+#define WHARF_VERSION_MAJOR 0
+#define WHARF_VERSION_MINOR 1
+#define WHARF_VERSION_PATCH 0
+/* MAJOR * 1000000 + MINOR * 1000 + PATCH */
+#define WHARF_VERSION_NUMBER \
+  (WHARF_VERSION_MAJOR * 1000000 + WHARF_VERSION_MINOR * 1000 + WHARF_VERSION_PATCH)
+/* True when this header is at least version major.minor.patch. */
+#define WHARF_CHECK_VERSION(major, minor, patch) \
+  (WHARF_VERSION_NUMBER >= ((major)*1000000 + (minor)*1000 + (patch)))
+
+/* The library's version string ("0.1.0"). Static storage; thread-safe. */
+WHARF_EXPORT const char* wharf_version(void);
+/* The library's WHARF_VERSION_NUMBER. Thread-safe. */
+WHARF_EXPORT int32_t wharf_version_number(void);
+
+/* ---------------------------------------------------------------------------------------------
+** HANDLES AND CODES
+*/
+typedef struct wharf_engine wharf_engine;
+typedef struct wharf_txn wharf_txn;
+typedef struct wharf_runtime wharf_runtime;
+typedef struct wharf_fact wharf_fact;
+
+/* Result codes. Values are never renumbered; new codes are only appended. */
+typedef enum wharf_status {
+  WHARF_OK = 0,
+  WHARF_INVALID_ARGUMENT = 1, /* bad input from the caller (a bug in the caller, usually) */
+  WHARF_NOT_FOUND = 2,        /* a key, consumer or cursor that does not exist */
+  WHARF_IO_ERROR = 3,         /* the disk refused (EIO, ENOSPC, the database lock...) */
+  WHARF_CORRUPTION = 4,       /* a checksum or format check failed on read */
+  WHARF_BUSY = 5,             /* back-pressure: the commit queue is full (when_full=error) */
+  WHARF_CLOSED = 6,           /* the engine or runtime was closed */
+  WHARF_CONFLICT = 7,         /* a compare-and-set or lease fencing check refused a commit */
+  WHARF_NOT_SUPPORTED = 8,    /* e.g. io=uring on a kernel without io_uring */
+  WHARF_INTERNAL = 9          /* a bug in wharf; please report it with wharf_last_error() */
+} wharf_status;
+
+/* What a handler did with a fact. */
+typedef enum wharf_outcome {
+  WHARF_HANDLED = 0,  /* done: the cursor passes the fact (together with the effects) */
+  WHARF_REJECTED = 1, /* refused for good: settled as failed, dead letter, the cursor passes it */
+  WHARF_FAILED = 2,   /* projections/reactions: as REJECTED; subscribers: keep the cursor, retry */
+  WHARF_RETRY = 3     /* transient: keep the cursor and retry the fact after a backoff */
+} wharf_outcome;
+
+/* Severity of a trace event. */
+typedef enum wharf_trace_level {
+  WHARF_TRACE_INFO = 0,
+  WHARF_TRACE_WARNING = 1,
+  WHARF_TRACE_ERROR = 2
+} wharf_trace_level;
+
+/* The message of the last call on THIS thread that returned something other than WHARF_OK
+** (successful calls leave it unchanged; "" when there was none). BORROWED: valid until the next
+** failing wharf call on this thread. Thread-safe (per-thread storage). */
+WHARF_EXPORT const char* wharf_last_error(void);
+
+/* Static text for a status code ("invalid argument", ...; "unknown status" for other values).
+** Thread-safe. */
+WHARF_EXPORT const char* wharf_errstr(wharf_status status);
+
+/* Frees memory that wharf returned as OWNED (e.g. wharf_get's *value). NULL is a no-op.
+** Thread-safe. */
+WHARF_EXPORT void wharf_free(void* p);
+
+/* ---------------------------------------------------------------------------------------------
+** ENGINE
+*/
+
+/* CONSTRUCTOR. Opens (or creates) the database in directory `path`.
+**
+** `options`: NULL or "key=value;..." with the engine options, among them
+**   partitions=16           partitions of the outbox (1..4096), fixed when the database is created
+**   ordering=partition      outbox ordering: partition | global | none, fixed at creation
+**   durability=sync         sync (ack after fdatasync) | buffered (ack after write; sync every
+**                           buffered_sync_ms: a power loss may lose the last interval)
+**   io=auto                 auto | uring | posix
+**   queue_capacity=4096     transactions waiting for the committer, at most
+**   when_full=block         block | error (commits return WHARF_BUSY when the queue is full)
+**   group_facts_max, buffered_sync_ms, create_if_missing, tail_cache_facts, memtable_bytes
+**
+** On WHARF_OK, *out is a new engine, OWNED by the caller: release it with wharf_close. Only one
+** engine may hold a database at a time (a second open fails with WHARF_IO_ERROR "lock"). A
+** database written by a newer format is refused with WHARF_NOT_SUPPORTED. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_open(const char* path, const char* options, wharf_engine** out);
+
+/* DESTRUCTOR. Stops every runtime still attached to the engine (finishing their batches and
+** persisting their cursors), waits for commits already queued, closes the database and frees the
+** handle. NULL is a no-op that returns WHARF_OK. A closed handle must not be passed again (it is
+** answered with WHARF_CLOSED while wharf still remembers it). Transactions and runtimes made from
+** the engine stay valid handles: their calls return WHARF_CLOSED, and they must still be freed
+** (wharf_txn_abort, wharf_runtime_free). Must not be called from a callback. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_close(wharf_engine* engine);
+
+/* Declares the fact types producers may emit (persisted: declaring again is a no-op). Emitting an
+** undeclared type is WHARF_INVALID_ARGUMENT; so is starting a consumer of one. `types` holds
+** `n_types` NUL-terminated names (NULL when n_types is 0). Thread-safe. */
+WHARF_EXPORT wharf_status wharf_declare_types(wharf_engine* engine, const char* const* types,
+                                              size_t n_types);
+
+/* *declared = 1 when `type` was declared, else 0. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_is_declared(wharf_engine* engine, const char* type,
+                                            uint8_t* declared);
+
+/* Reads committed state of table `table`. On WHARF_OK, *value is OWNED by the caller (release with
+** wharf_free; never NULL, even for an empty value) and *value_len is its length. WHARF_NOT_FOUND
+** when the key is absent. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_get(wharf_engine* engine, const char* table, const void* key,
+                                    size_t key_len, void** value, size_t* value_len);
+
+/* Engine facts. Thread-safe.
+**   durable_lsn: the highest fact id that is durable (consumers see facts up to it);
+**   last_lsn:    the highest fact id assigned (may be ahead while a sync is in flight);
+**   partitions:  the outbox's partition count;
+**   partition_of: the partition a fact with this key lands in;
+**   io_backend:  "uring" or "posix" (static storage). */
+WHARF_EXPORT wharf_status wharf_durable_lsn(wharf_engine* engine, uint64_t* fact_id);
+WHARF_EXPORT wharf_status wharf_last_lsn(wharf_engine* engine, uint64_t* fact_id);
+WHARF_EXPORT wharf_status wharf_partitions(wharf_engine* engine, uint32_t* partitions);
+WHARF_EXPORT wharf_status wharf_partition_of(wharf_engine* engine, const void* key, size_t key_len,
+                                             uint32_t* partition);
+WHARF_EXPORT wharf_status wharf_io_backend(wharf_engine* engine, const char** name);
+
+/* Called once per fact by wharf_read_facts and wharf_dead_letters, on the calling thread. `fact`
+** is BORROWED: valid only until the callback returns. */
+typedef void (*wharf_fact_fn)(void* ctx, const wharf_fact* fact);
+
+/* Reads up to `count_max` durable facts of `partition` with id >= `from_id`, in id order, and
+** calls `fn` for each on the calling thread. *count (may be NULL) receives how many were read.
+** A checksum mismatch returns WHARF_CORRUPTION naming the fact. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_read_facts(wharf_engine* engine, uint32_t partition,
+                                           uint64_t from_id, size_t count_max, wharf_fact_fn fn,
+                                           void* ctx, size_t* count);
+
+/* ---------------------------------------------------------------------------------------------
+** TRANSACTIONS
+**
+** A transaction holds state writes (in named tables, created on first write) and emitted facts
+** that commit all together or not at all. A failed put/delete/emit leaves the transaction as it
+** was (the failed operation is not part of it).
+*/
+
+/* CONSTRUCTOR. On WHARF_OK, *out is a new transaction OWNED by the caller: it is released by
+** wharf_txn_commit, wharf_txn_commit_async or wharf_txn_abort (exactly one of them). Thread-safe.
+ */
+WHARF_EXPORT wharf_status wharf_txn_begin(wharf_engine* engine, wharf_txn** out);
+
+/* Writes `value` under `key` in state table `table`. Keys are 1..4096 bytes, values up to 16 MiB,
+** table names 1..255 bytes; a transaction carries at most 64 MiB. */
+WHARF_EXPORT wharf_status wharf_txn_put(wharf_txn* txn, const char* table, const void* key,
+                                        size_t key_len, const void* value, size_t value_len);
+
+/* Deletes `key` from state table `table` (deleting an absent key is not an error). */
+WHARF_EXPORT wharf_status wharf_txn_delete(wharf_txn* txn, const char* table, const void* key,
+                                           size_t key_len);
+
+/* Emits a fact of a declared `type`, partitioned by `key` (may be empty: key_len 0). The payload
+** must not be empty (up to 16 MiB). In a reaction's effects transaction the fact's source is the
+** consumer and its depth the trigger's depth + 1; in a projection's, emitting is refused. */
+WHARF_EXPORT wharf_status wharf_txn_emit(wharf_txn* txn, const char* type, const void* key,
+                                         size_t key_len, const void* payload, size_t payload_len);
+
+/* wharf_txn_emit with headers, a delivery time and a schema version.
+**   headers: `n_headers` entries; header i is the NUL-terminated name header_names[i] with the
+**            value header_values[i] of header_value_lens[i] bytes (at most 64 headers). The three
+**            arrays may be NULL when n_headers is 0.
+**   deliver_at_ms: 0 to deliver at once; > 0: hold the fact as a timer and release it into the
+**            outbox when the wall clock reaches it (its id is assigned then).
+**   v:       the payload's schema version (wharf_txn_emit uses 1). */
+WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, const void* key,
+                                            size_t key_len, const void* payload, size_t payload_len,
+                                            const char* const* header_names,
+                                            const void* const* header_values,
+                                            const size_t* header_value_lens, size_t n_headers,
+                                            int64_t deliver_at_ms, uint32_t v);
+
+/* Reads committed state (not this transaction's own writes), as wharf_get. Also works on a
+** handler's effects transaction. */
+WHARF_EXPORT wharf_status wharf_txn_get(wharf_txn* txn, const char* table, const void* key,
+                                        size_t key_len, void** value, size_t* value_len);
+
+/* DESTRUCTOR. Commits and blocks until the transaction is durable: on WHARF_OK every write and
+** fact survives a crash or power loss. *last_fact_id (may be NULL) receives the id of the last
+** fact emitted (0 when none). Errors other than INVALID_ARGUMENT, BUSY and CLOSED leave the
+** outcome unknown: after recovery the transaction is there entirely or not at all.
+**
+** The transaction is freed in every case (also on error): do not use it again. Committing it a
+** second time is answered with WHARF_INVALID_ARGUMENT. An effects transaction given to a handler
+** cannot be committed (WHARF_INVALID_ARGUMENT; the runtime commits it). Must not be called from a
+** commit callback (use wharf_txn_commit_async there). */
+WHARF_EXPORT wharf_status wharf_txn_commit(wharf_txn* txn, uint64_t* last_fact_id);
+
+/* Called exactly once with the outcome of an async commit, on an ENGINE THREAD: it must be quick,
+** must not block and must not call wharf_txn_commit (wharf_txn_commit_async is fine). `status` is
+** the commit's result; wharf_last_error() called inside the callback returns its message.
+** first_fact_id/last_fact_id: the ids of the first and last fact emitted (0 when none). */
+typedef void (*wharf_commit_fn)(void* ctx, wharf_status status, uint64_t first_fact_id,
+                                uint64_t last_fact_id);
+
+/* DESTRUCTOR. Hands the transaction to the committer and returns at once; `fn` runs later with the
+** outcome (see wharf_commit_fn). If this function returns an error, `fn` is never called. The
+** transaction is freed in every case, as by wharf_txn_commit. */
+WHARF_EXPORT wharf_status wharf_txn_commit_async(wharf_txn* txn, wharf_commit_fn fn, void* ctx);
+
+/* DESTRUCTOR. Discards the transaction and frees it. NULL is a no-op. Aborting an effects
+** transaction is refused (its handler decides by its return value); wharf_last_error() says so. */
+WHARF_EXPORT void wharf_txn_abort(wharf_txn* txn);
+
+/* ---------------------------------------------------------------------------------------------
+** FACTS
+**
+** A fact is a BORROWED view, valid only during the callback that received it; every pointer an
+** accessor returns is valid for as long. Called with NULL or a fact whose callback has returned,
+** accessors return 0 (or NULL with *len = 0). `len` may be NULL where a length is returned.
+*/
+WHARF_EXPORT uint64_t wharf_fact_id(const wharf_fact* fact); /* LSN, strictly increasing */
+/* The type, NUL-terminated (its length in *len). */
+WHARF_EXPORT const char* wharf_fact_type(const wharf_fact* fact, size_t* len);
+/* The partition key bytes (may be empty: *len = 0 and a non-NULL pointer). */
+WHARF_EXPORT const void* wharf_fact_key(const wharf_fact* fact, size_t* len);
+WHARF_EXPORT const void* wharf_fact_payload(const wharf_fact* fact, size_t* len);
+WHARF_EXPORT uint32_t wharf_fact_partition(const wharf_fact* fact);
+/* Cascade depth: 0 for application commits, the trigger's depth + 1 for reaction emits. */
+WHARF_EXPORT uint32_t wharf_fact_depth(const wharf_fact* fact);
+/* The producer or consumer that emitted it ("" for application commits), NUL-terminated. */
+WHARF_EXPORT const char* wharf_fact_source(const wharf_fact* fact, size_t* len);
+/* The payload's schema version. */
+WHARF_EXPORT uint32_t wharf_fact_version(const wharf_fact* fact);
+/* Wall-clock time the commit was requested. */
+WHARF_EXPORT int64_t wharf_fact_commit_ms(const wharf_fact* fact);
+/* For a delayed fact, when it was due; 0 otherwise. */
+WHARF_EXPORT int64_t wharf_fact_deliver_at_ms(const wharf_fact* fact);
+WHARF_EXPORT size_t wharf_fact_header_count(const wharf_fact* fact);
+/* Header `index` (< wharf_fact_header_count): its NUL-terminated name and its value bytes.
+** WHARF_NOT_FOUND when index is out of range. */
+WHARF_EXPORT wharf_status wharf_fact_header(const wharf_fact* fact, size_t index, const char** name,
+                                            size_t* name_len, const void** value,
+                                            size_t* value_len);
+
+/* ---------------------------------------------------------------------------------------------
+** RUNTIME
+**
+** A runtime delivers durable facts to named consumers (SPEC §3), in order within each partition,
+** on a pool of worker threads. Consumers are registered before wharf_runtime_start.
+**
+**   projection  the handler writes effects into the `effects` transaction it is given; effects and
+**               the cursor advance commit together: exactly once.
+**   reaction    like a projection, and may also emit facts with wharf_txn_emit on `effects`.
+**   subscriber  side effects at the edge: at least once. The cursor advances only after the handler
+**               returned WHARF_HANDLED; FAILED/RETRY keep the cursor and retry with backoff,
+**               REJECTED gives up on the fact (dead letter). Idempotency (by fact id) is the
+**               handler's.
+**   tap         a live stream without a cursor: at most once; a tap that falls behind is severed.
+**
+** HANDLERS RUN ON WORKER THREADS, several at a time (one per partition lane): a handler shared by
+** partitions must be thread-safe. The fact and the effects transaction are BORROWED, valid only
+** until the handler returns. A handler must not call wharf_runtime_drain/stop/free or wharf_close
+** (refused). An unknown return value is treated as WHARF_FAILED.
+*/
+typedef wharf_outcome (*wharf_project_fn)(void* ctx, const wharf_fact* fact, wharf_txn* effects);
+typedef wharf_outcome (*wharf_subscribe_fn)(void* ctx, const wharf_fact* fact);
+/* Taps: called on an engine or worker thread for each live fact. */
+typedef void (*wharf_tap_fn)(void* ctx, const wharf_fact* fact);
+/* Taps: called once when the tap is severed, on an engine thread. */
+typedef void (*wharf_severed_fn)(void* ctx);
+/* Releases a registration's ctx: called exactly once, when the runtime no longer needs it (on
+** wharf_runtime_free, or before a failing registration returns). Any thread. */
+typedef void (*wharf_destroy_fn)(void* ctx);
+/* Trace events (name e.g. "handler-failed", "subscriber-failed", "consumer-starts-at-zero"; the
+** consumer id or ""; the fact id or 0; the reason). Strings are BORROWED for the call. Called on
+** any runtime or worker thread, possibly concurrently: it must be thread-safe and quick. */
+typedef void (*wharf_trace_fn)(void* ctx, wharf_trace_level level, const char* name,
+                               const char* consumer, uint64_t fact_id, const char* reason);
+
+/* CONSTRUCTOR. Creates a runtime attached to `engine`.
+** `options`: NULL or "key=value;...": instance (id for leases; default a random UUID), workers
+** (threads; 0: an API-only instance that delivers nothing), assignment (consistent_hash |
+** round_robin), max_depth, lease_ms (default 30000), renew_ms (default 10000; must be <
+** lease_ms), cursor_persist_ms, backoff_initial_ms, backoff_max_ms, timer_tick_ms.
+** On WHARF_OK, *out is OWNED by the caller: release it with wharf_runtime_free. Trace events go to
+** stderr (warnings and errors). Thread-safe. */
+WHARF_EXPORT wharf_status wharf_runtime_new(wharf_engine* engine, const char* options,
+                                            wharf_runtime** out);
+/* wharf_runtime_new with a trace callback (NULL: the stderr default). `trace_ctx` must stay valid
+** until wharf_runtime_free returns. */
+WHARF_EXPORT wharf_status wharf_runtime_new_v2(wharf_engine* engine, const char* options,
+                                               wharf_trace_fn trace, void* trace_ctx,
+                                               wharf_runtime** out);
+
+/* Registers a consumer named `name` (also its cursor id) taking `n_types` fact types. Before
+** start only; a name used twice is refused at start. `ctx` is passed to every call of `fn` and
+** must stay valid until wharf_runtime_free returns. */
+WHARF_EXPORT wharf_status wharf_runtime_project(wharf_runtime* rt, const char* name,
+                                                const char* const* types, size_t n_types,
+                                                wharf_project_fn fn, void* ctx);
+WHARF_EXPORT wharf_status wharf_runtime_react(wharf_runtime* rt, const char* name,
+                                              const char* const* types, size_t n_types,
+                                              wharf_project_fn fn, void* ctx);
+WHARF_EXPORT wharf_status wharf_runtime_subscribe(wharf_runtime* rt, const char* id,
+                                                  const char* const* types, size_t n_types,
+                                                  wharf_subscribe_fn fn, void* ctx);
+
+/* Registration with consumer options and a ctx destructor (may be NULL).
+** `options`: NULL or "key=value;...": consumer_id (cursor name; default: the name), batch_facts
+** (facts per commit; default projection 100, reaction 20, subscriber 10), max_depth (reactions),
+** ordering (partition | global | none). */
+WHARF_EXPORT wharf_status wharf_runtime_project_v2(wharf_runtime* rt, const char* name,
+                                                   const char* const* types, size_t n_types,
+                                                   const char* options, wharf_project_fn fn,
+                                                   void* ctx, wharf_destroy_fn destroy);
+WHARF_EXPORT wharf_status wharf_runtime_react_v2(wharf_runtime* rt, const char* name,
+                                                 const char* const* types, size_t n_types,
+                                                 const char* options, wharf_project_fn fn,
+                                                 void* ctx, wharf_destroy_fn destroy);
+WHARF_EXPORT wharf_status wharf_runtime_subscribe_v2(wharf_runtime* rt, const char* id,
+                                                     const char* const* types, size_t n_types,
+                                                     const char* options, wharf_subscribe_fn fn,
+                                                     void* ctx, wharf_destroy_fn destroy);
+/* A tap. `options` as above plus tap_inbox_facts (facts waiting, at most; default 1024).
+** `on_severed` may be NULL. */
+WHARF_EXPORT wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name,
+                                            const char* const* types, size_t n_types,
+                                            const char* options, wharf_tap_fn fn,
+                                            wharf_severed_fn on_severed, void* ctx,
+                                            wharf_destroy_fn destroy);
+
+/* Checks identities (a duplicate consumer id or an undeclared type is refused, naming it), loads
+** cursors, starts the workers and the timer loop. Fails without side effects. */
+WHARF_EXPORT wharf_status wharf_runtime_start(wharf_runtime* rt);
+/* Delivers everything pending (releasing due timers first) to every durable consumer and returns
+** when all are caught up, whether or not the runtime was started. Handlers run on worker threads
+** or on the calling thread. Ignores leases: for tests and tools. */
+WHARF_EXPORT wharf_status wharf_runtime_drain(wharf_runtime* rt);
+/* Finishes the batches in flight, persists cursors, releases leases, stops the threads.
+** Idempotent. */
+WHARF_EXPORT wharf_status wharf_runtime_stop(wharf_runtime* rt);
+/* Releases timers due now into the outbox; *released (may be NULL) receives how many. */
+WHARF_EXPORT wharf_status wharf_runtime_release_timers(wharf_runtime* rt, size_t* released);
+/* The runtime's instance id, NUL-terminated; BORROWED until wharf_runtime_free. */
+WHARF_EXPORT wharf_status wharf_runtime_instance(wharf_runtime* rt, const char** instance);
+/* DESTRUCTOR. Stops the runtime (as wharf_runtime_stop), calls the registrations' destroy
+** callbacks and frees the handle. NULL is a no-op. Works after wharf_close of its engine. */
+WHARF_EXPORT void wharf_runtime_free(wharf_runtime* rt);
+
+/* ---------------------------------------------------------------------------------------------
+** ADMINISTRATION: cursors and dead letters
+**
+** Changes go through the committer (atomic and durable on WHARF_OK). Do not change the cursors of
+** a consumer that a running runtime delivers. All functions are thread-safe; list callbacks run on
+** the calling thread with BORROWED arguments valid until they return.
+*/
+
+/* *fact_id: the consumer's position in `partition`: the id of the last fact it has passed, 0 if
+** none. */
+WHARF_EXPORT wharf_status wharf_cursor_get(wharf_engine* engine, const char* consumer,
+                                           uint32_t partition, uint64_t* fact_id);
+/* Copies every partition's cursor of `from_consumer` to `to_consumer` (e.g. after a rename).
+** WHARF_NOT_FOUND when `from_consumer` has none; WHARF_INVALID_ARGUMENT when `to_consumer` already
+** has cursors (see wharf_cursor_copy_v2). */
+WHARF_EXPORT wharf_status wharf_cursor_copy(wharf_engine* engine, const char* from_consumer,
+                                            const char* to_consumer);
+/* As wharf_cursor_copy; force = 1 overwrites the cursors `to_consumer` already has. */
+WHARF_EXPORT wharf_status wharf_cursor_copy_v2(wharf_engine* engine, const char* from_consumer,
+                                               const char* to_consumer, uint8_t force);
+/* Sets every partition's cursor of `consumer` to the last fact with id <= fact_id (0: the start,
+** so everything is delivered again). */
+WHARF_EXPORT wharf_status wharf_cursor_set(wharf_engine* engine, const char* consumer,
+                                           uint64_t fact_id);
+/* Deletes every cursor of `consumer`. WHARF_NOT_FOUND when it has none. */
+WHARF_EXPORT wharf_status wharf_cursor_delete(wharf_engine* engine, const char* consumer);
+
+/* One cursor: consumer id, partition, last fact passed, lease epoch of its last writer. */
+typedef void (*wharf_cursor_fn)(void* ctx, const char* consumer, uint32_t partition,
+                                uint64_t fact_id, uint64_t epoch);
+/* Calls `fn` for every cursor, ordered by consumer then partition. */
+WHARF_EXPORT wharf_status wharf_cursor_list(wharf_engine* engine, wharf_cursor_fn fn, void* ctx);
+
+/* One dead letter: the consumer, the reason it failed, the fact. */
+typedef void (*wharf_dead_letter_fn)(void* ctx, const char* consumer, const char* reason,
+                                     const wharf_fact* fact);
+/* Calls `fn` for every dead letter of `consumer` (NULL or "": of every consumer), ordered by
+** consumer then fact id. */
+WHARF_EXPORT wharf_status wharf_dead_letters(wharf_engine* engine, const char* consumer,
+                                             wharf_dead_letter_fn fn, void* ctx);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WHARF_H_ */
