@@ -1,0 +1,717 @@
+// The `wharf` CLI (issue 6), run as a separate process against databases built by the test: every
+// command's human and JSON output, read-only commands on a live database (held open by this test
+// process while the CLI reads it as a secondary), the refusal of changes to a database in use, and
+// every error path with its exit code (1: usage or data error, 2: cannot open the database).
+#include <fcntl.h>
+#include <rocksdb/db.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "engine/codec.h"
+#include "engine/engine_core.h"
+#include "engine/store.h"
+#include "engine/txn_rep.h"
+#include "test_util.h"
+#include "wharf/admin.h"
+
+#ifndef WHARF_CLI_PATH
+#error "WHARF_CLI_PATH must name the built wharf executable"
+#endif
+
+namespace wharf {
+namespace {
+
+using internal::TxnRep;
+using internal::WriteOp;
+using testing::TempDir;
+
+// ---- A tiny JSON reader, enough to check the CLI's documents. ----
+struct JsonValue {
+  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
+  std::string text;  // string value, number literal, "true"/"false"
+  std::vector<JsonValue> items;
+  std::vector<std::pair<std::string, JsonValue>> members;
+
+  const JsonValue& operator[](std::string_view key) const {
+    for (const auto& [name, value] : members) {
+      if (name == key) return value;
+    }
+    static const JsonValue missing;
+    ADD_FAILURE() << "no field '" << key << "'";
+    return missing;
+  }
+  bool Has(std::string_view key) const {
+    return std::any_of(members.begin(), members.end(),
+                       [&](const auto& member) { return member.first == key; });
+  }
+  const JsonValue& operator[](size_t index) const { return items.at(index); }
+  uint64_t u() const { return kind == kNumber ? std::stoull(text) : UINT64_MAX; }
+  int64_t i() const { return kind == kNumber ? std::stoll(text) : INT64_MIN; }
+  bool b() const { return kind == kBool && text == "true"; }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : text_(text) {}
+  bool Parse(JsonValue* value) {
+    bool ok = Value(value);
+    Space();
+    return ok && position_ == text_.size();
+  }
+
+ private:
+  void Space() {
+    while (position_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[position_])))
+      ++position_;
+  }
+  bool Eat(char c) {
+    Space();
+    if (position_ < text_.size() && text_[position_] == c) {
+      ++position_;
+      return true;
+    }
+    return false;
+  }
+  bool String(std::string* out) {
+    if (!Eat('"')) return false;
+    while (position_ < text_.size() && text_[position_] != '"') {
+      char c = text_[position_++];
+      if (c != '\\') {
+        out->push_back(c);
+        continue;
+      }
+      if (position_ >= text_.size()) return false;
+      char escape = text_[position_++];
+      if (escape == 'u') {
+        if (position_ + 4 > text_.size()) return false;
+        out->push_back(
+            static_cast<char>(std::stoi(std::string(text_.substr(position_, 4)), 0, 16)));
+        position_ += 4;
+      } else {
+        out->push_back(escape == 'n' ? '\n' : escape == 't' ? '\t' : escape == 'r' ? '\r' : escape);
+      }
+    }
+    return Eat('"');
+  }
+  bool Value(JsonValue* value) {
+    Space();
+    if (position_ >= text_.size()) return false;
+    char c = text_[position_];
+    if (c == '{') {
+      value->kind = JsonValue::kObject;
+      ++position_;
+      if (Eat('}')) return true;
+      do {
+        auto& [name, member] = value->members.emplace_back();
+        if (!String(&name) || !Eat(':') || !Value(&member)) return false;
+      } while (Eat(','));
+      return Eat('}');
+    }
+    if (c == '[') {
+      value->kind = JsonValue::kArray;
+      ++position_;
+      if (Eat(']')) return true;
+      do {
+        if (!Value(&value->items.emplace_back())) return false;
+      } while (Eat(','));
+      return Eat(']');
+    }
+    if (c == '"') {
+      value->kind = JsonValue::kString;
+      return String(&value->text);
+    }
+    for (const char* word : {"true", "false", "null"}) {
+      if (text_.substr(position_).starts_with(word)) {
+        value->kind = word[0] == 'n' ? JsonValue::kNull : JsonValue::kBool;
+        value->text = word;
+        position_ += std::strlen(word);
+        return true;
+      }
+    }
+    size_t start = position_;
+    while (position_ < text_.size() &&
+           (std::isdigit(static_cast<unsigned char>(text_[position_])) || text_[position_] == '-'))
+      ++position_;
+    value->kind = JsonValue::kNumber;
+    value->text = std::string(text_.substr(start, position_ - start));
+    return position_ > start;
+  }
+
+  std::string_view text_;
+  size_t position_ = 0;
+};
+
+JsonValue ParseJson(const std::string& text) {
+  JsonValue value;
+  EXPECT_TRUE(JsonParser(text).Parse(&value)) << "not JSON: " << text;
+  return value;
+}
+
+// ---- Running the CLI. ----
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Starts the CLI with stdout/stderr redirected to files; returns its pid.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path,
+            const std::string& err_path) {
+  std::vector<std::string> storage = {WHARF_CLI_PATH};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || err < 0) _exit(127);
+    dup2(out, 1);
+    dup2(err, 2);
+    unsetenv("WHARF_DB");
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int Wait(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kPartitions = 4;
+
+  void SetUp() override { OpenEngine(); }
+
+  void OpenEngine() {
+    EngineOptions options;
+    options.partitions = kPartitions;
+    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+  }
+  void CloseEngine() {
+    ASSERT_OK(engine_->Close());
+    engine_.reset();
+  }
+
+  Result Run(std::vector<std::string> args) {
+    std::string out = dir_.path() + "/out", err = dir_.path() + "/err";
+    Result result;
+    result.code = Wait(Spawn(args, out, err));
+    result.out = ReadFile(out);
+    result.err = ReadFile(err);
+    return result;
+  }
+  // Runs with `--db` of the test database appended (options after positionals).
+  Result RunDb(std::vector<std::string> args) {
+    args.push_back("--db");
+    args.push_back(dir_.db());
+    return Run(std::move(args));
+  }
+
+  Status WriteRaw(internal::Cf cf, std::string key, std::string value) {
+    TxnRep rep;
+    rep.writes.push_back(WriteOp{cf, false, std::move(key), std::move(value)});
+    return engine_->core()->Commit(&rep);
+  }
+  uint64_t Emit(std::string_view type, std::string_view key, std::string_view payload,
+                int64_t deliver_at_ms = 0) {
+    Txn txn = engine_->Begin();
+    EmitOptions options;
+    options.deliver_at_ms = deliver_at_ms;
+    EXPECT_OK(txn.Emit(type, key, payload, options));
+    CommitResult result;
+    EXPECT_OK(txn.Commit(&result));
+    return result.first_fact_id;
+  }
+  std::string KeyIn(uint32_t partition) {
+    for (int i = 0;; ++i) {
+      std::string key = "k" + std::to_string(i);
+      if (engine_->PartitionOf(key) == partition) return key;
+    }
+  }
+
+  // Facts 1..6: OrderCreated in partitions 0, 1, 0, 2; a binary payload (5); a ReviewPosted (6).
+  // A timer due far in the future; consumer store-requests with cursors in partitions 0 (at 1)
+  // and 1 (at 2); two dead letters; one lease.
+  void Build() {
+    ASSERT_OK(engine_->DeclareTypes({"OrderCreated", "ReviewPosted"}));
+    Emit("OrderCreated", KeyIn(0), "order one");
+    Emit("OrderCreated", KeyIn(1), "order two");
+    Emit("OrderCreated", KeyIn(0), "order three");
+    Emit("OrderCreated", KeyIn(2), "order four");
+    Emit("OrderCreated", KeyIn(3), std::string("\x00\xff\x01", 3));
+    Emit("ReviewPosted", KeyIn(0), "{\"stars\":5}");
+    Emit("OrderCreated", KeyIn(1), "later", /*deliver_at_ms=*/engine_->core()->NowMs() + 3600000);
+    ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("store-requests", 0),
+                       codec::EncodeCursor(1, 3)));
+    ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("store-requests", 1),
+                       codec::EncodeCursor(2, 3)));
+    Fact fact;
+    fact.type = "OrderCreated";
+    fact.payload = "poison";
+    fact.partition = 0;
+    ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("store-requests", 3),
+                       codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+    ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("mailer", 4),
+                       codec::EncodeDeadLetter("store-rejected", codec::EncodeFact(fact))));
+    ASSERT_OK(WriteRaw(internal::kLeases, "store-requests", codec::Seal("owner-a")));
+  }
+
+  std::vector<CursorInfo> CursorsOf(const std::string& consumer) {
+    std::vector<CursorInfo> all, mine;
+    EXPECT_OK(ListCursors(*engine_, &all));
+    for (const CursorInfo& info : all) {
+      if (info.consumer == consumer) mine.push_back(info);
+    }
+    return mine;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+};
+
+#define EXPECT_CONTAINS(text, part)                          \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) \
+      << "'" << (part) << "' not in: " << (text)
+
+// version and help need no database; a missing command or --db is a usage error (exit 1).
+TEST_F(CliTest, VersionHelpAndUsageErrors) {
+  Result r = Run({"version"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "wharf 0.1.0");
+  r = Run({"version", "--json"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(ParseJson(r.out)["format_version"].u(), 1u);
+
+  r = Run({"help", "cursor", "copy"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_CONTAINS(r.out, "wharf cursor copy");
+  EXPECT_CONTAINS(r.out, "--force");
+  r = Run({"help", "nope"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "unknown command 'nope'");
+
+  r = Run({});
+  EXPECT_EQ(r.code, 1);
+  r = Run({"frobnicate"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "frobnicate");
+  r = Run({"stat"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--db PATH is required");
+  r = Run({"cursor"});
+  EXPECT_EQ(r.code, 1);
+  // One line on stderr, no stack trace.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// Bad numbers are usage errors naming the option.
+TEST_F(CliTest, BadNumbersAreUsageErrors) {
+  Build();
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"tail", "--from", "abc"},
+           {"tail", "--partition", "-1"},
+           {"tail", "--limit", "1e3x"},
+           {"cursor", "set", "store-requests", "--to-id", "12x", "--yes"},
+           {"dead", "purge", "mailer", "four", "--yes"}}) {
+    Result r = RunDb(args);
+    EXPECT_EQ(r.code, 1) << args[0] << " " << args[1] << ": " << r.err;
+    EXPECT_CONTAINS(r.err, "wharf: ");
+  }
+  Result r = RunDb({"tail", "--partition", "9"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--partition 9 is out of range");
+}
+
+// A database that cannot be opened is exit 2 with a message naming the problem: a missing path,
+// an empty directory, a plain file, a RocksDB database that is not Wharf's, a newer format.
+TEST_F(CliTest, UnopenableDatabasesExitTwo) {
+  TempDir other;
+  Result r = Run({"stat", "--db", other.path() + "/missing"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "does not exist");
+  r = Run({"cursor", "copy", "a", "b", "--db", other.path() + "/missing"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_FALSE(std::filesystem::exists(other.path() + "/missing"));  // not created
+
+  r = Run({"stat", "--db", other.path()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "not a Wharf database");
+  std::ofstream(other.path() + "/file") << "x";
+  r = Run({"lease", "list", "--db", other.path() + "/file"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "not a Wharf database");
+
+  std::string plain = other.path() + "/plain";
+  {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, plain, &db).ok());
+    delete db;
+  }
+  r = Run({"stat", "--db", plain});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "not a Wharf database");
+  r = Run({"cursor", "delete", "x", "--yes", "--db", plain});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "not a Wharf database");
+
+  // A newer format version (written through the committer) is refused by every command.
+  std::string body;
+  codec::PutFixed64BE(&body, internal::kFormatVersion + 1);
+  ASSERT_OK(WriteRaw(internal::kMeta, internal::kMetaFormatVersion, codec::Seal(body)));
+  CloseEngine();
+  r = RunDb({"stat"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "newer");
+  r = RunDb({"cursor", "delete", "x", "--yes"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "newer");
+}
+
+// stat on a live database (this process holds it open): every section, in both formats, and a
+// second stat sees facts committed after the first (the secondary catches up).
+TEST_F(CliTest, StatOnLiveDatabase) {
+  Build();
+  Result r = RunDb({"stat"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "durable lsn");
+  EXPECT_CONTAINS(r.out, "OrderCreated, ReviewPosted");
+  EXPECT_CONTAINS(r.out, "store-requests");
+  EXPECT_CONTAINS(r.out, "PARTITION");
+  EXPECT_CONTAINS(r.out, "1 (next due");
+
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue stat = ParseJson(r.out);
+  EXPECT_EQ(stat["format_version"].u(), 1u);
+  EXPECT_EQ(stat["partition_count"].u(), kPartitions);
+  EXPECT_EQ(stat["ordering"].text, "partition");
+  EXPECT_EQ(stat["last_lsn"].u(), 7u);
+  EXPECT_EQ(stat["durable_lsn"].u(), 7u);
+  EXPECT_EQ(stat["fact_count"].u(), 6u);  // the seventh is a timer
+  ASSERT_EQ(stat["partitions"].items.size(), kPartitions);
+  EXPECT_EQ(stat["partitions"][0]["fact_count"].u(), 3u);
+  EXPECT_EQ(stat["partitions"][0]["first_id"].u(), 1u);
+  EXPECT_EQ(stat["partitions"][0]["last_id"].u(), 6u);
+  EXPECT_GT(stat["partitions"][0]["bytes"].u(), 0u);
+  ASSERT_EQ(stat["declared_types"].items.size(), 2u);
+  EXPECT_EQ(stat["timers_pending"].u(), 1u);
+  EXPECT_EQ(stat["dead_letter_count"].u(), 2u);
+  EXPECT_EQ(stat["lease_count"].u(), 1u);
+  ASSERT_EQ(stat["consumers"].items.size(), 1u);
+  const JsonValue& consumer = stat["consumers"][0];
+  EXPECT_EQ(consumer["consumer"].text, "store-requests");
+  EXPECT_EQ(consumer["cursor_count"].u(), 2u);
+  // Behind: partition 0 facts 3 and 6, partition 2 fact 4, partition 3 fact 5.
+  EXPECT_EQ(consumer["fact_lag"].u(), 4u);
+  EXPECT_GE(consumer["oldest_undelivered_age_ms"].i(), 0);
+  EXPECT_EQ(consumer["partitions"][0]["fact_id"].u(), 1u);
+  EXPECT_EQ(consumer["partitions"][0]["epoch"].u(), 3u);
+  EXPECT_EQ(consumer["partitions"][0]["fact_lag"].u(), 2u);
+  EXPECT_EQ(consumer["partitions"][1]["fact_lag"].u(), 0u);
+  EXPECT_EQ(consumer["partitions"][1]["oldest_undelivered_age_ms"].kind, JsonValue::kNull);
+  EXPECT_FALSE(consumer["partitions"][2]["has_cursor"].b());
+
+  Emit("OrderCreated", KeyIn(1), "fresh");
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  stat = ParseJson(r.out);
+  EXPECT_EQ(stat["last_lsn"].u(), 8u);
+  EXPECT_EQ(stat["consumers"][0]["fact_lag"].u(), 5u);
+}
+
+// cursor list and get read the live database; an unknown consumer is a data error.
+TEST_F(CliTest, CursorListAndGet) {
+  Build();
+  Result r = RunDb({"cursor", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "CONSUMER");
+  EXPECT_CONTAINS(r.out, "store-requests");
+  r = RunDb({"cursor", "list", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue list = ParseJson(r.out);
+  ASSERT_EQ(list["consumers"].items.size(), 1u);
+  EXPECT_EQ(list["consumers"][0]["fact_id_max"].u(), 2u);
+  EXPECT_EQ(list["consumers"][0]["fact_lag"].u(), 4u);
+
+  r = RunDb({"cursor", "get", "store-requests", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue get = ParseJson(r.out);
+  EXPECT_EQ(get["consumer"].text, "store-requests");
+  ASSERT_EQ(get["partitions"].items.size(), kPartitions);
+  EXPECT_EQ(get["partitions"][1]["fact_id"].u(), 2u);
+  r = RunDb({"cursor", "get", "store-requests"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "4 facts behind");
+
+  r = RunDb({"cursor", "get", "nobody"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "consumer 'nobody' has no cursors");
+}
+
+// Changes are refused while another process (here: this test) holds the database, and nothing
+// changes; once it is closed, `cursor copy FROM TO --db PATH` works exactly like that, refuses an
+// existing target unless --force, and reports an unknown source.
+TEST_F(CliTest, CursorCopy) {
+  Build();
+  Result r = RunDb({"cursor", "copy", "store-requests", "store-reviews"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "is in use by another process; stop it first (nothing was changed)");
+  EXPECT_TRUE(CursorsOf("store-reviews").empty());
+  CloseEngine();
+
+  r = Run({"cursor", "copy", "store-requests", "store-reviews", "--db", dir_.db()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "copied 2 cursors of store-reviews");
+  r = RunDb({"cursor", "copy", "store-requests", "store-reviews"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "add --force");
+  r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--force", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["partitions"].items.size(), 2u);
+  r = RunDb({"cursor", "copy", "nobody", "other"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "consumer 'nobody' has no cursors");
+
+  OpenEngine();
+  auto copied = CursorsOf("store-reviews");
+  ASSERT_EQ(copied.size(), 2u);
+  EXPECT_EQ(copied[0].fact_id, 1u);
+  EXPECT_EQ(copied[1].fact_id, 2u);
+}
+
+// cursor set needs --yes and exactly one target; each target lands every partition on its last
+// fact at or before it; an unknown consumer needs --create.
+TEST_F(CliTest, CursorSet) {
+  Build();
+  int64_t before_ms = engine_->core()->NowMs() - 1;
+  CloseEngine();
+  Result r = RunDb({"cursor", "set", "store-requests", "--to-id", "3"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--yes");
+  r = RunDb({"cursor", "set", "store-requests", "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "exactly one of");
+  r = RunDb({"cursor", "set", "store-requests", "--to-start", "--to-end", "--yes"});
+  EXPECT_EQ(r.code, 1);
+
+  r = RunDb({"cursor", "set", "store-requests", "--to-id", "4", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue set = ParseJson(r.out);
+  ASSERT_EQ(set["partitions"].items.size(), kPartitions);
+  EXPECT_EQ(set["partitions"][0]["fact_id"].u(), 3u);
+  EXPECT_EQ(set["partitions"][1]["fact_id"].u(), 2u);
+  EXPECT_EQ(set["partitions"][2]["fact_id"].u(), 4u);
+  EXPECT_EQ(set["partitions"][3]["fact_id"].u(), 0u);
+
+  r = RunDb({"cursor", "set", "store-requests", "--to-end", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  set = ParseJson(r.out);
+  EXPECT_EQ(set["partitions"][0]["fact_id"].u(), 6u);
+  EXPECT_EQ(set["partitions"][3]["fact_id"].u(), 5u);
+
+  r = RunDb({"cursor", "set", "store-requests", "--to-time", std::to_string(before_ms), "--yes",
+             "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  set = ParseJson(r.out);
+  EXPECT_EQ(set["partitions"][0]["fact_id"].u(), 6u);  // every fact was committed before
+
+  r = RunDb({"cursor", "set", "store-requests", "--to-time", "1000", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["partitions"][0]["fact_id"].u(), 0u);  // 1970: nothing before
+
+  r = RunDb({"cursor", "set", "store-requests", "--to-start", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "set 4 cursors of store-requests");
+
+  r = RunDb({"cursor", "set", "newbie", "--to-end", "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--create");
+  r = RunDb({"cursor", "set", "newbie", "--to-end", "--yes", "--create"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  OpenEngine();
+  EXPECT_EQ(CursorsOf("newbie").size(), kPartitions);
+  EXPECT_EQ(CursorsOf("store-requests")[0].fact_id, 0u);
+}
+
+// cursor delete needs --yes, removes every cursor, and then reports the consumer as unknown.
+TEST_F(CliTest, CursorDelete) {
+  Build();
+  Result r = RunDb({"cursor", "delete", "store-requests", "--yes"});
+  EXPECT_EQ(r.code, 2);  // in use
+  CloseEngine();
+  r = RunDb({"cursor", "delete", "store-requests"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--yes");
+  r = RunDb({"cursor", "delete", "store-requests", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "deleted 2 cursors");
+  r = RunDb({"cursor", "delete", "store-requests", "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "has no cursors");
+}
+
+// tail prints the last facts by default, a range with --from/--limit, filters by type and
+// partition, shows binary payloads as hex, and prints one JSON object per line.
+TEST_F(CliTest, Tail) {
+  Build();
+  Result r = RunDb({"tail"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "order one");
+  EXPECT_CONTAINS(r.out, "0x00ff01");
+  EXPECT_CONTAINS(r.out, "{\"stars\":5}");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6);
+
+  r = RunDb({"tail", "--limit", "2", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<JsonValue> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(ParseJson(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["id"].u(), 5u);
+  EXPECT_EQ(lines[0]["payload"].text, "00ff01");
+  EXPECT_EQ(lines[0]["payload_encoding"].text, "hex");
+  EXPECT_EQ(lines[1]["id"].u(), 6u);
+  EXPECT_EQ(lines[1]["type"].text, "ReviewPosted");
+  EXPECT_EQ(lines[1]["payload_encoding"].text, "text");
+  EXPECT_EQ(lines[1]["partition"].u(), 0u);
+  EXPECT_GT(lines[1]["commit_ms"].i(), 0);
+
+  r = RunDb({"tail", "--from", "2", "--limit", "2", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "\"id\":2,");
+  EXPECT_CONTAINS(r.out, "\"id\":3,");
+  EXPECT_EQ(r.out.find("\"id\":4,"), std::string::npos);
+
+  r = RunDb({"tail", "--type", "ReviewPosted"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1);
+  r = RunDb({"tail", "--partition", "0", "--from", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
+  EXPECT_EQ(r.out.find("order two"), std::string::npos);
+}
+
+// tail -f on a live database prints facts committed after it started, and exits 0 on SIGINT.
+TEST_F(CliTest, TailFollowsLiveDatabase) {
+  Build();
+  std::string out = dir_.path() + "/follow.out", err = dir_.path() + "/follow.err";
+  pid_t pid = Spawn({"tail", "-f", "--limit", "1", "--db", dir_.db()}, out, err);
+  auto wait_for = [&](const std::string& text) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (ReadFile(out).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  EXPECT_TRUE(wait_for("stars"));  // the last fact before it started
+  Emit("OrderCreated", KeyIn(2), "followed one");
+  Emit("ReviewPosted", KeyIn(3), "followed two");
+  EXPECT_TRUE(wait_for("followed two")) << ReadFile(out) << ReadFile(err);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  EXPECT_EQ(Wait(pid), 0) << ReadFile(err);
+  std::string text = ReadFile(out);
+  EXPECT_LT(text.find("followed one"), text.find("followed two"));
+  EXPECT_EQ(text.find("order four"), std::string::npos);
+}
+
+// dead list shows every dead letter or one consumer's; an unknown consumer is a data error.
+TEST_F(CliTest, DeadList) {
+  Build();
+  Result r = RunDb({"dead", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "handler-failed");
+  EXPECT_CONTAINS(r.out, "store-rejected");
+  r = RunDb({"dead", "list", "store-requests", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue dead = ParseJson(r.out);
+  ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
+  EXPECT_EQ(dead["dead_letters"][0]["fact_id"].u(), 3u);
+  EXPECT_EQ(dead["dead_letters"][0]["reason"].text, "handler-failed");
+  EXPECT_EQ(dead["dead_letters"][0]["payload"].text, "poison");
+  r = RunDb({"dead", "list", "nobody"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "consumer 'nobody' does not exist");
+}
+
+// dead purge needs --yes and exclusive access; it deletes named or all dead letters.
+TEST_F(CliTest, DeadPurge) {
+  Build();
+  CloseEngine();
+  Result r = RunDb({"dead", "purge", "mailer"});
+  EXPECT_EQ(r.code, 1);
+  r = RunDb({"dead", "purge", "mailer", "5", "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "no dead letter for fact 5");
+  r = RunDb({"dead", "purge", "mailer", "4", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["purged"].u(), 1u);
+  r = RunDb({"dead", "purge", "mailer", "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "no dead letters");
+  r = RunDb({"dead", "list", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["dead_letters"].items.size(), 1u);
+}
+
+// lease list shows the raw lease records; lease release deletes one (exclusive access only).
+TEST_F(CliTest, LeaseListAndRelease) {
+  Build();
+  Result r = RunDb({"lease", "list", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue leases = ParseJson(r.out);
+  ASSERT_EQ(leases["leases"].items.size(), 1u);
+  EXPECT_EQ(leases["leases"][0]["consumer"].text, "store-requests");
+  EXPECT_EQ(leases["leases"][0]["value_hex"].text, "6f776e65722d61");  // "owner-a"
+  r = RunDb({"lease", "release", "store-requests"});
+  EXPECT_EQ(r.code, 2);
+  CloseEngine();
+  r = RunDb({"lease", "release", "store-requests"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = RunDb({"lease", "release", "store-requests"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "holds no lease");
+  r = RunDb({"lease", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "no leases");
+}
+
+// A record whose checksum fails is reported as Corruption (exit 1), never printed as data.
+TEST_F(CliTest, CorruptRecordIsReported) {
+  Build();
+  std::string sealed = codec::EncodeCursor(1, 0);
+  sealed.back() ^= 1;
+  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("broken", 2), sealed));
+  Result r = RunDb({"cursor", "list"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "corruption");
+  EXPECT_CONTAINS(r.err, "broken/2");
+  r = RunDb({"stat"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "checksum");
+}
+
+}  // namespace
+}  // namespace wharf

@@ -1,0 +1,63 @@
+// Commands of the `wharf` CLI. Each returns the process exit code:
+//   0  success
+//   1  a usage or data error (bad argument, unknown consumer, refused change, corrupt record)
+//   2  the database cannot be opened: missing, not a Wharf database, a newer format, or, for a
+//      command that changes it, in use by another process (nothing is changed then)
+// and prints one line "wharf: <problem>" on stderr for every error.
+//
+// Read-only commands open the database as a RocksDB secondary (engine/inspect.h), so they work
+// while an application holds it. Commands that change it open the Engine exclusively and change
+// it through the committer (wharf/admin.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wharf::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitCannotOpen = 2;
+
+struct Context {
+  std::string db;
+  bool json = false;
+};
+
+// Prints "wharf: <message>" on stderr and returns `code`.
+int Fail(int code, const std::string& message);
+
+int Stat(const Context& context);
+
+int CursorList(const Context& context);
+int CursorGet(const Context& context, const std::string& consumer);
+int CursorCopy(const Context& context, const std::string& from, const std::string& to, bool force);
+
+struct CursorTarget {
+  std::optional<uint64_t> to_id;
+  bool to_start = false;
+  bool to_end = false;
+  std::optional<int64_t> to_time_ms;
+};
+int CursorSet(const Context& context, const std::string& consumer, const CursorTarget& target,
+              bool yes, bool create);
+int CursorDelete(const Context& context, const std::string& consumer, bool yes);
+
+struct TailOptions {
+  std::vector<std::string> types;     // empty: every type
+  std::optional<uint32_t> partition;  // empty: every partition
+  std::optional<uint64_t> from_id;    // empty: the last `limit` facts
+  std::optional<uint64_t> limit;      // facts printed at most (default 10 without --from)
+  bool follow = false;
+};
+int Tail(const Context& context, const TailOptions& options);
+
+int DeadList(const Context& context, const std::string& consumer);
+int DeadPurge(const Context& context, const std::string& consumer,
+              const std::vector<uint64_t>& fact_ids, bool yes);
+int LeaseList(const Context& context);
+int LeaseRelease(const Context& context, const std::string& consumer);
+
+}  // namespace wharf::cli

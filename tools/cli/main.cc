@@ -1,0 +1,201 @@
+// wharf: inspect and operate a Wharf database (SPEC.md §6, issue 6).
+//
+//   wharf stat --db PATH
+//   wharf cursor copy store-requests store-reviews --db PATH
+//
+// Global options (accepted before or after the command): --db PATH (or $WHARF_DB), --json.
+// Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a Wharf
+// database, newer format, or in use by another process for a command that changes it).
+#include <rocksdb/version.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "engine/store.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/output.h"
+
+#ifndef WHARF_VERSION_STRING
+#define WHARF_VERSION_STRING "unknown"
+#endif
+
+namespace wharf::cli {
+namespace {
+
+constexpr const char* kFooter =
+    "Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a\n"
+    "Wharf database, newer format, or in use by another process for a command that changes it).\n"
+    "Read-only commands work while an application holds the database open.";
+
+int Version(const Context& context) {
+  std::string rocksdb_version = std::to_string(ROCKSDB_MAJOR) + "." +
+                                std::to_string(ROCKSDB_MINOR) + "." + std::to_string(ROCKSDB_PATCH);
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("version").String(WHARF_VERSION_STRING);
+    json.Key("format_version").Uint(internal::kFormatVersion);
+    json.Key("rocksdb_version").String(rocksdb_version).EndObject();
+    std::printf("%s\n", json.str().c_str());
+  } else {
+    std::printf("wharf %s (database format %u, RocksDB %s)\n", WHARF_VERSION_STRING,
+                internal::kFormatVersion, rocksdb_version.c_str());
+  }
+  return kExitOk;
+}
+
+// `wharf help [COMMAND [SUBCOMMAND]]`: the help of that command.
+int Help(CLI::App& app, const std::vector<std::string>& words) {
+  CLI::App* target = &app;
+  std::string prefix = "wharf";
+  for (const std::string& word : words) {
+    CLI::App* next = nullptr;
+    try {
+      next = target->get_subcommand(word);
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (next == nullptr) {
+      return Fail(kExitError, "unknown command '" + word + "' (see 'wharf help')");
+    }
+    if (target != &app) prefix += " " + target->get_name();
+    target = next;
+  }
+  std::printf("%s", target == &app ? app.help().c_str() : target->help(prefix).c_str());
+  return kExitOk;
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app("wharf: inspect and operate a Wharf database", "wharf");
+  app.footer(kFooter);
+  app.fallthrough();  // global options may follow the command's own arguments
+  app.require_subcommand(0, 1);
+
+  Context context;
+  app.add_option("--db", context.db, "Database directory")->envname("WHARF_DB");
+  app.add_flag("--json", context.json, "Print JSON (stable snake_case field names)");
+
+  std::function<int()> run;
+  auto needs_db = [&](std::function<int()> body) {
+    return [&, body] {
+      run = [&, body] {
+        if (context.db.empty()) return Fail(kExitError, "--db PATH is required (or set WHARF_DB)");
+        return body();
+      };
+    };
+  };
+
+  app.add_subcommand("version", "Print the version")->callback([&] {
+    run = [&] { return Version(context); };
+  });
+
+  std::vector<std::string> help_words;
+  auto* help = app.add_subcommand("help", "Help on a command: wharf help cursor set");
+  help->add_option("command", help_words, "Command words");
+  help->callback([&] { run = [&] { return Help(app, help_words); }; });
+
+  app.add_subcommand("stat",
+                     "Partitions, sizes, LSNs, types, consumers and their lag, leases, "
+                     "timers and dead letters")
+      ->callback(needs_db([&] { return Stat(context); }));
+
+  // cursor
+  auto* cursor = app.add_subcommand("cursor", "Consumers' cursors: list, get, copy, set, delete");
+  cursor->require_subcommand(1);
+  cursor->add_subcommand("list", "Every consumer with cursors, its position and lag")
+      ->callback(needs_db([&] { return CursorList(context); }));
+  std::string consumer, target_consumer;
+  auto* get = cursor->add_subcommand("get", "A consumer's cursor in every partition, with lag");
+  get->add_option("consumer", consumer, "Consumer id")->required();
+  get->callback(needs_db([&] { return CursorGet(context, consumer); }));
+
+  bool force = false, yes = false, create = false;
+  auto* copy = cursor->add_subcommand(
+      "copy", "Copy every cursor of FROM to TO (refused when TO has cursors, unless --force)");
+  copy->add_option("from", consumer, "Source consumer id")->required();
+  copy->add_option("to", target_consumer, "Target consumer id")->required();
+  copy->add_flag("--force", force, "Overwrite the target's cursors");
+  copy->callback(needs_db([&] { return CursorCopy(context, consumer, target_consumer, force); }));
+
+  CursorTarget target;
+  auto* set = cursor->add_subcommand("set", "Move a consumer's cursors (every partition)");
+  set->add_option("consumer", consumer, "Consumer id")->required();
+  set->add_option("--to-id", target.to_id,
+                  "Pass every fact with id <= N (each partition: its last such fact)");
+  set->add_flag("--to-start", target.to_start, "Start over from the beginning");
+  set->add_flag("--to-end", target.to_end, "Skip every fact written so far");
+  set->add_option("--to-time", target.to_time_ms,
+                  "Pass every fact committed at or before T_MS (ms since the epoch)");
+  set->add_flag("--yes", yes, "Confirm the change");
+  set->add_flag("--create", create, "Position a consumer that has no cursors yet");
+  set->callback(needs_db([&] { return CursorSet(context, consumer, target, yes, create); }));
+
+  auto* del = cursor->add_subcommand("delete", "Delete every cursor of a consumer");
+  del->add_option("consumer", consumer, "Consumer id")->required();
+  del->add_flag("--yes", yes, "Confirm the change");
+  del->callback(needs_db([&] { return CursorDelete(context, consumer, yes); }));
+
+  // tail
+  TailOptions tail_options;
+  auto* tail = app.add_subcommand(
+      "tail", "Print facts (the last 10 by default; --from ID for a range); -f follows new ones");
+  tail->add_option("--type", tail_options.types, "Only facts of this type (repeatable)");
+  tail->add_option("--partition", tail_options.partition, "Only this partition");
+  tail->add_option("--from", tail_options.from_id, "Facts with id >= ID");
+  tail->add_option("--limit", tail_options.limit, "Print at most N facts (0: no limit)");
+  tail->add_flag("-f,--follow", tail_options.follow,
+                 "Keep printing new facts (every 100 ms) until interrupted");
+  tail->callback(needs_db([&] { return Tail(context, tail_options); }));
+
+  // dead
+  auto* dead = app.add_subcommand("dead", "Dead letters: list, purge");
+  dead->require_subcommand(1);
+  auto* dead_list = dead->add_subcommand("list", "Dead letters (of one consumer, or all)");
+  dead_list->add_option("consumer", consumer, "Consumer id");
+  dead_list->callback(needs_db([&] { return DeadList(context, consumer); }));
+  std::vector<uint64_t> fact_ids;
+  auto* purge = dead->add_subcommand("purge", "Delete a consumer's dead letters (all, or IDs)");
+  purge->add_option("consumer", consumer, "Consumer id")->required();
+  purge->add_option("ids", fact_ids, "Fact ids (default: every dead letter of the consumer)");
+  purge->add_flag("--yes", yes, "Confirm the change");
+  purge->callback(needs_db([&] { return DeadPurge(context, consumer, fact_ids, yes); }));
+
+  // lease
+  auto* lease = app.add_subcommand("lease", "Leases: list, release");
+  lease->require_subcommand(1);
+  lease->add_subcommand("list", "Leases as stored")->callback(needs_db([&] {
+    return LeaseList(context);
+  }));
+  auto* release = lease->add_subcommand("release", "Delete a consumer's lease");
+  release->add_option("consumer", consumer, "Consumer id")->required();
+  release->callback(needs_db([&] { return LeaseRelease(context, consumer); }));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return Fail(kExitError, std::string(e.what()) + " (see 'wharf help')");
+  }
+  if (!run) {
+    std::fprintf(stderr, "%s", app.help().c_str());
+    return Fail(kExitError, "no command given");
+  }
+  return run();
+}
+
+}  // namespace
+}  // namespace wharf::cli
+
+int main(int argc, char** argv) {
+  // Every error is a message and an exit code, never a stack trace or an abort.
+  try {
+    return wharf::cli::Run(argc, argv);
+  } catch (const std::exception& e) {
+    return wharf::cli::Fail(wharf::cli::kExitError, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return wharf::cli::Fail(wharf::cli::kExitError, "internal error");
+  }
+}

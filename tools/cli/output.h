@@ -1,0 +1,69 @@
+// Output of the `wharf` CLI: a small JSON writer (stable field names, one document per command,
+// or one object per line for streams), aligned text tables, and byte formatting (text when it is
+// printable UTF-8, hex otherwise).
+//
+// Thread safety: none needed (the CLI is single-threaded).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wharf::cli {
+
+// Builds one JSON value. Keys and string values are escaped; strings must be valid UTF-8 (use
+// BytesField for arbitrary bytes).
+class Json {
+ public:
+  Json& BeginObject();
+  Json& EndObject();
+  Json& BeginArray();
+  Json& EndArray();
+  Json& Key(std::string_view key);
+  Json& String(std::string_view value);
+  Json& Uint(uint64_t value);
+  Json& Int(int64_t value);
+  Json& Bool(bool value);
+  Json& Null();
+  // "name": text, "name_encoding": "text" | "hex" (hex when the bytes are not printable UTF-8).
+  Json& BytesField(std::string_view name, std::string_view bytes);
+
+  const std::string& str() const { return out_; }
+
+ private:
+  void Separate();
+
+  std::string out_;
+  std::vector<bool> first_;  // per open container: no element written yet
+  bool after_key_ = false;
+};
+
+// An aligned text table: a header row, then rows; columns listed in `right` align right.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header, std::vector<bool> right = {});
+  void Add(std::vector<std::string> row);
+  bool empty() const { return rows_.empty(); }
+  std::string Render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// True when `bytes` are valid UTF-8 without control characters other than tab, CR and LF.
+bool IsPrintableText(std::string_view bytes);
+std::string Hex(std::string_view bytes);
+// Text for a table cell: printable text with \n, \r, \t escaped, else "0x" + hex; cut to
+// `width_max` characters (0: no limit) with a trailing "...".
+std::string Display(std::string_view bytes, size_t width_max = 0);
+// "2024-05-01T12:00:00.123Z" (UTC); "-" for 0.
+std::string FormatTimeMs(int64_t ms);
+// "1.5 KiB".
+std::string FormatBytes(uint64_t bytes);
+// Milliseconds since the epoch, system clock.
+int64_t NowMs();
+
+}  // namespace wharf::cli

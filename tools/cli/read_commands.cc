@@ -1,0 +1,592 @@
+// Read-only commands: stat, cursor list/get, tail, dead list, lease list. They read a secondary
+// instance (engine/inspect.h) and never take the database's lock.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "engine/inspect.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/output.h"
+
+namespace wharf::cli {
+
+using internal::Backlog;
+using internal::Inspector;
+
+namespace {
+
+constexpr uint64_t kTailDefaultLimit = 10;
+constexpr size_t kTailChunkFacts = 256;
+constexpr auto kFollowInterval = std::chrono::milliseconds(100);
+
+volatile std::sig_atomic_t interrupted = 0;
+void OnInterrupt(int) { interrupted = 1; }
+
+int OpenInspector(const Context& context, std::unique_ptr<Inspector>* inspector) {
+  Status s = Inspector::Open(context.db, inspector);
+  if (s.ok()) return kExitOk;
+  // The inspector's messages name the path.
+  return Fail(kExitCannotOpen, s.message());
+}
+
+int DataError(const Status& status) { return Fail(kExitError, status.ToString()); }
+
+void Print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+void PrintJson(const Json& json) { Print(json.str() + "\n"); }
+
+std::string Age(int64_t oldest_commit_ms, int64_t now_ms) {
+  if (oldest_commit_ms == 0) return "-";
+  return std::to_string(std::max<int64_t>(0, now_ms - oldest_commit_ms));
+}
+
+// One consumer's position and backlog in every partition.
+struct LaneReport {
+  uint32_t partition = 0;
+  bool has_cursor = false;
+  uint64_t fact_id = 0;
+  uint64_t epoch = 0;
+  Backlog backlog;
+};
+
+struct ConsumerReport {
+  std::string consumer;
+  uint64_t cursor_count = 0;
+  uint64_t fact_lag = 0;
+  int64_t oldest_commit_ms = 0;  // of the oldest undelivered fact; 0 when caught up
+  uint64_t fact_id_min = UINT64_MAX;
+  uint64_t fact_id_max = 0;
+  std::vector<LaneReport> lanes;  // one per partition
+};
+
+// Groups `cursors` (ordered by consumer) into reports; a partition without a cursor is at 0.
+Status BuildReports(Inspector& inspector, const std::vector<CursorInfo>& cursors,
+                    std::vector<ConsumerReport>* reports) {
+  for (const CursorInfo& cursor : cursors) {
+    if (reports->empty() || reports->back().consumer != cursor.consumer) {
+      ConsumerReport& report = reports->emplace_back();
+      report.consumer = cursor.consumer;
+      report.lanes.resize(inspector.partitions());
+      for (uint32_t p = 0; p < inspector.partitions(); ++p) report.lanes[p].partition = p;
+    }
+    ConsumerReport& report = reports->back();
+    if (cursor.partition >= inspector.partitions()) {
+      return Status::Corruption(fmt::format("cursor of {}/{} names a partition beyond {}",
+                                            cursor.consumer, cursor.partition,
+                                            inspector.partitions()));
+    }
+    LaneReport& lane = report.lanes[cursor.partition];
+    lane.has_cursor = true;
+    lane.fact_id = cursor.fact_id;
+    lane.epoch = cursor.epoch;
+    ++report.cursor_count;
+  }
+  for (ConsumerReport& report : *reports) {
+    for (LaneReport& lane : report.lanes) {
+      Status s = inspector.BacklogAfter(lane.partition, lane.fact_id, &lane.backlog);
+      if (!s.ok()) return s;
+      report.fact_lag += lane.backlog.fact_count;
+      if (lane.backlog.fact_count > 0 &&
+          (report.oldest_commit_ms == 0 ||
+           lane.backlog.oldest_commit_ms < report.oldest_commit_ms)) {
+        report.oldest_commit_ms = lane.backlog.oldest_commit_ms;
+      }
+      report.fact_id_min = std::min(report.fact_id_min, lane.fact_id);
+      report.fact_id_max = std::max(report.fact_id_max, lane.fact_id);
+    }
+  }
+  return Status::OK();
+}
+
+void AgeJson(Json& json, int64_t oldest_commit_ms, int64_t now_ms) {
+  json.Key("oldest_undelivered_age_ms");
+  if (oldest_commit_ms == 0) {
+    json.Null();
+  } else {
+    json.Int(std::max<int64_t>(0, now_ms - oldest_commit_ms));
+  }
+}
+
+void ConsumerJson(Json& json, const ConsumerReport& report, int64_t now_ms, bool lanes) {
+  json.BeginObject().Key("consumer").String(report.consumer);
+  json.Key("cursor_count").Uint(report.cursor_count);
+  json.Key("fact_id_min").Uint(report.fact_id_min);
+  json.Key("fact_id_max").Uint(report.fact_id_max);
+  json.Key("fact_lag").Uint(report.fact_lag);
+  AgeJson(json, report.oldest_commit_ms, now_ms);
+  if (lanes) {
+    json.Key("partitions").BeginArray();
+    for (const LaneReport& lane : report.lanes) {
+      json.BeginObject().Key("partition").Uint(lane.partition);
+      json.Key("has_cursor").Bool(lane.has_cursor);
+      json.Key("fact_id").Uint(lane.fact_id);
+      json.Key("epoch").Uint(lane.epoch);
+      json.Key("fact_lag").Uint(lane.backlog.fact_count);
+      AgeJson(json, lane.backlog.oldest_commit_ms, now_ms);
+      json.EndObject();
+    }
+    json.EndArray();
+  }
+  json.EndObject();
+}
+
+Table ConsumerTable(const std::vector<ConsumerReport>& reports, int64_t now_ms) {
+  Table table({"CONSUMER", "CURSORS", "MIN_ID", "MAX_ID", "LAG_FACTS", "OLDEST_AGE_MS"},
+              {false, true, true, true, true, true});
+  for (const ConsumerReport& report : reports) {
+    table.Add({report.consumer, std::to_string(report.cursor_count),
+               std::to_string(report.fact_id_min), std::to_string(report.fact_id_max),
+               std::to_string(report.fact_lag), Age(report.oldest_commit_ms, now_ms)});
+  }
+  return table;
+}
+
+// Per-partition rows of every consumer: partitions with a cursor or with a backlog.
+Table LaneTable(const std::vector<ConsumerReport>& reports, int64_t now_ms) {
+  Table table({"CONSUMER", "PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "OLDEST_AGE_MS"},
+              {false, true, true, true, true, true});
+  for (const ConsumerReport& report : reports) {
+    for (const LaneReport& lane : report.lanes) {
+      if (!lane.has_cursor && lane.backlog.fact_count == 0) continue;
+      table.Add({report.consumer, std::to_string(lane.partition),
+                 lane.has_cursor ? std::to_string(lane.fact_id) : "-",
+                 lane.has_cursor ? std::to_string(lane.epoch) : "-",
+                 std::to_string(lane.backlog.fact_count),
+                 Age(lane.backlog.oldest_commit_ms, now_ms)});
+    }
+  }
+  return table;
+}
+
+const char* OrderingName(Ordering ordering) { return ToString(ordering); }
+
+}  // namespace
+
+int Fail(int code, const std::string& message) {
+  std::string line = "wharf: " + message;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::fprintf(stderr, "%s\n", line.c_str());
+  return code;
+}
+
+int Stat(const Context& context) {
+  std::unique_ptr<Inspector> inspector;
+  if (int code = OpenInspector(context, &inspector)) return code;
+  uint64_t last_lsn = 0, dead_count = 0;
+  std::vector<std::string> types;
+  std::vector<internal::PartitionStat> partitions;
+  std::vector<CursorInfo> cursors;
+  std::vector<internal::RawLease> leases;
+  std::vector<ConsumerReport> reports;
+  internal::TimerStat timers;
+  Status s = inspector->LastLsn(&last_lsn);
+  if (s.ok()) s = inspector->DeclaredTypes(&types);
+  if (s.ok()) s = inspector->PartitionStats(&partitions);
+  if (s.ok()) s = inspector->Cursors("", &cursors);
+  if (s.ok()) s = BuildReports(*inspector, cursors, &reports);
+  if (s.ok()) s = inspector->Leases(&leases);
+  if (s.ok()) s = inspector->Timers(&timers);
+  if (s.ok()) s = inspector->DeadLetterCount(&dead_count);
+  if (!s.ok()) return DataError(s);
+  uint64_t fact_count = 0, fact_bytes = 0;
+  for (const auto& partition : partitions) {
+    fact_count += partition.fact_count;
+    fact_bytes += partition.bytes;
+  }
+  int64_t now_ms = NowMs();
+
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("path").String(context.db);
+    json.Key("format_version").Uint(inspector->format_version());
+    json.Key("partition_count").Uint(inspector->partitions());
+    json.Key("ordering").String(OrderingName(inspector->ordering()));
+    json.Key("last_lsn").Uint(last_lsn);
+    json.Key("durable_lsn").Uint(last_lsn);
+    json.Key("fact_count").Uint(fact_count);
+    json.Key("fact_bytes").Uint(fact_bytes);
+    json.Key("partitions").BeginArray();
+    for (const auto& partition : partitions) {
+      json.BeginObject().Key("partition").Uint(partition.partition);
+      json.Key("fact_count").Uint(partition.fact_count);
+      json.Key("bytes").Uint(partition.bytes);
+      json.Key("first_id").Uint(partition.first_id);
+      json.Key("last_id").Uint(partition.last_id);
+      json.EndObject();
+    }
+    json.EndArray().Key("declared_types").BeginArray();
+    for (const std::string& type : types) json.String(type);
+    json.EndArray().Key("consumers").BeginArray();
+    for (const ConsumerReport& report : reports) ConsumerJson(json, report, now_ms, true);
+    json.EndArray().Key("lease_count").Uint(leases.size());
+    json.Key("leases").BeginArray();
+    for (const auto& lease : leases) json.String(lease.consumer);
+    json.EndArray().Key("timers_pending").Uint(timers.count);
+    json.Key("next_timer_due_ms");
+    if (timers.count == 0) {
+      json.Null();
+    } else {
+      json.Int(timers.next_due_ms);
+    }
+    json.Key("dead_letter_count").Uint(dead_count);
+    PrintJson(json.EndObject());
+    return kExitOk;
+  }
+
+  std::string out;
+  Table summary({"", ""});
+  summary.Add({"database", context.db});
+  summary.Add({"format version", std::to_string(inspector->format_version())});
+  summary.Add({"partitions", fmt::format("{} (ordering {})", inspector->partitions(),
+                                         OrderingName(inspector->ordering()))});
+  summary.Add({"last lsn", std::to_string(last_lsn)});
+  summary.Add({"durable lsn", std::to_string(last_lsn)});
+  summary.Add({"facts", fmt::format("{} ({})", fact_count, FormatBytes(fact_bytes))});
+  std::string type_list;
+  for (const std::string& type : types) type_list += (type_list.empty() ? "" : ", ") + type;
+  summary.Add({"declared types", types.empty() ? "-" : type_list});
+  summary.Add({"consumers", std::to_string(reports.size())});
+  summary.Add({"leases", std::to_string(leases.size())});
+  summary.Add({"timers pending", timers.count == 0
+                                     ? "0"
+                                     : fmt::format("{} (next due {})", timers.count,
+                                                   FormatTimeMs(timers.next_due_ms))});
+  summary.Add({"dead letters", std::to_string(dead_count)});
+  std::string rendered = summary.Render();
+  out += rendered.substr(rendered.find('\n') + 1);  // no header row for the summary
+
+  Table partition_table({"PARTITION", "FACTS", "BYTES", "FIRST_ID", "LAST_ID"},
+                        {true, true, true, true, true});
+  for (const auto& partition : partitions) {
+    partition_table.Add({std::to_string(partition.partition), std::to_string(partition.fact_count),
+                         std::to_string(partition.bytes), std::to_string(partition.first_id),
+                         std::to_string(partition.last_id)});
+  }
+  out += "\n" + partition_table.Render();
+  if (!reports.empty()) {
+    out += "\n" + ConsumerTable(reports, now_ms).Render();
+    Table lanes = LaneTable(reports, now_ms);
+    if (!lanes.empty()) out += "\n" + lanes.Render();
+  }
+  if (!leases.empty()) {
+    Table lease_table({"LEASE", "VALUE_BYTES"}, {false, true});
+    for (const auto& lease : leases) {
+      lease_table.Add({Display(lease.consumer), std::to_string(lease.body.size())});
+    }
+    out += "\n" + lease_table.Render();
+  }
+  Print(out);
+  return kExitOk;
+}
+
+int CursorList(const Context& context) {
+  std::unique_ptr<Inspector> inspector;
+  if (int code = OpenInspector(context, &inspector)) return code;
+  std::vector<CursorInfo> cursors;
+  std::vector<ConsumerReport> reports;
+  Status s = inspector->Cursors("", &cursors);
+  if (s.ok()) s = BuildReports(*inspector, cursors, &reports);
+  if (!s.ok()) return DataError(s);
+  int64_t now_ms = NowMs();
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("consumers").BeginArray();
+    for (const ConsumerReport& report : reports) ConsumerJson(json, report, now_ms, false);
+    PrintJson(json.EndArray().EndObject());
+    return kExitOk;
+  }
+  if (reports.empty()) {
+    Print("no cursors\n");
+    return kExitOk;
+  }
+  Print(ConsumerTable(reports, now_ms).Render());
+  return kExitOk;
+}
+
+int CursorGet(const Context& context, const std::string& consumer) {
+  if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
+  std::unique_ptr<Inspector> inspector;
+  if (int code = OpenInspector(context, &inspector)) return code;
+  std::vector<CursorInfo> cursors;
+  std::vector<ConsumerReport> reports;
+  Status s = inspector->Cursors(consumer, &cursors);
+  if (s.ok()) s = BuildReports(*inspector, cursors, &reports);
+  if (!s.ok()) return DataError(s);
+  if (reports.empty()) return Fail(kExitError, "consumer '" + consumer + "' has no cursors");
+  int64_t now_ms = NowMs();
+  if (context.json) {
+    Json json;
+    ConsumerJson(json, reports[0], now_ms, true);
+    PrintJson(json);
+    return kExitOk;
+  }
+  Table table({"PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "OLDEST_AGE_MS"},
+              {true, true, true, true, true});
+  for (const LaneReport& lane : reports[0].lanes) {
+    table.Add({std::to_string(lane.partition), lane.has_cursor ? std::to_string(lane.fact_id) : "-",
+               lane.has_cursor ? std::to_string(lane.epoch) : "-",
+               std::to_string(lane.backlog.fact_count),
+               Age(lane.backlog.oldest_commit_ms, now_ms)});
+  }
+  Print(fmt::format("consumer {}: {} facts behind\n", consumer, reports[0].fact_lag) +
+        table.Render());
+  return kExitOk;
+}
+
+namespace {
+
+// Merges the facts of several partitions in id order, reading each in bounded chunks.
+class FactMerger {
+ public:
+  FactMerger(Inspector* inspector, const std::vector<uint32_t>& partitions, uint64_t from_id)
+      : inspector_(inspector) {
+    for (uint32_t partition : partitions) lanes_.push_back(Lane{partition, from_id, {}, 0, false});
+  }
+  // Sets every lane to continue after `last_id` (used after printing the last facts).
+  void ContinueAfter(uint64_t last_id) {
+    for (Lane& lane : lanes_) lane = Lane{lane.partition, last_id + 1, {}, 0, false};
+  }
+  // New facts may have arrived (after a catch-up): exhausted lanes are read again.
+  void Rearm() {
+    for (Lane& lane : lanes_) lane.exhausted = false;
+  }
+  // The next fact in id order; *found is false when every lane is exhausted.
+  Status Next(Fact* fact, bool* found) {
+    Lane* best = nullptr;
+    for (Lane& lane : lanes_) {
+      if (lane.index == lane.buffer.size() && !lane.exhausted) {
+        Status s = Refill(&lane);
+        if (!s.ok()) return s;
+      }
+      if (lane.index == lane.buffer.size()) continue;
+      if (best == nullptr || lane.buffer[lane.index].id < best->buffer[best->index].id) {
+        best = &lane;
+      }
+    }
+    *found = best != nullptr;
+    if (best != nullptr) *fact = std::move(best->buffer[best->index++]);
+    return Status::OK();
+  }
+
+ private:
+  struct Lane {
+    uint32_t partition;
+    uint64_t next_id;
+    std::vector<Fact> buffer;
+    size_t index;
+    bool exhausted;
+  };
+  Status Refill(Lane* lane) {
+    lane->buffer.clear();
+    lane->index = 0;
+    Status s =
+        inspector_->ReadFacts(lane->partition, lane->next_id, kTailChunkFacts, &lane->buffer);
+    if (!s.ok()) return s;
+    if (lane->buffer.empty()) {
+      lane->exhausted = true;
+    } else {
+      lane->next_id = lane->buffer.back().id + 1;
+    }
+    return Status::OK();
+  }
+
+  Inspector* inspector_;
+  std::vector<Lane> lanes_;
+};
+
+bool Matches(const TailOptions& options, const Fact& fact) {
+  return options.types.empty() ||
+         std::find(options.types.begin(), options.types.end(), fact.type) != options.types.end();
+}
+
+void PrintFact(const Context& context, const Fact& fact) {
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("id").Uint(fact.id).Key("type").String(fact.type);
+    json.BytesField("key", fact.key);
+    json.Key("partition").Uint(fact.partition).Key("commit_ms").Int(fact.commit_ms);
+    json.Key("source").String(fact.source).Key("v").Uint(fact.v).Key("depth").Uint(fact.depth);
+    json.Key("headers").BeginArray();
+    for (const auto& [name, value] : fact.headers) {
+      json.BeginObject().BytesField("name", name).BytesField("value", value).EndObject();
+    }
+    json.EndArray();
+    json.BytesField("payload", fact.payload);
+    PrintJson(json.EndObject());
+    return;
+  }
+  Print(fmt::format("{}  {}  {}  key={}  partition={}  {}\n", fact.id, FormatTimeMs(fact.commit_ms),
+                    fact.type, fact.key.empty() ? "-" : Display(fact.key), fact.partition,
+                    Display(fact.payload)));
+}
+
+// Prints the last `limit` matching facts, in id order, and returns the highest id looked at.
+Status PrintLastFacts(const Context& context, Inspector& inspector,
+                      const std::vector<uint32_t>& partitions, const TailOptions& options,
+                      uint64_t limit, uint64_t* printed) {
+  // The last `limit` matching facts of each partition hold the last `limit` overall. Without a
+  // type filter they are read directly; with one, each partition is read backwards in chunks.
+  std::vector<Fact> facts;
+  for (uint32_t partition : partitions) {
+    std::vector<Fact> candidates;
+    size_t want = static_cast<size_t>(std::min<uint64_t>(limit, SIZE_MAX / 2));
+    for (size_t window = std::max<size_t>(want, kTailChunkFacts);; window *= 2) {
+      candidates.clear();
+      Status s = inspector.ReadLastFacts(partition, window, &candidates);
+      if (!s.ok()) return s;
+      size_t matching = std::count_if(candidates.begin(), candidates.end(),
+                                      [&](const Fact& f) { return Matches(options, f); });
+      if (matching >= want || candidates.size() < window || options.types.empty()) break;
+    }
+    for (Fact& fact : candidates) {
+      if (Matches(options, fact)) facts.push_back(std::move(fact));
+    }
+  }
+  std::sort(facts.begin(), facts.end(), [](const Fact& a, const Fact& b) { return a.id < b.id; });
+  size_t first = facts.size() > limit ? facts.size() - static_cast<size_t>(limit) : 0;
+  for (size_t i = first; i < facts.size(); ++i) PrintFact(context, facts[i]);
+  *printed = facts.size() - first;
+  return Status::OK();
+}
+
+}  // namespace
+
+int Tail(const Context& context, const TailOptions& options) {
+  std::unique_ptr<Inspector> inspector;
+  if (int code = OpenInspector(context, &inspector)) return code;
+  std::vector<uint32_t> partitions;
+  if (options.partition) {
+    if (*options.partition >= inspector->partitions()) {
+      return Fail(kExitError, fmt::format("--partition {} is out of range: the database has {} "
+                                          "partitions (0..{})",
+                                          *options.partition, inspector->partitions(),
+                                          inspector->partitions() - 1));
+    }
+    partitions.push_back(*options.partition);
+  } else {
+    for (uint32_t p = 0; p < inspector->partitions(); ++p) partitions.push_back(p);
+  }
+  if (options.follow) {
+    std::signal(SIGINT, OnInterrupt);
+    std::signal(SIGTERM, OnInterrupt);
+  }
+  FactMerger merger(inspector.get(), partitions, options.from_id.value_or(0));
+  uint64_t printed = 0;
+  uint64_t limit = options.limit.value_or(options.from_id ? 0 : kTailDefaultLimit);
+  if (!options.from_id) {
+    // Facts written after this read are the ones to follow: remember where the view ends.
+    uint64_t last_lsn = 0;
+    Status s = inspector->LastLsn(&last_lsn);
+    if (s.ok() && limit > 0)
+      s = PrintLastFacts(context, *inspector, partitions, options, limit, &printed);
+    if (!s.ok()) return DataError(s);
+    if (!options.follow) return kExitOk;
+    merger.ContinueAfter(last_lsn);
+    limit = 0;  // following has no limit
+  }
+  while (true) {
+    Fact fact;
+    bool found = false;
+    while (!interrupted && (limit == 0 || printed < limit)) {
+      Status s = merger.Next(&fact, &found);
+      if (!s.ok()) return DataError(s);
+      if (!found) break;
+      if (!Matches(options, fact)) continue;
+      PrintFact(context, fact);
+      ++printed;
+    }
+    if (!options.follow || interrupted || (limit != 0 && printed >= limit)) return kExitOk;
+    for (auto waited = std::chrono::milliseconds(0); waited < kFollowInterval && !interrupted;
+         waited += std::chrono::milliseconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (interrupted) return kExitOk;
+    Status s = inspector->CatchUp();
+    if (!s.ok()) return DataError(s);
+    merger.Rearm();
+  }
+}
+
+int DeadList(const Context& context, const std::string& consumer) {
+  std::unique_ptr<Inspector> inspector;
+  if (int code = OpenInspector(context, &inspector)) return code;
+  std::vector<DeadLetter> letters;
+  Status s = inspector->DeadLetters(consumer, &letters);
+  if (!s.ok()) return DataError(s);
+  if (!consumer.empty() && letters.empty()) {
+    std::vector<CursorInfo> cursors;
+    s = inspector->Cursors(consumer, &cursors);
+    if (!s.ok()) return DataError(s);
+    if (cursors.empty()) {
+      return Fail(kExitError,
+                  "consumer '" + consumer + "' does not exist (no cursors and no dead letters)");
+    }
+  }
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("dead_letters").BeginArray();
+    for (const DeadLetter& letter : letters) {
+      json.BeginObject().Key("consumer").String(letter.consumer);
+      json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(letter.reason);
+      json.Key("type").String(letter.fact.type).BytesField("key", letter.fact.key);
+      json.Key("partition").Uint(letter.fact.partition);
+      json.Key("commit_ms").Int(letter.fact.commit_ms);
+      json.BytesField("payload", letter.fact.payload).EndObject();
+    }
+    PrintJson(json.EndArray().EndObject());
+    return kExitOk;
+  }
+  if (letters.empty()) {
+    Print("no dead letters\n");
+    return kExitOk;
+  }
+  Table table({"CONSUMER", "FACT_ID", "TYPE", "PARTITION", "REASON", "COMMITTED", "PAYLOAD"},
+              {false, true, false, true, false, false, false});
+  for (const DeadLetter& letter : letters) {
+    table.Add({letter.consumer, std::to_string(letter.fact.id), letter.fact.type,
+               std::to_string(letter.fact.partition), letter.reason,
+               FormatTimeMs(letter.fact.commit_ms), Display(letter.fact.payload, 60)});
+  }
+  Print(table.Render());
+  return kExitOk;
+}
+
+int LeaseList(const Context& context) {
+  std::unique_ptr<Inspector> inspector;
+  if (int code = OpenInspector(context, &inspector)) return code;
+  std::vector<internal::RawLease> leases;
+  Status s = inspector->Leases(&leases);
+  if (!s.ok()) return DataError(s);
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("leases").BeginArray();
+    for (const auto& lease : leases) {
+      json.BeginObject().Key("consumer").String(lease.consumer);
+      json.Key("value_bytes").Uint(lease.body.size()).Key("value_hex").String(Hex(lease.body));
+      json.Key("sealed").Bool(lease.sealed_ok).EndObject();
+    }
+    PrintJson(json.EndArray().EndObject());
+    return kExitOk;
+  }
+  if (leases.empty()) {
+    Print("no leases\n");
+    return kExitOk;
+  }
+  Table table({"CONSUMER", "VALUE_BYTES", "VALUE_HEX"}, {false, true, false});
+  for (const auto& lease : leases) {
+    table.Add(
+        {Display(lease.consumer), std::to_string(lease.body.size()), Display(Hex(lease.body), 64)});
+  }
+  Print(table.Render());
+  return kExitOk;
+}
+
+}  // namespace wharf::cli

@@ -1,0 +1,259 @@
+// Commands that change the database: cursor copy/set/delete, dead purge, lease release. They open
+// the Engine exclusively (RocksDB's lock); when another process holds the database they say so and
+// change nothing. Every change goes through the committer (wharf/admin.h or a TxnRep).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/codec.h"
+#include "engine/engine_core.h"
+#include "engine/txn_rep.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/output.h"
+#include "wharf/admin.h"
+#include "wharf/engine.h"
+
+namespace wharf::cli {
+namespace {
+
+int OpenEngine(const Context& context, std::unique_ptr<Engine>* engine) {
+  EngineOptions options;
+  options.create_if_missing = false;
+  options.partitions = 0;  // whatever the database holds
+  options.queue_capacity = 16;
+  Status s = Engine::Open(context.db, options, engine);
+  if (s.ok()) return kExitOk;
+  if (s.IsIOError() && (s.message().find("in use") != std::string::npos ||
+                        s.message().find("lock") != std::string::npos)) {
+    return Fail(kExitCannotOpen, "database " + context.db +
+                                     " is in use by another process; stop it first (nothing was "
+                                     "changed)");
+  }
+  return Fail(kExitCannotOpen, "cannot open database " + context.db + ": " + s.message());
+}
+
+void Print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Cursors of one consumer, by partition.
+Status CursorsOf(Engine& engine, const std::string& consumer, std::vector<CursorInfo>* out) {
+  std::vector<CursorInfo> all;
+  Status s = ListCursors(engine, &all);
+  if (!s.ok()) return s;
+  out->clear();
+  for (CursorInfo& info : all) {
+    if (info.consumer == consumer) out->push_back(std::move(info));
+  }
+  return Status::OK();
+}
+
+int RefusedConflict(const Status& status) {
+  return Fail(kExitError, status.message() + "; nothing was changed, try again");
+}
+
+void PrintPositions(const Context& context, const std::string& verb, const std::string& consumer,
+                    const std::vector<CursorInfo>& cursors) {
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key(verb).Bool(true).Key("consumer").String(consumer);
+    json.Key("partitions").BeginArray();
+    for (const CursorInfo& info : cursors) {
+      json.BeginObject().Key("partition").Uint(info.partition).Key("fact_id").Uint(info.fact_id);
+      json.EndObject();
+    }
+    Print(json.EndArray().EndObject().str() + "\n");
+    return;
+  }
+  Table table({"PARTITION", "CURSOR"}, {true, true});
+  for (const CursorInfo& info : cursors) {
+    table.Add({std::to_string(info.partition), std::to_string(info.fact_id)});
+  }
+  Print(fmt::format("{} {} cursors of {}\n", verb, cursors.size(), consumer) + table.Render());
+}
+
+// The highest fact id whose commit time is <= time_ms, over all partitions (0 if none). Commit
+// times grow with ids (up to clock steps), so each partition is binary searched by id.
+Status FactIdAtTime(Engine& engine, int64_t time_ms, uint64_t* fact_id) {
+  *fact_id = 0;
+  for (uint32_t partition = 0; partition < engine.partitions(); ++partition) {
+    uint64_t low = 1, high = engine.durable_lsn();
+    while (low <= high) {
+      uint64_t middle = low + (high - low) / 2;
+      std::vector<Fact> facts;
+      Status s = engine.ReadFacts(partition, middle, 1, &facts);
+      if (!s.ok()) return s;
+      if (facts.empty() || facts[0].id > high || facts[0].commit_ms > time_ms) {
+        high = middle - 1;
+      } else {
+        *fact_id = std::max(*fact_id, facts[0].id);
+        low = facts[0].id + 1;
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+int CursorCopy(const Context& context, const std::string& from, const std::string& to, bool force) {
+  std::unique_ptr<Engine> engine;
+  if (int code = OpenEngine(context, &engine)) return code;
+  Status s = CopyCursor(*engine, from, to, force);
+  if (s.IsNotFound()) return Fail(kExitError, "consumer '" + from + "' has no cursors to copy");
+  if (s.IsInvalidArgument() && s.message().find("already has") != std::string::npos) {
+    return Fail(kExitError, "consumer '" + to +
+                                "' already has cursors; add --force to overwrite them (nothing "
+                                "was changed)");
+  }
+  if (s.IsConflict()) return RefusedConflict(s);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  std::vector<CursorInfo> cursors;
+  s = CursorsOf(*engine, to, &cursors);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  PrintPositions(context, "copied", to, cursors);
+  return kExitOk;
+}
+
+int CursorSet(const Context& context, const std::string& consumer, const CursorTarget& target,
+              bool yes, bool create) {
+  int targets = (target.to_id ? 1 : 0) + (target.to_start ? 1 : 0) + (target.to_end ? 1 : 0) +
+                (target.to_time_ms ? 1 : 0);
+  if (targets != 1) {
+    return Fail(kExitError,
+                "cursor set needs exactly one of --to-id, --to-start, --to-end, --to-time");
+  }
+  if (!yes) {
+    return Fail(kExitError, "cursor set changes where '" + consumer +
+                                "' resumes; add --yes to confirm (nothing was changed)");
+  }
+  std::unique_ptr<Engine> engine;
+  if (int code = OpenEngine(context, &engine)) return code;
+  std::vector<CursorInfo> cursors;
+  Status s = CursorsOf(*engine, consumer, &cursors);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (cursors.empty() && !create) {
+    return Fail(kExitError, "consumer '" + consumer +
+                                "' has no cursors; add --create to position a new consumer");
+  }
+  uint64_t fact_id = 0;
+  if (target.to_id) fact_id = *target.to_id;
+  if (target.to_end) fact_id = UINT64_MAX;
+  if (target.to_time_ms) {
+    s = FactIdAtTime(*engine, *target.to_time_ms, &fact_id);
+    if (!s.ok()) return Fail(kExitError, s.ToString());
+  }
+  s = SetCursor(*engine, consumer, fact_id);
+  if (s.IsConflict()) return RefusedConflict(s);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  s = CursorsOf(*engine, consumer, &cursors);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  PrintPositions(context, "set", consumer, cursors);
+  return kExitOk;
+}
+
+int CursorDelete(const Context& context, const std::string& consumer, bool yes) {
+  if (!yes) {
+    return Fail(kExitError, "cursor delete makes '" + consumer +
+                                "' start over from the beginning; add --yes to confirm (nothing "
+                                "was changed)");
+  }
+  std::unique_ptr<Engine> engine;
+  if (int code = OpenEngine(context, &engine)) return code;
+  std::vector<CursorInfo> cursors;
+  Status s = CursorsOf(*engine, consumer, &cursors);
+  if (s.ok()) s = DeleteCursor(*engine, consumer);
+  if (s.IsNotFound()) return Fail(kExitError, "consumer '" + consumer + "' has no cursors");
+  if (s.IsConflict()) return RefusedConflict(s);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("deleted").Bool(true).Key("consumer").String(consumer);
+    Print(json.Key("cursor_count").Uint(cursors.size()).EndObject().str() + "\n");
+  } else {
+    Print(fmt::format("deleted {} cursors of {}\n", cursors.size(), consumer));
+  }
+  return kExitOk;
+}
+
+int DeadPurge(const Context& context, const std::string& consumer,
+              const std::vector<uint64_t>& fact_ids, bool yes) {
+  if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
+  if (!yes) {
+    return Fail(kExitError, "dead purge deletes dead letters of '" + consumer +
+                                "' for good; add --yes to confirm (nothing was changed)");
+  }
+  std::unique_ptr<Engine> engine;
+  if (int code = OpenEngine(context, &engine)) return code;
+  std::vector<DeadLetter> letters;
+  Status s = ListDeadLetters(*engine, consumer, &letters);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (letters.empty()) return Fail(kExitError, "consumer '" + consumer + "' has no dead letters");
+  internal::TxnRep rep;
+  for (uint64_t fact_id : fact_ids) {
+    bool known = std::any_of(letters.begin(), letters.end(),
+                             [&](const DeadLetter& letter) { return letter.fact.id == fact_id; });
+    if (!known) {
+      return Fail(kExitError, fmt::format("consumer '{}' has no dead letter for fact {} (nothing "
+                                          "was changed)",
+                                          consumer, fact_id));
+    }
+  }
+  for (const DeadLetter& letter : letters) {
+    if (!fact_ids.empty() &&
+        std::find(fact_ids.begin(), fact_ids.end(), letter.fact.id) == fact_ids.end()) {
+      continue;
+    }
+    rep.writes.push_back(
+        internal::WriteOp{internal::kDead, true, codec::DeadKey(consumer, letter.fact.id), ""});
+  }
+  size_t purged = rep.writes.size();
+  s = engine->core()->Commit(&rep);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("consumer").String(consumer).Key("purged").Uint(purged);
+    Print(json.EndObject().str() + "\n");
+  } else {
+    Print(fmt::format("purged {} dead letters of {}\n", purged, consumer));
+  }
+  return kExitOk;
+}
+
+int LeaseRelease(const Context& context, const std::string& consumer) {
+  if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
+  std::unique_ptr<Engine> engine;
+  if (int code = OpenEngine(context, &engine)) return code;
+  internal::Store* store = engine->core()->store();
+  std::string sealed;
+  rocksdb::Status read =
+      store->db()->Get(rocksdb::ReadOptions(), store->cf(internal::kLeases), consumer, &sealed);
+  if (read.IsNotFound()) return Fail(kExitError, "consumer '" + consumer + "' holds no lease");
+  if (!read.ok()) return Fail(kExitError, "read lease: " + read.ToString());
+  // Deleted only if nobody changed it since this read.
+  internal::TxnRep rep;
+  rep.checks.push_back(
+      internal::CheckOp{internal::kLeases, consumer, sealed, "lease of " + consumer});
+  rep.writes.push_back(internal::WriteOp{internal::kLeases, true, consumer, ""});
+  Status s = engine->core()->Commit(&rep);
+  if (s.IsConflict()) return RefusedConflict(s);
+  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (context.json) {
+    Json json;
+    Print(json.BeginObject()
+              .Key("released")
+              .Bool(true)
+              .Key("consumer")
+              .String(consumer)
+              .EndObject()
+              .str() +
+          "\n");
+  } else {
+    Print("released the lease of " + consumer + "\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace wharf::cli
