@@ -243,6 +243,54 @@ Status DecodeDeadLetter(std::string_view sealed, std::string* reason, Fact* fact
   return Status::OK();
 }
 
+std::string EncodeLease(const LeaseRecord& lease) {
+  std::string body;
+  PutString16(&body, lease.owner);
+  PutFixed64BE(&body, lease.epoch);
+  PutFixed64BE(&body, static_cast<uint64_t>(lease.expires_at_ms));
+  PutFixed64BE(&body, lease.open_epoch);
+  return Seal(body);
+}
+
+Status DecodeLease(std::string_view sealed, LeaseRecord* lease) {
+  std::string_view body;
+  Status s = Unseal(sealed, &body);
+  if (!s.ok()) return Status::Corruption("lease: " + s.message());
+  Reader reader(body);
+  uint64_t epoch = 0, expires = 0, open_epoch = 0;
+  if (!reader.ReadString(2, &lease->owner) || body.size() != 2 + lease->owner.size() + 24) {
+    return Status::Corruption("lease record has a bad size");
+  }
+  const char* tail = body.data() + 2 + lease->owner.size();
+  epoch = DecodeFixed64BE(tail);
+  expires = DecodeFixed64BE(tail + 8);
+  open_epoch = DecodeFixed64BE(tail + 16);
+  lease->epoch = epoch;
+  lease->expires_at_ms = static_cast<int64_t>(expires);
+  lease->open_epoch = open_epoch;
+  return Status::OK();
+}
+
+std::string LeaseFenceKey(std::string_view consumer) {
+  std::string key(consumer);
+  key.push_back('\0');
+  key.push_back('e');
+  return key;
+}
+
+std::string EncodeLeaseFence(std::string_view owner, uint64_t epoch) {
+  std::string body;
+  PutString16(&body, owner);
+  PutFixed64BE(&body, epoch);
+  return Seal(body);
+}
+
+std::string HeartbeatKey(std::string_view instance) {
+  std::string key(kHeartbeatPrefix);
+  key.append(instance);
+  return key;
+}
+
 uint32_t PartitionOfKey(std::string_view key, uint32_t partitions) {
   WHARF_DASSERT(partitions > 0);
   return static_cast<uint32_t>(XXH3_64bits(key.data(), key.size()) % partitions);

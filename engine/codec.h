@@ -66,6 +66,25 @@ Status DecodeCursor(std::string_view sealed, uint64_t* fact_id, uint64_t* epoch)
 std::string EncodeDeadLetter(std::string_view reason, std::string_view fact_record);
 Status DecodeDeadLetter(std::string_view sealed, std::string* reason, Fact* fact);
 
+// Leases family:
+//   consumer id            → lease record: u16 owner · owner · u64 epoch · i64 expires_at_ms ·
+//                            u64 open_epoch (the engine open that granted it)
+//   consumer id · 0x00 'e' → fence: u16 owner · owner · u64 epoch (changes only on acquisition,
+//                            so renewals never invalidate commits in flight)
+//   0x00 'i' · instance id → heartbeat: the same record shape, epoch 0
+struct LeaseRecord {
+  std::string owner;  // instance id; empty: released
+  uint64_t epoch = 0;
+  int64_t expires_at_ms = 0;
+  uint64_t open_epoch = 0;
+};
+std::string EncodeLease(const LeaseRecord& lease);
+Status DecodeLease(std::string_view sealed, LeaseRecord* lease);
+std::string LeaseFenceKey(std::string_view consumer);
+std::string EncodeLeaseFence(std::string_view owner, uint64_t epoch);
+std::string HeartbeatKey(std::string_view instance);
+inline constexpr std::string_view kHeartbeatPrefix{"\0i", 2};
+
 // xxh3_64 of the key modulo `partitions`.
 uint32_t PartitionOfKey(std::string_view key, uint32_t partitions);
 

@@ -190,6 +190,9 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
 }
 
 void RuntimeImpl::AddCursorWrites(Lane* lane, TxnRep* rep) {
+  AddFence(lane->consumer, rep);
+  const uint64_t epoch = lane->consumer->epoch.load();
+  lane->pending_epoch = epoch;
   for (size_t i = 0; i < lane->partitions.size(); ++i) {
     if (lane->pending_position[i] == lane->persisted[i]) continue;
     std::string key = codec::CursorKey(lane->consumer->id, lane->partitions[i]);
@@ -197,7 +200,7 @@ void RuntimeImpl::AddCursorWrites(Lane* lane, TxnRep* rep) {
         {kCursors, key, lane->persisted_bytes[i],
          "cursor of " + lane->consumer->id + "/" + std::to_string(lane->partitions[i])});
     rep->writes.push_back(
-        {kCursors, false, std::move(key), codec::EncodeCursor(lane->pending_position[i], 0)});
+        {kCursors, false, std::move(key), codec::EncodeCursor(lane->pending_position[i], epoch)});
   }
 }
 
@@ -229,7 +232,8 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
   if (status.ok()) {
     for (size_t i = 0; i < lane->partitions.size(); ++i) {
       if (lane->pending_position[i] != lane->persisted[i]) {
-        lane->persisted_bytes[i] = codec::EncodeCursor(lane->pending_position[i], 0);
+        lane->persisted_bytes[i] =
+            codec::EncodeCursor(lane->pending_position[i], lane->pending_epoch);
       }
     }
     lane->position = lane->pending_position;
@@ -241,6 +245,13 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
     return;
   }
   if (status.IsClosed()) return;
+  if (status.IsConflict() && status.message().starts_with("lease epoch")) {
+    // Another instance acquired the consumer while this batch ran: its commit is refused, so the
+    // facts are applied once, by the new holder.
+    consumer->owned.store(false);
+    Trace(TraceEvent::Level::kWarning, "refused-stale-epoch", consumer, 0, status.message());
+    return;
+  }
   if (status.IsConflict()) {
     // Somebody else moved the cursor (an operator, or another instance): start from theirs.
     Trace(TraceEvent::Level::kWarning, "cursor-conflict", consumer, 0, status.message());

@@ -269,11 +269,17 @@ Status RuntimeImpl::Start() {
   }
   for (const auto& tap : taps_) tap->thread = std::thread([this, t = tap.get()] { TapLoop(t); });
   timer_thread_ = std::thread([this] { TimerLoop(); });
+  lease_thread_ = std::thread([this] { LeaseLoop(); });
   return Status::OK();
 }
 
 Status RuntimeImpl::Stop() {
   if (stopping_.exchange(true)) return Status::OK();
+  {
+    std::lock_guard lock(lease_mutex_);
+    lease_cv_.notify_all();
+  }
+  if (lease_thread_.joinable()) lease_thread_.join();
   WakeWorkers();
   for (const auto& worker : workers_) {
     if (worker->thread.joinable()) worker->thread.join();
@@ -289,9 +295,12 @@ Status RuntimeImpl::Stop() {
   }
   // Cursors advanced over skipped facts in memory (workers persisted theirs; a runtime that was
   // only drained persists here).
-  if (workers_.empty() && core_->CheckOpen().ok()) {
+  if (workers_.empty() && core_->CheckOpen().ok() && !abandoned_.load()) {
     for (const auto& lane : lanes_) PersistIfDue(lane.get(), /*force=*/true, /*blocking=*/true);
   }
+  // Cursors are persisted: hand the consumers over (an abandoned instance keeps nothing alive,
+  // its leases simply expire).
+  if (!workers_.empty() && core_->CheckOpen().ok() && !abandoned_.load()) ReleaseAllLeases();
   if (attached_) core_->RemoveListener(this);
   attached_ = false;
   return Status::OK();
@@ -309,7 +318,7 @@ void RuntimeImpl::ApplyCompletions(Worker* worker) {
 void RuntimeImpl::WorkerLoop(Worker* worker) {
   auto in_flight = [worker] {
     return std::any_of(worker->lanes.begin(), worker->lanes.end(),
-                       [](const Lane* lane) { return lane->in_flight; });
+                       [](const Lane* lane) { return lane->in_flight.load(); });
   };
   while (true) {
     ApplyCompletions(worker);
@@ -334,7 +343,8 @@ void RuntimeImpl::WorkerLoop(Worker* worker) {
     int64_t now_ms = SteadyMs();
     int64_t next_ms = now_ms + 100;
     for (Lane* lane : worker->lanes) {
-      if (lane->in_flight) continue;
+      if (lane->in_flight || !lane->consumer->owned.load()) continue;
+      if (!ReloadIfReacquired(lane)) continue;
       if (lane->retry_at_ms > now_ms) {
         next_ms = std::min(next_ms, lane->retry_at_ms);
         continue;
@@ -352,9 +362,24 @@ void RuntimeImpl::WorkerLoop(Worker* worker) {
     worker->wake.wait(1000);
     ApplyCompletions(worker);
   }
-  if (core_->CheckOpen().ok()) {
-    for (Lane* lane : worker->lanes) PersistIfDue(lane, /*force=*/true, /*blocking=*/true);
+  if (core_->CheckOpen().ok() && !abandoned_.load()) {
+    for (Lane* lane : worker->lanes) {
+      if (lane->consumer->owned.load()) PersistIfDue(lane, /*force=*/true, /*blocking=*/true);
+    }
   }
+}
+
+bool RuntimeImpl::ReloadIfReacquired(Lane* lane) {
+  uint64_t generation = lane->consumer->generation.load();
+  if (lane->loaded_generation == generation) return true;
+  Status s = LoadCursors(lane);
+  if (!s.ok()) {
+    Trace(TraceEvent::Level::kError, "read-failed", lane->consumer, 0, s.ToString());
+    lane->retry_at_ms = SteadyMs() + options_.backoff_max_ms;
+    return false;
+  }
+  lane->loaded_generation = generation;
+  return true;
 }
 
 void RuntimeImpl::PauseWorkers() {
@@ -388,6 +413,7 @@ Status RuntimeImpl::Drain() {
     bool progress = false;
     for (const auto& owned : lanes_) {
       Lane* lane = owned.get();
+      if (!ReloadIfReacquired(lane)) continue;
       while (!stuck.count(lane) && HasWork(*lane)) {
         lane->retry_at_ms = 0;
         bool ran = RunBatch(lane, /*blocking=*/true);

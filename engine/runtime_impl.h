@@ -24,9 +24,11 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "engine/tail_cache.h"
 #include "wharf/runtime.h"
@@ -53,6 +55,10 @@ struct Consumer {
   ConsumerOptions options;
   uint32_t batch_facts = 0;
   uint32_t max_depth = 0;
+  // Lease state. Written by the lease thread; read by workers.
+  std::atomic<bool> owned{false};       // this instance holds the lease: workers deliver it
+  std::atomic<uint64_t> epoch{0};       // the lease epoch fencing its commits
+  std::atomic<uint64_t> generation{0};  // bumped on acquisition: lanes reload their cursors
   bool Takes(std::string_view type) const { return types.find(type) != types.end(); }
 };
 
@@ -77,9 +83,11 @@ struct Lane {
   std::vector<uint64_t> pending_scanned;
   uint32_t pending_taken = 0;    // facts of the batch the consumer takes
   uint64_t pending_last_id = 0;  // id of the last fact the batch passes
+  uint64_t pending_epoch = 0;    // lease epoch its cursor writes carry
   uint64_t poison_id = 0;        // a fact whose commit the store refused alone: settle it
-  bool in_flight = false;
-  int64_t retry_at_ms = 0;  // SteadyMs
+  std::atomic<bool> in_flight{false};
+  uint64_t loaded_generation = 0;  // Consumer::generation its cursors were loaded at
+  int64_t retry_at_ms = 0;         // SteadyMs
   uint32_t backoff_ms = 0;
   uint64_t single_until = 0;   // fall back to one fact per batch until passing this id
   int64_t dirty_since_ms = 0;  // SteadyMs since position > persisted (0: clean)
@@ -115,6 +123,11 @@ class RuntimeImpl : public DurableListener {
   Status Drain();
   Status Stop();
   Status ReleaseDueTimers(size_t* released);
+  // For tests: stop as if the process died: no cursor persistence, no lease release.
+  void AbandonForTesting() {
+    abandoned_ = true;
+    Stop().PermitUncheckedError();
+  }
   const std::string& instance() const { return options_.instance; }
 
   void Trace(TraceEvent::Level level, std::string name, const Consumer* consumer, uint64_t fact_id,
@@ -140,9 +153,24 @@ class RuntimeImpl : public DurableListener {
   Status CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr>* entries);
   void Complete(Lane* lane, const Status& status);
   bool PersistIfDue(Lane* lane, bool force, bool blocking);
+  // Reloads the lane's cursors after its consumer was (re)acquired. False: could not read them.
+  bool ReloadIfReacquired(Lane* lane);
   Status CommitLane(Lane* lane, Txn* txn, bool blocking);
   void AddCursorWrites(Lane* lane, TxnRep* rep);
   void AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::string_view reason);
+
+  // Leases (leases.cc).
+  void LeaseLoop();
+  // One renew period's work: heartbeat, renew, hand over the excess, acquire up to fair share.
+  // Returns true when this instance holds less than its fair share and should look again soon.
+  bool LeaseTick();
+  Status AcquireLease(Consumer* consumer, const std::optional<std::string>& current,
+                      uint64_t next_epoch);
+  Status WriteLease(Consumer* consumer, const std::optional<std::string>& current,
+                    const codec::LeaseRecord& record, bool fence);
+  void ReleaseLease(Consumer* consumer, const char* trace_name);
+  void ReleaseAllLeases();
+  void AddFence(const Consumer* consumer, TxnRep* rep);
 
   // Threads.
   void WorkerLoop(Worker* worker);
@@ -167,17 +195,30 @@ class RuntimeImpl : public DurableListener {
   bool started_ = false;
 
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> abandoned_{false};
   // Pausing workers for Drain(): guarded by pause_mutex_.
   std::mutex pause_mutex_;
   std::condition_variable pause_cv_;
   bool pause_requested_ = false;
   uint32_t paused_count_ = 0;
 
+  std::thread lease_thread_;
+  std::mutex lease_mutex_;
+  std::condition_variable lease_cv_;
+  // The lease record bytes this instance last wrote, per consumer (lease thread only).
+  std::unordered_map<const Consumer*, std::string> lease_bytes_;
+
   std::thread timer_thread_;
   std::mutex timer_mutex_;
   std::condition_variable timer_cv_;
 
   std::mutex trace_mutex_;
+};
+
+// Test access to a runtime's internals.
+class RuntimeTestPeer {
+ public:
+  static RuntimeImpl* Impl(Runtime& runtime) { return runtime.impl_.get(); }
 };
 
 // Effects implementation: forwards to the batch's Txn and remembers refusals.

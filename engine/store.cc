@@ -120,6 +120,7 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   for (int cf = 0; cf < kCfCount; ++cf) store->handles_[cf] = handles[cf + 1];
 
   Status meta = store->LoadOrInitMeta(options, created);
+  if (meta.ok()) meta = store->BumpOpenEpoch();
   if (!meta.ok()) {
     store->Close().PermitUncheckedError();
     return meta;
@@ -183,6 +184,23 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
     recovered_types_.push_back(it->key().ToString().substr(std::strlen(kMetaTypePrefix)));
   }
   return FromRocks(it->status(), "read declared types");
+}
+
+Status Store::BumpOpenEpoch() {
+  std::string value;
+  Status s = Get(kMeta, kMetaOpenEpoch, &value);
+  uint64_t previous = 0;
+  if (s.ok()) {
+    s = DecodeU64(value, kMetaOpenEpoch, &previous);
+  } else if (s.IsNotFound()) {
+    s = Status::OK();
+  }
+  if (!s.ok()) return s;
+  open_epoch_ = previous + 1;
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  return FromRocks(db_->Put(write_options, cf(kMeta), kMetaOpenEpoch, EncodeU64(open_epoch_)),
+                   "record open epoch");
 }
 
 Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value) const {

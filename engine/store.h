@@ -33,6 +33,7 @@ inline constexpr const char* kMetaPartitions = "partitions";
 inline constexpr const char* kMetaOrdering = "ordering";
 inline constexpr const char* kMetaLastLsn = "last_lsn";
 inline constexpr const char* kMetaTypePrefix = "type:";
+inline constexpr const char* kMetaOpenEpoch = "open_epoch";  // incremented by every open
 
 Status FromRocks(const rocksdb::Status& status, const std::string& context);
 
@@ -56,6 +57,9 @@ class Store {
   uint32_t partitions() const { return partitions_; }
   Ordering ordering() const { return ordering_; }
   uint64_t recovered_last_lsn() const { return recovered_last_lsn_; }
+  // Which open of the database this is: leases granted under an earlier one are void (their
+  // holders cannot be alive, since only one engine can hold the database).
+  uint64_t open_epoch() const { return open_epoch_; }
   const std::vector<std::string>& recovered_types() const { return recovered_types_; }
 
   // Reads and unseals a value. NotFound when absent; Corruption on a bad envelope.
@@ -67,6 +71,7 @@ class Store {
  private:
   Store() = default;
   Status LoadOrInitMeta(const EngineOptions& options, bool created);
+  Status BumpOpenEpoch();
 
   std::shared_ptr<io::WalFileSystem> wal_fs_;
   std::unique_ptr<rocksdb::Env> env_;
@@ -75,6 +80,7 @@ class Store {
   uint32_t partitions_ = 0;
   Ordering ordering_ = Ordering::kPartition;
   uint64_t recovered_last_lsn_ = 0;
+  uint64_t open_epoch_ = 0;
   std::vector<std::string> recovered_types_;
 };
 

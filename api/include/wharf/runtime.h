@@ -63,6 +63,7 @@ enum class Assignment : uint8_t {
 namespace internal {
 class RuntimeImpl;
 class EffectsImpl;
+class RuntimeTestPeer;
 }  // namespace internal
 
 // The transaction a projection or reaction handler writes its effects into. Valid only during
@@ -175,6 +176,7 @@ class Runtime {
   const std::string& instance() const;
 
  private:
+  friend class internal::RuntimeTestPeer;
   std::unique_ptr<internal::RuntimeImpl> impl_;
 };
 
