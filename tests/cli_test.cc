@@ -20,6 +20,7 @@
 #include "engine/txn_rep.h"
 #include "test_util.h"
 #include "wharf/admin.h"
+#include "wharf/runtime.h"
 
 #ifndef WHARF_CLI_PATH
 #error "WHARF_CLI_PATH must name the built wharf executable"
@@ -439,6 +440,53 @@ TEST_F(CliTest, StatOnLiveDatabase) {
   stat = ParseJson(r.out);
   EXPECT_EQ(stat["last_lsn"].u(), 8u);
   EXPECT_EQ(stat["consumers"][0]["fact_lag"].u(), 5u);
+}
+
+// The read-only commands work next to a running runtime (its workers deliver while the CLI reads):
+// the projection's cursors, lag and dead letters show up, and changes are refused while it runs.
+TEST_F(CliTest, ReadsNextToRunningRuntime) {
+  Build();
+  RuntimeOptions options;
+  options.trace = [](const TraceEvent&) {};
+  Runtime runtime(engine_.get(), options);
+  ASSERT_OK(
+      runtime.Project("order-totals", {"OrderCreated"}, [](const Fact& fact, Effects& effects) {
+        if (fact.payload == "order two") return Outcome::kRejected;
+        Status s = effects.Put("totals", fact.key, fact.payload);
+        return s.ok() ? Outcome::kHandled : Outcome::kFailed;
+      }));
+  ASSERT_OK(runtime.Start());
+  ASSERT_OK(runtime.Drain());
+
+  Result r = RunDb({"cursor", "get", "order-totals", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue get = ParseJson(r.out);
+  EXPECT_EQ(get["partitions"][1]["fact_id"].u(), 2u);  // the rejected fact was passed
+  EXPECT_EQ(get["partitions"][2]["fact_id"].u(), 4u);
+  EXPECT_LE(get["fact_lag"].u(), 1u);  // at most the skipped ReviewPosted, persisted lazily
+
+  r = RunDb({"dead", "list", "order-totals", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue dead = ParseJson(r.out);
+  ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
+  EXPECT_EQ(dead["dead_letters"][0]["fact_id"].u(), 2u);
+
+  Emit("OrderCreated", KeyIn(3), "while running");
+  ASSERT_OK(runtime.Drain());
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue stat = ParseJson(r.out);
+  EXPECT_EQ(stat["last_lsn"].u(), 8u);
+  EXPECT_EQ(stat["consumers"].items.size(), 2u);
+  r = RunDb({"tail", "--limit", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "while running");
+
+  r = RunDb({"cursor", "set", "order-totals", "--to-start", "--yes"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "in use by another process");
+  ASSERT_OK(runtime.Stop());
+  EXPECT_EQ(CursorsOf("order-totals")[1].fact_id, 2u);  // unchanged
 }
 
 // cursor list and get read the live database; an unknown consumer is a data error.
