@@ -70,4 +70,31 @@ W1Measurement DriveProducers(const std::vector<std::unique_ptr<Producer>>& produ
   return result;
 }
 
+std::string CommitTransactions(const std::vector<std::unique_ptr<Producer>>& producers,
+                               uint64_t transactions) {
+  std::atomic<uint64_t> claimed{0};
+  std::atomic<bool> stop{false};
+  std::mutex error_mutex;
+  std::string first_error;
+  std::vector<std::thread> threads;
+  threads.reserve(producers.size());
+  for (const std::unique_ptr<Producer>& producer : producers) {
+    threads.emplace_back([&, p = producer.get()] {
+      while (!stop.load(std::memory_order_relaxed) &&
+             claimed.fetch_add(1, std::memory_order_relaxed) < transactions) {
+        uint64_t latency_ns = 0;
+        std::string error = p->CommitOne(&latency_ns);
+        if (!error.empty()) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (first_error.empty()) first_error = std::move(error);
+          stop.store(true);
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return first_error;
+}
+
 }  // namespace wharf::bench

@@ -27,6 +27,12 @@ class Producer {
 W1Measurement DriveProducers(const std::vector<std::unique_ptr<Producer>>& producers, int batch,
                              double duration_s);
 
+// Runs producers[i]->CommitOne() on thread i until `transactions` transactions were committed in
+// all (threads claim them one at a time, so exactly that many commit). For loading a database
+// before a measurement. Returns "" or the first error (which stops all threads).
+std::string CommitTransactions(const std::vector<std::unique_ptr<Producer>>& producers,
+                               uint64_t transactions);
+
 // Monotonic clock in nanoseconds.
 uint64_t NowNs();
 

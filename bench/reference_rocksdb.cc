@@ -21,14 +21,16 @@ void PutBigEndian(uint64_t value, int bytes, char* out) {
   }
 }
 
+constexpr char kOutboxFamily[] = "outbox";
+constexpr char kStateFamily[] = "state";
+
 class RocksDbProducer : public Producer {
  public:
-  RocksDbProducer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* outbox,
-                  rocksdb::ColumnFamilyHandle* state, std::atomic<uint64_t>* next_sequence,
+  RocksDbProducer(const RocksDbReference& db, std::atomic<uint64_t>* next_sequence,
                   int producer_index, int batch)
-      : db_(db),
-        outbox_(outbox),
-        state_(state),
+      : db_(db.db()),
+        outbox_(db.outbox()),
+        state_(db.state()),
         next_sequence_(next_sequence),
         source_(producer_index),
         batch_(batch) {
@@ -39,12 +41,11 @@ class RocksDbProducer : public Producer {
     batch_rep_.Clear();
     // One atomic add per transaction, like an engine reserving a range of LSNs for it.
     uint64_t sequence = next_sequence_->fetch_add(batch_, std::memory_order_relaxed);
-    char key[12];
+    char key[kRocksDbOutboxKeyBytes];
     for (int i = 0; i < batch_; ++i) {
       // The key index stands in for the engine's xxh3(key) mod partitions: same spread.
       const uint32_t partition = static_cast<uint32_t>(source_.NextKeyIndex()) % kW1Partitions;
-      PutBigEndian(partition, 4, key);
-      PutBigEndian(sequence++, 8, key + 4);
+      EncodeRocksDbOutboxKey(partition, sequence++, key);
       const std::string_view payload = source_.NextPayload();
       rocksdb::Status s = batch_rep_.Put(outbox_, rocksdb::Slice(key, sizeof(key)),
                                          rocksdb::Slice(payload.data(), payload.size()));
@@ -76,47 +77,78 @@ class RocksDbProducer : public Producer {
 
 }  // namespace
 
-W1Measurement RunW1RocksDbSync(const W1Shape& shape, const std::string& dir) {
-  W1Measurement result;
+RocksDbReference::~RocksDbReference() { Close(); }
+
+std::string RocksDbReference::Open(const std::string& dir) {
   // Default options on purpose: this is "what RocksDB gives out of the box". Statistics only for
-  // the WAL sync ticker (the default stats level keeps no timers, so it costs little).
+  // the WAL sync ticker.
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
-  db_options.statistics = rocksdb::CreateDBStatistics();
+  statistics_ = rocksdb::CreateDBStatistics();
+  db_options.statistics = statistics_;
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"outbox", rocksdb::ColumnFamilyOptions()},
-      {"state", rocksdb::ColumnFamilyOptions()},
+      {kOutboxFamily, rocksdb::ColumnFamilyOptions()},
+      {kStateFamily, rocksdb::ColumnFamilyOptions()},
   };
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw_db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles, &raw_db);
-  if (!s.ok()) {
-    result.error = "rocksdb open " + dir + ": " + s.ToString();
-    return result;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles_, &raw_db);
+  if (!s.ok()) return "rocksdb open " + dir + ": " + s.ToString();
+  db_.reset(raw_db);
+  return "";
+}
+
+std::string RocksDbReference::Close() {
+  if (!db_) return "";
+  std::string error;
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    rocksdb::Status s = db_->DestroyColumnFamilyHandle(handle);
+    if (!s.ok() && error.empty()) error = "rocksdb: " + s.ToString();
   }
-  std::unique_ptr<rocksdb::DB> db(raw_db);
+  handles_.clear();
+  rocksdb::Status s = db_->Close();
+  if (!s.ok() && error.empty()) error = "rocksdb close: " + s.ToString();
+  db_.reset();
+  return error;
+}
+
+void EncodeRocksDbOutboxKey(uint32_t partition, uint64_t sequence, char* out) {
+  PutBigEndian(partition, 4, out);
+  PutBigEndian(sequence, 8, out + 4);
+}
+
+uint64_t DecodeRocksDbOutboxSequence(const char* key) {
+  uint64_t sequence = 0;
+  for (int i = 4; i < 12; ++i) sequence = (sequence << 8) | static_cast<unsigned char>(key[i]);
+  return sequence;
+}
+
+std::unique_ptr<Producer> MakeRocksDbW1Producer(const RocksDbReference& db,
+                                                std::atomic<uint64_t>* next_sequence,
+                                                int producer_index, int batch) {
+  return std::make_unique<RocksDbProducer>(db, next_sequence, producer_index, batch);
+}
+
+W1Measurement RunW1RocksDbSync(const W1Shape& shape, const std::string& dir) {
+  W1Measurement result;
+  RocksDbReference db;
+  result.error = db.Open(dir);
+  if (!result.error.empty()) return result;
 
   std::atomic<uint64_t> next_sequence{1};
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < shape.producers; ++i) {
-    producers.push_back(std::make_unique<RocksDbProducer>(db.get(), handles[1], handles[2],
-                                                          &next_sequence, i, shape.batch));
+    producers.push_back(MakeRocksDbW1Producer(db, &next_sequence, i, shape.batch));
   }
-  const uint64_t syncs_before = db_options.statistics->getTickerCount(rocksdb::WAL_FILE_SYNCED);
+  const uint64_t syncs_before = db.statistics()->getTickerCount(rocksdb::WAL_FILE_SYNCED);
   result = DriveProducers(producers, shape.batch, shape.duration_s);
-  const uint64_t syncs =
-      db_options.statistics->getTickerCount(rocksdb::WAL_FILE_SYNCED) - syncs_before;
+  const uint64_t syncs = db.statistics()->getTickerCount(rocksdb::WAL_FILE_SYNCED) - syncs_before;
   const uint64_t facts = next_sequence.load() - 1;
   if (syncs > 0) result.facts_per_sync = static_cast<double>(facts) / static_cast<double>(syncs);
 
-  for (rocksdb::ColumnFamilyHandle* handle : handles) {
-    s = db->DestroyColumnFamilyHandle(handle);
-    if (!s.ok() && result.error.empty()) result.error = "rocksdb: " + s.ToString();
-  }
-  s = db->Close();
-  if (!s.ok() && result.error.empty()) result.error = "rocksdb close: " + s.ToString();
+  const std::string error = db.Close();
+  if (!error.empty() && result.error.empty()) result.error = error;
   return result;
 }
 

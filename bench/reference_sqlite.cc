@@ -24,14 +24,9 @@ constexpr char kSchema[] =
     "  commit_ms INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS orders (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;";
 
-std::string ErrorText(sqlite3* db, const char* what) {
-  return std::string("sqlite ") + what + ": " + sqlite3_errmsg(db);
-}
+std::string ErrorText(sqlite3* db, const char* what) { return SqliteErrorText(db, what); }
 
-struct StatementDeleter {
-  void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
-};
-using Statement = std::unique_ptr<sqlite3_stmt, StatementDeleter>;
+using Statement = SqliteStatement;
 
 int64_t WallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -49,27 +44,14 @@ class SqliteProducer : public Producer {
     upsert_state_.reset();
     commit_.reset();
     rollback_.reset();
-    if (db_ != nullptr) sqlite3_close(db_);
+    db_owner_.reset();
   }
 
   // Opens the connection and prepares the statements (outside the measured time).
   std::string Open(const std::string& path, bool create_schema) {
-    if (sqlite3_open_v2(path.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        nullptr) != SQLITE_OK) {
-      return ErrorText(db_, "open");
-    }
-    sqlite3_busy_timeout(db_, kBusyTimeout_ms);
-    // journal_mode is stored in the database; synchronous is per connection, so every connection
-    // sets it.
-    const char* setup = "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;";
-    if (sqlite3_exec(db_, setup, nullptr, nullptr, nullptr) != SQLITE_OK) {
-      return ErrorText(db_, "pragma");
-    }
-    if (create_schema && sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
-      return ErrorText(db_, "schema");
-    }
-    std::string error;
+    std::string error = OpenSqliteReference(path, create_schema, &db_owner_);
+    if (!error.empty()) return error;
+    db_ = db_owner_.get();
     if (!(error = Prepare("BEGIN IMMEDIATE", &begin_)).empty()) return error;
     if (!(error = Prepare("INSERT INTO outbox (partition, key, type, payload, commit_ms) "
                           "VALUES (?, ?, ?, ?, ?)",
@@ -125,12 +107,7 @@ class SqliteProducer : public Producer {
 
  private:
   std::string Prepare(const char* sql, Statement* statement) {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr) != SQLITE_OK) {
-      return ErrorText(db_, "prepare");
-    }
-    statement->reset(raw);
-    return "";
+    return PrepareSqlite(db_, sql, statement);
   }
 
   // Runs a statement to completion and resets it for reuse. busy_timeout already waited for the
@@ -143,6 +120,7 @@ class SqliteProducer : public Producer {
     return "";
   }
 
+  SqliteConnection db_owner_;
   sqlite3* db_ = nullptr;
   Statement begin_, insert_fact_, upsert_state_, commit_, rollback_;
   W1TxnSource source_;
@@ -151,14 +129,57 @@ class SqliteProducer : public Producer {
 
 }  // namespace
 
+std::string SqliteReferencePath(const std::string& dir) { return dir + "/outbox.sqlite"; }
+
+std::string SqliteErrorText(sqlite3* db, const char* what) {
+  return std::string("sqlite ") + what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "no memory");
+}
+
+std::string OpenSqliteReference(const std::string& path, bool create_schema,
+                                SqliteConnection* connection) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  connection->reset(db);  // sqlite3_open_v2 returns a handle to close even when it fails
+  if (rc != SQLITE_OK) return SqliteErrorText(db, "open");
+  sqlite3_busy_timeout(db, kBusyTimeout_ms);
+  // journal_mode is stored in the database; synchronous is per connection, so every connection
+  // sets it.
+  const char* setup = "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;";
+  if (sqlite3_exec(db, setup, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return SqliteErrorText(db, "pragma");
+  }
+  if (create_schema && sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return SqliteErrorText(db, "schema");
+  }
+  return "";
+}
+
+std::string PrepareSqlite(sqlite3* db, const char* sql, SqliteStatement* statement) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr) != SQLITE_OK) {
+    return SqliteErrorText(db, "prepare");
+  }
+  statement->reset(raw);
+  return "";
+}
+
+std::unique_ptr<Producer> MakeSqliteW1Producer(const std::string& path, int producer_index,
+                                               int batch, bool create_schema, std::string* error) {
+  auto producer = std::make_unique<SqliteProducer>(producer_index, batch);
+  *error = producer->Open(path, create_schema);
+  if (!error->empty()) return nullptr;
+  return producer;
+}
+
 W1Measurement RunW1SqliteFull(const W1Shape& shape, const std::string& dir) {
   W1Measurement result;
-  const std::string path = dir + "/outbox.sqlite";
+  const std::string path = SqliteReferencePath(dir);
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < shape.producers; ++i) {
-    auto producer = std::make_unique<SqliteProducer>(i, shape.batch);
     // The first connection creates the schema before the others open, so nobody races on it.
-    result.error = producer->Open(path, /*create_schema=*/i == 0);
+    auto producer =
+        MakeSqliteW1Producer(path, i, shape.batch, /*create_schema=*/i == 0, &result.error);
     if (!result.error.empty()) return result;
     producers.push_back(std::move(producer));
   }

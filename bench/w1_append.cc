@@ -39,6 +39,10 @@ class WharfProducer : public Producer {
 
 }  // namespace
 
+std::unique_ptr<Producer> MakeWharfW1Producer(Engine* engine, int producer_index, int batch) {
+  return std::make_unique<WharfProducer>(engine, producer_index, batch);
+}
+
 W1Measurement RunW1Wharf(const W1Shape& shape, const std::string& dir) {
   W1Measurement result;
   std::unique_ptr<Engine> engine;
@@ -54,7 +58,7 @@ W1Measurement RunW1Wharf(const W1Shape& shape, const std::string& dir) {
   }
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < shape.producers; ++i) {
-    producers.push_back(std::make_unique<WharfProducer>(engine.get(), i, shape.batch));
+    producers.push_back(MakeWharfW1Producer(engine.get(), i, shape.batch));
   }
   // The committer's own counters (internal API): facts per sync round says how well group commit
   // amortizes the fdatasync, the number the throughput hinges on.

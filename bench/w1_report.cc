@@ -1,46 +1,13 @@
 #include "bench/w1_report.h"
 
 #include <cinttypes>
-#include <cstdarg>
 
 namespace wharf::bench {
 namespace {
 
-std::string Format(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string Format(const char* format, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(text, sizeof(text), format, args);
-  va_end(args);
-  return text;
-}
-
-// JSON string contents: error messages may hold quotes, backslashes or control bytes.
-std::string JsonEscape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += Format("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string JsonNumberOrNull(double value, bool known, const char* format = "%.1f") {
-  return known ? Format(format, value) : "null";
-}
-
-std::string LatencyJson(const W1Measurement* m) {
+std::string MeasurementLatencyJson(const W1Measurement* m) {
   const bool known = m != nullptr && m->error.empty();
-  return "{\"p50\": " + JsonNumberOrNull(known ? m->latency.p50_us : 0, known) +
-         ", \"p99\": " + JsonNumberOrNull(known ? m->latency.p99_us : 0, known) +
-         ", \"p999\": " + JsonNumberOrNull(known ? m->latency.p999_us : 0, known) + "}";
+  return LatencyJson(known ? m->latency : LatencySummary(), known);
 }
 
 // The fields of one system's measurement, without the enclosing braces.
@@ -52,7 +19,7 @@ std::string MeasurementJsonFields(const std::optional<W1Measurement>& m) {
       ", \"commits_per_s\": " + JsonNumberOrNull(known ? p->commits_per_s : 0, known) +
       ", \"facts_per_sync\": " +
       JsonNumberOrNull(known ? p->facts_per_sync : 0, known && p->facts_per_sync > 0, "%.2f") +
-      ", \"latency_us\": " + LatencyJson(p);
+      ", \"latency_us\": " + MeasurementLatencyJson(p);
   if (p != nullptr && !p->error.empty()) json += ", \"error\": \"" + JsonEscape(p->error) + "\"";
   return json;
 }
@@ -72,20 +39,6 @@ void PrintRow(const W1Shape& shape, const char* system, const W1Measurement& m, 
 
 }  // namespace
 
-void PrintMachineLine(const MachineInfo& machine, const std::string& dir, std::FILE* out) {
-  if (!machine.disk.error.empty()) {
-    std::fprintf(out, "machine: %d cores; disk reference FAILED: %s\n", machine.cores,
-                 machine.disk.error.c_str());
-    return;
-  }
-  std::fprintf(out,
-               "machine: %d cores; in %s (%s): fdatasync p50 %.0f us (p10 %.0f, p90 %.0f; 4 KiB "
-               "appends), sequential write %.0f MB/s\n",
-               machine.cores, dir.c_str(), machine.filesystem.c_str(),
-               machine.disk.fdatasync_us_p50, machine.disk.fdatasync_us_p10,
-               machine.disk.fdatasync_us_p90, machine.disk.seq_write_mb_per_s);
-}
-
 void PrintW1TableHeader(int runs, double duration_s, std::FILE* out) {
   std::fprintf(out, "\n%s  durability=sync, median of %d run(s) x %.1f s; latency = commit call\n",
                kW1Name, runs, duration_s);
@@ -101,7 +54,6 @@ void PrintW1TableRows(const W1Row& row, std::FILE* out) {
 }
 
 std::string W1Json(const W1Row& row, const MachineInfo& machine) {
-  const bool disk_known = machine.disk.error.empty();
   std::string json = Format(
       "{\"workload\": \"%s\", \"producers\": %d, \"batch\": %d, \"durability\": \"sync\", "
       "\"runs\": %d, \"duration_s\": %.2f, ",
@@ -109,14 +61,7 @@ std::string W1Json(const W1Row& row, const MachineInfo& machine) {
   json += MeasurementJsonFields(row.wharf);
   json += ", \"reference\": {\"rocksdb_sync\": {" + MeasurementJsonFields(row.rocksdb_sync) +
           "}, \"sqlite_full\": {" + MeasurementJsonFields(row.sqlite_full) + "}}";
-  json +=
-      Format(", \"machine\": {\"cores\": %d, \"filesystem\": \"%s\", \"fdatasync_us_p50\": ",
-             machine.cores, JsonEscape(machine.filesystem).c_str()) +
-      JsonNumberOrNull(machine.disk.fdatasync_us_p50, disk_known) +
-      ", \"fdatasync_us_p10\": " + JsonNumberOrNull(machine.disk.fdatasync_us_p10, disk_known) +
-      ", \"fdatasync_us_p90\": " + JsonNumberOrNull(machine.disk.fdatasync_us_p90, disk_known) +
-      ", \"seq_write_mb_per_s\": " + JsonNumberOrNull(machine.disk.seq_write_mb_per_s, disk_known) +
-      "}}";
+  json += ", \"machine\": " + MachineJson(machine) + "}";
   return json;
 }
 

@@ -5,16 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "bench/reference_disk.h"
+#include "bench/report_text.h"
 #include "bench/w1_shape.h"
 
 namespace wharf::bench {
-
-struct MachineInfo {
-  int cores = 0;
-  std::string filesystem;  // of the scratch directory
-  DiskReference disk;
-};
 
 // Medians of one W1 shape per system; nullopt: that system was not run (--systems).
 struct W1Row {
@@ -25,7 +19,6 @@ struct W1Row {
   std::optional<W1Measurement> sqlite_full;
 };
 
-void PrintMachineLine(const MachineInfo& machine, const std::string& dir, std::FILE* out);
 void PrintW1TableHeader(int runs, double duration_s, std::FILE* out);
 // One line per system that ran.
 void PrintW1TableRows(const W1Row& row, std::FILE* out);

@@ -2,12 +2,13 @@
 // reference systems, and prints a human table or (--json) one JSON object per line.
 //
 //   wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH] [--systems LIST]
-//                   [--producers LIST] [--batch LIST] [WORKLOAD...]
+//                   [--producers LIST] [--batch LIST] [--facts N] [--workers LIST] [WORKLOAD...]
 //
 // Progress goes to stderr, results to stdout.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -17,30 +18,35 @@
 
 #include "bench/reference_disk.h"
 #include "bench/reference_rocksdb.h"
+#include "bench/reference_rocksdb_consume.h"
 #include "bench/reference_sqlite.h"
+#include "bench/reference_sqlite_consume.h"
 #include "bench/scratch_dir.h"
 #include "bench/w1_append.h"
 #include "bench/w1_report.h"
 #include "bench/w1_shape.h"
+#include "bench/w2_project.h"
+#include "bench/w2_report.h"
 
 namespace wharf::bench {
 namespace {
 
 // Workloads of WORKLOAD.md; only the implemented ones run by default.
-const std::vector<std::string> kImplementedWorkloads = {kW1Name};
-const std::vector<std::string> kPlannedWorkloads = {"W2-project", "W3-latency", "W4-fanout",
-                                                    "W5-recover"};
+const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name};
+const std::vector<std::string> kPlannedWorkloads = {"W3-latency", "W4-fanout", "W5-recover"};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
 struct Flags {
   bool json = false;
   int runs = 3;
-  double duration_s = 3;
+  std::optional<double> duration_s;  // default per workload: W1 3 s
   std::string dir = "/tmp";
   std::vector<std::string> systems = kSystems;
   std::vector<int> producers = {1, 16};
   std::vector<int> batches = {1, 10, 100};
+  uint64_t facts = 1000000;
+  std::vector<int> workers = {2, 1};
   std::vector<std::string> workloads;
 };
 
@@ -48,18 +54,21 @@ void PrintUsage(std::FILE* out) {
   std::fprintf(out,
                "usage: wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH]\n"
                "                       [--systems LIST] [--producers LIST] [--batch LIST] "
-               "[WORKLOAD...]\n"
+               "\n                       [--facts N] [--workers LIST] [WORKLOAD...]\n"
                "  --json           one JSON object per line (shared/WORKLOAD.md) instead of a "
                "table\n"
                "  --runs N         runs per parameter set, the median is reported (default 3)\n"
-               "  --seconds S      duration of each run (default 3; >= 3 for reportable figures)\n"
+               "  --seconds S      duration of each run (W1 default 3, >= 3 for reportable "
+               "figures)\n"
                "  --dir PATH       where the scratch databases go (default /tmp); use the "
                "filesystem of the real data\n"
                "  --systems LIST   comma-separated subset of wharf,rocksdb_sync,sqlite_full "
                "(default all)\n"
                "  --producers LIST W1 producer threads P (default 1,16)\n"
                "  --batch LIST     W1 facts per transaction B (default 1,10,100)\n"
-               "  WORKLOAD         W1-append (default: all implemented)\n");
+               "  --facts N        W2 facts pre-committed (default 1000000)\n"
+               "  --workers LIST   W2 runtime worker threads (default 2,1)\n"
+               "  WORKLOAD         W1-append, W2-project (default: all implemented)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -77,6 +86,17 @@ bool ParsePositiveInt(const std::string& text, int* value) {
   const long parsed = std::strtol(text.c_str(), &end, 10);
   if (end == text.c_str() || *end != '\0' || parsed <= 0 || parsed > 1000000) return false;
   *value = static_cast<int>(parsed);
+  return true;
+}
+
+bool ParseCount(const std::string& text, uint64_t* value) {
+  char* end = nullptr;
+  const unsigned long long parsed = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || text[0] == '-' || parsed == 0 ||
+      parsed > 1000000000ull) {
+    return false;
+  }
+  *value = parsed;
   return true;
 }
 
@@ -112,7 +132,7 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       char* end = nullptr;
       if (!value(&text)) return "--seconds wants a duration";
       flags->duration_s = std::strtod(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0' || !(flags->duration_s > 0)) {
+      if (end == text.c_str() || *end != '\0' || !(*flags->duration_s > 0)) {
         return "--seconds wants a duration > 0";
       }
     } else if (arg == "--dir") {
@@ -131,6 +151,12 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
     } else if (arg == "--batch") {
       if (!value(&text) || !ParseIntList(text, &flags->batches)) {
         return "--batch wants a list of counts";
+      }
+    } else if (arg == "--facts") {
+      if (!value(&text) || !ParseCount(text, &flags->facts)) return "--facts wants N >= 1";
+    } else if (arg == "--workers") {
+      if (!value(&text) || !ParseIntList(text, &flags->workers)) {
+        return "--workers wants a list of counts";
       }
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
@@ -177,12 +203,13 @@ bool Failed(const std::optional<W1Measurement>& m) { return m && !m->error.empty
 
 // Returns whether every run succeeded.
 bool RunW1(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
-  if (!flags.json) PrintW1TableHeader(flags.runs, flags.duration_s, stdout);
+  const double duration_s = flags.duration_s.value_or(3);
+  if (!flags.json) PrintW1TableHeader(flags.runs, duration_s, stdout);
   bool all_ok = true;
   for (const int producers : flags.producers) {
     for (const int batch : flags.batches) {
       W1Row row;
-      row.shape = {producers, batch, flags.duration_s};
+      row.shape = {producers, batch, duration_s};
       row.runs = flags.runs;
       std::fprintf(stderr, "%s P=%d B=%d\n", kW1Name, producers, batch);
       // Systems in turn, each its `runs` runs: one system's background work (compaction,
@@ -208,6 +235,131 @@ bool RunW1(const Flags& flags, const MachineInfo& machine, const std::string& sc
         PrintW1TableRows(row, stdout);
       }
     }
+  }
+  return all_ok;
+}
+
+void LogW2(const char* system, const std::string& what, int run, int runs, const W2Measurement& m) {
+  if (m.error.empty()) {
+    std::fprintf(stderr,
+                 "  %s%s run %d/%d: %.0f facts/s (%llu facts in %.2f s; pre-commit %.1f s)\n",
+                 system, what.c_str(), run + 1, runs, m.facts_per_s,
+                 static_cast<unsigned long long>(m.facts_consumed), m.consume_s, m.precommit_s);
+  } else {
+    std::fprintf(stderr, "  %s%s run %d/%d FAILED: %s\n", system, what.c_str(), run + 1, runs,
+                 m.error.c_str());
+  }
+}
+
+using W2Precommitter = std::function<std::string(const std::string&, uint64_t, uint64_t*, double*)>;
+using W2Consumer = std::function<W2Measurement(const std::string&, uint64_t)>;
+
+// One run of a reference: load a fresh database, consume it.
+W2Measurement RunW2Reference(const char* system, const W2Precommitter& precommit,
+                             const W2Consumer& consume, uint64_t facts,
+                             const std::string& scratch_root) {
+  ScratchDir db_dir(scratch_root, std::string(system) + "-w2-");
+  W2Measurement m;
+  if (db_dir.path().empty()) {
+    m.error = db_dir.error();
+    return m;
+  }
+  uint64_t committed = 0;
+  double precommit_s = 0;
+  m.error = precommit(db_dir.path(), facts, &committed, &precommit_s);
+  if (!m.error.empty()) return m;
+  m = consume(db_dir.path(), committed);
+  m.precommit_s = precommit_s;
+  return m;
+}
+
+// One run of Wharf for every worker count: load once, then consume a copy of the loaded database
+// per worker count (the last one consumes the original).
+std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uint64_t facts,
+                                      const std::string& scratch_root) {
+  std::vector<W2Measurement> results(worker_counts.size());
+  auto fail_all = [&results](const std::string& error) {
+    for (W2Measurement& m : results) m.error = error;
+    return results;
+  };
+  ScratchDir loaded(scratch_root, "wharf-w2-");
+  if (loaded.path().empty()) return fail_all(loaded.error());
+  uint64_t committed = 0;
+  double precommit_s = 0;
+  const std::string error = PrecommitW2Wharf(loaded.path(), facts, &committed, &precommit_s);
+  if (!error.empty()) return fail_all(error);
+  for (size_t i = 0; i < worker_counts.size(); ++i) {
+    std::optional<ScratchDir> copy;
+    std::string dir = loaded.path();
+    if (i + 1 < worker_counts.size()) {
+      copy.emplace(scratch_root, "wharf-w2-copy-");
+      std::error_code ec;
+      if (!copy->path().empty()) {
+        std::filesystem::copy(loaded.path(), copy->path(), std::filesystem::copy_options::recursive,
+                              ec);
+      }
+      if (copy->path().empty() || ec) {
+        results[i].error = copy->path().empty() ? copy->error() : "copy: " + ec.message();
+        continue;
+      }
+      dir = copy->path();
+    }
+    results[i] = ConsumeW2Wharf(dir, committed, worker_counts[i]);
+    results[i].precommit_s = precommit_s;
+  }
+  return results;
+}
+
+// Returns whether every run succeeded.
+bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  W2Result result;
+  result.facts = flags.facts;
+  result.runs = flags.runs;
+  const bool wharf = Contains(flags.systems, "wharf");
+  const bool rocksdb = Contains(flags.systems, "rocksdb_sync");
+  const bool sqlite = Contains(flags.systems, "sqlite_full");
+  std::vector<std::vector<W2Measurement>> wharf_runs(flags.workers.size());
+  std::vector<W2Measurement> rocksdb_runs, sqlite_runs;
+  std::fprintf(stderr, "%s facts=%llu\n", kW2Name, static_cast<unsigned long long>(flags.facts));
+  for (int run = 0; run < flags.runs; ++run) {
+    if (wharf) {
+      std::vector<W2Measurement> ms = RunW2Wharf(flags.workers, flags.facts, scratch_root);
+      for (size_t i = 0; i < ms.size(); ++i) {
+        LogW2("wharf", " workers=" + std::to_string(flags.workers[i]), run, flags.runs, ms[i]);
+        wharf_runs[i].push_back(std::move(ms[i]));
+      }
+    }
+    if (rocksdb) {
+      rocksdb_runs.push_back(RunW2Reference("rocksdb_sync", PrecommitW2RocksDb, ConsumeW2RocksDb,
+                                            flags.facts, scratch_root));
+      LogW2("rocksdb_sync", "", run, flags.runs, rocksdb_runs.back());
+    }
+    if (sqlite) {
+      sqlite_runs.push_back(RunW2Reference("sqlite_full", PrecommitW2Sqlite, ConsumeW2Sqlite,
+                                           flags.facts, scratch_root));
+      LogW2("sqlite_full", "", run, flags.runs, sqlite_runs.back());
+    }
+  }
+  bool all_ok = true;
+  if (wharf) {
+    for (size_t i = 0; i < flags.workers.size(); ++i) {
+      result.wharf.emplace_back(flags.workers[i], MedianOf(wharf_runs[i]));
+      all_ok = all_ok && result.wharf.back().second.error.empty();
+    }
+  }
+  if (rocksdb) {
+    result.rocksdb_sync = MedianOf(rocksdb_runs);
+    all_ok = all_ok && result.rocksdb_sync->error.empty();
+  }
+  if (sqlite) {
+    result.sqlite_full = MedianOf(sqlite_runs);
+    all_ok = all_ok && result.sqlite_full->error.empty();
+  }
+  if (flags.json) {
+    for (const std::string& line : W2Json(result, machine)) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  } else {
+    PrintW2Table(result, stdout);
   }
   return all_ok;
 }
@@ -242,6 +394,7 @@ int Main(int argc, char** argv) {
   bool all_ok = machine.disk.error.empty();
   for (const std::string& workload : flags.workloads) {
     if (workload == kW1Name) all_ok = RunW1(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW2Name) all_ok = RunW2(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }

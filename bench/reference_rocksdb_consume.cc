@@ -1,0 +1,104 @@
+#include "bench/reference_rocksdb_consume.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "bench/producer_driver.h"
+#include "bench/reference_rocksdb.h"
+
+namespace wharf::bench {
+
+std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, uint64_t* committed,
+                               double* seconds) {
+  const uint64_t start_ns = NowNs();
+  RocksDbReference db;
+  std::string error = db.Open(dir);
+  if (!error.empty()) return error;
+  std::atomic<uint64_t> next_sequence{1};
+  std::vector<std::unique_ptr<Producer>> producers;
+  for (int i = 0; i < kW2RocksDbPrecommit.producers; ++i) {
+    producers.push_back(MakeRocksDbW1Producer(db, &next_sequence, i, kW2RocksDbPrecommit.batch));
+  }
+  const uint64_t transactions = kW2RocksDbPrecommit.Transactions(facts);
+  error = CommitTransactions(producers, transactions);
+  if (!error.empty()) return "pre-commit: " + error;
+  error = db.Close();
+  if (!error.empty()) return error;
+  *committed = transactions * kW2RocksDbPrecommit.batch;
+  *seconds = static_cast<double>(NowNs() - start_ns) / 1e9;
+  return "";
+}
+
+W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed) {
+  W2Measurement result;
+  result.facts_total = committed;
+  RocksDbReference db;
+  result.error = db.Open(dir);
+  if (!result.error.empty()) return result;
+
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  rocksdb::WriteBatch batch;
+  const uint64_t start_ns = NowNs();
+  const uint64_t budget_ns = static_cast<uint64_t>(kW2ReferenceBudget_s * 1e9);
+  // The cursor is the outbox key of the last fact passed; a fresh database has none: the start.
+  std::string cursor;
+  rocksdb::Status s = db.db()->Get(rocksdb::ReadOptions(), db.cursors(), kW2ConsumerName, &cursor);
+  if (!s.ok() && !s.IsNotFound()) {
+    result.error = "rocksdb read cursor: " + s.ToString();
+    return result;
+  }
+  // One iterator for the whole run: the best case for a reader (no re-seek per batch).
+  std::unique_ptr<rocksdb::Iterator> it(db.db()->NewIterator(rocksdb::ReadOptions(), db.outbox()));
+  if (cursor.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(cursor);
+    if (it->Valid() && it->key() == rocksdb::Slice(cursor)) it->Next();
+  }
+  uint64_t consumed = 0;
+  while (it->Valid() && NowNs() - start_ns < budget_ns) {
+    batch.Clear();
+    uint32_t taken = 0;
+    for (; it->Valid() && taken < kW2Batch; it->Next(), ++taken) {
+      const rocksdb::Slice key = it->key();
+      if (key.size() != kRocksDbOutboxKeyBytes) {
+        result.error = "rocksdb: unexpected outbox key size";
+        return result;
+      }
+      char state_key[kW2StateKeyBytes + 1];
+      const std::string_view state_key_view =
+          W2StateKey(DecodeRocksDbOutboxSequence(key.data()), state_key);
+      const std::string_view value = W2StateValue(it->value().ToStringView());
+      s = batch.Put(db.state(), rocksdb::Slice(state_key_view.data(), state_key_view.size()),
+                    rocksdb::Slice(value.data(), value.size()));
+      if (!s.ok()) break;
+      cursor.assign(key.data(), key.size());
+    }
+    if (s.ok()) s = batch.Put(db.cursors(), kW2ConsumerName, cursor);
+    if (s.ok()) s = db.db()->Write(write_options, &batch);
+    if (!s.ok()) {
+      result.error = "rocksdb write: " + s.ToString();
+      return result;
+    }
+    consumed += taken;
+  }
+  const uint64_t end_ns = NowNs();
+  if (!it->status().ok()) {
+    result.error = "rocksdb iterate: " + it->status().ToString();
+    return result;
+  }
+  it.reset();
+  result.facts_consumed = consumed;
+  result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
+  result.facts_per_s = static_cast<double>(consumed) / result.consume_s;
+  result.error = db.Close();
+  return result;
+}
+
+}  // namespace wharf::bench

@@ -1,0 +1,24 @@
+// References for the consuming workloads on raw RocksDB (see reference_rocksdb.h for the layout).
+//   W2: one reader thread iterates the outbox in batches of 100; per batch one WriteBatch with a
+//       state row per fact plus the cursor, WriteOptions.sync = true.
+//   W3: (w3 functions are declared with W3's shape)
+#pragma once
+
+#include <string>
+
+#include "bench/w2_shape.h"
+
+namespace wharf::bench {
+
+// Loaded by one thread, transactions of 10 000 facts (sync): the layout does not depend on how.
+inline constexpr W2Precommit kW2RocksDbPrecommit{1, 10000};
+
+// Creates the database in `dir` (empty) and commits `facts` W1 facts (rounded up to whole
+// transactions). Sets *committed and *seconds. Returns "" or an error.
+std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, uint64_t* committed,
+                               double* seconds);
+
+// Consumes the loaded outbox from the start until done or kW2ReferenceBudget_s passed.
+W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed);
+
+}  // namespace wharf::bench

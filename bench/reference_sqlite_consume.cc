@@ -1,0 +1,138 @@
+#include "bench/reference_sqlite_consume.h"
+
+#include <memory>
+#include <vector>
+
+#include "bench/producer_driver.h"
+#include "bench/reference_sqlite.h"
+
+namespace wharf::bench {
+namespace {
+
+constexpr char kW2Schema[] =
+    "CREATE TABLE IF NOT EXISTS orders_by_id (key BLOB PRIMARY KEY, value BLOB NOT NULL) "
+    "WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS cursors (name TEXT PRIMARY KEY, position INTEGER NOT NULL);";
+
+// Runs a statement that returns no rows to completion and resets it.
+std::string StepDone(sqlite3* db, sqlite3_stmt* statement, const char* what) {
+  const int rc = sqlite3_step(statement);
+  sqlite3_reset(statement);
+  if (rc != SQLITE_DONE) return SqliteErrorText(db, what);
+  return "";
+}
+
+}  // namespace
+
+std::string PrecommitW2Sqlite(const std::string& dir, uint64_t facts, uint64_t* committed,
+                              double* seconds) {
+  const uint64_t start_ns = NowNs();
+  const std::string path = SqliteReferencePath(dir);
+  std::vector<std::unique_ptr<Producer>> producers;
+  for (int i = 0; i < kW2SqlitePrecommit.producers; ++i) {
+    std::string error;
+    producers.push_back(MakeSqliteW1Producer(path, i, kW2SqlitePrecommit.batch,
+                                             /*create_schema=*/i == 0, &error));
+    if (!error.empty()) return error;
+  }
+  const uint64_t transactions = kW2SqlitePrecommit.Transactions(facts);
+  const std::string error = CommitTransactions(producers, transactions);
+  if (!error.empty()) return "pre-commit: " + error;
+  *committed = transactions * kW2SqlitePrecommit.batch;
+  *seconds = static_cast<double>(NowNs() - start_ns) / 1e9;
+  return "";
+}
+
+W2Measurement ConsumeW2Sqlite(const std::string& dir, uint64_t committed) {
+  W2Measurement result;
+  result.facts_total = committed;
+  SqliteConnection connection;
+  result.error =
+      OpenSqliteReference(SqliteReferencePath(dir), /*create_schema=*/false, &connection);
+  if (!result.error.empty()) return result;
+  sqlite3* db = connection.get();
+  if (sqlite3_exec(db, kW2Schema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    result.error = SqliteErrorText(db, "schema");
+    return result;
+  }
+  SqliteStatement read_cursor, begin, select_facts, upsert_state, write_cursor, commit, rollback;
+  const std::pair<const char*, SqliteStatement*> statements[] = {
+      {"SELECT position FROM cursors WHERE name = ?1", &read_cursor},
+      {"BEGIN IMMEDIATE", &begin},
+      {"SELECT id, payload FROM outbox WHERE id > ?1 ORDER BY id LIMIT ?2", &select_facts},
+      {"INSERT INTO orders_by_id (key, value) VALUES (?1, ?2) "
+       "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+       &upsert_state},
+      {"INSERT INTO cursors (name, position) VALUES (?1, ?2) "
+       "ON CONFLICT (name) DO UPDATE SET position = excluded.position",
+       &write_cursor},
+      {"COMMIT", &commit},
+      {"ROLLBACK", &rollback},
+  };
+  for (const auto& [sql, statement] : statements) {
+    result.error = PrepareSqlite(db, sql, statement);
+    if (!result.error.empty()) return result;
+  }
+  sqlite3_bind_text(read_cursor.get(), 1, kW2ConsumerName, -1, SQLITE_STATIC);
+  sqlite3_bind_text(write_cursor.get(), 1, kW2ConsumerName, -1, SQLITE_STATIC);
+  sqlite3_bind_int(select_facts.get(), 2, static_cast<int>(kW2Batch));
+
+  const uint64_t start_ns = NowNs();
+  const uint64_t budget_ns = static_cast<uint64_t>(kW2ReferenceBudget_s * 1e9);
+  // The cursor is read once and then kept in memory, as a consumer process would.
+  int64_t cursor = 0;
+  if (sqlite3_step(read_cursor.get()) == SQLITE_ROW) {
+    cursor = sqlite3_column_int64(read_cursor.get(), 0);
+  }
+  sqlite3_reset(read_cursor.get());
+  uint64_t consumed = 0;
+  std::string error;
+  while (error.empty() && consumed < committed && NowNs() - start_ns < budget_ns) {
+    error = StepDone(db, begin.get(), "begin immediate");
+    if (!error.empty()) break;
+    uint32_t taken = 0;
+    sqlite3_stmt* select = select_facts.get();
+    sqlite3_bind_int64(select, 1, cursor);
+    int rc;
+    while ((rc = sqlite3_step(select)) == SQLITE_ROW) {
+      const int64_t id = sqlite3_column_int64(select, 0);
+      const std::string_view payload(static_cast<const char*>(sqlite3_column_blob(select, 1)),
+                                     static_cast<size_t>(sqlite3_column_bytes(select, 1)));
+      char key[kW2StateKeyBytes + 1];
+      const std::string_view state_key = W2StateKey(static_cast<uint64_t>(id), key);
+      const std::string_view value = W2StateValue(payload);
+      sqlite3_stmt* upsert = upsert_state.get();
+      sqlite3_bind_blob(upsert, 1, state_key.data(), static_cast<int>(state_key.size()),
+                        SQLITE_STATIC);
+      sqlite3_bind_blob(upsert, 2, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+      error = StepDone(db, upsert, "upsert state");
+      if (!error.empty()) break;
+      cursor = id;
+      ++taken;
+    }
+    if (error.empty() && rc != SQLITE_DONE) error = SqliteErrorText(db, "select facts");
+    sqlite3_reset(select);
+    if (error.empty() && taken == 0) {
+      StepDone(db, rollback.get(), "rollback");
+      break;  // nothing left
+    }
+    if (error.empty()) {
+      sqlite3_bind_int64(write_cursor.get(), 2, cursor);
+      error = StepDone(db, write_cursor.get(), "write cursor");
+    }
+    if (error.empty()) error = StepDone(db, commit.get(), "commit");
+    if (!error.empty()) {
+      StepDone(db, rollback.get(), "rollback");  // best effort: the first error is reported
+      break;
+    }
+    consumed += taken;
+  }
+  const uint64_t end_ns = NowNs();
+  result.error = error;
+  result.facts_consumed = consumed;
+  result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
+  result.facts_per_s = static_cast<double>(consumed) / result.consume_s;
+  return result;
+}
+
+}  // namespace wharf::bench

@@ -1,0 +1,149 @@
+#include "bench/w2_project.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bench/producer_driver.h"
+#include "bench/w1_append.h"
+#include "bench/w1_shape.h"
+#include "wharf/engine.h"
+#include "wharf/runtime.h"
+
+namespace wharf::bench {
+namespace {
+
+// The first warning or error the runtime traced (a handler or store failure makes the run fail).
+class TraceCollector {
+ public:
+  void Add(const TraceEvent& event) {
+    if (event.level == TraceEvent::Level::kInfo) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (first_.empty()) first_ = event.name + " (" + event.consumer + "): " + event.reason;
+  }
+  std::string first() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return first_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string first_;
+};
+
+}  // namespace
+
+std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, uint64_t* committed,
+                             double* seconds) {
+  const uint64_t start_ns = NowNs();
+  std::unique_ptr<Engine> engine;
+  Status s = Engine::Open(dir, EngineOptions(), &engine);
+  if (!s.ok()) return "wharf open " + dir + ": " + s.ToString();
+  s = engine->DeclareTypes({kW1FactType});
+  if (!s.ok()) return "wharf declare: " + s.ToString();
+  std::vector<std::unique_ptr<Producer>> producers;
+  for (int i = 0; i < kW2WharfPrecommit.producers; ++i) {
+    producers.push_back(MakeWharfW1Producer(engine.get(), i, kW2WharfPrecommit.batch));
+  }
+  const uint64_t transactions = kW2WharfPrecommit.Transactions(facts);
+  std::string error = CommitTransactions(producers, transactions);
+  if (!error.empty()) return "pre-commit: " + error;
+  s = engine->Close();
+  if (!s.ok()) return "wharf close: " + s.ToString();
+  *committed = transactions * kW2WharfPrecommit.batch;
+  *seconds = static_cast<double>(NowNs() - start_ns) / 1e9;
+  return "";
+}
+
+W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers) {
+  W2Measurement result;
+  result.facts_total = committed;
+  std::unique_ptr<Engine> engine;
+  Status s = Engine::Open(dir, EngineOptions(), &engine);
+  if (!s.ok()) {
+    result.error = "wharf open " + dir + ": " + s.ToString();
+    return result;
+  }
+  TraceCollector traces;
+  RuntimeOptions runtime_options;
+  runtime_options.workers = static_cast<uint32_t>(workers);
+  runtime_options.trace = [&traces](const TraceEvent& event) { traces.Add(event); };
+
+  std::atomic<uint64_t> handled{0};
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  {
+    Runtime runtime(engine.get(), runtime_options);
+    ConsumerOptions consumer_options;
+    consumer_options.batch_facts = kW2Batch;
+    s = runtime.Project(
+        kW2ConsumerName, {kW1FactType},
+        [&](const Fact& fact, Effects& effects) {
+          char key[kW2StateKeyBytes + 1];
+          if (!effects.Put(kW2StateTable, W2StateKey(fact.id, key), W2StateValue(fact.payload))
+                   .ok()) {
+            return Outcome::kFailed;  // traced as store-rejected: the run fails
+          }
+          if (handled.fetch_add(1, std::memory_order_relaxed) + 1 == committed) {
+            std::lock_guard<std::mutex> lock(done_mutex);
+            done = true;
+            done_cv.notify_all();
+          }
+          return Outcome::kHandled;
+        },
+        consumer_options);
+    if (!s.ok()) {
+      result.error = "wharf project: " + s.ToString();
+      return result;
+    }
+    const uint64_t start_ns = NowNs();
+    s = runtime.Start();
+    if (!s.ok()) {
+      result.error = "wharf start: " + s.ToString();
+      return result;
+    }
+    bool caught_up = false;
+    {
+      std::unique_lock<std::mutex> lock(done_mutex);
+      caught_up = done_cv.wait_for(lock, std::chrono::duration<double>(kW2WharfTimeout_s),
+                                   [&] { return done; });
+    }
+    // Stop() finishes the batches in flight: the last effects and cursors are then durable.
+    s = runtime.Stop();
+    const uint64_t end_ns = NowNs();
+    result.facts_consumed = handled.load();
+    result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
+    result.facts_per_s = static_cast<double>(result.facts_consumed) / result.consume_s;
+    if (!s.ok()) {
+      result.error = "wharf stop: " + s.ToString();
+    } else if (!caught_up) {
+      result.error = "not caught up after " + std::to_string(kW2WharfTimeout_s) + " s (" +
+                     std::to_string(result.facts_consumed) + " of " + std::to_string(committed) +
+                     " facts handled)";
+    }
+  }
+  if (result.error.empty()) result.error = traces.first();
+  if (result.error.empty() && result.facts_consumed != committed) {
+    result.error = std::to_string(result.facts_consumed) + " facts handled, expected " +
+                   std::to_string(committed) + " (redelivered?)";
+  }
+  // The projection's output exists: the rows of the first and the last fact.
+  for (const uint64_t id : {uint64_t{1}, committed}) {
+    if (!result.error.empty()) break;
+    char key[kW2StateKeyBytes + 1];
+    std::string value;
+    s = engine->Get(kW2StateTable, W2StateKey(id, key), &value);
+    if (!s.ok() || value.size() != kW2StateValueBytes) {
+      result.error = "state row of fact " + std::to_string(id) + " missing: " + s.ToString();
+    }
+  }
+  s = engine->Close();
+  if (!s.ok() && result.error.empty()) result.error = "wharf close: " + s.ToString();
+  return result;
+}
+
+}  // namespace wharf::bench

@@ -1,0 +1,24 @@
+// W2-project on Wharf: facts pre-committed by W1 producers, then a Runtime with one projection
+// consumer (batch 100) that writes one state row per fact; effects and cursor commit per batch.
+#pragma once
+
+#include <string>
+
+#include "bench/w2_shape.h"
+
+namespace wharf::bench {
+
+// Wharf loads with 16 producer threads x transactions of 100 facts (durability=sync).
+inline constexpr W2Precommit kW2WharfPrecommit{16, 100};
+
+// Opens a fresh engine in `dir` (which must be empty), commits `facts` facts (rounded up to whole
+// transactions) and closes it. Sets *committed and *seconds. Returns "" or an error.
+std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, uint64_t* committed,
+                             double* seconds);
+
+// Opens the engine in `dir` (loaded by PrecommitW2Wharf with `committed` facts), runs the
+// projection with `workers` workers from Start() until every fact was handled, then Stop() (which
+// waits for the last batches' commits), and checks the first and last state rows.
+W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers);
+
+}  // namespace wharf::bench

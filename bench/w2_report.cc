@@ -1,0 +1,95 @@
+#include "bench/w2_report.h"
+
+namespace wharf::bench {
+namespace {
+
+// The fields of one measurement, without the enclosing braces.
+std::string MeasurementJsonFields(const W2Measurement* m) {
+  const bool known = m != nullptr && m->error.empty();
+  std::string json =
+      "\"facts_per_s\": " + JsonNumberOrNull(known ? m->facts_per_s : 0, known) +
+      ", \"facts_consumed\": " +
+      JsonNumberOrNull(known ? static_cast<double>(m->facts_consumed) : 0, known, "%.0f") +
+      ", \"consume_s\": " + JsonNumberOrNull(known ? m->consume_s : 0, known, "%.3f") +
+      ", \"precommit_s\": " + JsonNumberOrNull(known ? m->precommit_s : 0, known, "%.3f");
+  if (m != nullptr && !m->error.empty()) json += ", \"error\": \"" + JsonEscape(m->error) + "\"";
+  return json;
+}
+
+std::string ReferenceJson(const std::optional<W2Measurement>& m) {
+  // (Appending rather than "{" + ...: GCC 12's -Wrestrict misfires on literal + temporary.)
+  std::string json = "{";
+  json += MeasurementJsonFields(m ? &*m : nullptr);
+  json += "}";
+  return json;
+}
+
+void PrintRow(const char* system, const std::string& workers, const W2Measurement& m,
+              std::FILE* out) {
+  if (!m.error.empty()) {
+    std::fprintf(out, "%-13s %7s  FAILED: %s\n", system, workers.c_str(), m.error.c_str());
+    return;
+  }
+  const bool partial = m.facts_consumed < m.facts_total;
+  std::fprintf(out, "%-13s %7s %11.0f %10llu %10.2f%s %11.2f\n", system, workers.c_str(),
+               m.facts_per_s, static_cast<unsigned long long>(m.facts_consumed), m.consume_s,
+               partial ? "*" : " ", m.precommit_s);
+}
+
+}  // namespace
+
+void PrintW2Table(const W2Result& result, std::FILE* out) {
+  std::fprintf(out,
+               "\n%s  %llu facts pre-committed, one projection (batch %u, one %zu-byte state row "
+               "per fact,\n  effects + cursor committed per batch), durability=sync; median of %d "
+               "run(s)\n",
+               kW2Name, static_cast<unsigned long long>(result.facts), kW2Batch, kW2StateValueBytes,
+               result.runs);
+  std::fprintf(out, "%-13s %7s %11s %10s %11s %11s\n", "system", "workers", "facts/s", "consumed",
+               "consume_s", "precommit_s");
+  for (const auto& [workers, m] : result.wharf) {
+    PrintRow("wharf", std::to_string(workers), m, out);
+  }
+  if (result.rocksdb_sync) PrintRow("rocksdb_sync", "1 thr", *result.rocksdb_sync, out);
+  if (result.sqlite_full) PrintRow("sqlite_full", "1 thr", *result.sqlite_full, out);
+  bool any_partial = false;
+  for (const std::optional<W2Measurement>* m : {&result.rocksdb_sync, &result.sqlite_full}) {
+    if (*m && (*m)->error.empty() && (*m)->facts_consumed < (*m)->facts_total) any_partial = true;
+  }
+  if (any_partial) {
+    std::fprintf(out, "  * stopped after its %.0f-s budget; the rate is over what it consumed\n",
+                 kW2ReferenceBudget_s);
+  }
+  if (result.rocksdb_sync && result.rocksdb_sync->error.empty() &&
+      result.rocksdb_sync->facts_per_s > 0) {
+    for (const auto& [workers, m] : result.wharf) {
+      if (!m.error.empty()) continue;
+      std::fprintf(out, "  wharf (%d workers) / rocksdb_sync: %.1fx\n", workers,
+                   m.facts_per_s / result.rocksdb_sync->facts_per_s);
+    }
+  }
+  std::fflush(out);
+}
+
+std::vector<std::string> W2Json(const W2Result& result, const MachineInfo& machine) {
+  std::vector<std::pair<int, const W2Measurement*>> rows;
+  for (const auto& [workers, m] : result.wharf) rows.emplace_back(workers, &m);
+  if (rows.empty()) rows.emplace_back(0, nullptr);
+  std::vector<std::string> lines;
+  for (const auto& [workers, m] : rows) {
+    std::string json =
+        Format("{\"workload\": \"%s\", \"facts\": %llu, \"batch\": %u, \"workers\": ", kW2Name,
+               static_cast<unsigned long long>(result.facts), kW2Batch) +
+        JsonNumberOrNull(workers, m != nullptr, "%.0f") +
+        Format(", \"durability\": \"sync\", \"runs\": %d, ", result.runs) +
+        MeasurementJsonFields(m) +
+        ", \"reference\": {\"rocksdb_sync\": " + ReferenceJson(result.rocksdb_sync) +
+        ", \"sqlite_full\": " + ReferenceJson(result.sqlite_full) +
+        Format("}, \"reference_budget_s\": %.1f", kW2ReferenceBudget_s) +
+        ", \"machine\": " + MachineJson(machine) + "}";
+    lines.push_back(std::move(json));
+  }
+  return lines;
+}
+
+}  // namespace wharf::bench

@@ -1,0 +1,51 @@
+#include "bench/w2_shape.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+namespace wharf::bench {
+namespace {
+
+double MedianOfField(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace
+
+W2Measurement MedianOf(const std::vector<W2Measurement>& runs) {
+  std::vector<const W2Measurement*> ok;
+  for (const W2Measurement& run : runs) {
+    if (run.error.empty()) ok.push_back(&run);
+  }
+  if (ok.empty()) {
+    W2Measurement failed;
+    failed.error = runs.empty() ? "no runs" : runs.front().error;
+    return failed;
+  }
+  auto median = [&ok](auto W2Measurement::*field) {
+    std::vector<double> values;
+    for (const W2Measurement* run : ok) values.push_back(static_cast<double>(run->*field));
+    return MedianOfField(std::move(values));
+  };
+  W2Measurement result;
+  result.facts_per_s = median(&W2Measurement::facts_per_s);
+  result.facts_consumed = static_cast<uint64_t>(median(&W2Measurement::facts_consumed));
+  result.facts_total = static_cast<uint64_t>(median(&W2Measurement::facts_total));
+  result.consume_s = median(&W2Measurement::consume_s);
+  result.precommit_s = median(&W2Measurement::precommit_s);
+  return result;
+}
+
+std::string_view W2StateKey(uint64_t id, char (&buffer)[kW2StateKeyBytes + 1]) {
+  std::snprintf(buffer, sizeof(buffer), "f%015" PRIx64, id & ((uint64_t{1} << 60) - 1));
+  return {buffer, kW2StateKeyBytes};
+}
+
+std::string_view W2StateValue(std::string_view payload) {
+  return payload.substr(0, std::min(payload.size(), kW2StateValueBytes));
+}
+
+}  // namespace wharf::bench
