@@ -44,6 +44,8 @@ W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed) {
   rocksdb::WriteOptions write_options;
   write_options.sync = true;
   rocksdb::WriteBatch batch;
+  const uint64_t syncs_before = db.statistics()->getTickerCount(rocksdb::WAL_FILE_SYNCED);
+  const double cpu_start_s = ProcessCpuSeconds();
   const uint64_t start_ns = NowNs();
   const uint64_t budget_ns = static_cast<uint64_t>(kW2ReferenceBudget_s * 1e9);
   // The cursor is the outbox key of the last fact passed; a fresh database has none: the start.
@@ -61,7 +63,7 @@ W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed) {
     it->Seek(cursor);
     if (it->Valid() && it->key() == rocksdb::Slice(cursor)) it->Next();
   }
-  uint64_t consumed = 0;
+  uint64_t consumed = 0, batches = 0;
   while (it->Valid() && NowNs() - start_ns < budget_ns) {
     batch.Clear();
     uint32_t taken = 0;
@@ -87,8 +89,12 @@ W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed) {
       return result;
     }
     consumed += taken;
+    ++batches;
   }
   const uint64_t end_ns = NowNs();
+  result.cpu_s = ProcessCpuSeconds() - cpu_start_s;
+  const uint64_t syncs = db.statistics()->getTickerCount(rocksdb::WAL_FILE_SYNCED) - syncs_before;
+  if (syncs > 0) result.batches_per_sync = static_cast<double>(batches) / syncs;
   if (!it->status().ok()) {
     result.error = "rocksdb iterate: " + it->status().ToString();
     return result;

@@ -77,6 +77,7 @@ W2Measurement ConsumeW2Sqlite(const std::string& dir, uint64_t committed) {
   sqlite3_bind_text(write_cursor.get(), 1, kW2ConsumerName, -1, SQLITE_STATIC);
   sqlite3_bind_int(select_facts.get(), 2, static_cast<int>(kW2Batch));
 
+  const double cpu_start_s = ProcessCpuSeconds();
   const uint64_t start_ns = NowNs();
   const uint64_t budget_ns = static_cast<uint64_t>(kW2ReferenceBudget_s * 1e9);
   // The cursor is read once and then kept in memory, as a consumer process would.
@@ -128,6 +129,7 @@ W2Measurement ConsumeW2Sqlite(const std::string& dir, uint64_t committed) {
     consumed += taken;
   }
   const uint64_t end_ns = NowNs();
+  result.cpu_s = ProcessCpuSeconds() - cpu_start_s;
   result.error = error;
   result.facts_consumed = consumed;
   result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;

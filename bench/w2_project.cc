@@ -10,6 +10,7 @@
 #include "bench/producer_driver.h"
 #include "bench/w1_append.h"
 #include "bench/w1_shape.h"
+#include "engine/engine_core.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
 
@@ -100,6 +101,9 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
       result.error = "wharf project: " + s.ToString();
       return result;
     }
+    const internal::Committer* committer = engine->core()->committer();
+    const internal::CommitterStats before = committer->stats();
+    const double cpu_start_s = ProcessCpuSeconds();
     const uint64_t start_ns = NowNs();
     s = runtime.Start();
     if (!s.ok()) {
@@ -115,6 +119,14 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
     // Stop() finishes the batches in flight: the last effects and cursors are then durable.
     s = runtime.Stop();
     const uint64_t end_ns = NowNs();
+    result.cpu_s = ProcessCpuSeconds() - cpu_start_s;
+    const internal::CommitterStats after = committer->stats();
+    if (after.syncs > before.syncs) {
+      const double syncs = static_cast<double>(after.syncs - before.syncs);
+      result.batches_per_sync = static_cast<double>(after.commits - before.commits) / syncs;
+      result.sync_ms_mean =
+          static_cast<double>(after.sync_us_total - before.sync_us_total) / 1e3 / syncs;
+    }
     result.facts_consumed = handled.load();
     result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
     result.facts_per_s = static_cast<double>(result.facts_consumed) / result.consume_s;

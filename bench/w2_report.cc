@@ -31,9 +31,14 @@ void PrintRow(const char* system, const std::string& workers, const W2Measuremen
     return;
   }
   const bool partial = m.facts_consumed < m.facts_total;
-  std::fprintf(out, "%-13s %7s %11.0f %10llu %10.2f%s %11.2f\n", system, workers.c_str(),
-               m.facts_per_s, static_cast<unsigned long long>(m.facts_consumed), m.consume_s,
-               partial ? "*" : " ", m.precommit_s);
+  const std::string per_sync =
+      m.batches_per_sync > 0 ? Format("%.2f", m.batches_per_sync) : std::string("-");
+  const std::string sync_ms =
+      m.sync_ms_mean > 0 ? Format("%.2f", m.sync_ms_mean) : std::string("-");
+  std::fprintf(out, "%-13s %7s %11.0f %10llu %10.2f%s %11.2f %12s %9s %6.2f\n", system,
+               workers.c_str(), m.facts_per_s, static_cast<unsigned long long>(m.facts_consumed),
+               m.consume_s, partial ? "*" : " ", m.precommit_s, per_sync.c_str(), sync_ms.c_str(),
+               m.cpu_s);
 }
 
 }  // namespace
@@ -45,8 +50,8 @@ void PrintW2Table(const W2Result& result, std::FILE* out) {
                "run(s)\n",
                kW2Name, static_cast<unsigned long long>(result.facts), kW2Batch, kW2StateValueBytes,
                result.runs);
-  std::fprintf(out, "%-13s %7s %11s %10s %11s %11s\n", "system", "workers", "facts/s", "consumed",
-               "consume_s", "precommit_s");
+  std::fprintf(out, "%-13s %7s %11s %10s %11s %11s %12s %9s %6s\n", "system", "workers", "facts/s",
+               "consumed", "consume_s", "precommit_s", "batches/sync", "sync_ms", "cpu_s");
   for (const auto& [workers, m] : result.wharf) {
     PrintRow("wharf", std::to_string(workers), m, out);
   }

@@ -1,5 +1,7 @@
 #include "bench/w2_shape.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -36,7 +38,19 @@ W2Measurement MedianOf(const std::vector<W2Measurement>& runs) {
   result.facts_total = static_cast<uint64_t>(median(&W2Measurement::facts_total));
   result.consume_s = median(&W2Measurement::consume_s);
   result.precommit_s = median(&W2Measurement::precommit_s);
+  result.batches_per_sync = median(&W2Measurement::batches_per_sync);
+  result.sync_ms_mean = median(&W2Measurement::sync_ms_mean);
+  result.cpu_s = median(&W2Measurement::cpu_s);
   return result;
+}
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 std::string_view W2StateKey(uint64_t id, char (&buffer)[kW2StateKeyBytes + 1]) {

@@ -42,8 +42,14 @@ struct W2Measurement {
   uint64_t facts_total = 0;     // pre-committed
   double consume_s = 0;         // Start() (first read) until the last batch committed
   double precommit_s = 0;       // loading, for information
+  double batches_per_sync = 0;  // batch commits per fdatasync while consuming (0: unknown)
+  double sync_ms_mean = 0;      // mean duration of those syncs (0: unknown)
+  double cpu_s = 0;             // CPU time of the whole process while consuming (all threads)
   std::string error;
 };
+
+// CPU time (user + system) this process used so far, all threads, in seconds.
+double ProcessCpuSeconds();
 
 // Median of each field over the runs that succeeded; if every run failed, the first error.
 W2Measurement MedianOf(const std::vector<W2Measurement>& runs);
