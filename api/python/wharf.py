@@ -1,0 +1,932 @@
+"""Python binding of Wharf, the embedded transactional-outbox engine, over its C ABI (wharf.h).
+
+Standard library only (ctypes), Python 3.9+.
+
+    import wharf
+
+    with wharf.Engine("/tmp/shop", "partitions=4") as engine:
+        engine.declare_types("OrderPlaced")
+        with engine.begin() as txn:              # commits on success, aborts on an exception
+            txn.put("orders", "o-1", b'{"cents": 1250}')
+            txn.emit("OrderPlaced", key="alice", payload=b"o-1")
+
+        runtime = wharf.Runtime(engine)
+
+        @runtime.projection("order-index", ["OrderPlaced"])
+        def index(fact, effects):                # exactly once: effects commit with the cursor
+            effects.put("by-customer", fact.key, fact.payload)
+
+        runtime.drain()
+        runtime.close()
+
+The library is found through the environment variable WHARF_LIBRARY (a path to libwharf.so),
+else next to this file's source tree (build/*/libwharf.so), else on the system library path.
+
+Errors: every failing call raises a WharfError subclass named after the C status code
+(InvalidArgument, NotFound, IOError_, Corruption, Busy, Closed, Conflict, NotSupported,
+InternalError), carrying `.code` and the library's message.
+
+Threads: handlers, subscribers, taps, trace and commit callbacks run on Wharf's worker or engine
+threads (holding the GIL while in Python). Facts handed to them are copies (Fact objects); the
+`effects` transaction is only usable during the handler call.
+"""
+
+import ctypes
+import ctypes.util
+import enum
+import glob
+import itertools
+import os
+import sys
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    byref,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
+
+__all__ = [
+    "Engine", "Txn", "Effects", "Runtime", "Fact", "Outcome", "TraceLevel", "CursorInfo",
+    "DeadLetter", "WharfError", "InvalidArgument", "NotFound", "IOError_", "Corruption", "Busy",
+    "Closed", "Conflict", "NotSupported", "InternalError", "version", "library_path",
+]
+
+Bytes = Union[bytes, bytearray, memoryview, str]
+Options = Union[None, str, Dict[str, object]]
+
+
+# -------------------------------------------------------------------------------------------------
+# Errors
+
+
+class WharfError(Exception):
+    """A call into Wharf failed. `code` is the C ABI's wharf_status, `message` its text."""
+
+    code = -1
+
+    def __init__(self, message: str, code: Optional[int] = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class InvalidArgument(WharfError, ValueError):
+    code = 1
+
+
+class NotFound(WharfError, LookupError):
+    code = 2
+
+
+class IOError_(WharfError, OSError):  # noqa: N801 (IOError is a builtin alias of OSError)
+    code = 3
+
+
+class Corruption(WharfError):
+    code = 4
+
+
+class Busy(WharfError):
+    code = 5
+
+
+class Closed(WharfError):
+    code = 6
+
+
+class Conflict(WharfError):
+    code = 7
+
+
+class NotSupported(WharfError):
+    code = 8
+
+
+class InternalError(WharfError):
+    code = 9
+
+
+_ERRORS = {cls.code: cls for cls in (InvalidArgument, NotFound, IOError_, Corruption, Busy,
+                                     Closed, Conflict, NotSupported, InternalError)}
+
+
+class Outcome(enum.IntEnum):
+    """What a handler did with a fact (wharf_outcome)."""
+
+    HANDLED = 0
+    REJECTED = 1
+    FAILED = 2
+    RETRY = 3
+
+
+class TraceLevel(enum.IntEnum):
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+
+
+# -------------------------------------------------------------------------------------------------
+# Loading the library
+
+
+def _candidates() -> List[str]:
+    env = os.environ.get("WHARF_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    found = []
+    for pattern in ("build/*/libwharf.so", "build/libwharf.so", "build/*/libwharf.so.*"):
+        found.extend(glob.glob(os.path.join(root, pattern)))
+    found.sort(key=os.path.getmtime, reverse=True)  # the most recent build first
+    found.append(os.path.join(here, "libwharf.so"))
+    system = ctypes.util.find_library("wharf")
+    if system:
+        found.append(system)
+    found.append("libwharf.so.0")
+    return found
+
+
+def _load() -> Tuple[ctypes.CDLL, str]:
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+    raise ImportError("cannot load libwharf (set WHARF_LIBRARY to its path): " +
+                      "; ".join(errors))
+
+
+_lib, library_path = _load()
+
+_status = c_int
+_P = c_void_p
+
+_PROJECT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
+_SUBSCRIBE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
+_TAP_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+_SEVERED_FN = CFUNCTYPE(None, c_void_p)
+_DESTROY_FN = CFUNCTYPE(None, c_void_p)
+_TRACE_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_char_p, c_uint64, c_char_p)
+_COMMIT_FN = CFUNCTYPE(None, c_void_p, c_int, c_uint64, c_uint64)
+_FACT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+_CURSOR_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint32, c_uint64, c_uint64)
+_DEAD_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_void_p)
+
+_SIGNATURES = {
+    "wharf_version": (c_char_p, []),
+    "wharf_version_number": (c_int32, []),
+    "wharf_last_error": (c_char_p, []),
+    "wharf_errstr": (c_char_p, [c_int]),
+    "wharf_free": (None, [c_void_p]),
+    "wharf_open": (_status, [c_char_p, c_char_p, POINTER(_P)]),
+    "wharf_close": (_status, [_P]),
+    "wharf_declare_types": (_status, [_P, POINTER(c_char_p), c_size_t]),
+    "wharf_is_declared": (_status, [_P, c_char_p, POINTER(c_uint8)]),
+    "wharf_get": (_status, [_P, c_char_p, c_char_p, c_size_t, POINTER(c_void_p),
+                            POINTER(c_size_t)]),
+    "wharf_durable_lsn": (_status, [_P, POINTER(c_uint64)]),
+    "wharf_last_lsn": (_status, [_P, POINTER(c_uint64)]),
+    "wharf_partitions": (_status, [_P, POINTER(c_uint32)]),
+    "wharf_partition_of": (_status, [_P, c_char_p, c_size_t, POINTER(c_uint32)]),
+    "wharf_io_backend": (_status, [_P, POINTER(c_char_p)]),
+    "wharf_read_facts": (_status, [_P, c_uint32, c_uint64, c_size_t, _FACT_FN, c_void_p,
+                                   POINTER(c_size_t)]),
+    "wharf_txn_begin": (_status, [_P, POINTER(_P)]),
+    "wharf_txn_put": (_status, [_P, c_char_p, c_char_p, c_size_t, c_char_p, c_size_t]),
+    "wharf_txn_delete": (_status, [_P, c_char_p, c_char_p, c_size_t]),
+    "wharf_txn_emit": (_status, [_P, c_char_p, c_char_p, c_size_t, c_char_p, c_size_t]),
+    "wharf_txn_emit_v2": (_status, [_P, c_char_p, c_char_p, c_size_t, c_char_p, c_size_t,
+                                    POINTER(c_char_p), POINTER(c_char_p), POINTER(c_size_t),
+                                    c_size_t, c_int64, c_uint32]),
+    "wharf_txn_get": (_status, [_P, c_char_p, c_char_p, c_size_t, POINTER(c_void_p),
+                                POINTER(c_size_t)]),
+    "wharf_txn_commit": (_status, [_P, POINTER(c_uint64)]),
+    "wharf_txn_commit_async": (_status, [_P, _COMMIT_FN, c_void_p]),
+    "wharf_txn_abort": (None, [_P]),
+    "wharf_fact_id": (c_uint64, [_P]),
+    "wharf_fact_type": (c_void_p, [_P, POINTER(c_size_t)]),
+    "wharf_fact_key": (c_void_p, [_P, POINTER(c_size_t)]),
+    "wharf_fact_payload": (c_void_p, [_P, POINTER(c_size_t)]),
+    "wharf_fact_partition": (c_uint32, [_P]),
+    "wharf_fact_depth": (c_uint32, [_P]),
+    "wharf_fact_source": (c_void_p, [_P, POINTER(c_size_t)]),
+    "wharf_fact_version": (c_uint32, [_P]),
+    "wharf_fact_commit_ms": (c_int64, [_P]),
+    "wharf_fact_deliver_at_ms": (c_int64, [_P]),
+    "wharf_fact_header_count": (c_size_t, [_P]),
+    "wharf_fact_header": (_status, [_P, c_size_t, POINTER(c_void_p), POINTER(c_size_t),
+                                    POINTER(c_void_p), POINTER(c_size_t)]),
+    "wharf_runtime_new_v2": (_status, [_P, c_char_p, _TRACE_FN, c_void_p, POINTER(_P)]),
+    "wharf_runtime_project_v2": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t, c_char_p,
+                                           _PROJECT_FN, c_void_p, _DESTROY_FN]),
+    "wharf_runtime_react_v2": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t, c_char_p,
+                                         _PROJECT_FN, c_void_p, _DESTROY_FN]),
+    "wharf_runtime_subscribe_v2": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t,
+                                             c_char_p, _SUBSCRIBE_FN, c_void_p, _DESTROY_FN]),
+    "wharf_runtime_tap": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t, c_char_p,
+                                    _TAP_FN, _SEVERED_FN, c_void_p, _DESTROY_FN]),
+    "wharf_runtime_start": (_status, [_P]),
+    "wharf_runtime_drain": (_status, [_P]),
+    "wharf_runtime_stop": (_status, [_P]),
+    "wharf_runtime_release_timers": (_status, [_P, POINTER(c_size_t)]),
+    "wharf_runtime_instance": (_status, [_P, POINTER(c_char_p)]),
+    "wharf_runtime_free": (None, [_P]),
+    "wharf_cursor_get": (_status, [_P, c_char_p, c_uint32, POINTER(c_uint64)]),
+    "wharf_cursor_copy_v2": (_status, [_P, c_char_p, c_char_p, c_uint8]),
+    "wharf_cursor_set": (_status, [_P, c_char_p, c_uint64]),
+    "wharf_cursor_delete": (_status, [_P, c_char_p]),
+    "wharf_cursor_list": (_status, [_P, _CURSOR_FN, c_void_p]),
+    "wharf_dead_letters": (_status, [_P, c_char_p, _DEAD_FN, c_void_p]),
+}
+
+for _name, (_restype, _argtypes) in _SIGNATURES.items():
+    _function = getattr(_lib, _name)
+    _function.restype = _restype
+    _function.argtypes = _argtypes
+
+
+def version() -> str:
+    """The library's version string, e.g. "0.1.0"."""
+    return _lib.wharf_version().decode()
+
+
+def _check(status: int) -> None:
+    if status == 0:
+        return
+    message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
+    raise _ERRORS.get(status, WharfError)(message, status)
+
+
+def _bytes(value: Optional[Bytes], what: str) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"{what} must be bytes or str, not {type(value).__name__}")
+
+
+def _name(value: str, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    return value.encode("utf-8")
+
+
+def _names(values: Union[str, Iterable[str]], what: str):
+    if isinstance(values, str):
+        values = [values]
+    encoded = [_name(v, what) for v in values]
+    return (c_char_p * max(len(encoded), 1))(*encoded), len(encoded)
+
+
+def _options(options: Options) -> Optional[bytes]:
+    if options is None:
+        return None
+    if isinstance(options, dict):
+        options = ";".join(f"{k}={_option_value(v)}" for k, v in options.items())
+    return _name(options, "options")
+
+
+def _option_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _view(pointer: Optional[int], length: int) -> bytes:
+    return ctypes.string_at(pointer, length) if pointer and length else b""
+
+
+def _take(value: c_void_p, length: c_size_t) -> bytes:
+    try:
+        return _view(value.value, length.value)
+    finally:
+        _lib.wharf_free(value)
+
+
+# -------------------------------------------------------------------------------------------------
+# Facts
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One message of the outbox (a copy, safe to keep)."""
+
+    id: int
+    type: str
+    key: bytes
+    payload: bytes
+    partition: int
+    depth: int = 0
+    source: str = ""
+    version: int = 1
+    commit_ms: int = 0
+    deliver_at_ms: int = 0
+    headers: List[Tuple[str, bytes]] = field(default_factory=list)
+
+    @staticmethod
+    def _from_handle(handle: int) -> "Fact":
+        def text(accessor) -> bytes:
+            length = c_size_t(0)
+            return _view(accessor(handle, byref(length)), length.value)
+
+        headers = []
+        for index in range(_lib.wharf_fact_header_count(handle)):
+            name, name_len = c_void_p(), c_size_t()
+            value, value_len = c_void_p(), c_size_t()
+            _check(_lib.wharf_fact_header(handle, index, byref(name), byref(name_len),
+                                          byref(value), byref(value_len)))
+            headers.append((_view(name.value, name_len.value).decode("utf-8", "replace"),
+                            _view(value.value, value_len.value)))
+        return Fact(
+            id=_lib.wharf_fact_id(handle),
+            type=text(_lib.wharf_fact_type).decode("utf-8", "replace"),
+            key=text(_lib.wharf_fact_key),
+            payload=text(_lib.wharf_fact_payload),
+            partition=_lib.wharf_fact_partition(handle),
+            depth=_lib.wharf_fact_depth(handle),
+            source=text(_lib.wharf_fact_source).decode("utf-8", "replace"),
+            version=_lib.wharf_fact_version(handle),
+            commit_ms=_lib.wharf_fact_commit_ms(handle),
+            deliver_at_ms=_lib.wharf_fact_deliver_at_ms(handle),
+            headers=headers,
+        )
+
+
+@dataclass(frozen=True)
+class CursorInfo:
+    consumer: str
+    partition: int
+    fact_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    consumer: str
+    reason: str
+    fact: Fact
+
+
+# -------------------------------------------------------------------------------------------------
+# Callback registry: one static C trampoline per callback type; ctx is a key into this table, so
+# no ctypes thunk is ever freed while C may still call it.
+
+_callbacks: Dict[int, object] = {}
+_callbacks_lock = threading.Lock()
+_callback_ids = itertools.count(1)
+
+
+def _register_callback(value: object) -> int:
+    with _callbacks_lock:
+        key = next(_callback_ids)
+        _callbacks[key] = value
+        return key
+
+
+def _callback(ctx: Optional[int]):
+    with _callbacks_lock:
+        return _callbacks.get(ctx or 0)
+
+
+def _unregister_callback(ctx: Optional[int]) -> None:
+    with _callbacks_lock:
+        _callbacks.pop(ctx or 0, None)
+
+
+def _report_callback_error(where: str) -> None:
+    # Exceptions must not cross into C; print them as ctypes would.
+    import traceback
+    print(f"wharf: exception in {where}:", file=sys.stderr)
+    traceback.print_exc()
+
+
+def _outcome(result: object) -> int:
+    if result is None or result is True:
+        return int(Outcome.HANDLED)
+    if result is False:
+        return int(Outcome.FAILED)
+    return int(Outcome(result))
+
+
+class _Handler:
+    def __init__(self, fn, name: str):
+        self.fn = fn
+        self.name = name
+        self.on_severed: Optional[Callable[[], None]] = None
+        self.errors: List[BaseException] = []
+
+
+def _project_impl(ctx, fact, effects):
+    handler = _callback(ctx)
+    txn = Effects(effects)
+    try:
+        return _outcome(handler.fn(Fact._from_handle(fact), txn))
+    except BaseException as e:  # a raising handler fails the fact (dead letter / retry)
+        handler.errors.append(e)
+        return int(Outcome.FAILED)
+    finally:
+        txn._handle = None
+
+
+def _subscribe_impl(ctx, fact):
+    handler = _callback(ctx)
+    try:
+        return _outcome(handler.fn(Fact._from_handle(fact)))
+    except BaseException as e:
+        handler.errors.append(e)
+        return int(Outcome.FAILED)
+
+
+def _tap_impl(ctx, fact):
+    handler = _callback(ctx)
+    try:
+        handler.fn(Fact._from_handle(fact))
+    except Exception as e:
+        handler.errors.append(e)
+
+
+def _severed_impl(ctx):
+    handler = _callback(ctx)
+    try:
+        if handler.on_severed is not None:
+            handler.on_severed()
+    except Exception:
+        _report_callback_error(f"on_severed of tap {handler.name!r}")
+
+
+def _destroy_impl(ctx):
+    _unregister_callback(ctx)
+
+
+def _trace_impl(ctx, level, name, consumer, fact_id, reason):
+    trace = _callback(ctx)
+    try:
+        trace(TraceLevel(level), (name or b"").decode("utf-8", "replace"),
+              (consumer or b"").decode("utf-8", "replace"), fact_id,
+              (reason or b"").decode("utf-8", "replace"))
+    except Exception:
+        _report_callback_error("trace callback")
+
+
+def _commit_impl(ctx, status, first_id, last_id):
+    callback = _callback(ctx)
+    _unregister_callback(ctx)
+    error = None
+    if status != 0:
+        message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
+        error = _ERRORS.get(status, WharfError)(message, status)
+    try:
+        callback(error, first_id, last_id)
+    except Exception:
+        _report_callback_error("commit callback")
+
+
+def _collect_fact_impl(ctx, fact):
+    _callback(ctx).append(Fact._from_handle(fact))
+
+
+def _collect_cursor_impl(ctx, consumer, partition, fact_id, epoch):
+    _callback(ctx).append(CursorInfo(consumer.decode("utf-8", "replace"), partition, fact_id,
+                                     epoch))
+
+
+def _collect_dead_impl(ctx, consumer, reason, fact):
+    _callback(ctx).append(DeadLetter(consumer.decode("utf-8", "replace"),
+                                     reason.decode("utf-8", "replace"),
+                                     Fact._from_handle(fact)))
+
+
+_project_trampoline = _PROJECT_FN(_project_impl)
+_subscribe_trampoline = _SUBSCRIBE_FN(_subscribe_impl)
+_tap_trampoline = _TAP_FN(_tap_impl)
+_severed_trampoline = _SEVERED_FN(_severed_impl)
+_destroy_trampoline = _DESTROY_FN(_destroy_impl)
+_trace_trampoline = _TRACE_FN(_trace_impl)
+_commit_trampoline = _COMMIT_FN(_commit_impl)
+_collect_fact_trampoline = _FACT_FN(_collect_fact_impl)
+_collect_cursor_trampoline = _CURSOR_FN(_collect_cursor_impl)
+_collect_dead_trampoline = _DEAD_FN(_collect_dead_impl)
+
+
+def _collect(call) -> list:
+    items: list = []
+    key = _register_callback(items)
+    try:
+        call(key)
+    finally:
+        _unregister_callback(key)
+    return items
+
+
+# -------------------------------------------------------------------------------------------------
+# Transactions
+
+
+class _TxnOps:
+    """put/delete/emit/get shared by Txn and Effects."""
+
+    _handle: Optional[int]
+
+    def _live(self) -> int:
+        if self._handle is None:  # as the C ABI answers for a consumed transaction
+            raise InvalidArgument(self._gone_message, 1)
+        return self._handle
+
+    def put(self, table: str, key: Bytes, value: Bytes) -> None:
+        """Writes `value` under `key` in state table `table`."""
+        k, v = _bytes(key, "key"), _bytes(value, "value")
+        _check(_lib.wharf_txn_put(self._live(), _name(table, "table"), k, len(k), v, len(v)))
+
+    def delete(self, table: str, key: Bytes) -> None:
+        k = _bytes(key, "key")
+        _check(_lib.wharf_txn_delete(self._live(), _name(table, "table"), k, len(k)))
+
+    def emit(self, type: str, payload: Bytes, key: Optional[Bytes] = None, *,
+             headers: Optional[Iterable[Tuple[str, Bytes]]] = None,
+             deliver_at_ms: int = 0, v: int = 1) -> None:
+        """Emits a fact of a declared `type`, partitioned by `key` (None: unkeyed)."""
+        k, p = _bytes(key, "key"), _bytes(payload, "payload")
+        handle = self._live()
+        if headers is None and deliver_at_ms == 0 and v == 1:
+            _check(_lib.wharf_txn_emit(handle, _name(type, "type"), k, len(k), p, len(p)))
+            return
+        pairs = [(_name(n, "header name"), _bytes(val, "header value"))
+                 for n, val in (headers or [])]
+        count = len(pairs)
+        names = (c_char_p * max(count, 1))(*[n for n, _ in pairs])
+        values = (c_char_p * max(count, 1))(*[val for _, val in pairs])
+        lens = (c_size_t * max(count, 1))(*[len(val) for _, val in pairs])
+        _check(_lib.wharf_txn_emit_v2(handle, _name(type, "type"), k, len(k), p, len(p), names,
+                                      values, lens, count, deliver_at_ms, v))
+
+    def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
+        """Committed state (not this transaction's own writes); `default` when absent."""
+        k = _bytes(key, "key")
+        value, length = c_void_p(), c_size_t()
+        status = _lib.wharf_txn_get(self._live(), _name(table, "table"), k, len(k),
+                                    byref(value), byref(length))
+        if status == NotFound.code:
+            return default
+        _check(status)
+        return _take(value, length)
+
+
+class Txn(_TxnOps):
+    """A transaction: state writes and facts that commit all together or not at all.
+
+    Use it as a context manager: it commits when the block succeeds and aborts when the block
+    raises. Used by one thread at a time."""
+
+    _gone_message = "transaction was already committed or aborted"
+
+    def __init__(self, handle: int):
+        self._handle = handle
+        self.last_fact_id = 0
+
+    def commit(self) -> int:
+        """Blocks until durable; returns the id of the last fact emitted (0 when none)."""
+        handle = self._live()
+        self._handle = None  # the C call consumes the transaction, whatever its outcome
+        last = c_uint64(0)
+        _check(_lib.wharf_txn_commit(handle, byref(last)))
+        self.last_fact_id = last.value
+        return last.value
+
+    def commit_async(self, callback: Callable[[Optional[WharfError], int, int], None]) -> None:
+        """Hands the transaction to the committer; `callback(error, first_id, last_id)` runs
+        once, on an engine thread, when the outcome is known (error is None on success)."""
+        handle = self._live()
+        self._handle = None
+        key = _register_callback(callback)
+        status = _lib.wharf_txn_commit_async(handle, _commit_trampoline, key)
+        if status != 0:
+            _unregister_callback(key)
+        _check(status)
+
+    def abort(self) -> None:
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            _lib.wharf_txn_abort(handle)
+
+    def __enter__(self) -> "Txn":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+        return False
+
+    def __del__(self):
+        try:
+            self.abort()
+        except Exception:
+            pass
+
+
+class Effects(_TxnOps):
+    """The transaction a projection or reaction writes its effects into (and a reaction emits
+    through). Committed by the runtime with the cursor; usable only during the handler call."""
+
+    _gone_message = "effects are only usable during the handler call"
+
+    def __init__(self, handle: int):
+        self._handle = handle
+
+
+# -------------------------------------------------------------------------------------------------
+# Engine
+
+
+class Engine:
+    """An open database. Thread-safe. Close it (or use `with`) when done.
+
+    `options`: None, "key=value;..." or a dict: partitions, ordering, durability, io,
+    queue_capacity, when_full, ... (see wharf.h)."""
+
+    def __init__(self, path: Union[str, os.PathLike], options: Options = None):
+        handle = c_void_p()
+        _check(_lib.wharf_open(os.fsencode(path), _options(options), byref(handle)))
+        self._handle: Optional[int] = handle.value
+        self._runtimes: "List[Runtime]" = []
+
+    # -- lifecycle
+    def close(self) -> None:
+        """Stops attached runtimes, waits for queued commits and closes. Idempotent."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        _check(_lib.wharf_close(handle))
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _live(self) -> int:
+        if self._handle is None:
+            raise Closed("engine was closed", 6)
+        return self._handle
+
+    # -- producers
+    def declare_types(self, *types: str) -> None:
+        """Declares fact types producers may emit (persisted)."""
+        flat: List[str] = []
+        for t in types:
+            flat.extend([t] if isinstance(t, str) else list(t))
+        array, count = _names(flat, "type")
+        _check(_lib.wharf_declare_types(self._live(), array, count))
+
+    def is_declared(self, type: str) -> bool:
+        flag = c_uint8(0)
+        _check(_lib.wharf_is_declared(self._live(), _name(type, "type"), byref(flag)))
+        return bool(flag.value)
+
+    def begin(self) -> Txn:
+        handle = c_void_p()
+        _check(_lib.wharf_txn_begin(self._live(), byref(handle)))
+        return Txn(handle.value)
+
+    # -- reads
+    def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
+        """Committed state of `table`[`key`], or `default` when absent."""
+        k = _bytes(key, "key")
+        value, length = c_void_p(), c_size_t()
+        status = _lib.wharf_get(self._live(), _name(table, "table"), k, len(k), byref(value),
+                                byref(length))
+        if status == NotFound.code:
+            return default
+        _check(status)
+        return _take(value, length)
+
+    def read_facts(self, partition: int, from_id: int = 0, limit: int = 1000) -> List[Fact]:
+        """Up to `limit` durable facts of `partition` with id >= from_id, in id order."""
+        handle = self._live()
+        return _collect(lambda key: _check(_lib.wharf_read_facts(
+            handle, partition, from_id, limit, _collect_fact_trampoline, key, None)))
+
+    @property
+    def durable_lsn(self) -> int:
+        value = c_uint64()
+        _check(_lib.wharf_durable_lsn(self._live(), byref(value)))
+        return value.value
+
+    @property
+    def last_lsn(self) -> int:
+        value = c_uint64()
+        _check(_lib.wharf_last_lsn(self._live(), byref(value)))
+        return value.value
+
+    @property
+    def partitions(self) -> int:
+        value = c_uint32()
+        _check(_lib.wharf_partitions(self._live(), byref(value)))
+        return value.value
+
+    def partition_of(self, key: Bytes) -> int:
+        k = _bytes(key, "key")
+        value = c_uint32()
+        _check(_lib.wharf_partition_of(self._live(), k, len(k), byref(value)))
+        return value.value
+
+    @property
+    def io_backend(self) -> str:
+        value = c_char_p()
+        _check(_lib.wharf_io_backend(self._live(), byref(value)))
+        return value.value.decode()
+
+    # -- administration
+    def cursor(self, consumer: str, partition: int) -> int:
+        """The id of the last fact `consumer` passed in `partition` (0 if none)."""
+        value = c_uint64()
+        _check(_lib.wharf_cursor_get(self._live(), _name(consumer, "consumer"), partition,
+                                     byref(value)))
+        return value.value
+
+    def cursors(self) -> List[CursorInfo]:
+        handle = self._live()
+        return _collect(lambda key: _check(_lib.wharf_cursor_list(
+            handle, _collect_cursor_trampoline, key)))
+
+    def copy_cursor(self, from_consumer: str, to_consumer: str, force: bool = False) -> None:
+        _check(_lib.wharf_cursor_copy_v2(self._live(), _name(from_consumer, "from_consumer"),
+                                         _name(to_consumer, "to_consumer"), 1 if force else 0))
+
+    def set_cursor(self, consumer: str, fact_id: int) -> None:
+        _check(_lib.wharf_cursor_set(self._live(), _name(consumer, "consumer"), fact_id))
+
+    def delete_cursor(self, consumer: str) -> None:
+        _check(_lib.wharf_cursor_delete(self._live(), _name(consumer, "consumer")))
+
+    def dead_letters(self, consumer: Optional[str] = None) -> List[DeadLetter]:
+        handle = self._live()
+        name = None if consumer is None else _name(consumer, "consumer")
+        return _collect(lambda key: _check(_lib.wharf_dead_letters(
+            handle, name, _collect_dead_trampoline, key)))
+
+
+# -------------------------------------------------------------------------------------------------
+# Runtime
+
+
+class Runtime:
+    """Delivers durable facts to named consumers on worker threads.
+
+    Register consumers with the methods (project/react/subscribe/tap) or the decorators
+    (projection/reaction/subscriber/tapper) before start(). A handler returns None/Outcome.HANDLED
+    to pass a fact, or another Outcome; an exception counts as Outcome.FAILED (and is kept in
+    `errors`). `options`: instance, workers, lease_ms, renew_ms, max_depth, ... (see wharf.h).
+    `trace(level, name, consumer, fact_id, reason)` receives trace events."""
+
+    def __init__(self, engine: Engine, options: Options = None,
+                 trace: Optional[Callable[[TraceLevel, str, str, int, str], None]] = None):
+        self._engine = engine
+        self._trace_key = _register_callback(trace) if trace is not None else 0
+        handle = c_void_p()
+        status = _lib.wharf_runtime_new_v2(
+            engine._live(), _options(options),
+            _trace_trampoline if trace is not None else _TRACE_FN(),
+            self._trace_key or None, byref(handle))
+        if status != 0:
+            _unregister_callback(self._trace_key)
+        _check(status)
+        self._handle: Optional[int] = handle.value
+        self._handlers: List[_Handler] = []
+
+    @property
+    def errors(self) -> List[BaseException]:
+        """Exceptions raised by this runtime's handlers (each counted as a failure)."""
+        return [e for h in self._handlers for e in h.errors]
+
+    def _live(self) -> int:
+        if self._handle is None:
+            raise Closed("runtime was closed", 6)
+        return self._handle
+
+    def _register(self, function, name: str, types, fn, options: Options, trampoline,
+                  on_severed=None) -> None:
+        if not callable(fn):
+            raise TypeError("handler must be callable")
+        array, count = _names(types, "type")
+        handler = _Handler(fn, name)
+        handler.on_severed = on_severed
+        args = [self._live(), _name(name, "name"), array, count, _options(options), trampoline]
+        if function is _lib.wharf_runtime_tap:
+            args.append(_severed_trampoline)
+        key = _register_callback(handler)  # unregistered by the destroy callback, even on error
+        _check(function(*args, key, _destroy_trampoline))
+        self._handlers.append(handler)
+
+    def project(self, name: str, types, fn: Callable[[Fact, Effects], object],
+                options: Options = None) -> None:
+        """A projection: fn(fact, effects) writes effects committed with the cursor."""
+        self._register(_lib.wharf_runtime_project_v2, name, types, fn, options,
+                       _project_trampoline)
+
+    def react(self, name: str, types, fn: Callable[[Fact, Effects], object],
+              options: Options = None) -> None:
+        """A reaction: like a projection, and may effects.emit(...) new facts."""
+        self._register(_lib.wharf_runtime_react_v2, name, types, fn, options,
+                       _project_trampoline)
+
+    def subscribe(self, name: str, types, fn: Callable[[Fact], object],
+                  options: Options = None) -> None:
+        """A subscriber (side effects): at least once; the cursor passes a fact only when fn
+        returned HANDLED/None; FAILED/RETRY/an exception retry it with backoff."""
+        self._register(_lib.wharf_runtime_subscribe_v2, name, types, fn, options,
+                       _subscribe_trampoline)
+
+    def tap(self, name: str, types, fn: Callable[[Fact], None], options: Options = None,
+            on_severed: Optional[Callable[[], None]] = None) -> None:
+        """A tap: a live stream, at most once, severed when it falls behind."""
+        self._register(_lib.wharf_runtime_tap, name, types, fn, options, _tap_trampoline,
+                       on_severed)
+
+    def _decorator(self, method, name, types, **kwargs):
+        def register(fn):
+            method(name, types, fn, **kwargs)
+            return fn
+        return register
+
+    def projection(self, name: str, types, options: Options = None):
+        return self._decorator(self.project, name, types, options=options)
+
+    def reaction(self, name: str, types, options: Options = None):
+        return self._decorator(self.react, name, types, options=options)
+
+    def subscriber(self, name: str, types, options: Options = None):
+        return self._decorator(self.subscribe, name, types, options=options)
+
+    def tapper(self, name: str, types, options: Options = None, on_severed=None):
+        return self._decorator(self.tap, name, types, options=options, on_severed=on_severed)
+
+    def start(self) -> None:
+        _check(_lib.wharf_runtime_start(self._live()))
+
+    def drain(self) -> None:
+        """Delivers everything pending to every durable consumer, then returns."""
+        _check(_lib.wharf_runtime_drain(self._live()))
+
+    def stop(self) -> None:
+        _check(_lib.wharf_runtime_stop(self._live()))
+
+    def release_timers(self) -> int:
+        released = c_size_t(0)
+        _check(_lib.wharf_runtime_release_timers(self._live(), byref(released)))
+        return released.value
+
+    @property
+    def instance(self) -> str:
+        value = c_char_p()
+        _check(_lib.wharf_runtime_instance(self._live(), byref(value)))
+        return value.value.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Stops the runtime and frees it. Idempotent."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        _lib.wharf_runtime_free(handle)
+        _unregister_callback(self._trace_key)
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
