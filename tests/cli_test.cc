@@ -330,6 +330,8 @@ TEST_F(CliTest, BadNumbersAreUsageErrors) {
   Build();
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"tail", "--from", "abc"},
+           {"tail", "--from", "-3"},
+           {"tail", "--from", "99999999999999999999999"},
            {"tail", "--partition", "-1"},
            {"tail", "--limit", "1e3x"},
            {"cursor", "set", "store-requests", "--to-id", "12x", "--yes"},
@@ -651,6 +653,10 @@ TEST_F(CliTest, Tail) {
   EXPECT_CONTAINS(r.out, "\"id\":2,");
   EXPECT_CONTAINS(r.out, "\"id\":3,");
   EXPECT_EQ(r.out.find("\"id\":4,"), std::string::npos);
+
+  r = RunDb({"tail", "--limit", "0", "--type", "OrderCreated"});  // 0: no limit
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 5);
 
   r = RunDb({"tail", "--type", "ReviewPosted"});
   ASSERT_EQ(r.code, 0) << r.err;

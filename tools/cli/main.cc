@@ -9,6 +9,7 @@
 #include <rocksdb/version.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdio>
 #include <exception>
 
@@ -27,6 +28,19 @@ constexpr const char* kFooter =
     "Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a\n"
     "Wharf database, newer format, or in use by another process for a command that changes it).\n"
     "Read-only commands work while an application holds the database open.";
+
+// CLI11 converts "-3" to a huge unsigned value and accepts out-of-range numbers: every numeric
+// argument is checked to be a plain decimal that fits in 64 bits first.
+const CLI::Validator kNumber(
+    [](std::string& text) -> std::string {
+      uint64_t value = 0;
+      auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+        return "'" + text + "' is not a whole number in [0, 2^64)";
+      }
+      return "";
+    },
+    "NUMBER");
 
 int Version(const Context& context) {
   std::string rocksdb_version = std::to_string(ROCKSDB_MAJOR) + "." +
@@ -120,11 +134,13 @@ int Run(int argc, char** argv) {
   auto* set = cursor->add_subcommand("set", "Move a consumer's cursors (every partition)");
   set->add_option("consumer", consumer, "Consumer id")->required();
   set->add_option("--to-id", target.to_id,
-                  "Pass every fact with id <= N (each partition: its last such fact)");
+                  "Pass every fact with id <= N (each partition: its last such fact)")
+      ->check(kNumber);
   set->add_flag("--to-start", target.to_start, "Start over from the beginning");
   set->add_flag("--to-end", target.to_end, "Skip every fact written so far");
   set->add_option("--to-time", target.to_time_ms,
-                  "Pass every fact committed at or before T_MS (ms since the epoch)");
+                  "Pass every fact committed at or before T_MS (ms since the epoch)")
+      ->check(kNumber);
   set->add_flag("--yes", yes, "Confirm the change");
   set->add_flag("--create", create, "Position a consumer that has no cursors yet");
   set->callback(needs_db([&] { return CursorSet(context, consumer, target, yes, create); }));
@@ -139,9 +155,10 @@ int Run(int argc, char** argv) {
   auto* tail = app.add_subcommand(
       "tail", "Print facts (the last 10 by default; --from ID for a range); -f follows new ones");
   tail->add_option("--type", tail_options.types, "Only facts of this type (repeatable)");
-  tail->add_option("--partition", tail_options.partition, "Only this partition");
-  tail->add_option("--from", tail_options.from_id, "Facts with id >= ID");
-  tail->add_option("--limit", tail_options.limit, "Print at most N facts (0: no limit)");
+  tail->add_option("--partition", tail_options.partition, "Only this partition")->check(kNumber);
+  tail->add_option("--from", tail_options.from_id, "Facts with id >= ID")->check(kNumber);
+  tail->add_option("--limit", tail_options.limit, "Print at most N facts (0: no limit)")
+      ->check(kNumber);
   tail->add_flag("-f,--follow", tail_options.follow,
                  "Keep printing new facts (every 100 ms) until interrupted");
   tail->callback(needs_db([&] { return Tail(context, tail_options); }));
@@ -155,7 +172,8 @@ int Run(int argc, char** argv) {
   std::vector<uint64_t> fact_ids;
   auto* purge = dead->add_subcommand("purge", "Delete a consumer's dead letters (all, or IDs)");
   purge->add_option("consumer", consumer, "Consumer id")->required();
-  purge->add_option("ids", fact_ids, "Fact ids (default: every dead letter of the consumer)");
+  purge->add_option("ids", fact_ids, "Fact ids (default: every dead letter of the consumer)")
+      ->check(kNumber);
   purge->add_flag("--yes", yes, "Confirm the change");
   purge->callback(needs_db([&] { return DeadPurge(context, consumer, fact_ids, yes); }));
 

@@ -481,12 +481,12 @@ int Tail(const Context& context, const TailOptions& options) {
   FactMerger merger(inspector.get(), partitions, options.from_id.value_or(0));
   uint64_t printed = 0;
   uint64_t limit = options.limit.value_or(options.from_id ? 0 : kTailDefaultLimit);
-  if (!options.from_id) {
+  // Without --from, the last `limit` facts (--limit 0: every fact, read from the start below).
+  if (!options.from_id && limit > 0) {
     // Facts written after this read are the ones to follow: remember where the view ends.
     uint64_t last_lsn = 0;
     Status s = inspector->LastLsn(&last_lsn);
-    if (s.ok() && limit > 0)
-      s = PrintLastFacts(context, *inspector, partitions, options, limit, &printed);
+    if (s.ok()) s = PrintLastFacts(context, *inspector, partitions, options, limit, &printed);
     if (!s.ok()) return DataError(s);
     if (!options.follow) return kExitOk;
     merger.ContinueAfter(last_lsn);
