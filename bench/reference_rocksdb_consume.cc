@@ -5,7 +5,10 @@
 #include <rocksdb/write_batch.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "bench/producer_driver.h"
@@ -104,6 +107,65 @@ W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed) {
   result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
   result.facts_per_s = static_cast<double>(consumed) / result.consume_s;
   result.error = db.Close();
+  return result;
+}
+
+W3Measurement RunW3RocksDb(const W3Shape& shape, const std::string& dir) {
+  W3Measurement result;
+  RocksDbReference db;
+  result.error = db.Open(dir);
+  if (!result.error.empty()) return result;
+  W3Recorder recorder(W3Capacity(shape));
+  std::atomic<uint64_t> next_sequence{1};
+  std::unique_ptr<Producer> producer = MakeRocksDbW1Producer(db, &next_sequence, 0, 1);
+
+  std::mutex mutex;
+  std::condition_variable published_cv;
+  size_t published = 0;  // facts [0, published) are durable
+  bool done = false;
+  std::thread consumer([&] {
+    size_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      published_cv.wait(lock, [&] { return published > seen || done; });
+      const size_t upto = published;
+      if (upto == seen && done) return;
+      lock.unlock();
+      const uint64_t now_ns = NowNs();
+      for (; seen < upto; ++seen) recorder.Seen(seen, now_ns);
+      lock.lock();
+    }
+  });
+  const PacedResult paced = DrivePaced(shape, recorder.capacity(), [&](size_t index) {
+    uint64_t write_ns = 0;
+    const uint64_t start_ns = NowNs();
+    std::string error = producer->CommitOne(&write_ns);
+    const uint64_t ack_ns = NowNs();
+    if (!error.empty()) return error;
+    recorder.Committed(index, start_ns, ack_ns);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      published = index + 1;
+    }
+    published_cv.notify_one();
+    return std::string();
+  });
+  const bool caught_up = recorder.WaitSeen(paced.committed, kW3CatchUp_s);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  published_cv.notify_one();
+  consumer.join();
+  result = recorder.Summarize(paced.committed, paced.elapsed_s);
+  if (!paced.error.empty()) {
+    result.error = paced.error;
+  } else if (!caught_up && result.error.empty()) {
+    result.error = "the consumer did not catch up";
+  }
+  producer.reset();
+  const std::string error = db.Close();
+  if (!error.empty() && result.error.empty()) result.error = error;
   return result;
 }
 

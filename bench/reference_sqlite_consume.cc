@@ -1,6 +1,9 @@
 #include "bench/reference_sqlite_consume.h"
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "bench/producer_driver.h"
@@ -134,6 +137,65 @@ W2Measurement ConsumeW2Sqlite(const std::string& dir, uint64_t committed) {
   result.facts_consumed = consumed;
   result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
   result.facts_per_s = static_cast<double>(consumed) / result.consume_s;
+  return result;
+}
+
+W3Measurement RunW3Sqlite(const W3Shape& shape, const std::string& dir) {
+  W3Measurement result;
+  const std::string path = SqliteReferencePath(dir);
+  W3Recorder recorder(W3Capacity(shape));
+  std::unique_ptr<Producer> producer =
+      MakeSqliteW1Producer(path, 0, 1, /*create_schema=*/true, &result.error);
+  if (!result.error.empty()) return result;
+  SqliteConnection connection;
+  result.error = OpenSqliteReference(path, /*create_schema=*/false, &connection);
+  SqliteStatement poll;
+  if (result.error.empty()) {
+    result.error =
+        PrepareSqlite(connection.get(), "SELECT id FROM outbox WHERE id > ?1 ORDER BY id", &poll);
+  }
+  if (!result.error.empty()) return result;
+
+  std::atomic<bool> stop{false};
+  std::string consumer_error;
+  std::thread consumer([&] {
+    sqlite3_stmt* statement = poll.get();
+    int64_t last = 0;  // rowids start at 1 in a fresh table, in commit order: index = id - 1
+    while (!stop.load(std::memory_order_relaxed)) {
+      sqlite3_bind_int64(statement, 1, last);
+      int rc;
+      while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+        last = sqlite3_column_int64(statement, 0);
+        recorder.Seen(static_cast<size_t>(last - 1), NowNs());
+      }
+      sqlite3_reset(statement);
+      if (rc != SQLITE_DONE && rc != SQLITE_BUSY) {
+        consumer_error = SqliteErrorText(connection.get(), "poll");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(kW3SqlitePoll_us));
+    }
+  });
+  const PacedResult paced = DrivePaced(shape, recorder.capacity(), [&](size_t index) {
+    uint64_t commit_ns = 0;
+    const uint64_t start_ns = NowNs();
+    std::string error = producer->CommitOne(&commit_ns);
+    const uint64_t ack_ns = NowNs();
+    if (!error.empty()) return error;
+    recorder.Committed(index, start_ns, ack_ns);
+    return std::string();
+  });
+  const bool caught_up = recorder.WaitSeen(paced.committed, kW3CatchUp_s);
+  stop.store(true);
+  consumer.join();
+  result = recorder.Summarize(paced.committed, paced.elapsed_s);
+  if (!paced.error.empty()) {
+    result.error = paced.error;
+  } else if (!consumer_error.empty()) {
+    result.error = consumer_error;
+  } else if (!caught_up && result.error.empty()) {
+    result.error = "the consumer did not catch up";
+  }
   return result;
 }
 

@@ -2,11 +2,15 @@
 // for the outbox table).
 //   W2: one connection reads the next 100 outbox rows after its cursor and writes one row per fact
 //       into orders_by_id plus the cursor update, in one transaction (BEGIN IMMEDIATE ... COMMIT).
+//   W3: one producer connection commits W1 transactions of one fact; a consumer connection polls
+//       the outbox every millisecond (SELECT id FROM outbox WHERE id > last) and marks the new
+//       rows seen. What an application without a notification path gets.
 #pragma once
 
 #include <string>
 
 #include "bench/w2_shape.h"
+#include "bench/w3_shape.h"
 
 namespace wharf::bench {
 
@@ -21,5 +25,11 @@ std::string PrecommitW2Sqlite(const std::string& dir, uint64_t facts, uint64_t* 
 
 // Consumes the loaded outbox from the start until done or kW2ReferenceBudget_s passed.
 W2Measurement ConsumeW2Sqlite(const std::string& dir, uint64_t committed);
+
+// Poll interval of the W3 consumer.
+inline constexpr int kW3SqlitePoll_us = 1000;
+
+// Creates the database in `dir` (empty) and runs W3 (shape.workers is not used).
+W3Measurement RunW3Sqlite(const W3Shape& shape, const std::string& dir);
 
 }  // namespace wharf::bench

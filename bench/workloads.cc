@@ -2,7 +2,8 @@
 // reference systems, and prints a human table or (--json) one JSON object per line.
 //
 //   wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH] [--systems LIST]
-//                   [--producers LIST] [--batch LIST] [--facts N] [--workers LIST] [WORKLOAD...]
+//                   [--producers LIST] [--batch LIST] [--facts N] [--workers LIST] [--rate R]
+//                   [WORKLOAD...]
 //
 // Progress goes to stderr, results to stdout.
 #include <algorithm>
@@ -27,26 +28,29 @@
 #include "bench/w1_shape.h"
 #include "bench/w2_project.h"
 #include "bench/w2_report.h"
+#include "bench/w3_latency.h"
+#include "bench/w3_report.h"
 
 namespace wharf::bench {
 namespace {
 
 // Workloads of WORKLOAD.md; only the implemented ones run by default.
-const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name};
-const std::vector<std::string> kPlannedWorkloads = {"W3-latency", "W4-fanout", "W5-recover"};
+const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name, kW3Name};
+const std::vector<std::string> kPlannedWorkloads = {"W4-fanout", "W5-recover"};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
 struct Flags {
   bool json = false;
   int runs = 3;
-  std::optional<double> duration_s;  // default per workload: W1 3 s
+  std::optional<double> duration_s;  // default per workload: W1 3 s, W3 10 s
   std::string dir = "/tmp";
   std::vector<std::string> systems = kSystems;
   std::vector<int> producers = {1, 16};
   std::vector<int> batches = {1, 10, 100};
   uint64_t facts = 1000000;
-  std::vector<int> workers = {2, 1};
+  std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2
+  double rate_per_s = 1000;
   std::vector<std::string> workloads;
 };
 
@@ -59,7 +63,8 @@ void PrintUsage(std::FILE* out) {
                "table\n"
                "  --runs N         runs per parameter set, the median is reported (default 3)\n"
                "  --seconds S      duration of each run (W1 default 3, >= 3 for reportable "
-               "figures)\n"
+               "figures;\n"
+               "                   W3 default 10)\n"
                "  --dir PATH       where the scratch databases go (default /tmp); use the "
                "filesystem of the real data\n"
                "  --systems LIST   comma-separated subset of wharf,rocksdb_sync,sqlite_full "
@@ -67,8 +72,9 @@ void PrintUsage(std::FILE* out) {
                "  --producers LIST W1 producer threads P (default 1,16)\n"
                "  --batch LIST     W1 facts per transaction B (default 1,10,100)\n"
                "  --facts N        W2 facts pre-committed (default 1000000)\n"
-               "  --workers LIST   W2 runtime worker threads (default 2,1)\n"
-               "  WORKLOAD         W1-append, W2-project (default: all implemented)\n");
+               "  --workers LIST   runtime worker threads (W2 default 2,1; W3 default 2)\n"
+               "  --rate R         W3 commits per second (default 1000)\n"
+               "  WORKLOAD         W1-append, W2-project, W3-latency (default: all implemented)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -155,8 +161,18 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
     } else if (arg == "--facts") {
       if (!value(&text) || !ParseCount(text, &flags->facts)) return "--facts wants N >= 1";
     } else if (arg == "--workers") {
-      if (!value(&text) || !ParseIntList(text, &flags->workers)) {
+      std::vector<int> workers;
+      if (!value(&text) || !ParseIntList(text, &workers)) {
         return "--workers wants a list of counts";
+      }
+      flags->workers = std::move(workers);
+    } else if (arg == "--rate") {
+      char* end = nullptr;
+      if (!value(&text)) return "--rate wants commits per second";
+      flags->rate_per_s = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !(flags->rate_per_s > 0) ||
+          flags->rate_per_s > 1e6) {
+        return "--rate wants commits per second in (0, 1e6]";
       }
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
@@ -318,14 +334,15 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
   const bool wharf = Contains(flags.systems, "wharf");
   const bool rocksdb = Contains(flags.systems, "rocksdb_sync");
   const bool sqlite = Contains(flags.systems, "sqlite_full");
-  std::vector<std::vector<W2Measurement>> wharf_runs(flags.workers.size());
+  const std::vector<int> worker_counts = flags.workers.value_or(std::vector<int>{2, 1});
+  std::vector<std::vector<W2Measurement>> wharf_runs(worker_counts.size());
   std::vector<W2Measurement> rocksdb_runs, sqlite_runs;
   std::fprintf(stderr, "%s facts=%llu\n", kW2Name, static_cast<unsigned long long>(flags.facts));
   for (int run = 0; run < flags.runs; ++run) {
     if (wharf) {
-      std::vector<W2Measurement> ms = RunW2Wharf(flags.workers, flags.facts, scratch_root);
+      std::vector<W2Measurement> ms = RunW2Wharf(worker_counts, flags.facts, scratch_root);
       for (size_t i = 0; i < ms.size(); ++i) {
-        LogW2("wharf", " workers=" + std::to_string(flags.workers[i]), run, flags.runs, ms[i]);
+        LogW2("wharf", " workers=" + std::to_string(worker_counts[i]), run, flags.runs, ms[i]);
         wharf_runs[i].push_back(std::move(ms[i]));
       }
     }
@@ -342,8 +359,8 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
   }
   bool all_ok = true;
   if (wharf) {
-    for (size_t i = 0; i < flags.workers.size(); ++i) {
-      result.wharf.emplace_back(flags.workers[i], MedianOf(wharf_runs[i]));
+    for (size_t i = 0; i < worker_counts.size(); ++i) {
+      result.wharf.emplace_back(worker_counts[i], MedianOf(wharf_runs[i]));
       all_ok = all_ok && result.wharf.back().second.error.empty();
     }
   }
@@ -360,6 +377,74 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
     std::fflush(stdout);
   } else {
     PrintW2Table(result, stdout);
+  }
+  return all_ok;
+}
+
+using W3Runner = std::function<W3Measurement(const W3Shape&, const std::string&)>;
+
+// Median of `runs` runs of one system, each in a fresh database directory removed afterwards.
+W3Measurement RunW3System(const char* system, const W3Runner& runner, const W3Shape& shape,
+                          int runs, const std::string& scratch_root) {
+  std::vector<W3Measurement> measurements;
+  for (int run = 0; run < runs; ++run) {
+    ScratchDir db_dir(scratch_root, std::string(system) + "-w3-");
+    W3Measurement m;
+    if (db_dir.path().empty()) {
+      m.error = db_dir.error();
+    } else {
+      m = runner(shape, db_dir.path());
+    }
+    if (m.error.empty()) {
+      std::fprintf(stderr,
+                   "  %s run %d/%d: %.0f commits/s, commit-ack -> consumer p50 %.0f us, p99 %.0f "
+                   "us (%llu early)\n",
+                   system, run + 1, runs, m.commits_per_s, m.ack_to_seen.p50_us,
+                   m.ack_to_seen.p99_us, static_cast<unsigned long long>(m.early));
+    } else {
+      std::fprintf(stderr, "  %s run %d/%d FAILED: %s\n", system, run + 1, runs, m.error.c_str());
+    }
+    measurements.push_back(std::move(m));
+  }
+  return MedianOf(measurements);
+}
+
+// Returns whether every run succeeded. The references do not depend on the worker count: they
+// run once and appear in every row.
+bool RunW3(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  W3Shape shape;
+  shape.rate_per_s = flags.rate_per_s;
+  shape.duration_s = flags.duration_s.value_or(10);
+  bool all_ok = true;
+  std::optional<W3Measurement> rocksdb_sync, sqlite_full;
+  const std::vector<int> worker_counts = flags.workers.value_or(std::vector<int>{2});
+  for (size_t i = 0; i < worker_counts.size(); ++i) {
+    W3Row row;
+    row.shape = shape;
+    row.shape.workers = worker_counts[i];
+    row.runs = flags.runs;
+    std::fprintf(stderr, "%s rate=%.0f/s workers=%d\n", kW3Name, shape.rate_per_s,
+                 row.shape.workers);
+    if (Contains(flags.systems, "wharf")) {
+      row.wharf = RunW3System("wharf", RunW3Wharf, row.shape, flags.runs, scratch_root);
+      all_ok = all_ok && row.wharf->error.empty();
+    }
+    if (i == 0 && Contains(flags.systems, "rocksdb_sync")) {
+      rocksdb_sync = RunW3System("rocksdb_sync", RunW3RocksDb, shape, flags.runs, scratch_root);
+      all_ok = all_ok && rocksdb_sync->error.empty();
+    }
+    if (i == 0 && Contains(flags.systems, "sqlite_full")) {
+      sqlite_full = RunW3System("sqlite_full", RunW3Sqlite, shape, flags.runs, scratch_root);
+      all_ok = all_ok && sqlite_full->error.empty();
+    }
+    row.rocksdb_sync = rocksdb_sync;
+    row.sqlite_full = sqlite_full;
+    if (flags.json) {
+      std::printf("%s\n", W3Json(row, machine).c_str());
+      std::fflush(stdout);
+    } else {
+      PrintW3Table(row, machine, stdout);
+    }
   }
   return all_ok;
 }
@@ -395,6 +480,7 @@ int Main(int argc, char** argv) {
   for (const std::string& workload : flags.workloads) {
     if (workload == kW1Name) all_ok = RunW1(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW2Name) all_ok = RunW2(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW3Name) all_ok = RunW3(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }
