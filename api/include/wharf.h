@@ -217,11 +217,16 @@ WHARF_EXPORT wharf_status wharf_read_facts(wharf_engine* engine, uint32_t partit
 ** A transaction holds state writes (in named tables, created on first write) and emitted facts
 ** that commit all together or not at all. A failed put/delete/emit leaves the transaction as it
 ** was (the failed operation is not part of it).
+**
+** Thread safety: a transaction is used by one thread at a time (put/delete/emit/get/commit are
+** not synchronized against each other on the same handle); different transactions may be used
+** from different threads concurrently. The effects transaction a handler receives is usable only
+** on the handler's thread, until it returns.
 */
 
 /* CONSTRUCTOR. On WHARF_OK, *out is a new transaction OWNED by the caller: it is released by
-** wharf_txn_commit, wharf_txn_commit_async or wharf_txn_abort (exactly one of them). Thread-safe.
- */
+** wharf_txn_commit, wharf_txn_commit_async or wharf_txn_abort (exactly one of them).
+** Thread-safe. */
 WHARF_EXPORT wharf_status wharf_txn_begin(wharf_engine* engine, wharf_txn** out);
 
 /* Writes `value` under `key` in state table `table`. Keys are 1..4096 bytes, values up to 16 MiB,
@@ -254,7 +259,10 @@ WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, co
                                             int64_t deliver_at_ms, uint32_t v);
 
 /* Reads committed state (not this transaction's own writes), as wharf_get. Also works on a
-** handler's effects transaction. */
+** handler's effects transaction, where it does NOT see the effects of earlier facts of the same
+** batch either (they commit together when the batch ends): a read-modify-write projection (a
+** counter, a running total) must be registered with "batch_facts=1" (wharf_runtime_project_v2) or
+** key its writes so that each fact writes its own rows. */
 WHARF_EXPORT wharf_status wharf_txn_get(wharf_txn* txn, const char* table, const void* key,
                                         size_t key_len, void** value, size_t* value_len);
 
