@@ -163,6 +163,10 @@ wharf::SubscribeFn SubscribeTrampoline(wharf_subscribe_fn fn, std::shared_ptr<Re
 }
 
 wharf::TraceFn TraceTrampoline(wharf_trace_fn trace, void* ctx) {
+  using Level = wharf::TraceEvent::Level;
+  static_assert(WHARF_TRACE_INFO == static_cast<int>(Level::kInfo));
+  static_assert(WHARF_TRACE_WARNING == static_cast<int>(Level::kWarning));
+  static_assert(WHARF_TRACE_ERROR == static_cast<int>(Level::kError));
   return [trace, ctx](const wharf::TraceEvent& event) {
     CallbackScope scope;
     try {
