@@ -135,15 +135,17 @@ bool RuntimeImpl::LeaseTick() {
     const codec::LeaseRecord& lease = entry.record;
     bool valid = entry.bytes && !lease.owner.empty() && lease.expires_at_ms > now_ms &&
                  lease.open_epoch == open_epoch;
-    if (valid && lease.owner == options_.instance && consumer->owned.load()) {
+    bool held_by_me = valid && lease.owner == options_.instance;
+    if (consumer->owned.load() && !held_by_me) {
+      consumer->owned.store(false);
+      Trace(TraceEvent::Level::kWarning, "lease-lost", consumer, 0,
+            "instance " + options_.instance + " no longer holds it (holder '" + lease.owner +
+                "', epoch " + std::to_string(lease.epoch) + ")");
+    }
+    if (held_by_me && consumer->owned.load()) {
       mine.push_back(std::move(entry));
     } else if (!valid) {
       free.push_back(std::move(entry));
-    }
-    if (consumer->owned.load() && !(valid && lease.owner == options_.instance)) {
-      consumer->owned.store(false);
-      Trace(TraceEvent::Level::kWarning, "lease-lost", consumer, 0,
-            "instance " + options_.instance + " no longer holds it (expired or taken)");
     }
   }
   while (mine.size() > share) {

@@ -129,6 +129,9 @@ class RuntimeImpl : public DurableListener {
     Stop().PermitUncheckedError();
   }
   const std::string& instance() const { return options_.instance; }
+  const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const {
+    return consumers_;
+  }
 
   void Trace(TraceEvent::Level level, std::string name, const Consumer* consumer, uint64_t fact_id,
              std::string reason);

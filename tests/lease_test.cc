@@ -1,0 +1,253 @@
+// Leases: several runtime instances on one engine share its consumers fairly, hand them over
+// when an instance stops or dies, and fence a stalled former holder so no fact is applied twice.
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "engine/runtime_impl.h"
+#include "test_util.h"
+#include "wharf/admin.h"
+#include "wharf/runtime.h"
+
+namespace wharf {
+namespace {
+
+using testing::TempDir;
+
+template <typename Predicate>
+bool WaitFor(Predicate predicate, int timeout_ms = 20000) {
+  for (int i = 0; i < timeout_ms; ++i) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return predicate();
+}
+
+struct Traces {
+  std::mutex mutex;
+  std::vector<TraceEvent> events;
+  TraceFn fn() {
+    return [this](const TraceEvent& event) {
+      std::lock_guard lock(mutex);
+      if (std::getenv("WHARF_TRACE")) {
+        std::fprintf(stderr, "trace %s %s %llu %s\n", event.name.c_str(), event.consumer.c_str(),
+                     static_cast<unsigned long long>(event.fact_id), event.reason.c_str());
+      }
+      events.push_back(event);
+    };
+  }
+  int Count(const std::string& name) {
+    std::lock_guard lock(mutex);
+    return static_cast<int>(std::count_if(events.begin(), events.end(),
+                                          [&](const TraceEvent& e) { return e.name == name; }));
+  }
+};
+
+class LeaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+  void Open() {
+    EngineOptions options;
+    options.partitions = 4;
+    options.clock_ms = [this] { return now_ms_.load(); };
+    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+    ASSERT_OK(engine_->DeclareTypes({"A"}));
+  }
+
+  // A counting projection per consumer: count/<consumer>/<key> is read, incremented and written
+  // with the cursor (batch 1), so an application twice would show as a count too high.
+  std::unique_ptr<Runtime> MakeInstance(const std::string& id, int consumers, uint32_t lease_ms,
+                                        uint32_t renew_ms) {
+    RuntimeOptions options;
+    options.instance = id;
+    options.workers = 2;
+    options.lease_ms = lease_ms;
+    options.renew_ms = renew_ms;
+    options.backoff_initial_ms = 1;
+    options.backoff_max_ms = 5;
+    options.trace = traces_.fn();
+    auto runtime = std::make_unique<Runtime>(engine_.get(), options);
+    ConsumerOptions one;
+    one.batch_facts = 1;
+    for (int c = 0; c < consumers; ++c) {
+      std::string name = "c" + std::to_string(c);
+      EXPECT_OK(runtime->Project(
+          name, {"A"},
+          [this, name](const Fact& fact, Effects& effects) {
+            // Only the first delivery of the stall fact stalls (the holder that gets fenced).
+            if (stall_fact_ != 0 && fact.id == stall_fact_ && name == "c0" &&
+                !stalled_.exchange(true)) {
+              while (!unstall_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            std::string table = "count/" + name, count;
+            Status s = effects.Get(table, fact.key, &count);
+            int n = s.ok() ? std::stoi(count) : 0;
+            EXPECT_OK(effects.Put(table, fact.key, std::to_string(n + 1)));
+            return Outcome::kHandled;
+          },
+          one));
+    }
+    return runtime;
+  }
+
+  static int Held(Runtime& runtime) {
+    int held = 0;
+    for (const auto& consumer : internal::RuntimeTestPeer::Impl(runtime)->consumers_for_testing()) {
+      held += consumer->owned.load();
+    }
+    return held;
+  }
+
+  void CommitFacts(int count) {
+    for (int i = 0; i < count; ++i) {
+      Txn txn = engine_->Begin();
+      ASSERT_OK(txn.Emit("A", "k" + std::to_string(i % 5), "x"));
+      ASSERT_OK(txn.Commit());
+      ++committed_;
+    }
+  }
+
+  // Every consumer counted every fact exactly once.
+  void ExpectExactlyOnce(int consumers) {
+    for (int c = 0; c < consumers; ++c) {
+      int total = 0;
+      for (int k = 0; k < 5; ++k) {
+        std::string count;
+        Status s = engine_->Get("count/c" + std::to_string(c), "k" + std::to_string(k), &count);
+        total += s.ok() ? std::stoi(count) : 0;
+      }
+      EXPECT_EQ(total, committed_) << "consumer c" << c;
+    }
+  }
+
+  TempDir dir_;
+  std::atomic<int64_t> now_ms_{1'000'000};
+  std::unique_ptr<Engine> engine_;
+  Traces traces_;
+  int committed_ = 0;
+  std::atomic<uint64_t> stall_fact_{0};
+  std::atomic<bool> stalled_{false}, unstall_{false};
+};
+
+// Three instances, nine consumers: three each; a clean stop moves its consumers at once; a dead
+// instance's consumers move after its leases expire; no effect applied twice, no fact skipped.
+TEST_F(LeaseTest, FairShareStopAndDeath) {
+  constexpr uint32_t kLeaseMs = 2'000, kRenewMs = 50;
+  auto a = MakeInstance("a", 9, kLeaseMs, kRenewMs);
+  auto b = MakeInstance("b", 9, kLeaseMs, kRenewMs);
+  auto c = MakeInstance("c", 9, kLeaseMs, kRenewMs);
+  ASSERT_OK(a->Start());
+  ASSERT_TRUE(WaitFor([&] { return Held(*a) == 9; }));
+  CommitFacts(30);
+  ASSERT_OK(b->Start());
+  ASSERT_OK(c->Start());
+  auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return Held(*a) == 3 && Held(*b) == 3 && Held(*c) == 3; }))
+      << Held(*a) << " " << Held(*b) << " " << Held(*c);
+  auto balanced_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+  std::printf("fair share reached %lld ms after two instances joined (renew_ms %u)\n",
+              static_cast<long long>(balanced_ms), kRenewMs);
+  CommitFacts(30);
+
+  ASSERT_OK(b->Stop());  // releases at once
+  ASSERT_TRUE(WaitFor([&] { return Held(*a) + Held(*c) == 9; }));
+  EXPECT_GE(traces_.Count("lease-released"), 3);
+  CommitFacts(30);
+
+  internal::RuntimeTestPeer::Impl(*c)->AbandonForTesting();  // dies: no release
+  int held_by_a = Held(*a);
+  EXPECT_LT(held_by_a, 9);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5 * kRenewMs));
+  EXPECT_EQ(Held(*a), held_by_a) << "a dead instance's leases moved before they expired";
+  now_ms_ += kLeaseMs + 1;  // the dead instance's leases and heartbeat expire
+  ASSERT_TRUE(WaitFor([&] { return Held(*a) == 9; }));
+  CommitFacts(30);
+  ASSERT_TRUE(WaitFor([&] {
+    for (int consumer = 0; consumer < 9; ++consumer) {
+      for (uint32_t p = 0; p < engine_->partitions(); ++p) {
+        uint64_t cursor = 0;
+        if (!GetCursor(*engine_, "c" + std::to_string(consumer), p, &cursor).ok()) return false;
+      }
+    }
+    int total = 0;
+    for (int k = 0; k < 5; ++k) {
+      std::string count;
+      if (engine_->Get("count/c8", "k" + std::to_string(k), &count).ok()) total += std::stoi(count);
+    }
+    return total == committed_;
+  }));
+  ASSERT_OK(a->Stop());
+  ExpectExactlyOnce(9);
+}
+
+// A holder stalled inside a handler past its lease: another instance takes over (new epoch) and
+// applies the fact; the stalled holder's late commit is refused by the fence.
+TEST_F(LeaseTest, StalledHolderIsFencedByEpoch) {
+  auto a = MakeInstance("a", 1, /*lease_ms=*/120'000, /*renew_ms=*/60'000);
+  ASSERT_OK(a->Start());
+  ASSERT_TRUE(WaitFor([&] { return Held(*a) == 1; }));
+  CommitFacts(3);
+  ASSERT_TRUE(WaitFor([&] {
+    std::string count;
+    return engine_->Get("count/c0", "k2", &count).ok();
+  }));
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Emit("A", "k0", "stall"));
+  CommitResult result;
+  stall_fact_ = engine_->last_lsn() + 1;
+  ASSERT_OK(txn.Commit(&result));
+  ++committed_;
+  ASSERT_EQ(result.first_fact_id, stall_fact_.load());
+  ASSERT_TRUE(WaitFor([&] { return stalled_.load(); }));
+
+  now_ms_ += 200'000;  // a's lease (and heartbeat) expire while it is stalled
+  auto b = MakeInstance("b", 1, /*lease_ms=*/120'000, /*renew_ms=*/50);
+  ASSERT_OK(b->Start());
+  ASSERT_TRUE(WaitFor([&] { return Held(*b) == 1; }));
+  // b applies the stalled fact itself (its handler does not stall: only a's first call waits).
+  ASSERT_TRUE(WaitFor([&] {
+    uint64_t cursor = 0;
+    return GetCursor(*engine_, "c0", engine_->PartitionOf("k0"), &cursor).ok() &&
+           cursor >= result.first_fact_id;
+  }));
+  unstall_ = true;
+  ASSERT_TRUE(WaitFor([&] { return traces_.Count("refused-stale-epoch") >= 1; }));
+  ASSERT_OK(b->Stop());
+  a->Stop().PermitUncheckedError();
+  ExpectExactlyOnce(1);
+}
+
+// Leases of an earlier open of the database are reclaimed at once; an API-only instance holds
+// no lease and delivers nothing.
+TEST_F(LeaseTest, ReclaimAfterRestartAndApiOnlyInstance) {
+  {
+    auto a = MakeInstance("a", 2, 120'000, 60'000);
+    ASSERT_OK(a->Start());
+    ASSERT_TRUE(WaitFor([&] { return Held(*a) == 2; }));
+    internal::RuntimeTestPeer::Impl(*a)->AbandonForTesting();  // the process "dies"
+  }
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  Open();  // no clock change: the old leases have not expired, yet they are void
+  CommitFacts(10);
+  RuntimeOptions api_only;
+  api_only.workers = 0;
+  Runtime api(engine_.get(), api_only);
+  ASSERT_OK(api.Project("c0", {"A"}, [](const Fact&, Effects&) { return Outcome::kHandled; }));
+  ASSERT_OK(api.Start());
+  EXPECT_EQ(Held(api), 0);
+  auto b = MakeInstance("b", 2, 120'000, 60'000);
+  ASSERT_OK(b->Start());
+  ASSERT_TRUE(WaitFor([&] { return Held(*b) == 2; }));
+  ASSERT_TRUE(WaitFor([&] {
+    std::string count;
+    return engine_->Get("count/c1", "k4", &count).ok() && count == "2";
+  }));
+  ASSERT_OK(b->Stop());
+  ExpectExactlyOnce(2);
+}
+
+}  // namespace
+}  // namespace wharf
