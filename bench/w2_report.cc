@@ -11,7 +11,12 @@ std::string MeasurementJsonFields(const W2Measurement* m) {
       ", \"facts_consumed\": " +
       JsonNumberOrNull(known ? static_cast<double>(m->facts_consumed) : 0, known, "%.0f") +
       ", \"consume_s\": " + JsonNumberOrNull(known ? m->consume_s : 0, known, "%.3f") +
-      ", \"precommit_s\": " + JsonNumberOrNull(known ? m->precommit_s : 0, known, "%.3f");
+      ", \"precommit_s\": " + JsonNumberOrNull(known ? m->precommit_s : 0, known, "%.3f") +
+      ", \"cpu_s\": " + JsonNumberOrNull(known ? m->cpu_s : 0, known, "%.3f") +
+      ", \"batches_per_sync\": " +
+      JsonNumberOrNull(known ? m->batches_per_sync : 0, known && m->batches_per_sync > 0, "%.2f") +
+      ", \"sync_ms_mean\": " +
+      JsonNumberOrNull(known ? m->sync_ms_mean : 0, known && m->sync_ms_mean > 0, "%.3f");
   if (m != nullptr && !m->error.empty()) json += ", \"error\": \"" + JsonEscape(m->error) + "\"";
   return json;
 }
