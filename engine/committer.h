@@ -18,7 +18,6 @@
 // (durability=sync) or after its group reached the WAL file (durability=buffered).
 #pragma once
 
-#include <concurrentqueue/concurrentqueue.h>
 #include <concurrentqueue/lightweightsemaphore.h>
 
 #include <atomic>
@@ -29,6 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/mpsc_queue.h"
 #include "engine/store.h"
 #include "engine/txn_rep.h"
 #include "io/sync_backend.h"
@@ -96,7 +96,7 @@ class Committer {
   const EngineOptions options_;
   DurableSink* const sink_;
 
-  moodycamel::ConcurrentQueue<TxnRep*> queue_;
+  MpscQueue<TxnRep*> queue_;
   moodycamel::LightweightSemaphore wake_;
   std::atomic<uint32_t> outstanding_{0};  // submitted, not yet done
   std::atomic<uint32_t> space_waiters_{0};

@@ -68,14 +68,17 @@ int64_t EngineCore::NowMs() const {
 }
 
 Status EngineCore::Commit(TxnRep* rep) {
-  if (!rep->callback && committer_->IsEngineThread()) {
+  // An async rep belongs to the committer once submitted (it may be deleted at once): decide
+  // everything about it before handing it over.
+  const bool async = static_cast<bool>(rep->callback);
+  if (!async && committer_->IsEngineThread()) {
     return Status::InvalidArgument(
         "Commit() called from a commit callback or engine thread would deadlock; use "
         "CommitAsync()");
   }
   Status s = CheckOpen();
   if (s.ok()) s = committer_->Submit(rep);
-  if (!s.ok() || rep->callback) return s;
+  if (!s.ok() || async) return s;
   rep->done.wait(0, std::memory_order_acquire);
   return rep->status;
 }

@@ -13,7 +13,6 @@
 // thread and tap threads run concurrently; the durable listener runs on the engine's sync thread.
 #pragma once
 
-#include <concurrentqueue/concurrentqueue.h>
 #include <concurrentqueue/lightweightsemaphore.h>
 
 #include <atomic>
@@ -30,6 +29,7 @@
 
 #include "engine/codec.h"
 #include "engine/engine_core.h"
+#include "engine/mpsc_queue.h"
 #include "engine/tail_cache.h"
 #include "wharf/runtime.h"
 
@@ -97,7 +97,7 @@ struct Lane {
 
 struct TapState {
   Consumer* consumer = nullptr;
-  moodycamel::ConcurrentQueue<FactPtr> inbox;
+  MpscQueue<FactPtr> inbox;
   std::atomic<uint32_t> queued{0};
   std::atomic<bool> severed{false};
   moodycamel::LightweightSemaphore wake;
@@ -107,7 +107,7 @@ struct TapState {
 struct Worker {
   uint32_t index = 0;
   std::vector<Lane*> lanes;
-  moodycamel::ConcurrentQueue<LaneCompletion> completions;
+  MpscQueue<LaneCompletion> completions;
   moodycamel::LightweightSemaphore wake;
   std::thread thread;
 };
@@ -129,9 +129,7 @@ class RuntimeImpl : public DurableListener {
     Stop().PermitUncheckedError();
   }
   const std::string& instance() const { return options_.instance; }
-  const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const {
-    return consumers_;
-  }
+  const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const { return consumers_; }
 
   void Trace(TraceEvent::Level level, std::string name, const Consumer* consumer, uint64_t fact_id,
              std::string reason);
