@@ -10,14 +10,12 @@
 // producer come out in order; items of different producers may interleave in any order.
 #pragma once
 
-#include <cstddef>
+// Always included: moodycamel's lightweightsemaphore.h relies on its macros.
+#include <concurrentqueue/concurrentqueue.h>
 
-#if defined(__SANITIZE_THREAD__)
+#include <cstddef>
 #include <deque>
 #include <mutex>
-#else
-#include <concurrentqueue/concurrentqueue.h>
-#endif
 
 namespace wharf::internal {
 
