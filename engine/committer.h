@@ -18,6 +18,7 @@
 // (durability=sync) or after its group reached the WAL file (durability=buffered).
 #pragma once
 
+#include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
 #include <concurrentqueue/lightweightsemaphore.h>
 
 #include <atomic>

@@ -13,6 +13,7 @@
 // thread and tap threads run concurrently; the durable listener runs on the engine's sync thread.
 #pragma once
 
+#include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
 #include <concurrentqueue/lightweightsemaphore.h>
 
 #include <atomic>
