@@ -377,6 +377,83 @@ TEST_F(CAbiTest, WrongHandleKind) {
   EXPECT_EQ(wharf_fact_id(reinterpret_cast<wharf_fact*>(&local)), 0u);
 }
 
+// A stale handle is never confused with a newer one that the allocator could have placed at the
+// same address: committing a transaction twice must not commit the next one.
+TEST_F(CAbiTest, StaleHandlesAreNotConfusedWithNewOnes) {
+  std::vector<wharf_txn*> committed;
+  for (int i = 0; i < 64; ++i) {
+    wharf_txn* txn = nullptr;
+    ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
+    ASSERT_WHARF_OK(wharf_txn_put(txn, "t", "k", 1, "v", 1));
+    ASSERT_WHARF_OK(wharf_txn_commit(txn, nullptr));
+    committed.push_back(txn);
+  }
+  wharf_txn* live = nullptr;
+  ASSERT_WHARF_OK(wharf_txn_begin(engine_, &live));
+  ASSERT_WHARF_OK(wharf_txn_put(live, "t", "live", 4, "v", 1));
+  for (wharf_txn* stale : committed) {
+    ASSERT_NE(stale, live);  // the address of a remembered handle is not handed out again
+    EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_txn_commit(stale, nullptr));
+    EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_txn_put(stale, "t", "x", 1, "v", 1));
+  }
+  EXPECT_EQ(Get("t", "live"), "<not found>");  // nothing committed `live` behind our back
+  ASSERT_WHARF_OK(wharf_txn_commit(live, nullptr));
+  EXPECT_EQ(Get("t", "live"), "v");
+
+  // Engines likewise: a closed engine stays CLOSED after another one was opened.
+  TempDir other;
+  wharf_engine* first = nullptr;
+  ASSERT_WHARF_OK(wharf_open(other.db().c_str(), nullptr, &first));
+  ASSERT_WHARF_OK(wharf_close(first));
+  wharf_engine* second = nullptr;
+  ASSERT_WHARF_OK(wharf_open(other.db().c_str(), nullptr, &second));
+  EXPECT_NE(first, second);
+  uint64_t lsn = 0;
+  EXPECT_WHARF(WHARF_CLOSED, wharf_durable_lsn(first, &lsn));
+  EXPECT_WHARF(WHARF_OK, wharf_durable_lsn(second, &lsn));
+  ASSERT_WHARF_OK(wharf_close(second));
+}
+
+// wharf_close while other threads commit: they see OK until the close and CLOSED after it (or,
+// for a transaction caught between, an unknown-outcome-free refusal); nothing crashes or hangs.
+TEST(CAbiConcurrency, CloseWhileOtherThreadsCommit) {
+  TempDir dir;
+  wharf_engine* engine = nullptr;
+  ASSERT_WHARF_OK(wharf_open(dir.db().c_str(), "durability=buffered", &engine));
+  const char* types[] = {"A"};
+  ASSERT_WHARF_OK(wharf_declare_types(engine, types, 1));
+  std::atomic<int> commits{0};
+  std::atomic<int> unexpected{0};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < 4; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0;; ++i) {
+        wharf_txn* txn = nullptr;
+        wharf_status s = wharf_txn_begin(engine, &txn);
+        if (s == WHARF_CLOSED) return;
+        if (s != WHARF_OK) {
+          unexpected++;
+          return;
+        }
+        std::string key = std::to_string(t) + "-" + std::to_string(i);
+        s = wharf_txn_put(txn, "t", key.data(), key.size(), "v", 1);
+        if (s == WHARF_OK) s = wharf_txn_emit(txn, "A", key.data(), key.size(), "p", 1);
+        if (s != WHARF_OK && s != WHARF_CLOSED) unexpected++;
+        s = wharf_txn_commit(txn, nullptr);
+        if (s == WHARF_OK) {
+          commits++;
+        } else if (s != WHARF_CLOSED) {
+          unexpected++;
+        }
+      }
+    });
+  }
+  while (commits.load() < 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_WHARF(WHARF_OK, wharf_close(engine));
+  for (auto& producer : producers) producer.join();
+  EXPECT_EQ(unexpected.load(), 0);
+}
+
 TEST_F(CAbiTest, EmitV2HeadersDeliverAtAndVersion) {
   wharf_txn* txn = nullptr;
   ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));

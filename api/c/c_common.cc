@@ -25,15 +25,16 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Handle table
 
-// Retired addresses remembered per shard; older ones become "not a live handle".
-constexpr size_t kRetiredPerShardMax = 1024;
+// Retired addresses remembered per shard (their shells stay allocated: ~150 bytes each); older
+// ones are freed and become "not a live handle".
+constexpr size_t kRetiredPerShardMax = 512;
 constexpr size_t kShardCount = 16;
 static_assert((kShardCount & (kShardCount - 1)) == 0, "shard count is a power of two");
 
 struct Slot {
   Kind kind;
   bool live;
-  std::shared_ptr<void> owner;  // null once retired
+  std::shared_ptr<void> owner;  // kept once retired, so the address is not reused meanwhile
 };
 
 struct Shard {
@@ -96,7 +97,8 @@ thread_local int t_callback_depth = 0;
 void Register(const void* handle, Kind kind, std::shared_ptr<void> owner) {
   Shard& shard = ShardOf(handle);
   std::lock_guard lock(shard.mutex);
-  // A retired address may be reused by the allocator: the new handle replaces the memory of it.
+  // Retired shells stay allocated until forgotten, so a new handle never reuses a remembered
+  // address; replacing a forgotten one is fine.
   shard.slots[handle] = Slot{kind, true, std::move(owner)};
 }
 
@@ -124,6 +126,8 @@ std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view wha
   *status = Lookup(handle, kind, what, &owner);
   if (!status->ok()) return nullptr;
   Shard& shard = ShardOf(handle);
+  std::shared_ptr<void> evicted;  // freed after the lock is released
+
   std::lock_guard lock(shard.mutex);
   auto it = shard.slots.find(handle);
   if (it == shard.slots.end() || !it->second.live || it->second.owner != owner) {
@@ -137,11 +141,13 @@ std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view wha
     return nullptr;
   }
   it->second.live = false;
-  it->second.owner.reset();
   shard.retired.push_back(handle);
-  while (shard.retired.size() > kRetiredPerShardMax) {
+  if (shard.retired.size() > kRetiredPerShardMax) {
     auto old = shard.slots.find(shard.retired.front());
-    if (old != shard.slots.end() && !old->second.live) shard.slots.erase(old);
+    if (old != shard.slots.end() && !old->second.live) {
+      evicted = std::move(old->second.owner);
+      shard.slots.erase(old);
+    }
     shard.retired.pop_front();
   }
   return owner;
@@ -151,8 +157,9 @@ Status FindEngine(const wharf_engine* engine, std::shared_ptr<EngineState>* stat
   std::shared_ptr<wharf_engine> handle;
   Status s = Find(engine, Kind::kEngine, "engine", &handle);
   if (!s.ok()) return s;
-  if (handle->rep->closed.load()) return Status::Closed("engine was closed");
-  *state = handle->rep;
+  std::shared_ptr<EngineState> loaded = handle->rep.load();
+  if (loaded == nullptr || loaded->closed.load()) return Status::Closed("engine was closed");
+  *state = std::move(loaded);
   return Status::OK();
 }
 

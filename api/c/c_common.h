@@ -1,13 +1,15 @@
 // Shared machinery of the C ABI (wharf.h): the handle structs, the table of live handles, argument
 // validation and the guard every entry point runs in. Private to api/c/.
 //
-// Handles. Every handle is allocated by make_shared and owned by the handle table (Registry) while
-// it is live. An entry point looks its handle up (a shard lock and a map lookup; the handle is
-// never dereferenced before that) and holds a shared_ptr to it for the duration of the call, so a
-// concurrent close/commit/free cannot free it under the call. A closed/committed/freed handle is
-// remembered as retired (bounded FIFO per shard) so its reuse is answered with the right status
-// (WHARF_CLOSED for engines and runtimes, "already committed" for transactions) instead of
-// undefined behaviour; an address never handed out, or forgotten, is "not a live handle".
+// Handles. Every handle is allocated by make_shared and owned by the handle table (Registry). An
+// entry point looks its handle up (a shard lock and a map lookup; the handle is never dereferenced
+// before that) and holds a shared_ptr to it for the duration of the call, so a concurrent
+// close/commit/free cannot free it under the call. A closed/committed/freed handle is retired: its
+// payload is released at once, but its small shell stays allocated while the table remembers it
+// (a bounded FIFO per shard), so its address cannot be handed out again to a new handle and a
+// stale handle is answered with the right status (WHARF_CLOSED for engines and runtimes, "already
+// committed" for transactions) instead of acting on an unrelated new object. An address never
+// handed out, or forgotten, is "not a live handle".
 //
 // Thread safety: the registry is thread-safe. The per-thread last error and the callback depth are
 // thread_local.
@@ -59,14 +61,16 @@ struct EngineState {
 }  // namespace wharf::capi
 
 struct wharf_engine {
-  std::shared_ptr<wharf::capi::EngineState> rep;
+  // Atomic: wharf_close takes the state out of the (retired) shell while other threads may be
+  // loading it.
+  std::atomic<std::shared_ptr<wharf::capi::EngineState>> rep;
 };
 
 struct wharf_txn {
-  // Exactly one is set: an application transaction (owned) or a handler's effects (borrowed).
+  // At most one is set: an application transaction (owned; reset once committed or aborted) or a
+  // handler's effects (borrowed).
   std::optional<wharf::Txn> rep;
   std::shared_ptr<wharf::capi::EffectsSink> effects;
-  std::shared_ptr<wharf::capi::EngineState> engine;
 };
 
 struct wharf_fact {
@@ -87,6 +91,7 @@ void Register(const void* handle, Kind kind, std::shared_ptr<void> owner);
 // The owner of a live handle of `kind`, or an error status naming `what`.
 Status Lookup(const void* handle, Kind kind, std::string_view what, std::shared_ptr<void>* owner);
 // Marks a live handle retired and returns its owner (null when it was not live: error in *status).
+// The caller releases the handle's payload; the shell stays allocated while it is remembered.
 std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view what, Status* status);
 
 template <typename T>

@@ -138,7 +138,7 @@ wharf_status wharf_open(const char* path, const char* options, wharf_engine** ou
     if (s.ok()) s = wharf::Engine::Open(std::string(path_view), engine_options, &state->engine);
     if (!s.ok()) return s;
     auto handle = wharf::capi::MakeHandle<wharf_engine>(Kind::kEngine);
-    handle->rep = std::move(state);
+    handle->rep.store(std::move(state));
     *out = handle.get();
     return Status::OK();
   });
@@ -151,7 +151,10 @@ wharf_status wharf_close(wharf_engine* engine) {
     if (!s.ok()) return s;
     std::shared_ptr<void> owner = wharf::capi::Retire(engine, Kind::kEngine, "engine", &s);
     if (!owner) return s;
-    std::shared_ptr<EngineState> state = std::static_pointer_cast<wharf_engine>(owner)->rep;
+    // The retired shell keeps nothing: runtimes and calls in flight hold the state they need.
+    std::shared_ptr<EngineState> state =
+        std::static_pointer_cast<wharf_engine>(owner)->rep.exchange(nullptr);
+    if (state == nullptr) return Status::Closed("engine was closed");
     state->closed.store(true);
     std::vector<std::shared_ptr<wharf::capi::Attached>> attached;
     {
@@ -304,7 +307,6 @@ wharf_status wharf_txn_begin(wharf_engine* engine, wharf_txn** out) {
     wharf::Txn txn = state->engine->Begin();
     auto handle = wharf::capi::MakeHandle<wharf_txn>(Kind::kTxn);
     handle->rep.emplace(std::move(txn));
-    handle->engine = std::move(state);
     *out = handle.get();
     return Status::OK();
   });
@@ -390,6 +392,7 @@ wharf_status wharf_txn_commit(wharf_txn* txn, uint64_t* last_fact_id) {
     if (!s.ok()) return s;
     CommitResult result;
     s = handle->rep->Commit(&result);
+    handle->rep.reset();  // the retired shell keeps nothing
     if (s.ok() && last_fact_id != nullptr) *last_fact_id = result.last_fact_id;
     return s;
   });
@@ -400,8 +403,11 @@ wharf_status wharf_txn_commit_async(wharf_txn* txn, wharf_commit_fn fn, void* ct
     std::shared_ptr<wharf_txn> handle;
     Status s = TakeTxn(txn, &handle);
     if (!s.ok()) return s;
-    if (fn == nullptr) return Status::InvalidArgument("fn is NULL (the txn was freed)");
-    return handle->rep->CommitAsync([fn, ctx](const Status& status, const CommitResult& result) {
+    if (fn == nullptr) {
+      handle->rep.reset();
+      return Status::InvalidArgument("fn is NULL (the txn was freed)");
+    }
+    s = handle->rep->CommitAsync([fn, ctx](const Status& status, const CommitResult& result) {
       wharf::capi::CallbackScope scope;
       if (!status.ok()) wharf::capi::Fail("wharf_txn_commit_async", status);
       try {
@@ -410,6 +416,8 @@ wharf_status wharf_txn_commit_async(wharf_txn* txn, wharf_commit_fn fn, void* ct
         // A C++ callback threw: nothing to report it to; the commit's outcome stands.
       }
     });
+    handle->rep.reset();
+    return s;
   });
 }
 
@@ -422,7 +430,7 @@ void wharf_txn_abort(wharf_txn* txn) {
       s = Status::InvalidArgument(
           "txn is a handler's effects transaction: return an outcome to discard its effects");
     }
-    if (s.ok()) wharf::capi::Retire(txn, Kind::kTxn, "txn", &s);
+    if (s.ok() && wharf::capi::Retire(txn, Kind::kTxn, "txn", &s)) handle->rep.reset();
     return s;
   });
 }

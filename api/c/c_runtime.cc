@@ -33,8 +33,8 @@ namespace wharf::capi {
 class RuntimeState : public Attached {
  public:
   std::mutex mutex;
-  std::shared_ptr<EngineState> engine;  // immutable after creation
-  std::unique_ptr<Runtime> runtime;     // guarded by mutex; reset by wharf_runtime_free
+  std::shared_ptr<EngineState> engine;  // guarded by mutex; taken by wharf_runtime_free
+  std::unique_ptr<Runtime> runtime;     // guarded by mutex; null once freed
   std::string instance;                 // immutable after creation
   bool stopped_by_close = false;        // guarded by mutex
 
@@ -262,6 +262,7 @@ Status WithRuntime(const wharf_runtime* rt, const char* function, Body&& body) {
   if (s.ok()) s = FindRuntime(rt, &state);
   if (!s.ok()) return s;
   std::lock_guard lock(state->mutex);
+  if (state->runtime == nullptr) return Status::Closed("rt was freed");
   if (state->stopped_by_close || state->engine->closed.load()) {
     return Status::Closed("the runtime's engine was closed");
   }
@@ -462,6 +463,7 @@ wharf_status wharf_runtime_stop(wharf_runtime* rt) {
     if (s.ok()) s = FindRuntime(rt, &state);
     if (!s.ok()) return s;
     std::lock_guard lock(state->mutex);
+    if (state->runtime == nullptr) return Status::Closed("rt was freed");
     if (state->stopped_by_close) return Status::OK();  // wharf_close stopped it already
     return state->runtime->Stop();
   });
@@ -493,13 +495,16 @@ void wharf_runtime_free(wharf_runtime* rt) {
     if (!owner) return s;
     std::shared_ptr<RuntimeState> state = std::static_pointer_cast<wharf_runtime>(owner)->rep;
     std::unique_ptr<wharf::Runtime> runtime;
+    std::shared_ptr<EngineState> engine_state;  // outlives the runtime (it holds Engine*)
     {
       std::lock_guard lock(state->mutex);
       runtime = std::move(state->runtime);
+      engine_state = std::move(state->engine);  // the retired shell keeps nothing
     }
     // Stops the runtime and releases the handlers (running the destroy callbacks) here.
     if (runtime) s = runtime->Stop();
     runtime.reset();
+    engine_state.reset();
     return s;
   });
 }
