@@ -229,7 +229,9 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       facts += rep->facts.size();
     }
     for (const WriteOp& write : rep->writes) {
-      if (write.is_delete) {
+      if (write.is_delete && !write.range_end.empty()) {
+        batch.DeleteRange(store_->cf(write.cf), write.key, write.range_end);
+      } else if (write.is_delete) {
         batch.Delete(store_->cf(write.cf), write.key);
       } else {
         batch.Put(store_->cf(write.cf), write.key, write.value);

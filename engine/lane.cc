@@ -62,7 +62,7 @@ Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr
   // Stop after `limit` facts the consumer takes.
   uint32_t taken = 0;
   for (size_t i = 0; i < entries->size(); ++i) {
-    if (lane->consumer->Takes((*entries)[i]->type) && ++taken == limit) {
+    if (lane->consumer->Takes(*(*entries)[i]) && ++taken == limit) {
       if (i + 1 < entries->size()) cutoff = (*entries)[i]->id;
       entries->resize(i + 1);
       break;
@@ -99,7 +99,7 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
     const Fact& fact = *entry;
     size_t index = std::find(lane->partitions.begin(), lane->partitions.end(), fact.partition) -
                    lane->partitions.begin();
-    if (!consumer->Takes(fact.type)) {
+    if (!consumer->Takes(fact)) {
       lane->pending_position[index] = fact.id;
       continue;
     }

@@ -523,7 +523,7 @@ void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFa
   for (const auto& tap : taps_) {
     if (tap->severed.load()) continue;
     for (const FactPtr& fact : decoded) {
-      if (!tap->consumer->Takes(fact->type)) continue;
+      if (!tap->consumer->Takes(*fact)) continue;
       if (tap->queued.load() >= tap->consumer->options.tap_inbox_facts) {
         tap->severed.store(true);  // never grow memory for a tap that cannot keep up
         break;

@@ -44,6 +44,8 @@ inline int64_t SteadyMs() {
       .count();
 }
 
+inline constexpr std::string_view kRetryForHeader = "wharf-retry-for";
+
 struct Consumer {
   ConsumerKind kind;
   std::string name;
@@ -61,6 +63,15 @@ struct Consumer {
   std::atomic<uint64_t> epoch{0};       // the lease epoch fencing its commits
   std::atomic<uint64_t> generation{0};  // bumped on acquisition: lanes reload their cursors
   bool Takes(std::string_view type) const { return types.find(type) != types.end(); }
+  // A fact re-emitted for one consumer (`wharf dead retry`) carries kRetryForHeader naming it;
+  // every other consumer skips it.
+  bool Takes(const Fact& fact) const {
+    if (!Takes(fact.type)) return false;
+    for (const auto& [header, value] : fact.headers) {
+      if (header == kRetryForHeader) return value == id;
+    }
+    return true;
+  }
 };
 
 struct Lane;
