@@ -264,6 +264,7 @@ Status RuntimeImpl::Start() {
     tap->consumer = consumer.get();
     taps_.push_back(std::move(tap));
   }
+  threads_ready_.store(true, std::memory_order_release);
   for (const auto& worker : workers_) {
     worker->thread = std::thread([this, w = worker.get()] { WorkerLoop(w); });
   }
@@ -307,6 +308,7 @@ Status RuntimeImpl::Stop() {
 }
 
 void RuntimeImpl::WakeWorkers() {
+  if (!threads_ready_.load(std::memory_order_acquire)) return;
   for (const auto& worker : workers_) worker->wake.signal();
 }
 
@@ -520,6 +522,7 @@ void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFa
     decoded.push_back(std::move(fact));
   }
   cache_->Append(durable_lsn, decoded);
+  if (!threads_ready_.load(std::memory_order_acquire)) return;
   for (const auto& tap : taps_) {
     if (tap->severed.load()) continue;
     for (const FactPtr& fact : decoded) {

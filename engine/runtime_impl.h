@@ -204,6 +204,9 @@ class RuntimeImpl : public DurableListener {
   std::vector<std::unique_ptr<TapState>> taps_;
   std::unique_ptr<TailCache> cache_;
   bool attached_ = false;
+  // Set (release) once Start() has filled workers_ and taps_: the durable listener, attached
+  // earlier, touches them only afterwards. They do not change again until the listener detaches.
+  std::atomic<bool> threads_ready_{false};
   bool lanes_built_ = false;
   bool started_ = false;
 

@@ -335,7 +335,7 @@ TEST_F(RuntimeTest, TimersReleaseWhenDue) {
 TEST_F(RuntimeTest, RestartResumesFromPersistedCursors) {
   for (int i = 0; i < 20; ++i) Commit("A", "k", "a" + std::to_string(i));
   uint64_t skipped = Commit("B", "k", "not taken");
-  int delivered = 0;
+  std::atomic<int> delivered{0};
   auto count = [&](const Fact&, Effects&) {
     ++delivered;
     return Outcome::kHandled;
@@ -355,7 +355,7 @@ TEST_F(RuntimeTest, RestartResumesFromPersistedCursors) {
   Runtime runtime(engine_.get(), Options(2));
   ASSERT_OK(runtime.Project("p", {"A"}, count));
   ASSERT_OK(runtime.Drain());
-  EXPECT_EQ(delivered, 25);
+  EXPECT_EQ(delivered.load(), 25);
 }
 
 // A tap that cannot keep up is severed and told so; its inbox never exceeds the bound.
