@@ -65,6 +65,16 @@ Status DecodeOutboxEntry(const rocksdb::Iterator& it, uint32_t partition, Fact* 
   return Status::OK();
 }
 
+std::string HexOf(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (char c : bytes) {
+    out.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
+    out.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
+  }
+  return out;
+}
+
 Status DecodeU64Body(std::string_view body, const std::string& name, uint64_t* value) {
   if (body.size() != 8) return Status::Corruption("meta " + name + " has a bad size");
   *value = codec::DecodeFixed64BE(body.data());
@@ -308,18 +318,46 @@ Status Inspector::Cursors(std::string_view consumer, std::vector<CursorInfo>* cu
   return FromRocks(it->status(), "read cursors");
 }
 
-Status Inspector::Leases(std::vector<RawLease>* leases) {
+Status Inspector::Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInfo>* instances) {
   leases->clear();
+  instances->clear();
+  const std::string_view fence_suffix("\0e", 2);
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), handles_[kLeases]));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    RawLease& lease = leases->emplace_back();
-    lease.consumer = it->key().ToString();
-    std::string_view body;
-    lease.sealed_ok = codec::Unseal(it->value().ToStringView(), &body).ok();
-    lease.body = lease.sealed_ok ? std::string(body) : it->value().ToString();
+    std::string_view key = it->key().ToStringView();
+    bool heartbeat = key.starts_with(codec::kHeartbeatPrefix);
+    std::string_view name = heartbeat ? key.substr(codec::kHeartbeatPrefix.size()) : key;
+    if (!heartbeat && name.size() > fence_suffix.size() && name.ends_with(fence_suffix) &&
+        name.find('\0') == name.size() - fence_suffix.size()) {
+      continue;  // a consumer's fence: the runtime's business
+    }
+    if (name.empty() || name.find('\0') != std::string_view::npos) {
+      return Status::Corruption("lease key 0x" + HexOf(key) + " is malformed");
+    }
+    codec::LeaseRecord record;
+    Status s = codec::DecodeLease(it->value().ToStringView(), &record);
+    if (!s.ok()) {
+      return Status::Corruption(std::string(heartbeat ? "heartbeat of instance '" : "lease of '") +
+                                std::string(name) + "': " + s.message());
+    }
+    if (heartbeat) {
+      instances->push_back(
+          InstanceInfo{std::string(name), record.expires_at_ms, record.open_epoch});
+    } else {
+      leases->push_back(LeaseInfo{std::string(name), std::move(record)});
+    }
   }
   return FromRocks(it->status(), "read leases");
+}
+
+Status Inspector::OpenEpoch(uint64_t* open_epoch) {
+  std::string body;
+  bool found = false;
+  Status s = GetMeta(kMetaOpenEpoch, &body, &found);
+  if (!s.ok()) return s;
+  *open_epoch = 0;
+  return found ? DecodeU64Body(body, kMetaOpenEpoch, open_epoch) : Status::OK();
 }
 
 Status Inspector::Timers(TimerStat* timers) {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/codec.h"
 #include "wharf/admin.h"
 #include "wharf/fact.h"
 #include "wharf/options.h"
@@ -42,12 +43,18 @@ struct PartitionStat {
   uint64_t last_id = 0;
 };
 
-// A lease record as stored. Its value format belongs to the runtime's lease code; tools show the
-// raw bytes (unsealed body when the envelope is valid).
-struct RawLease {
+// A consumer's lease (leases family key `consumer id`), decoded. Fence records (`consumer id ·
+// 0x00 'e'`) are internal to the runtime and not listed.
+struct LeaseInfo {
   std::string consumer;
-  std::string body;        // unsealed value, or the raw value when `sealed_ok` is false
-  bool sealed_ok = false;  // the value carried a valid envelope
+  codec::LeaseRecord record;  // owner "" : released
+};
+
+// A runtime instance's heartbeat (leases family key `0x00 'i' · instance id`).
+struct InstanceInfo {
+  std::string instance;
+  int64_t expires_at_ms = 0;
+  uint64_t open_epoch = 0;  // the engine open it was written under
 };
 
 struct TimerStat {
@@ -96,7 +103,12 @@ class Inspector {
 
   // All cursors, by consumer then partition; with a non-empty `consumer`, only its own.
   Status Cursors(std::string_view consumer, std::vector<CursorInfo>* cursors);
-  Status Leases(std::vector<RawLease>* leases);
+  // Consumers' leases, by consumer, and instance heartbeats, by instance id. A record that does
+  // not decode, or a key of no known shape, is Corruption naming it.
+  Status Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInfo>* instances);
+  // Meta `open_epoch`: incremented by every open of the database (0 when absent). A lease or
+  // heartbeat written under an earlier open is void: its writer is gone.
+  Status OpenEpoch(uint64_t* open_epoch);
   Status Timers(TimerStat* timers);
   // Dead letters of `consumer` (empty: all), by consumer then fact id.
   Status DeadLetters(std::string_view consumer, std::vector<DeadLetter>* letters);

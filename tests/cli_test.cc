@@ -252,7 +252,8 @@ class CliTest : public ::testing::Test {
 
   // Facts 1..6: OrderCreated in partitions 0, 1, 0, 2; a binary payload (5); a ReviewPosted (6).
   // A timer due far in the future; consumer store-requests with cursors in partitions 0 (at 1)
-  // and 1 (at 2); two dead letters; one lease.
+  // and 1 (at 2); two dead letters; leases: store-requests held by instance-a (with its fence),
+  // mailer released, old-reader expired; heartbeats: instance-a alive, instance-b gone.
   void Build() {
     ASSERT_OK(engine_->DeclareTypes({"OrderCreated", "ReviewPosted"}));
     Emit("OrderCreated", KeyIn(0), "order one");
@@ -274,7 +275,19 @@ class CliTest : public ::testing::Test {
                        codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
     ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("mailer", 4),
                        codec::EncodeDeadLetter("store-rejected", codec::EncodeFact(fact))));
-    ASSERT_OK(WriteRaw(internal::kLeases, "store-requests", codec::Seal("owner-a")));
+    const int64_t now_ms = engine_->core()->NowMs();
+    const uint64_t open_epoch = engine_->core()->store()->open_epoch();
+    ASSERT_OK(WriteRaw(internal::kLeases, "store-requests",
+                       codec::EncodeLease({"instance-a", 3, now_ms + 3600000, open_epoch})));
+    ASSERT_OK(WriteRaw(internal::kLeases, codec::LeaseFenceKey("store-requests"),
+                       codec::EncodeLeaseFence("instance-a", 3)));
+    ASSERT_OK(WriteRaw(internal::kLeases, "mailer", codec::EncodeLease({"", 2, 0, open_epoch})));
+    ASSERT_OK(WriteRaw(internal::kLeases, "old-reader",
+                       codec::EncodeLease({"instance-b", 1, now_ms - 1000, open_epoch})));
+    ASSERT_OK(WriteRaw(internal::kLeases, codec::HeartbeatKey("instance-a"),
+                       codec::EncodeLease({"instance-a", 0, now_ms + 3600000, open_epoch})));
+    ASSERT_OK(WriteRaw(internal::kLeases, codec::HeartbeatKey("instance-b"),
+                       codec::EncodeLease({"instance-b", 0, now_ms - 1000, open_epoch})));
   }
 
   std::vector<CursorInfo> CursorsOf(const std::string& consumer) {
@@ -403,6 +416,8 @@ TEST_F(CliTest, StatOnLiveDatabase) {
   EXPECT_CONTAINS(r.out, "store-requests");
   EXPECT_CONTAINS(r.out, "PARTITION");
   EXPECT_CONTAINS(r.out, "1 (next due");
+  EXPECT_CONTAINS(r.out, "3 (1 held)");
+  EXPECT_CONTAINS(r.out, "2 (1 alive)");
 
   r = RunDb({"stat", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -421,7 +436,14 @@ TEST_F(CliTest, StatOnLiveDatabase) {
   ASSERT_EQ(stat["declared_types"].items.size(), 2u);
   EXPECT_EQ(stat["timers_pending"].u(), 1u);
   EXPECT_EQ(stat["dead_letter_count"].u(), 2u);
-  EXPECT_EQ(stat["lease_count"].u(), 1u);
+  EXPECT_EQ(stat["lease_count"].u(), 3u);
+  ASSERT_EQ(stat["leases"].items.size(), 3u);
+  EXPECT_EQ(stat["leases"][2]["consumer"].text, "store-requests");
+  EXPECT_EQ(stat["leases"][2]["owner"].text, "instance-a");
+  EXPECT_EQ(stat["leases"][2]["epoch"].u(), 3u);
+  EXPECT_EQ(stat["leases"][2]["state"].text, "held");
+  ASSERT_EQ(stat["instances"].items.size(), 2u);
+  EXPECT_TRUE(stat["instances"][0]["alive"].b());
   ASSERT_EQ(stat["consumers"].items.size(), 1u);
   const JsonValue& consumer = stat["consumers"][0];
   EXPECT_EQ(consumer["consumer"].text, "store-requests");
@@ -730,15 +752,40 @@ TEST_F(CliTest, DeadPurge) {
   EXPECT_EQ(ParseJson(r.out)["dead_letters"].items.size(), 1u);
 }
 
-// lease list shows the raw lease records; lease release deletes one (exclusive access only).
+// lease list decodes the leases (held, expired, released) and the instances' heartbeats, never
+// the fences; lease release deletes one lease record (exclusive access only) and keeps the fence.
 TEST_F(CliTest, LeaseListAndRelease) {
   Build();
   Result r = RunDb({"lease", "list", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
-  JsonValue leases = ParseJson(r.out);
-  ASSERT_EQ(leases["leases"].items.size(), 1u);
-  EXPECT_EQ(leases["leases"][0]["consumer"].text, "store-requests");
-  EXPECT_EQ(leases["leases"][0]["value_hex"].text, "6f776e65722d61");  // "owner-a"
+  JsonValue list = ParseJson(r.out);
+  ASSERT_EQ(list["leases"].items.size(), 3u);
+  std::map<std::string, const JsonValue*> leases;
+  for (const JsonValue& lease : list["leases"].items) leases[lease["consumer"].text] = &lease;
+  ASSERT_TRUE(leases.count("store-requests") && leases.count("mailer") &&
+              leases.count("old-reader"));
+  const JsonValue& held = *leases["store-requests"];
+  EXPECT_EQ(held["owner"].text, "instance-a");
+  EXPECT_EQ(held["epoch"].u(), 3u);
+  EXPECT_GT(held["expires_at_ms"].i(), engine_->core()->NowMs());
+  EXPECT_EQ(held["state"].text, "held");
+  EXPECT_EQ((*leases["mailer"])["owner"].text, "");
+  EXPECT_EQ((*leases["mailer"])["state"].text, "released");
+  EXPECT_EQ((*leases["old-reader"])["state"].text, "expired");
+  ASSERT_EQ(list["instances"].items.size(), 2u);
+  EXPECT_EQ(list["instances"][0]["instance"].text, "instance-a");
+  EXPECT_TRUE(list["instances"][0]["alive"].b());
+  EXPECT_EQ(list["instances"][1]["instance"].text, "instance-b");
+  EXPECT_FALSE(list["instances"][1]["alive"].b());
+
+  r = RunDb({"lease", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "STATE");
+  EXPECT_CONTAINS(r.out, "instance-a");
+  EXPECT_CONTAINS(r.out, "released");
+  EXPECT_CONTAINS(r.out, "ALIVE");
+  EXPECT_EQ(r.out.find(std::string("\0", 1)), std::string::npos);  // no fence or raw key
+
   r = RunDb({"lease", "release", "store-requests"});
   EXPECT_EQ(r.code, 2);
   CloseEngine();
@@ -747,9 +794,33 @@ TEST_F(CliTest, LeaseListAndRelease) {
   r = RunDb({"lease", "release", "store-requests"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "holds no lease");
-  r = RunDb({"lease", "list"});
+  r = RunDb({"lease", "list", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_CONTAINS(r.out, "no leases");
+  list = ParseJson(r.out);
+  ASSERT_EQ(list["leases"].items.size(), 2u);
+  for (const JsonValue& lease : list["leases"].items) {
+    EXPECT_NE(lease["consumer"].text, "store-requests");
+  }
+  OpenEngine();
+  std::string fence;
+  EXPECT_TRUE(engine_->core()
+                  ->store()
+                  ->db()
+                  ->Get(rocksdb::ReadOptions(), engine_->core()->store()->cf(internal::kLeases),
+                        codec::LeaseFenceKey("store-requests"), &fence)
+                  .ok());
+}
+
+// A lease record that does not decode is Corruption naming it (exit 1).
+TEST_F(CliTest, CorruptLeaseIsReported) {
+  Build();
+  ASSERT_OK(WriteRaw(internal::kLeases, "broken-lease", codec::Seal("owner-a")));
+  Result r = RunDb({"lease", "list"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "lease of 'broken-lease'");
+  r = RunDb({"stat"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "broken-lease");
 }
 
 // A record whose checksum fails is reported as Corruption (exit 1), never printed as data.

@@ -168,6 +168,80 @@ Table LaneTable(const std::vector<ConsumerReport>& reports, int64_t now_ms) {
 
 const char* OrderingName(Ordering ordering) { return ToString(ordering); }
 
+// Leases and instance heartbeats as stored, with the database's current open epoch: a record
+// written under an earlier open is void (its writer is gone), like an expired one.
+struct LeaseView {
+  std::vector<internal::LeaseInfo> leases;
+  std::vector<internal::InstanceInfo> instances;
+  uint64_t open_epoch = 0;  // 0: unknown (every epoch counts as current)
+};
+
+Status ReadLeases(Inspector& inspector, LeaseView* view) {
+  Status s = inspector.Leases(&view->leases, &view->instances);
+  if (s.ok()) s = inspector.OpenEpoch(&view->open_epoch);
+  return s;
+}
+
+bool Current(uint64_t record_epoch, int64_t expires_at_ms, const LeaseView& view, int64_t now_ms) {
+  return expires_at_ms > now_ms && (view.open_epoch == 0 || record_epoch == view.open_epoch);
+}
+
+// "held" (an owner, not expired), "expired" (an owner, but past its expiry or granted under an
+// earlier open: free to take), "released" (no owner).
+const char* LeaseState(const codec::LeaseRecord& lease, const LeaseView& view, int64_t now_ms) {
+  if (lease.owner.empty()) return "released";
+  return Current(lease.open_epoch, lease.expires_at_ms, view, now_ms) ? "held" : "expired";
+}
+
+bool InstanceAlive(const internal::InstanceInfo& instance, const LeaseView& view, int64_t now_ms) {
+  return Current(instance.open_epoch, instance.expires_at_ms, view, now_ms);
+}
+
+// "leases": [...], "instances": [...]
+void LeasesJson(Json& json, const LeaseView& view, int64_t now_ms) {
+  json.Key("leases").BeginArray();
+  for (const auto& lease : view.leases) {
+    json.BeginObject().Key("consumer").String(lease.consumer);
+    json.Key("owner").String(lease.record.owner).Key("epoch").Uint(lease.record.epoch);
+    json.Key("expires_at_ms").Int(lease.record.expires_at_ms);
+    json.Key("open_epoch").Uint(lease.record.open_epoch);
+    json.Key("state").String(LeaseState(lease.record, view, now_ms)).EndObject();
+  }
+  json.EndArray().Key("instances").BeginArray();
+  for (const auto& instance : view.instances) {
+    json.BeginObject().Key("instance").String(instance.instance);
+    json.Key("expires_at_ms").Int(instance.expires_at_ms);
+    json.Key("open_epoch").Uint(instance.open_epoch);
+    json.Key("alive").Bool(InstanceAlive(instance, view, now_ms)).EndObject();
+  }
+  json.EndArray();
+}
+
+// The lease table and the instance table (each only when it has rows).
+std::string LeaseTables(const LeaseView& view, int64_t now_ms) {
+  std::string out;
+  if (!view.leases.empty()) {
+    Table table({"CONSUMER", "OWNER", "EPOCH", "EXPIRES", "STATE"},
+                {false, false, true, false, false});
+    for (const auto& lease : view.leases) {
+      table.Add({Display(lease.consumer),
+                 lease.record.owner.empty() ? "-" : Display(lease.record.owner),
+                 std::to_string(lease.record.epoch), FormatTimeMs(lease.record.expires_at_ms),
+                 LeaseState(lease.record, view, now_ms)});
+    }
+    out += table.Render();
+  }
+  if (!view.instances.empty()) {
+    Table table({"INSTANCE", "EXPIRES", "ALIVE"});
+    for (const auto& instance : view.instances) {
+      table.Add({Display(instance.instance), FormatTimeMs(instance.expires_at_ms),
+                 InstanceAlive(instance, view, now_ms) ? "yes" : "no"});
+    }
+    out += (out.empty() ? "" : "\n") + table.Render();
+  }
+  return out;
+}
+
 }  // namespace
 
 int Fail(int code, const std::string& message) {
@@ -184,7 +258,7 @@ int Stat(const Context& context) {
   std::vector<std::string> types;
   std::vector<internal::PartitionStat> partitions;
   std::vector<CursorInfo> cursors;
-  std::vector<internal::RawLease> leases;
+  LeaseView lease_view;
   std::vector<ConsumerReport> reports;
   internal::TimerStat timers;
   Status s = inspector->LastLsn(&last_lsn);
@@ -192,7 +266,7 @@ int Stat(const Context& context) {
   if (s.ok()) s = inspector->PartitionStats(&partitions);
   if (s.ok()) s = inspector->Cursors("", &cursors);
   if (s.ok()) s = BuildReports(*inspector, cursors, &reports);
-  if (s.ok()) s = inspector->Leases(&leases);
+  if (s.ok()) s = ReadLeases(*inspector, &lease_view);
   if (s.ok()) s = inspector->Timers(&timers);
   if (s.ok()) s = inspector->DeadLetterCount(&dead_count);
   if (!s.ok()) return DataError(s);
@@ -226,10 +300,9 @@ int Stat(const Context& context) {
     for (const std::string& type : types) json.String(type);
     json.EndArray().Key("consumers").BeginArray();
     for (const ConsumerReport& report : reports) ConsumerJson(json, report, now_ms, true);
-    json.EndArray().Key("lease_count").Uint(leases.size());
-    json.Key("leases").BeginArray();
-    for (const auto& lease : leases) json.String(lease.consumer);
-    json.EndArray().Key("timers_pending").Uint(timers.count);
+    json.EndArray().Key("lease_count").Uint(lease_view.leases.size());
+    LeasesJson(json, lease_view, now_ms);
+    json.Key("timers_pending").Uint(timers.count);
     json.Key("next_timer_due_ms");
     if (timers.count == 0) {
       json.Null();
@@ -254,7 +327,16 @@ int Stat(const Context& context) {
   for (const std::string& type : types) type_list += (type_list.empty() ? "" : ", ") + type;
   summary.Add({"declared types", types.empty() ? "-" : type_list});
   summary.Add({"consumers", std::to_string(reports.size())});
-  summary.Add({"leases", std::to_string(leases.size())});
+  size_t held = std::count_if(
+      lease_view.leases.begin(), lease_view.leases.end(), [&](const internal::LeaseInfo& lease) {
+        return std::string_view(LeaseState(lease.record, lease_view, now_ms)) == "held";
+      });
+  size_t alive = std::count_if(lease_view.instances.begin(), lease_view.instances.end(),
+                               [&](const internal::InstanceInfo& instance) {
+                                 return InstanceAlive(instance, lease_view, now_ms);
+                               });
+  summary.Add({"leases", fmt::format("{} ({} held)", lease_view.leases.size(), held)});
+  summary.Add({"instances", fmt::format("{} ({} alive)", lease_view.instances.size(), alive)});
   summary.Add({"timers pending", timers.count == 0
                                      ? "0"
                                      : fmt::format("{} (next due {})", timers.count,
@@ -276,13 +358,8 @@ int Stat(const Context& context) {
     Table lanes = LaneTable(reports, now_ms);
     if (!lanes.empty()) out += "\n" + lanes.Render();
   }
-  if (!leases.empty()) {
-    Table lease_table({"LEASE", "VALUE_BYTES"}, {false, true});
-    for (const auto& lease : leases) {
-      lease_table.Add({Display(lease.consumer), std::to_string(lease.body.size())});
-    }
-    out += "\n" + lease_table.Render();
-  }
+  std::string lease_tables = LeaseTables(lease_view, now_ms);
+  if (!lease_tables.empty()) out += "\n" + lease_tables;
   Print(out);
   return kExitOk;
 }
@@ -562,30 +639,22 @@ int DeadList(const Context& context, const std::string& consumer) {
 int LeaseList(const Context& context) {
   std::unique_ptr<Inspector> inspector;
   if (int code = OpenInspector(context, &inspector)) return code;
-  std::vector<internal::RawLease> leases;
-  Status s = inspector->Leases(&leases);
+  LeaseView view;
+  Status s = ReadLeases(*inspector, &view);
   if (!s.ok()) return DataError(s);
+  int64_t now_ms = NowMs();
   if (context.json) {
     Json json;
-    json.BeginObject().Key("leases").BeginArray();
-    for (const auto& lease : leases) {
-      json.BeginObject().Key("consumer").String(lease.consumer);
-      json.Key("value_bytes").Uint(lease.body.size()).Key("value_hex").String(Hex(lease.body));
-      json.Key("sealed").Bool(lease.sealed_ok).EndObject();
-    }
-    PrintJson(json.EndArray().EndObject());
+    json.BeginObject();
+    LeasesJson(json, view, now_ms);
+    PrintJson(json.EndObject());
     return kExitOk;
   }
-  if (leases.empty()) {
+  if (view.leases.empty() && view.instances.empty()) {
     Print("no leases\n");
     return kExitOk;
   }
-  Table table({"CONSUMER", "VALUE_BYTES", "VALUE_HEX"}, {false, true, false});
-  for (const auto& lease : leases) {
-    table.Add(
-        {Display(lease.consumer), std::to_string(lease.body.size()), Display(Hex(lease.body), 64)});
-  }
-  Print(table.Render());
+  Print(LeaseTables(view, now_ms));
   return kExitOk;
 }
 
