@@ -1,4 +1,5 @@
 // Effects: what projection and reaction handlers write, forwarded to the batch's transaction.
+#include "engine/codec.h"
 #include "engine/runtime_impl.h"
 
 namespace wharf {
@@ -36,6 +37,23 @@ Status EffectsImpl::Delete(std::string_view table, std::string_view key) {
 }
 
 Status EffectsImpl::Get(std::string_view table, std::string_view key, std::string* value) const {
+  // Read through the batch: an earlier fact's effects in this (uncommitted) batch are visible,
+  // so read-modify-write aggregates count every fact once whatever the batch size.
+  const TxnRep* rep = EngineCore::RepOf(*txn_);
+  if (rep != nullptr && !table.empty() && !key.empty()) {
+    std::string state_key = codec::StateKey(table, key);
+    for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
+      if (it->cf != kState || it->key != state_key) continue;
+      if (it->is_delete) {
+        return Status::NotFound("no key '" + std::string(key) + "' in table '" +
+                                std::string(table) + "'");
+      }
+      std::string_view body;
+      Status s = codec::Unseal(it->value, &body);
+      if (s.ok()) value->assign(body);
+      return s;
+    }
+  }
   return txn_->Get(table, key, value);
 }
 

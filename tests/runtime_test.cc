@@ -208,6 +208,22 @@ TEST_F(RuntimeTest, ProjectionFailurePolicy) {
   EXPECT_EQ(cursor, fine);
 }
 
+// Effects::Get sees the effects earlier facts of the same batch wrote: a read-modify-write
+// counter is exact with the default batch size.
+TEST_F(RuntimeTest, EffectsReadThroughTheBatch) {
+  for (int i = 0; i < 50; ++i) Commit("A", "k", "x");
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Project("count", {"A"}, [](const Fact&, Effects& effects) {
+    std::string count;
+    Status s = effects.Get("counts", "k", &count);
+    int n = s.ok() ? std::stoi(count) : 0;
+    EXPECT_OK(effects.Put("counts", "k", std::to_string(n + 1)));
+    return Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(State("counts", "k"), "50");
+}
+
 // Reactions emit facts with source and depth; a cascade deeper than max_depth settles as failed.
 TEST_F(RuntimeTest, ReactionCascadeStopsAtMaxDepth) {
   Commit("A", "k", "start");

@@ -73,7 +73,8 @@ class Effects {
  public:
   Status Put(std::string_view table, std::string_view key, std::string_view value);
   Status Delete(std::string_view table, std::string_view key);
-  // Reads committed state (not effects of this batch that are not committed yet).
+  // Reads state as this batch sees it: committed state overlaid with the effects that earlier
+  // facts of the same batch wrote (so read-modify-write aggregates are exact at any batch size).
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
   // Reactions only. The fact's source is the consumer id; its depth the trigger's depth + 1.
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
