@@ -274,6 +274,83 @@ TEST_F(AdminTest, ListDeadLetters) {
   EXPECT_TRUE(ListDeadLetters(*engine_, "", nullptr).IsInvalidArgument());
 }
 
+// TrimPassed removes, per partition, the facts every consumer with cursors has passed (the lowest
+// cursor), with a range deletion through the committer; what any consumer still needs stays.
+TEST_F(AdminTest, TrimPassedRemovesWhatEveryConsumerPassed) {
+  std::vector<uint64_t> ids[4];
+  for (int round = 0; round < 4; ++round) {
+    for (uint32_t partition = 0; partition < 4; ++partition) {
+      ids[partition].push_back(Emit(KeyIn(partition)));
+    }
+  }
+  // Partition 0: a at the 3rd fact, b at the 2nd; partition 1: both at the end; partition 2:
+  // only a (b is at 0 there); partition 3: no cursor at all.
+  ASSERT_OK(WriteCursor("a", 0, ids[0][2], 4));
+  ASSERT_OK(WriteCursor("b", 0, ids[0][1]));
+  ASSERT_OK(WriteCursor("a", 1, ids[1][3]));
+  ASSERT_OK(WriteCursor("b", 1, ids[1][3]));
+  ASSERT_OK(WriteCursor("a", 2, ids[2][3]));
+
+  std::vector<std::pair<uint32_t, uint32_t>> progress;
+  TrimReport report;
+  ASSERT_OK(TrimPassed(*engine_, &report,
+                       [&](uint32_t done, uint32_t total) { progress.emplace_back(done, total); }));
+  EXPECT_EQ(report.consumer_count, 2u);
+  ASSERT_EQ(report.partitions.size(), 4u);
+  EXPECT_EQ(report.partitions[0].trim_point, ids[0][1]);
+  EXPECT_EQ(report.partitions[0].fact_count, 2u);
+  EXPECT_GT(report.partitions[0].bytes, 2 * codec::kOutboxKeyBytes);
+  EXPECT_EQ(report.partitions[1].fact_count, 4u);
+  EXPECT_EQ(report.partitions[2].trim_point, 0u);
+  EXPECT_EQ(report.partitions[2].fact_count, 0u);
+  EXPECT_EQ(report.partitions[3].fact_count, 0u);
+  EXPECT_EQ(report.fact_count, 6u);
+  EXPECT_EQ(report.bytes, report.partitions[0].bytes + report.partitions[1].bytes);
+  ASSERT_EQ(progress.size(), 4u);
+  EXPECT_EQ(progress.back(), std::make_pair(4u, 4u));
+
+  auto remaining = [&](uint32_t partition) {
+    std::vector<Fact> facts;
+    EXPECT_OK(engine_->ReadFacts(partition, 0, 100, &facts));
+    std::vector<uint64_t> out;
+    for (const Fact& fact : facts) out.push_back(fact.id);
+    return out;
+  };
+  EXPECT_EQ(remaining(0), (std::vector<uint64_t>{ids[0][2], ids[0][3]}));
+  EXPECT_TRUE(remaining(1).empty());
+  EXPECT_EQ(remaining(2), ids[2]);
+  EXPECT_EQ(remaining(3), ids[3]);
+  // Cursors are untouched (epochs too); a second trim finds nothing more.
+  EXPECT_EQ(Cursor("a", 0), ids[0][2]);
+  EXPECT_EQ(Epoch("a", 0), 4u);
+  ASSERT_OK(TrimPassed(*engine_, &report));
+  EXPECT_EQ(report.fact_count, 0u);
+
+  // New facts are written after the trimmed range and read as usual, also after a reopen.
+  uint64_t later = Emit(KeyIn(1));
+  ASSERT_OK(engine_->Close());
+  EngineOptions options;
+  options.partitions = 4;
+  ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+  EXPECT_EQ(remaining(1), std::vector<uint64_t>{later});
+  EXPECT_EQ(remaining(0), (std::vector<uint64_t>{ids[0][2], ids[0][3]}));
+}
+
+// Without any cursor nothing is known to be passed: nothing is trimmed.
+TEST_F(AdminTest, TrimPassedWithoutCursorsTrimsNothing) {
+  uint64_t id = Emit(KeyIn(0));
+  TrimReport report;
+  ASSERT_OK(TrimPassed(*engine_, &report));
+  EXPECT_EQ(report.consumer_count, 0u);
+  EXPECT_EQ(report.fact_count, 0u);
+  EXPECT_EQ(report.partitions.size(), 4u);
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(0, 0, 10, &facts));
+  ASSERT_EQ(facts.size(), 1u);
+  EXPECT_EQ(facts[0].id, id);
+  EXPECT_TRUE(TrimPassed(*engine_, nullptr).IsInvalidArgument());
+}
+
 // Every admin function on a closed engine returns Closed instead of touching the store.
 TEST_F(AdminTest, ClosedEngine) {
   ASSERT_OK(WriteCursor("c", 0, 1));
@@ -287,6 +364,8 @@ TEST_F(AdminTest, ClosedEngine) {
   EXPECT_TRUE(SetCursor(*engine_, "c", 0).IsClosed());
   EXPECT_TRUE(DeleteCursor(*engine_, "c").IsClosed());
   EXPECT_TRUE(ListDeadLetters(*engine_, "", &letters).IsClosed());
+  TrimReport report;
+  EXPECT_TRUE(TrimPassed(*engine_, &report).IsClosed());
 }
 
 }  // namespace

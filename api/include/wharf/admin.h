@@ -1,6 +1,6 @@
-// Administration of a database: cursors and dead letters. Used by the CLI, the C ABI and tools.
-// Every change goes through the engine's committer (with a compare-and-set where it replaces a
-// cursor), so it is atomic and durable when OK is returned.
+// Administration of a database: cursors, dead letters and trimming. Used by the CLI, the C ABI and
+// tools. Every change goes through the engine's committer (with a compare-and-set where it replaces
+// a cursor), so it is atomic and durable when OK is returned.
 //
 // Do not change the cursors of a consumer that a running runtime delivers: the runtime's next
 // commit would be refused (Conflict) and it would reload the cursor, but a batch in flight may
@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,8 +37,7 @@ struct DeadLetter {
 // All cursors, ordered by consumer then partition.
 Status ListCursors(Engine& engine, std::vector<CursorInfo>* cursors);
 // The consumer's position in a partition: the id of the last fact it passed, 0 if none.
-Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition,
-                 uint64_t* fact_id);
+Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, uint64_t* fact_id);
 // Copies every partition's cursor of `from` to `to`. NotFound when `from` has none;
 // InvalidArgument when `to` has cursors and !force.
 Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bool force);
@@ -48,5 +48,37 @@ Status DeleteCursor(Engine& engine, std::string_view consumer);
 
 // Dead letters of `consumer` (empty: all), ordered by consumer then fact id.
 Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<DeadLetter>* out);
+
+// Trimming (SPEC.md §3a): removes the facts every consumer has passed.
+struct TrimPartition {
+  uint32_t partition = 0;
+  uint64_t trim_point = 0;  // facts with id <= trim_point were passed by every consumer
+  uint64_t fact_count = 0;  // facts removed
+  uint64_t bytes = 0;       // their keys and values as stored
+};
+struct TrimReport {
+  uint64_t consumer_count = 0;  // consumers with cursors; 0: nothing is known passed
+  uint64_t fact_count = 0;      // totals over the partitions
+  uint64_t bytes = 0;
+  std::vector<TrimPartition> partitions;  // one per partition, in order
+};
+// Told after each partition: (partitions done, partitions in all).
+using TrimProgressFn = std::function<void(uint32_t done, uint32_t total)>;
+
+// A partition's trim point is the lowest cursor over every consumer that has cursors in the
+// store (a consumer without a cursor in the partition is at 0 there); with no cursors at all,
+// nothing is trimmed. Each partition is trimmed by one transaction through the committer: a
+// range deletion of its facts up to the trim point, checked against every cursor it read, so a
+// cursor moved back meanwhile refuses it (retried a few times, then Conflict).
+//
+// Only cursors in the store count: a consumer registered with a runtime but without cursors
+// yet (a new consumer, a renamed one) is not seen, and the facts it would replay from the start
+// may be trimmed. Run it when every consumer has run at least once.
+//
+// REQUIRES exclusive use: nothing else commits facts while it runs (no producer, no runtime; the
+// CLI opens the database exclusively). With RocksDB 7.8 a range deletion shares memtable insert
+// hints with the facts of its partition, so it is fenced by flushes of the outbox memtable, which
+// a concurrent commit would slip between (engine/trim.cc).
+Status TrimPassed(Engine& engine, TrimReport* report, const TrimProgressFn& progress = {});
 
 }  // namespace wharf
