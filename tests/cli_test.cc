@@ -320,6 +320,9 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   EXPECT_EQ(r.code, 0);
   EXPECT_CONTAINS(r.out, "wharf cursor copy");
   EXPECT_CONTAINS(r.out, "--force");
+  r = Run({"help", "trim"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_CONTAINS(r.out, "--yes");
   r = Run({"help", "nope"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "unknown command 'nope'");
@@ -750,6 +753,75 @@ TEST_F(CliTest, DeadPurge) {
   r = RunDb({"dead", "list", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(ParseJson(r.out)["dead_letters"].items.size(), 1u);
+}
+
+// trim needs --yes and exclusive access; it removes, per partition, the facts every consumer
+// with cursors has passed, and nothing at all when no consumer has cursors.
+TEST_F(CliTest, Trim) {
+  Build();
+  Result r = RunDb({"trim", "--yes"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "in use by another process");
+  // A second consumer, ahead of store-requests in partition 0 and behind it in partition 1.
+  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("mailer", 0), codec::EncodeCursor(3, 0)));
+  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("mailer", 1), codec::EncodeCursor(0, 0)));
+  CloseEngine();
+  r = RunDb({"trim"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "add --yes");
+
+  r = RunDb({"trim", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // no progress bar with --json (nor without a terminal)
+  JsonValue trim = ParseJson(r.out);
+  EXPECT_EQ(trim["consumer_count"].u(), 2u);
+  EXPECT_EQ(trim["fact_count"].u(), 1u);  // fact 1 of partition 0
+  EXPECT_GT(trim["bytes"].u(), 0u);
+  EXPECT_EQ(trim["skipped_reason"].kind, JsonValue::kNull);
+  ASSERT_EQ(trim["partitions"].items.size(), kPartitions);
+  EXPECT_EQ(trim["partitions"][0]["trim_point"].u(), 1u);
+  EXPECT_EQ(trim["partitions"][0]["fact_count"].u(), 1u);
+  EXPECT_EQ(trim["partitions"][1]["trim_point"].u(), 0u);
+  EXPECT_EQ(trim["partitions"][1]["fact_count"].u(), 0u);
+
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue stat = ParseJson(r.out);
+  EXPECT_EQ(stat["fact_count"].u(), 5u);
+  EXPECT_EQ(stat["partitions"][0]["first_id"].u(), 3u);
+  EXPECT_EQ(stat["last_lsn"].u(), 7u);
+  r = RunDb({"tail", "--partition", "0", "--from", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("order one"), std::string::npos);
+  EXPECT_CONTAINS(r.out, "order three");
+
+  r = RunDb({"trim", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "trimmed 0 facts");
+  ASSERT_EQ(RunDb({"cursor", "delete", "store-requests", "--yes"}).code, 0);
+  ASSERT_EQ(RunDb({"cursor", "delete", "mailer", "--yes"}).code, 0);
+  r = RunDb({"trim", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "no consumer has a cursor");
+  r = RunDb({"trim", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  trim = ParseJson(r.out);
+  EXPECT_EQ(trim["consumer_count"].u(), 0u);
+  EXPECT_EQ(trim["fact_count"].u(), 0u);
+  EXPECT_EQ(trim["skipped_reason"].kind, JsonValue::kString);
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["fact_count"].u(), 5u);
+
+  // The application reopens the trimmed database and writes on.
+  OpenEngine();
+  ASSERT_OK(engine_->DeclareTypes({"OrderCreated"}));
+  uint64_t id = Emit("OrderCreated", KeyIn(0), "after trim");
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(0, 0, 10, &facts));
+  ASSERT_EQ(facts.size(), 3u);
+  EXPECT_EQ(facts[0].id, 3u);
+  EXPECT_EQ(facts.back().id, id);
 }
 
 // lease list decodes the leases (held, expired, released) and the instances' heartbeats, never

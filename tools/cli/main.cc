@@ -177,6 +177,17 @@ int Run(int argc, char** argv) {
   purge->add_flag("--yes", yes, "Confirm the change");
   purge->callback(needs_db([&] { return DeadPurge(context, consumer, fact_ids, yes); }));
 
+  // trim
+  auto* trim = app.add_subcommand(
+      "trim",
+      "Remove the facts every consumer has passed (up to the lowest cursor of each partition)");
+  trim->footer(
+      "Only consumers with cursors in the database count: one registered with an application but\n"
+      "never run has none, and the facts it would replay may be trimmed. With no cursors at all,\n"
+      "nothing is trimmed. Needs exclusive access; shows a progress bar on a terminal.");
+  trim->add_flag("--yes", yes, "Confirm the change");
+  trim->callback(needs_db([&] { return Trim(context, yes); }));
+
   // lease
   auto* lease = app.add_subcommand("lease", "Leases: list, release");
   lease->require_subcommand(1);

@@ -1,9 +1,11 @@
 #include "tools/cli/output.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 
 namespace wharf::cli {
@@ -196,6 +198,28 @@ std::string Table::Render() const {
   render_row(header_);
   for (const auto& row : rows_) render_row(row);
   return out;
+}
+
+ProgressBar::ProgressBar(std::string label, bool enabled)
+    : label_(std::move(label)), enabled_(enabled && isatty(STDERR_FILENO) == 1) {}
+
+ProgressBar::~ProgressBar() { Finish(); }
+
+void ProgressBar::Update(uint64_t done, uint64_t total) {
+  if (!enabled_ || total == 0) return;
+  constexpr uint64_t kWidth = 30;
+  uint64_t filled = std::min(done, total) * kWidth / total;
+  std::fprintf(stderr, "\r%s [%s%s] %llu/%llu", label_.c_str(), std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, ' ').c_str(), static_cast<unsigned long long>(done),
+               static_cast<unsigned long long>(total));
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressBar::Finish() {
+  if (!drawn_) return;
+  std::fputc('\n', stderr);
+  drawn_ = false;
 }
 
 bool IsPrintableText(std::string_view bytes) {

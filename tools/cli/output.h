@@ -53,6 +53,22 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// A progress bar on stderr ("label [#####     ] 5/16"), redrawn in place; drawn only when enabled
+// and stderr is a terminal, so redirected output and --json stay clean.
+class ProgressBar {
+ public:
+  ProgressBar(std::string label, bool enabled);
+  ~ProgressBar();  // Finish()
+  void Update(uint64_t done, uint64_t total);
+  // Ends the bar's line (once something was drawn).
+  void Finish();
+
+ private:
+  std::string label_;
+  bool enabled_;
+  bool drawn_ = false;
+};
+
 // True when `bytes` are valid UTF-8 without control characters other than tab, CR and LF.
 bool IsPrintableText(std::string_view bytes);
 std::string Hex(std::string_view bytes);

@@ -1,6 +1,6 @@
-// Commands that change the database: cursor copy/set/delete, dead purge, lease release. They open
-// the Engine exclusively (RocksDB's lock); when another process holds the database they say so and
-// change nothing. Every change goes through the committer (wharf/admin.h or a TxnRep).
+// Commands that change the database: cursor copy/set/delete, dead purge/retry, trim, lease release.
+// They open the Engine exclusively (RocksDB's lock); when another process holds the database they
+// say so and change nothing. Every change goes through the committer (wharf/admin.h or a TxnRep).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -219,6 +219,65 @@ int DeadPurge(const Context& context, const std::string& consumer,
   } else {
     Print(fmt::format("purged {} dead letters of {}\n", purged, consumer));
   }
+  return kExitOk;
+}
+
+int Trim(const Context& context, bool yes) {
+  if (!yes) {
+    return Fail(kExitError,
+                "trim removes the facts every consumer has passed, for good; add --yes to confirm "
+                "(nothing was changed)");
+  }
+  std::unique_ptr<Engine> engine;
+  if (int code = OpenEngine(context, &engine)) return code;
+  TrimReport report;
+  Status s;
+  {
+    ProgressBar bar("trimming partitions", !context.json);
+    s = TrimPassed(*engine, &report,
+                   [&](uint32_t done, uint32_t total) { bar.Update(done, total); });
+  }
+  if (!s.ok()) {
+    std::string done = report.fact_count == 0
+                           ? "nothing was trimmed"
+                           : fmt::format("{} facts were trimmed before it", report.fact_count);
+    return Fail(kExitError, s.ToString() + "; " + done + (s.IsConflict() ? ", try again" : ""));
+  }
+  const char* skipped = report.consumer_count == 0
+                            ? "no consumer has a cursor, so no fact is known to be passed"
+                            : nullptr;
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("consumer_count").Uint(report.consumer_count);
+    json.Key("fact_count").Uint(report.fact_count).Key("bytes").Uint(report.bytes);
+    json.Key("skipped_reason");
+    if (skipped) {
+      json.String(skipped);
+    } else {
+      json.Null();
+    }
+    json.Key("partitions").BeginArray();
+    for (const TrimPartition& partition : report.partitions) {
+      json.BeginObject().Key("partition").Uint(partition.partition);
+      json.Key("trim_point").Uint(partition.trim_point);
+      json.Key("fact_count").Uint(partition.fact_count).Key("bytes").Uint(partition.bytes);
+      json.EndObject();
+    }
+    Print(json.EndArray().EndObject().str() + "\n");
+    return kExitOk;
+  }
+  if (skipped) {
+    Print(std::string(skipped) + ": nothing was trimmed\n");
+    return kExitOk;
+  }
+  Table table({"PARTITION", "TRIM_POINT", "FACTS", "BYTES"}, {true, true, true, true});
+  for (const TrimPartition& partition : report.partitions) {
+    table.Add({std::to_string(partition.partition), std::to_string(partition.trim_point),
+               std::to_string(partition.fact_count), std::to_string(partition.bytes)});
+  }
+  Print(table.Render() + fmt::format("trimmed {} facts ({}) passed by all {} consumers\n",
+                                     report.fact_count, FormatBytes(report.bytes),
+                                     report.consumer_count));
   return kExitOk;
 }
 
