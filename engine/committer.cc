@@ -4,6 +4,7 @@
 
 #include "engine/assert.h"
 #include "engine/codec.h"
+#include "engine/futex.h"
 #include "io/wal_fs.h"
 
 namespace wharf::internal {
@@ -316,7 +317,7 @@ void Committer::Finish(TxnRep* rep) {
     delete rep;
   } else {
     rep->done.store(1, std::memory_order_release);
-    rep->done.notify_one();
+    FutexWakeAll(&rep->done);
   }
   outstanding_.fetch_sub(1);
   if (space_waiters_.load() > 0 || stopping_.load()) outstanding_.notify_all();

@@ -7,6 +7,7 @@
 
 #include "engine/assert.h"
 #include "engine/codec.h"
+#include "engine/futex.h"
 
 namespace wharf::internal {
 
@@ -79,7 +80,7 @@ Status EngineCore::Commit(TxnRep* rep) {
   Status s = CheckOpen();
   if (s.ok()) s = committer_->Submit(rep);
   if (!s.ok() || async) return s;
-  rep->done.wait(0, std::memory_order_acquire);
+  FutexWait(&rep->done, 0);
   return rep->status;
 }
 

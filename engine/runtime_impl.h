@@ -112,7 +112,7 @@ struct TapState {
   MpscQueue<FactPtr> inbox;
   std::atomic<uint32_t> queued{0};
   std::atomic<bool> severed{false};
-  moodycamel::LightweightSemaphore wake;
+  moodycamel::LightweightSemaphore wake{0, kWakeSpins};
   std::thread thread;
 };
 
@@ -120,7 +120,7 @@ struct Worker {
   uint32_t index = 0;
   std::vector<Lane*> lanes;
   MpscQueue<LaneCompletion> completions;
-  moodycamel::LightweightSemaphore wake;
+  moodycamel::LightweightSemaphore wake{0, kWakeSpins};
   std::thread thread;
 };
 

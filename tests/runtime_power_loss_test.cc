@@ -154,6 +154,7 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
     auto runtime = MakeRuntime();
     ASSERT_OK(runtime->Start());
     std::atomic<bool> stop{false};
+    std::atomic<int> acknowledged{0};
     std::thread producer([&, local_seed = rng()] {
       std::mt19937 local(static_cast<uint32_t>(local_seed));
       while (!stop.load()) {
@@ -163,8 +164,13 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
           EXPECT_OK(txn.Emit("A", "key-" + std::to_string(local() % kKeys), "payload"));
         }
         if (!txn.Commit().ok()) break;
+        acknowledged++;
       }
     });
+    // Cut after at least one acknowledged commit, so every cycle has something to lose.
+    for (int i = 0; i < 5000 && acknowledged.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 15000));
     fs_->Cut();
     stop = true;
