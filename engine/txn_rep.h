@@ -23,7 +23,7 @@ struct WriteOp {
   Cf cf;
   bool is_delete = false;
   std::string key;
-  std::string value;      // sealed
+  std::string value;           // sealed
   std::string range_end = {};  // with is_delete: delete every key in [key, range_end) (trimming)
 };
 

@@ -36,8 +36,8 @@ namespace internal {
 class EngineCore;
 struct TxnRep;
 Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
-                      std::string_view payload, const EmitOptions& options,
-                      std::string_view source, uint32_t depth);
+                      std::string_view payload, const EmitOptions& options, std::string_view source,
+                      uint32_t depth);
 }  // namespace internal
 
 struct CommitResult {
@@ -89,9 +89,8 @@ class Txn {
  private:
   friend class Engine;
   friend class internal::EngineCore;
-  friend Status internal::EmitWithOrigin(Txn&, std::string_view, std::string_view,
-                                         std::string_view, const EmitOptions&, std::string_view,
-                                         uint32_t);
+  friend Status internal::EmitWithOrigin(Txn&, std::string_view, std::string_view, std::string_view,
+                                         const EmitOptions&, std::string_view, uint32_t);
   explicit Txn(std::shared_ptr<internal::EngineCore> core);
 
   std::shared_ptr<internal::EngineCore> core_;
