@@ -1144,7 +1144,11 @@ class AbiFuzzer {
         wharf_engine* engine = nullptr;
         std::string path = dir_ + "/db" + std::to_string(opened_++ % 3);
         const char* options = Coin() ? "durability=buffered" : AnyOptions();
-        wharf_status s = wharf_open(Coin(90) ? path.c_str() : AnyName(), options, &engine);
+        // Bad paths: NULL, empty, or a name inside the test directory (never the working one).
+        const char* name = AnyName();
+        std::string odd_path = name == nullptr ? "" : (*name ? dir_ + "/" + name : "");
+        const char* open_path = Coin(90) ? path.c_str() : (name ? odd_path.c_str() : nullptr);
+        wharf_status s = wharf_open(open_path, options, &engine);
         Check(s);
         if (s == WHARF_OK) {
           engines_.push_back(engine);
