@@ -1,4 +1,4 @@
-// Administration of cursors and dead letters (wharf/admin.h).
+// Administration of cursors and dead letters (wharf/admin.h; trimming is in engine/trim.cc).
 //
 // Reads go straight to the store under the engine's read guard; every change is a TxnRep handed to
 // the committer (the "one writer" rule). A change that replaces cursors carries a CheckOp for
@@ -14,6 +14,7 @@
 #include <rocksdb/db.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "engine/assert.h"
@@ -31,6 +32,7 @@ using internal::WriteOp;
 namespace {
 
 constexpr size_t kConsumerBytesMax = 255;
+constexpr size_t kRetryBatchLetters = 100;  // dead letters re-emitted per transaction
 
 // The sealed cursor value of each partition of one consumer (nullopt: no cursor).
 using RawCursors = std::vector<std::optional<std::string>>;
@@ -338,6 +340,118 @@ Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<De
     letter.fact.id = lsn;
   }
   return FromRocks(it->status(), "list dead letters");
+}
+
+namespace {
+
+// A dead letter as stored (for the compare-and-set of its deletion) and decoded.
+struct StoredLetter {
+  std::string sealed;
+  DeadLetter letter;
+};
+
+// Every dead letter of `consumer`, by fact id.
+// REQUIRES: the caller holds the engine's read guard.
+Status ReadStoredLetters(const EngineCore& core, std::string_view consumer,
+                         std::map<uint64_t, StoredLetter>* letters) {
+  letters->clear();
+  std::string lower = codec::CursorPrefix(consumer);
+  std::string upper = PrefixEnd(lower);
+  rocksdb::Slice lower_slice(lower), upper_slice(upper);
+  rocksdb::ReadOptions read_options;
+  read_options.iterate_lower_bound = &lower_slice;
+  read_options.iterate_upper_bound = &upper_slice;
+  auto* store = core.store();
+  std::unique_ptr<rocksdb::Iterator> it(
+      store->db()->NewIterator(read_options, store->cf(internal::kDead)));
+  for (it->Seek(lower_slice); it->Valid(); it->Next()) {
+    if (it->key().size() != lower.size() + 8) {
+      return Status::Corruption("dead letter key of consumer '" + std::string(consumer) + "' has " +
+                                std::to_string(it->key().size()) + " bytes");
+    }
+    uint64_t lsn = codec::DecodeFixed64BE(it->key().data() + lower.size());
+    StoredLetter& stored = (*letters)[lsn];
+    stored.sealed = it->value().ToString();
+    stored.letter.consumer.assign(consumer);
+    Status s = codec::DecodeDeadLetter(stored.sealed, &stored.letter.reason, &stored.letter.fact);
+    if (!s.ok()) {
+      return Status::Corruption("dead letter " + std::to_string(lsn) + " of " +
+                                std::string(consumer) + ": " + s.message());
+    }
+    stored.letter.fact.id = lsn;
+  }
+  return FromRocks(it->status(), "read dead letters");
+}
+
+}  // namespace
+
+Status RetryDeadLetters(Engine& engine, std::string_view consumer,
+                        const std::vector<uint64_t>& fact_ids,
+                        std::vector<RetriedLetter>* retried) {
+  if (retried == nullptr) return Status::InvalidArgument("retried output pointer is null");
+  retried->clear();
+  Status s = ValidateConsumer(consumer);
+  if (!s.ok()) return s;
+  EngineCore& core = *engine.core();
+  std::map<uint64_t, StoredLetter> letters;
+  {
+    auto guard = core.ReadGuard();
+    s = core.CheckOpen();
+    if (s.ok()) s = ReadStoredLetters(core, consumer, &letters);
+    if (!s.ok()) return s;
+  }
+  if (letters.empty()) {
+    return Status::NotFound("consumer '" + std::string(consumer) + "' has no dead letters");
+  }
+  std::vector<const StoredLetter*> chosen;
+  if (fact_ids.empty()) {
+    for (const auto& [id, stored] : letters) chosen.push_back(&stored);
+  } else {
+    for (uint64_t id : fact_ids) {
+      auto it = letters.find(id);
+      if (it == letters.end()) {
+        return Status::NotFound("consumer '" + std::string(consumer) +
+                                "' has no dead letter for fact " + std::to_string(id));
+      }
+      if (std::find(chosen.begin(), chosen.end(), &it->second) == chosen.end()) {
+        chosen.push_back(&it->second);
+      }
+    }
+  }
+  for (size_t first = 0; first < chosen.size(); first += kRetryBatchLetters) {
+    size_t last = std::min(chosen.size(), first + kRetryBatchLetters);
+    Txn txn = engine.Begin();
+    TxnRep* rep = EngineCore::RepOf(txn);
+    for (size_t i = first; i < last; ++i) {
+      const Fact& fact = chosen[i]->letter.fact;
+      std::string what = "dead letter " + std::to_string(fact.id) + " of " + std::string(consumer);
+      EmitOptions options;
+      options.v = fact.v;
+      for (const auto& header : fact.headers) {
+        if (header.first != kRetryForHeader && header.first != kRetryOfHeader) {
+          options.headers.push_back(header);
+        }
+      }
+      options.headers.emplace_back(std::string(kRetryForHeader), std::string(consumer));
+      options.headers.emplace_back(std::string(kRetryOfHeader), std::to_string(fact.id));
+      s = internal::EmitWithOrigin(txn, fact.type, fact.key, fact.payload, options, fact.source,
+                                   fact.depth);
+      if (s.IsInvalidArgument()) return Status::InvalidArgument(what + ": " + s.message());
+      if (!s.ok()) return s;
+      std::string key = codec::DeadKey(consumer, fact.id);
+      rep->checks.push_back(CheckOp{internal::kDead, key, chosen[i]->sealed, what});
+      rep->writes.push_back(WriteOp{internal::kDead, true, std::move(key), ""});
+    }
+    CommitResult result;
+    s = txn.Commit(&result);
+    if (!s.ok()) return s;
+    WHARF_DASSERT(result.last_fact_id - result.first_fact_id + 1 == last - first);
+    for (size_t i = first; i < last; ++i) {
+      retried->push_back(
+          RetriedLetter{chosen[i]->letter.fact.id, result.first_fact_id + (i - first)});
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace wharf

@@ -9,8 +9,10 @@
 
 #include "engine/codec.h"
 #include "engine/engine_core.h"
+#include "engine/runtime_impl.h"
 #include "engine/txn_rep.h"
 #include "test_util.h"
+#include "wharf/runtime.h"
 
 namespace wharf {
 namespace {
@@ -274,6 +276,103 @@ TEST_F(AdminTest, ListDeadLetters) {
   EXPECT_TRUE(ListDeadLetters(*engine_, "", nullptr).IsInvalidArgument());
 }
 
+// The runtime skips a re-emitted fact for every consumer but the one it names.
+static_assert(kRetryForHeader == internal::kRetryForHeader);
+
+// RetryDeadLetters re-delivers a subscriber's dead letter to that subscriber only: a new fact
+// with the original's type, key, payload and headers plus the retry headers, committed with the
+// deletion of the dead letter; the other subscriber, which handled the original, never sees it.
+TEST_F(AdminTest, RetryDeadLettersReachesOnlyThatConsumer) {
+  std::mutex mutex;
+  std::vector<Fact> mailer_seen, audit_seen;
+  bool mailer_rejects = true;
+  RuntimeOptions runtime_options;
+  runtime_options.trace = [](const TraceEvent&) {};
+  auto run = [&] {
+    Runtime runtime(engine_.get(), runtime_options);
+    EXPECT_OK(runtime.Subscribe("mailer", {"T"}, [&](const Fact& fact) {
+      std::lock_guard lock(mutex);
+      mailer_seen.push_back(fact);
+      return mailer_rejects && fact.payload == "bad" ? Outcome::kRejected : Outcome::kHandled;
+    }));
+    EXPECT_OK(runtime.Subscribe("audit", {"T"}, [&](const Fact& fact) {
+      std::lock_guard lock(mutex);
+      audit_seen.push_back(fact);
+      return Outcome::kHandled;
+    }));
+    EXPECT_OK(runtime.Drain());
+  };
+
+  Emit(KeyIn(1));
+  Txn txn = engine_->Begin();
+  EmitOptions emit_options;
+  emit_options.headers = {{"trace-id", "t-1"}};
+  ASSERT_OK(txn.Emit("T", KeyIn(2), "bad", emit_options));
+  CommitResult committed;
+  ASSERT_OK(txn.Commit(&committed));
+  const uint64_t bad_id = committed.first_fact_id;
+  run();
+  std::vector<DeadLetter> letters;
+  ASSERT_OK(ListDeadLetters(*engine_, "mailer", &letters));
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0].fact.id, bad_id);
+  EXPECT_EQ(audit_seen.size(), 2u);
+
+  std::vector<RetriedLetter> retried;
+  EXPECT_TRUE(RetryDeadLetters(*engine_, "audit", {}, &retried).IsNotFound());
+  EXPECT_TRUE(RetryDeadLetters(*engine_, "mailer", {bad_id + 1}, &retried).IsNotFound());
+  EXPECT_TRUE(RetryDeadLetters(*engine_, "", {}, &retried).IsInvalidArgument());
+  ASSERT_OK(RetryDeadLetters(*engine_, "mailer", {bad_id}, &retried));
+  ASSERT_EQ(retried.size(), 1u);
+  EXPECT_EQ(retried[0].dead_fact_id, bad_id);
+  EXPECT_GT(retried[0].new_fact_id, bad_id);
+  ASSERT_OK(ListDeadLetters(*engine_, "mailer", &letters));
+  EXPECT_TRUE(letters.empty());
+
+  mailer_seen.clear();
+  audit_seen.clear();
+  mailer_rejects = false;
+  run();
+  ASSERT_EQ(mailer_seen.size(), 1u);
+  const Fact& again = mailer_seen[0];
+  EXPECT_EQ(again.id, retried[0].new_fact_id);
+  EXPECT_EQ(again.type, "T");
+  EXPECT_EQ(again.key, KeyIn(2));
+  EXPECT_EQ(again.partition, 2u);
+  EXPECT_EQ(again.payload, "bad");
+  EXPECT_EQ(again.headers, (Headers{{"trace-id", "t-1"},
+                                    {"wharf-retry-for", "mailer"},
+                                    {"wharf-retry-of", std::to_string(bad_id)}}));
+  EXPECT_TRUE(audit_seen.empty());  // passed over, not delivered
+  EXPECT_EQ(Cursor("audit", 2), again.id);
+}
+
+// A letter retried twice carries one pair of retry headers; several letters share a transaction.
+TEST_F(AdminTest, RetryDeadLettersReplacesRetryHeaders) {
+  Fact fact;
+  fact.type = "T";
+  fact.key = KeyIn(3);
+  fact.payload = "p";
+  fact.headers = {{"wharf-retry-for", "old"}, {"wharf-retry-of", "1"}, {"x", "y"}};
+  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", 7),
+                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+  fact.headers.clear();
+  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", 9),
+                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+  std::vector<RetriedLetter> retried;
+  ASSERT_OK(RetryDeadLetters(*engine_, "c", {}, &retried));
+  ASSERT_EQ(retried.size(), 2u);
+  EXPECT_EQ(retried[0].dead_fact_id, 7u);
+  EXPECT_EQ(retried[1].new_fact_id, retried[0].new_fact_id + 1);
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(3, retried[0].new_fact_id, 2, &facts));
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].headers,
+            (Headers{{"x", "y"}, {"wharf-retry-for", "c"}, {"wharf-retry-of", "7"}}));
+  EXPECT_EQ(facts[1].headers, (Headers{{"wharf-retry-for", "c"}, {"wharf-retry-of", "9"}}));
+  EXPECT_TRUE(RetryDeadLetters(*engine_, "c", {}, &retried).IsNotFound());
+}
+
 // TrimPassed removes, per partition, the facts every consumer with cursors has passed (the lowest
 // cursor), with a range deletion through the committer; what any consumer still needs stays.
 TEST_F(AdminTest, TrimPassedRemovesWhatEveryConsumerPassed) {
@@ -366,6 +465,8 @@ TEST_F(AdminTest, ClosedEngine) {
   EXPECT_TRUE(ListDeadLetters(*engine_, "", &letters).IsClosed());
   TrimReport report;
   EXPECT_TRUE(TrimPassed(*engine_, &report).IsClosed());
+  std::vector<RetriedLetter> retried;
+  EXPECT_TRUE(RetryDeadLetters(*engine_, "c", {}, &retried).IsClosed());
 }
 
 }  // namespace

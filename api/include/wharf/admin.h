@@ -49,6 +49,30 @@ Status DeleteCursor(Engine& engine, std::string_view consumer);
 // Dead letters of `consumer` (empty: all), ordered by consumer then fact id.
 Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<DeadLetter>* out);
 
+// Headers of a fact re-emitted from a dead letter (RetryDeadLetters): the runtime delivers it only
+// to the consumer kRetryForHeader names (every other consumer passes it); kRetryOfHeader holds
+// the original fact's id in decimal.
+inline constexpr std::string_view kRetryForHeader = "wharf-retry-for";
+inline constexpr std::string_view kRetryOfHeader = "wharf-retry-of";
+
+struct RetriedLetter {
+  uint64_t dead_fact_id = 0;  // the dead letter's (original) fact id
+  uint64_t new_fact_id = 0;   // the re-emitted fact
+};
+
+// Re-delivers dead letters of `consumer` to that consumer only: each becomes a new fact with the
+// original's type, key, payload, headers (minus any earlier retry headers), source and depth,
+// plus kRetryForHeader = consumer and kRetryOfHeader = the original id; its dead letter is
+// deleted in the same transaction (one transaction per batch of letters, each checked to be
+// unchanged since it was read). `fact_ids` empty: every dead letter of the consumer.
+//   NotFound         the consumer has no dead letters, or one of `fact_ids` is none of them
+//                    (checked before anything changes)
+//   InvalidArgument  a type no longer declared, too many headers to add the retry headers
+//   Conflict         a letter changed or went away meanwhile (earlier batches stay committed;
+//                    *retried lists them)
+Status RetryDeadLetters(Engine& engine, std::string_view consumer,
+                        const std::vector<uint64_t>& fact_ids, std::vector<RetriedLetter>* retried);
+
 // Trimming (SPEC.md §3a): removes the facts every consumer has passed.
 struct TrimPartition {
   uint32_t partition = 0;
