@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -320,6 +321,9 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   EXPECT_EQ(r.code, 0);
   EXPECT_CONTAINS(r.out, "wharf cursor copy");
   EXPECT_CONTAINS(r.out, "--force");
+  r = Run({"help", "dead", "retry"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_CONTAINS(r.out, "wharf-retry-for");
   r = Run({"help", "trim"});
   EXPECT_EQ(r.code, 0);
   EXPECT_CONTAINS(r.out, "--yes");
@@ -753,6 +757,87 @@ TEST_F(CliTest, DeadPurge) {
   r = RunDb({"dead", "list", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(ParseJson(r.out)["dead_letters"].items.size(), 1u);
+}
+
+// dead retry re-emits a subscriber's dead letter for that subscriber alone: after it, a runtime
+// with two subscribers delivers the new fact to the one that rejected the original only.
+TEST_F(CliTest, DeadRetry) {
+  ASSERT_OK(engine_->DeclareTypes({"OrderCreated"}));
+  std::mutex mutex;
+  std::vector<Fact> mailer_seen, audit_seen;
+  bool mailer_rejects = true;
+  auto drain = [&] {
+    RuntimeOptions options;
+    options.trace = [](const TraceEvent&) {};
+    Runtime runtime(engine_.get(), options);
+    ASSERT_OK(runtime.Subscribe("mailer", {"OrderCreated"}, [&](const Fact& fact) {
+      std::lock_guard lock(mutex);
+      mailer_seen.push_back(fact);
+      return mailer_rejects && fact.payload == "bounce" ? Outcome::kRejected : Outcome::kHandled;
+    }));
+    ASSERT_OK(runtime.Subscribe("audit", {"OrderCreated"}, [&](const Fact& fact) {
+      std::lock_guard lock(mutex);
+      audit_seen.push_back(fact);
+      return Outcome::kHandled;
+    }));
+    ASSERT_OK(runtime.Drain());
+  };
+  Emit("OrderCreated", KeyIn(0), "fine");
+  uint64_t bounced = Emit("OrderCreated", KeyIn(1), "bounce");
+  drain();
+  ASSERT_EQ(audit_seen.size(), 2u);
+
+  Result r = RunDb({"dead", "retry", "mailer", "--yes"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "in use by another process");
+  CloseEngine();
+  r = RunDb({"dead", "retry", "mailer"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "add --yes");
+  r = RunDb({"dead", "retry", "audit", "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "consumer 'audit' has no dead letters");
+  r = RunDb({"dead", "retry", "mailer", std::to_string(bounced + 1), "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "no dead letter for fact " + std::to_string(bounced + 1));
+  EXPECT_CONTAINS(r.err, "nothing was changed");
+  r = RunDb({"dead", "retry", "mailer", "x1", "--yes"});
+  EXPECT_EQ(r.code, 1);
+
+  r = RunDb({"dead", "retry", "mailer", std::to_string(bounced), "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue retry = ParseJson(r.out);
+  EXPECT_EQ(retry["consumer"].text, "mailer");
+  ASSERT_EQ(retry["retried"].items.size(), 1u);
+  EXPECT_EQ(retry["retried"][0]["dead_fact_id"].u(), bounced);
+  const uint64_t again = retry["retried"][0]["new_fact_id"].u();
+  EXPECT_GT(again, bounced);
+  r = RunDb({"dead", "list", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ParseJson(r.out)["dead_letters"].items.empty());
+  r = RunDb({"tail", "--limit", "1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue fact = ParseJson(r.out);
+  EXPECT_EQ(fact["id"].u(), again);
+  EXPECT_EQ(fact["payload"].text, "bounce");
+  ASSERT_EQ(fact["headers"].items.size(), 2u);
+  EXPECT_EQ(fact["headers"][0]["name"].text, "wharf-retry-for");
+  EXPECT_EQ(fact["headers"][0]["value"].text, "mailer");
+  EXPECT_EQ(fact["headers"][1]["name"].text, "wharf-retry-of");
+  EXPECT_EQ(fact["headers"][1]["value"].text, std::to_string(bounced));
+
+  OpenEngine();
+  mailer_seen.clear();
+  audit_seen.clear();
+  mailer_rejects = false;
+  drain();
+  ASSERT_EQ(mailer_seen.size(), 1u);
+  EXPECT_EQ(mailer_seen[0].id, again);
+  EXPECT_EQ(mailer_seen[0].payload, "bounce");
+  EXPECT_TRUE(audit_seen.empty());
+  uint64_t audit_position = 0;
+  ASSERT_OK(GetCursor(*engine_, "audit", 1, &audit_position));
+  EXPECT_EQ(audit_position, again);  // passed over
 }
 
 // trim needs --yes and exclusive access; it removes, per partition, the facts every consumer

@@ -164,12 +164,23 @@ int Run(int argc, char** argv) {
   tail->callback(needs_db([&] { return Tail(context, tail_options); }));
 
   // dead
-  auto* dead = app.add_subcommand("dead", "Dead letters: list, purge");
+  auto* dead = app.add_subcommand("dead", "Dead letters: list, retry, purge");
   dead->require_subcommand(1);
   auto* dead_list = dead->add_subcommand("list", "Dead letters (of one consumer, or all)");
   dead_list->add_option("consumer", consumer, "Consumer id");
   dead_list->callback(needs_db([&] { return DeadList(context, consumer); }));
   std::vector<uint64_t> fact_ids;
+  auto* retry = dead->add_subcommand(
+      "retry", "Re-deliver a consumer's dead letters (all, or IDs) to that consumer only");
+  retry->add_option("consumer", consumer, "Consumer id")->required();
+  retry->add_option("ids", fact_ids, "Fact ids (default: every dead letter of the consumer)")
+      ->check(kNumber);
+  retry->add_flag("--yes", yes, "Confirm the change");
+  retry->footer(
+      "Each dead letter becomes a new fact (same type, key, payload, headers) with the headers\n"
+      "wharf-retry-for: CONSUMER and wharf-retry-of: ID; every other consumer passes it over.\n"
+      "The dead letter is deleted in the same transaction. Needs exclusive access.");
+  retry->callback(needs_db([&] { return DeadRetry(context, consumer, fact_ids, yes); }));
   auto* purge = dead->add_subcommand("purge", "Delete a consumer's dead letters (all, or IDs)");
   purge->add_option("consumer", consumer, "Consumer id")->required();
   purge->add_option("ids", fact_ids, "Fact ids (default: every dead letter of the consumer)")

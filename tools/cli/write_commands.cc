@@ -222,6 +222,45 @@ int DeadPurge(const Context& context, const std::string& consumer,
   return kExitOk;
 }
 
+int DeadRetry(const Context& context, const std::string& consumer,
+              const std::vector<uint64_t>& fact_ids, bool yes) {
+  if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
+  if (!yes) {
+    return Fail(kExitError, "dead retry re-emits dead letters of '" + consumer +
+                                "' as new facts for it alone; add --yes to confirm (nothing was "
+                                "changed)");
+  }
+  std::unique_ptr<Engine> engine;
+  if (int code = OpenEngine(context, &engine)) return code;
+  std::vector<RetriedLetter> retried;
+  Status s = RetryDeadLetters(*engine, consumer, fact_ids, &retried);
+  if (!s.ok()) {
+    std::string done =
+        retried.empty() ? "nothing was changed"
+                        : fmt::format("{} dead letters were re-emitted before it", retried.size());
+    return Fail(kExitError, (s.IsNotFound() ? s.message() : s.ToString()) + " (" + done + ")");
+  }
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("consumer").String(consumer).Key("retried_count").Uint(retried.size());
+    json.Key("retried").BeginArray();
+    for (const RetriedLetter& letter : retried) {
+      json.BeginObject().Key("dead_fact_id").Uint(letter.dead_fact_id);
+      json.Key("new_fact_id").Uint(letter.new_fact_id).EndObject();
+    }
+    Print(json.EndArray().EndObject().str() + "\n");
+    return kExitOk;
+  }
+  Table table({"DEAD_FACT_ID", "NEW_FACT_ID"}, {true, true});
+  for (const RetriedLetter& letter : retried) {
+    table.Add({std::to_string(letter.dead_fact_id), std::to_string(letter.new_fact_id)});
+  }
+  Print(fmt::format("re-emitted {} dead letters of {} as new facts for {} only\n", retried.size(),
+                    consumer, consumer) +
+        table.Render());
+  return kExitOk;
+}
+
 int Trim(const Context& context, bool yes) {
   if (!yes) {
     return Fail(kExitError,
