@@ -263,6 +263,12 @@ void Committer::MaybeSubmitSync(bool force) {
   round->started = std::chrono::steady_clock::now();
   last_sync_ = round->started;
   sync_in_flight_.store(true, std::memory_order_release);
+  if (round->groups.size() == 1 && round->groups[0].reps.size() == 1 && outstanding_.load() == 1) {
+    // A lone commit and nothing behind it: there is nothing to pipeline, so sync right here and
+    // save the hand-offs to the backend's threads (RocksDB's own sync=true path does the same).
+    OnRoundDone(round, io::SyncInline(round->plan.ops));
+    return;
+  }
   Status s = backend_->Submit(round->plan.ops,
                               [this, round](int errno_value) { OnRoundDone(round, errno_value); });
   if (!s.ok()) {

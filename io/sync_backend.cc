@@ -1,5 +1,9 @@
 #include "io/sync_backend.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "io/posix_sync_backend.h"
 #include "io/uring_sync_backend.h"
 
@@ -19,6 +23,22 @@ Status SyncBackend::Create(IoBackend kind, std::unique_ptr<SyncBackend>* backend
       return Status::OK();
   }
   return Status::InvalidArgument("unknown IoBackend");
+}
+
+}  // namespace wharf::io
+
+namespace wharf::io {
+
+int SyncInline(const std::vector<SyncOp>& ops) {
+  int first_errno = 0;
+  for (const SyncOp& op : ops) {
+    int result = 0;
+    do {
+      result = op.data_only ? ::fdatasync(op.fd) : ::fsync(op.fd);
+    } while (result != 0 && errno == EINTR);
+    if (result != 0 && first_errno == 0) first_errno = errno;
+  }
+  return first_errno;
 }
 
 }  // namespace wharf::io

@@ -39,4 +39,9 @@ class SyncBackend {
   static Status Create(IoBackend kind, std::unique_ptr<SyncBackend>* backend);
 };
 
+// Runs `ops` on the calling thread (fdatasync/fsync, EINTR retried). Returns 0 or the errno of
+// the first failure. For a lone commit with nothing queued behind it, where handing the round to
+// another thread would only add two context switches.
+int SyncInline(const std::vector<SyncOp>& ops);
+
 }  // namespace wharf::io
