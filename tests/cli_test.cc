@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -169,10 +171,14 @@ std::string ReadFile(const std::string& path) {
   return buffer.str();
 }
 
-// Starts the CLI with stdout/stderr redirected to files; returns its pid.
+// Environment changes for a run: set (name, value), or unset (name, nullopt).
+using EnvChanges = std::vector<std::pair<std::string, std::optional<std::string>>>;
+
+// Starts the CLI (or `program`) with stdout/stderr redirected to files; returns its pid.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path,
-            const std::string& err_path) {
-  std::vector<std::string> storage = {WHARF_CLI_PATH};
+            const std::string& err_path, const EnvChanges& env = {},
+            const std::string& program = WHARF_CLI_PATH) {
+  std::vector<std::string> storage = {program};
   storage.insert(storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& arg : storage) argv.push_back(arg.data());
@@ -185,6 +191,13 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path,
     dup2(out, 1);
     dup2(err, 2);
     unsetenv("WHARF_DB");
+    for (const auto& [name, value] : env) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
     execv(argv[0], argv.data());
     _exit(127);
   }
@@ -214,10 +227,11 @@ class CliTest : public ::testing::Test {
     engine_.reset();
   }
 
-  Result Run(std::vector<std::string> args) {
+  Result Run(std::vector<std::string> args, const EnvChanges& env = {},
+             const std::string& program = WHARF_CLI_PATH) {
     std::string out = dir_.path() + "/out", err = dir_.path() + "/err";
     Result result;
-    result.code = Wait(Spawn(args, out, err));
+    result.code = Wait(Spawn(args, out, err, env, program));
     result.out = ReadFile(out);
     result.err = ReadFile(err);
     return result;
@@ -324,6 +338,14 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   r = Run({"help", "dead", "retry"});
   EXPECT_EQ(r.code, 0);
   EXPECT_CONTAINS(r.out, "wharf-retry-for");
+  r = Run({"help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_CONTAINS(r.out, "Subcommands:");
+  EXPECT_CONTAINS(r.out, "trim");
+  EXPECT_CONTAINS(r.out, "bench");
+  r = Run({"help", "bench"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_CONTAINS(r.out, "--seconds");
   r = Run({"help", "trim"});
   EXPECT_EQ(r.code, 0);
   EXPECT_CONTAINS(r.out, "--yes");
@@ -907,6 +929,55 @@ TEST_F(CliTest, Trim) {
   ASSERT_EQ(facts.size(), 3u);
   EXPECT_EQ(facts[0].id, 3u);
   EXPECT_EQ(facts.back().id, id);
+}
+
+// bench runs the workload runner with the arguments passed through and its exit status mapped
+// (a fake runner here: no real benchmark runs in tests); a missing runner is a one-line error.
+TEST_F(CliTest, Bench) {
+  std::string fake = dir_.path() + "/fake_workloads";
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\n"
+              "echo \"progress of $#\" >&2\n"
+              "for arg in \"$@\"; do echo \"[$arg]\"; done\n"
+              "exit ${FAKE_EXIT:-0}\n";
+  }
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  Result r = Run({"bench", "W1-append", "W3-latency", "--seconds", "0.5", "--runs", "2", "--dir",
+                  "/scratch dir", "--json"},
+                 {{"WHARF_WORKLOADS", fake}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "[--json]\n[--seconds]\n[0.5]\n[--runs]\n[2]\n[--dir]\n[/scratch dir]\n[W1-append]\n"
+            "[W3-latency]\n");
+  EXPECT_EQ(r.err, "progress of 9\n");  // the runner's stderr is shown as is
+  r = Run({"bench"}, {{"WHARF_WORKLOADS", fake}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+
+  r = Run({"bench"}, {{"WHARF_WORKLOADS", fake}, {"FAKE_EXIT", "3"}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "failed (exit status 3)");
+  r = Run({"bench", "W9"}, {{"WHARF_WORKLOADS", fake}, {"FAKE_EXIT", "2"}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "refused these arguments");
+  r = Run({"bench", "--seconds", "-1"}, {{"WHARF_WORKLOADS", fake}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--seconds");
+  EXPECT_EQ(r.out, "");  // refused before the runner ran
+
+  r = Run({"bench"}, {{"WHARF_WORKLOADS", dir_.path() + "/missing"}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "WHARF_WORKLOADS=" + dir_.path() + "/missing is not an executable file");
+  // A wharf outside any build tree, with no runner beside it or on PATH.
+  std::filesystem::create_directories(dir_.path() + "/alone/tools");
+  std::string alone = dir_.path() + "/alone/tools/wharf";
+  std::filesystem::copy_file(WHARF_CLI_PATH, alone);
+  r = Run({"bench"}, {{"WHARF_WORKLOADS", std::nullopt}, {"PATH", dir_.path() + "/nowhere"}},
+          alone);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "cannot find the workload runner wharf_workloads");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 // lease list decodes the leases (held, expired, released) and the instances' heartbeats, never

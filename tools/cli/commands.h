@@ -61,6 +61,15 @@ int Trim(const Context& context, bool yes);
 int DeadRetry(const Context& context, const std::string& consumer,
               const std::vector<uint64_t>& fact_ids, bool yes);
 int LeaseList(const Context& context);
+
+// Arguments passed through to the workload runner (tools/cli/bench_command.cc).
+struct BenchOptions {
+  std::vector<std::string> workloads;  // empty: every implemented workload
+  std::optional<std::string> seconds;  // duration of each run
+  std::optional<uint64_t> runs;        // runs per parameter set (the median is reported)
+  std::optional<std::string> dir;      // where the temporary databases go
+};
+int Bench(const Context& context, const BenchOptions& options);
 int LeaseRelease(const Context& context, const std::string& consumer);
 
 }  // namespace wharf::cli

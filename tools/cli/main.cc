@@ -2,6 +2,8 @@
 //
 //   wharf stat --db PATH
 //   wharf cursor copy store-requests store-reviews --db PATH
+//   wharf trim --yes --db PATH
+//   wharf bench W1-append --json
 //
 // Global options (accepted before or after the command): --db PATH (or $WHARF_DB), --json.
 // Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a Wharf
@@ -10,7 +12,9 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "engine/store.h"
@@ -41,6 +45,19 @@ const CLI::Validator kNumber(
       return "";
     },
     "NUMBER");
+
+// A decimal number > 0 ("1", "0.5").
+const CLI::Validator kPositiveDecimal(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size() || !(value > 0) ||
+          !std::isfinite(value)) {
+        return "'" + text + "' is not a number > 0";
+      }
+      return "";
+    },
+    "S");
 
 int Version(const Context& context) {
   std::string rocksdb_version = std::to_string(ROCKSDB_MAJOR) + "." +
@@ -74,7 +91,11 @@ int Help(CLI::App& app, const std::vector<std::string>& words) {
     if (target != &app) prefix += " " + target->get_name();
     target = next;
   }
-  std::printf("%s", target == &app ? app.help().c_str() : target->help(prefix).c_str());
+  // The app's own help() would describe the selected subcommand (`help`) instead of the app.
+  std::string text = target == &app
+                         ? app.get_formatter()->make_help(&app, "wharf", CLI::AppFormatMode::Normal)
+                         : target->help(prefix);
+  std::printf("%s", text.c_str());
   return kExitOk;
 }
 
@@ -202,12 +223,34 @@ int Run(int argc, char** argv) {
   // lease
   auto* lease = app.add_subcommand("lease", "Leases: list, release");
   lease->require_subcommand(1);
-  lease->add_subcommand("list", "Leases as stored")->callback(needs_db([&] {
-    return LeaseList(context);
-  }));
-  auto* release = lease->add_subcommand("release", "Delete a consumer's lease");
+  lease
+      ->add_subcommand(
+          "list", "Consumers' leases (owner, epoch, expiry, held/expired/released) and instances")
+      ->callback(needs_db([&] { return LeaseList(context); }));
+  auto* release = lease->add_subcommand(
+      "release",
+      "Delete a consumer's lease record (its fence stays: the next holder bumps the epoch)");
   release->add_option("consumer", consumer, "Consumer id")->required();
   release->callback(needs_db([&] { return LeaseRelease(context, consumer); }));
+
+  // bench
+  BenchOptions bench_options;
+  auto* bench = app.add_subcommand(
+      "bench",
+      "Run the standard workloads (W1-append, W2-project, W3-latency) and print the table");
+  bench->add_option("workloads", bench_options.workloads,
+                    "Workloads to run (default: every implemented one)");
+  bench->add_option("--seconds", bench_options.seconds, "Duration of each run (S > 0)")
+      ->check(kPositiveDecimal);
+  bench->add_option("--runs", bench_options.runs, "Runs per parameter set; the median is reported")
+      ->check(kNumber);
+  bench->add_option("--dir", bench_options.dir,
+                    "Where the temporary databases go (default /tmp; use a real disk)");
+  bench->footer(
+      "Runs the workload runner wharf_workloads (found through $WHARF_WORKLOADS, the build tree\n"
+      "of this wharf, its directory, then PATH) on temporary databases; its progress goes to\n"
+      "stderr, the table (or with --json one object per line) to stdout. No --db needed.");
+  bench->callback([&] { run = [&] { return Bench(context, bench_options); }; });
 
   try {
     app.parse(argc, argv);
