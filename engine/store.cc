@@ -86,6 +86,9 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   // The committer recovers from write errors itself (Committer::Recover), on the next commit, so
   // that a commit after space returned succeeds at once instead of after RocksDB's retry timer.
   db_options.max_bgerror_resume_count = 0;
+  // Flushes and compactions write SST files in 1 MiB steps instead of one burst at the end, so a
+  // WAL fdatasync never waits behind tens of MiB of dirty SST pages.
+  db_options.bytes_per_sync = 1u << 20;
 
   // A directory holding a RocksDB database without Wharf's families is not ours: refuse it
   // instead of adding families to somebody else's data.
