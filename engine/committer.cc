@@ -317,6 +317,9 @@ void Committer::Finish(TxnRep* rep) {
     commits_.fetch_add(1, std::memory_order_relaxed);
     facts_.fetch_add(rep->facts.size(), std::memory_order_relaxed);
   }
+  // Free the slot before waking the producer: it may commit again at once and must find room.
+  outstanding_.fetch_sub(1);
+  if (space_waiters_.load() > 0 || stopping_.load()) outstanding_.notify_all();
   if (rep->callback) {
     // Async: the committer owns the rep.
     rep->callback(rep->status, rep->result);
@@ -325,8 +328,6 @@ void Committer::Finish(TxnRep* rep) {
     rep->done.store(1, std::memory_order_release);
     FutexWakeAll(&rep->done);
   }
-  outstanding_.fetch_sub(1);
-  if (space_waiters_.load() > 0 || stopping_.load()) outstanding_.notify_all();
 }
 
 Status Committer::Recover() {

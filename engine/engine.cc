@@ -145,6 +145,16 @@ Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
                                 "' is not declared (Engine::DeclareTypes)");
   }
   if (!s.ok()) return s;
+  std::string mapped_key;
+  if (const auto& extract = core_->options().key_from_payload) {
+    std::string error;
+    if (extract(type, payload, &mapped_key, &error)) {
+      key = mapped_key;
+    } else if (!error.empty()) {
+      return Status::InvalidArgument("fact of type '" + std::string(type) +
+                                     "': partition key: " + error);
+    }
+  }
   Fact fact;
   fact.partition = core_->PartitionFor(key);
   fact.type = type;

@@ -75,6 +75,15 @@ struct EngineOptions {
   // Wall clock in milliseconds since the epoch (commit times, timers, leases). Tests inject one.
   // Must be thread-safe. Empty: the system clock.
   std::function<int64_t()> clock_ms;
+
+  // Keyed partitioning from the payload (the declarative runtime's `partitioning: keyed`): called
+  // by Txn::Emit for every fact; returns true and sets *key to use that partition key instead of
+  // the one given, false to keep the given key, or sets *error (then Emit fails with
+  // InvalidArgument naming the type and the problem, e.g. a missing field or a payload that is
+  // not JSON). Must be thread-safe. Empty: keys are taken as given.
+  std::function<bool(std::string_view type, std::string_view payload, std::string* key,
+                     std::string* error)>
+      key_from_payload;
 };
 
 // Parses "key=value;key=value" (whitespace around keys and values ignored, empty string = no
