@@ -4,14 +4,10 @@
 #include <charconv>
 #include <string>
 
+#include "api/cc/option_string.h"
+
 namespace wharf {
 namespace {
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 template <typename Int>
 Status ParseInt(std::string_view key, std::string_view value, Int min, Int max, Int* out) {
@@ -90,21 +86,39 @@ Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) 
 
 Status ParseEngineOptions(std::string_view text, EngineOptions* options) {
   EngineOptions parsed = *options;
+  Status s = internal::ForEachOption(text, [&](std::string_view key, std::string_view value) {
+    return ParseOne(key, value, &parsed);
+  });
+  if (s.ok()) *options = std::move(parsed);
+  return s;
+}
+
+namespace internal {
+
+Status ForEachOption(
+    std::string_view text,
+    const std::function<Status(std::string_view key, std::string_view value)>& apply) {
+  auto trim = [](std::string_view item) {
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    return item;
+  };
   while (!text.empty()) {
     size_t end = text.find(';');
-    std::string_view item = Trim(text.substr(0, end));
+    std::string_view item = trim(text.substr(0, end));
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
     if (item.empty()) continue;
     size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       return Status::InvalidArgument("option '" + std::string(item) + "' has no '=value'");
     }
-    Status s = ParseOne(Trim(item.substr(0, eq)), Trim(item.substr(eq + 1)), &parsed);
+    Status s = apply(trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
     if (!s.ok()) return s;
   }
-  *options = std::move(parsed);
   return Status::OK();
 }
+
+}  // namespace internal
 
 const char* ToString(Durability value) { return NameOf(kDurabilityNames, value); }
 const char* ToString(IoBackend value) { return NameOf(kIoNames, value); }

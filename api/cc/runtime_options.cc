@@ -1,16 +1,11 @@
 // Parsing of runtime option strings ("instance=a;workers=2;..."), shared by the C ABI and CLI.
 #include <charconv>
 
+#include "api/cc/option_string.h"
 #include "wharf/runtime.h"
 
 namespace wharf {
 namespace {
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 Status ParseU32(std::string_view key, std::string_view value, uint32_t min, uint32_t* out) {
   uint32_t parsed = 0;
@@ -71,20 +66,11 @@ Status ParseOne(std::string_view key, std::string_view value, RuntimeOptions* o)
 
 Status ParseRuntimeOptions(std::string_view text, RuntimeOptions* options) {
   RuntimeOptions parsed = *options;
-  while (!text.empty()) {
-    size_t end = text.find(';');
-    std::string_view item = Trim(text.substr(0, end));
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      return Status::InvalidArgument("option '" + std::string(item) + "' has no '=value'");
-    }
-    Status s = ParseOne(Trim(item.substr(0, eq)), Trim(item.substr(eq + 1)), &parsed);
-    if (!s.ok()) return s;
-  }
-  *options = std::move(parsed);
-  return Status::OK();
+  Status s = internal::ForEachOption(text, [&](std::string_view key, std::string_view value) {
+    return ParseOne(key, value, &parsed);
+  });
+  if (s.ok()) *options = std::move(parsed);
+  return s;
 }
 
 const char* ToString(ConsumerKind kind) {
