@@ -26,6 +26,10 @@
 #endif
 
 namespace wharf::cli {
+
+// tools/cli/check_command.cc
+int Check(const Context& context, const std::string& file);
+
 namespace {
 
 constexpr const char* kFooter =
@@ -251,6 +255,17 @@ int Run(int argc, char** argv) {
       "of this wharf, its directory, then PATH) on temporary databases; its progress goes to\n"
       "stderr, the table (or with --json one object per line) to stdout. No --db needed.");
   bench->callback([&] { run = [&] { return Bench(context, bench_options); }; });
+
+  // check
+  std::string check_file;
+  auto* check = app.add_subcommand(
+      "check", "Validate a declarative runtime file and state the guarantees it proves");
+  check->add_option("file", check_file, "YAML file (SPEC.md §5)")->required();
+  check->footer(
+      "Every error is printed as file:line:column: message. For each input: delivery, ordering,\n"
+      "serialization and precedence, each established, failed or not claimed, with the reason.\n"
+      "Exit 0 when the file is valid, 1 when not. No --db needed.");
+  check->callback([&] { run = [&] { return Check(context, check_file); }; });
 
   try {
     app.parse(argc, argv);
