@@ -30,13 +30,15 @@
 #include "bench/w2_report.h"
 #include "bench/w3_latency.h"
 #include "bench/w3_report.h"
+#include "bench/w4_fanout.h"
+#include "bench/w4_report.h"
 
 namespace wharf::bench {
 namespace {
 
 // Workloads of WORKLOAD.md; only the implemented ones run by default.
-const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name, kW3Name};
-const std::vector<std::string> kPlannedWorkloads = {"W4-fanout", "W5-recover"};
+const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name, kW3Name, kW4Name};
+const std::vector<std::string> kPlannedWorkloads = {"W5-recover"};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
@@ -48,8 +50,8 @@ struct Flags {
   std::vector<std::string> systems = kSystems;
   std::vector<int> producers = {1, 16};
   std::vector<int> batches = {1, 10, 100};
-  uint64_t facts = 1000000;
-  std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2
+  std::optional<uint64_t> facts;            // default per workload: W2 1 000 000, W4 200 000
+  std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2; W4 2
   double rate_per_s = 1000;
   std::vector<std::string> workloads;
 };
@@ -71,10 +73,10 @@ void PrintUsage(std::FILE* out) {
                "(default all)\n"
                "  --producers LIST W1 producer threads P (default 1,16)\n"
                "  --batch LIST     W1 facts per transaction B (default 1,10,100)\n"
-               "  --facts N        W2 facts pre-committed (default 1000000)\n"
-               "  --workers LIST   runtime worker threads (W2 default 2,1; W3 default 2)\n"
+               "  --facts N        facts pre-committed (W2 default 1000000, W4 default 200000)\n"
+               "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance)\n"
                "  --rate R         W3 commits per second (default 1000)\n"
-               "  WORKLOAD         W1-append, W2-project, W3-latency (default: all implemented)\n");
+               "  WORKLOAD         W1-append, W2-project, W3-latency, W4-fanout (default: all)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -159,7 +161,9 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
         return "--batch wants a list of counts";
       }
     } else if (arg == "--facts") {
-      if (!value(&text) || !ParseCount(text, &flags->facts)) return "--facts wants N >= 1";
+      uint64_t facts = 0;
+      if (!value(&text) || !ParseCount(text, &facts)) return "--facts wants N >= 1";
+      flags->facts = facts;
     } else if (arg == "--workers") {
       std::vector<int> workers;
       if (!value(&text) || !ParseIntList(text, &workers)) {
@@ -328,8 +332,9 @@ std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uin
 
 // Returns whether every run succeeded.
 bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  const uint64_t facts = flags.facts.value_or(1000000);
   W2Result result;
-  result.facts = flags.facts;
+  result.facts = facts;
   result.runs = flags.runs;
   const bool wharf = Contains(flags.systems, "wharf");
   const bool rocksdb = Contains(flags.systems, "rocksdb_sync");
@@ -337,10 +342,10 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
   const std::vector<int> worker_counts = flags.workers.value_or(std::vector<int>{2, 1});
   std::vector<std::vector<W2Measurement>> wharf_runs(worker_counts.size());
   std::vector<W2Measurement> rocksdb_runs, sqlite_runs;
-  std::fprintf(stderr, "%s facts=%llu\n", kW2Name, static_cast<unsigned long long>(flags.facts));
+  std::fprintf(stderr, "%s facts=%llu\n", kW2Name, static_cast<unsigned long long>(facts));
   for (int run = 0; run < flags.runs; ++run) {
     if (wharf) {
-      std::vector<W2Measurement> ms = RunW2Wharf(worker_counts, flags.facts, scratch_root);
+      std::vector<W2Measurement> ms = RunW2Wharf(worker_counts, facts, scratch_root);
       for (size_t i = 0; i < ms.size(); ++i) {
         LogW2("wharf", " workers=" + std::to_string(worker_counts[i]), run, flags.runs, ms[i]);
         wharf_runs[i].push_back(std::move(ms[i]));
@@ -348,12 +353,12 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
     }
     if (rocksdb) {
       rocksdb_runs.push_back(RunW2Reference("rocksdb_sync", PrecommitW2RocksDb, ConsumeW2RocksDb,
-                                            flags.facts, scratch_root));
+                                            facts, scratch_root));
       LogW2("rocksdb_sync", "", run, flags.runs, rocksdb_runs.back());
     }
     if (sqlite) {
-      sqlite_runs.push_back(RunW2Reference("sqlite_full", PrecommitW2Sqlite, ConsumeW2Sqlite,
-                                           flags.facts, scratch_root));
+      sqlite_runs.push_back(
+          RunW2Reference("sqlite_full", PrecommitW2Sqlite, ConsumeW2Sqlite, facts, scratch_root));
       LogW2("sqlite_full", "", run, flags.runs, sqlite_runs.back());
     }
   }
@@ -449,6 +454,52 @@ bool RunW3(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return all_ok;
 }
 
+// Returns whether every run succeeded. Wharf only: no reference system has instances sharing
+// consumers through leases.
+bool RunW4(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  const uint64_t facts = flags.facts.value_or(200000);
+  bool all_ok = true;
+  for (const int workers : flags.workers.value_or(std::vector<int>{2})) {
+    std::fprintf(stderr, "%s facts=%llu workers=%d per instance\n", kW4Name,
+                 static_cast<unsigned long long>(facts), workers);
+    std::vector<W4Measurement> runs;
+    for (int run = 0; run < flags.runs; ++run) {
+      ScratchDir db_dir(scratch_root, "wharf-w4-");
+      W4Measurement m;
+      if (db_dir.path().empty()) {
+        m.error = db_dir.error();
+      } else {
+        m = RunW4Wharf(db_dir.path(), facts, workers);
+      }
+      if (m.error.empty()) {
+        std::fprintf(stderr,
+                     "  wharf run %d/%d: %.0f facts/s (%d consumers, %.2f s), a did %.0f%%, "
+                     "handover %.0f ms (pre-commit %.1f s)\n",
+                     run + 1, flags.runs, m.facts_per_s, kW4Consumers, m.fanout_s,
+                     100 * m.instance_a_share, m.handover_ms, m.precommit_s);
+      } else {
+        std::fprintf(stderr, "  wharf run %d/%d FAILED: %s\n", run + 1, flags.runs,
+                     m.error.c_str());
+      }
+      runs.push_back(std::move(m));
+    }
+    W4Row row;
+    row.facts = facts;
+    row.workers = workers;
+    row.runs = flags.runs;
+    row.wharf = MedianOf(runs);
+    all_ok = all_ok && row.wharf.error.empty();
+    if (flags.json) {
+      std::printf("%s\n", W4Json(row, machine).c_str());
+      std::fflush(stdout);
+    } else {
+      PrintW4Table(row, stdout);
+    }
+  }
+  return all_ok;
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   const std::string error = ParseFlags(argc, argv, &flags);
@@ -481,6 +532,7 @@ int Main(int argc, char** argv) {
     if (workload == kW1Name) all_ok = RunW1(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW2Name) all_ok = RunW2(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW3Name) all_ok = RunW3(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW4Name) all_ok = RunW4(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }
