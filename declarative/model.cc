@@ -135,4 +135,30 @@ Status LoadRuntimeOptions(const std::string& file, RuntimeOptions* options) {
   return Status::OK();
 }
 
+Status LoadConsumerOptions(const std::string& file, const std::string& consumer_id,
+                           ConsumerOptions* options) {
+  Model model;
+  Status s = LoadModel(file, &model);
+  if (!s.ok()) return s;
+  for (const DeclaredConsumer& consumer : model.consumers) {
+    if (consumer.id != consumer_id) continue;
+    const InputRuntime* input = model.FindInput(consumer.input);
+    if (input == nullptr) return Status::Internal("validated consumer without input");
+    options->consumer_id = consumer_id;
+    switch (input->ordering) {
+      case OrderKind::kGlobal:
+        options->ordering = Ordering::kGlobal;
+        break;
+      case OrderKind::kPartition:
+        options->ordering = Ordering::kPartition;
+        break;
+      case OrderKind::kNone:
+        options->ordering = Ordering::kNone;
+        break;
+    }
+    return Status::OK();
+  }
+  return Status::NotFound("consumer '" + consumer_id + "' is not declared in " + file);
+}
+
 }  // namespace wharf::declarative

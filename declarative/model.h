@@ -190,4 +190,10 @@ Status LoadEngineOptions(const std::string& file, EngineOptions* options);
 // name, summed: one Runtime hosts them) and options->assignment (when every input agrees).
 Status LoadRuntimeOptions(const std::string& file, RuntimeOptions* options);
 
+// Loads and validates `file`, then configures the consumer declared with `consumer_id`:
+// options->consumer_id, and options->ordering from its input's ordering (global: one lane over all
+// facts; partition; none). NotFound when the file declares no such consumer.
+Status LoadConsumerOptions(const std::string& file, const std::string& consumer_id,
+                           ConsumerOptions* options);
+
 }  // namespace wharf::declarative

@@ -1,6 +1,9 @@
 // Declarative runtime (SPEC.md §5, issue 7): parsing seed 002's shape, the validation rules with
 // their file:line:column errors, the proofs, and keyed partitioning from JSON payloads.
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -426,7 +429,12 @@ TEST(DeclarativeTest, KeyFromPayloadEncoding) {
   EXPECT_EQ(error, "keyed partitioning: the payload has no field 'customer.id'");
   error.clear();
   EXPECT_FALSE(hook("A", "{not json", &key, &error));
-  EXPECT_EQ(error.rfind("keyed partitioning: the payload is not JSON", 0), 0u) << error;
+  EXPECT_EQ(error.rfind("keyed partitioning: the payload is not JSON at 1:2 (byte 1)", 0), 0u)
+      << error;
+  error.clear();
+  EXPECT_FALSE(hook("A", "{\"tenant\": \"t1\",\n \"customer\": {\"id\": 7,}}", &key, &error));
+  EXPECT_EQ(error.rfind("keyed partitioning: the payload is not JSON at 2:23 (byte 39)", 0), 0u)
+      << error;
 }
 
 // Goal: an engine and runtime configured from the seed's file: facts with the same tenant_id land
@@ -486,6 +494,78 @@ TEST(DeclarativeTest, KeyedOutboxEndToEnd) {
     EXPECT_TRUE(std::is_sorted(ns.begin(), ns.end())) << tenant;
   }
   ASSERT_OK(engine->Close());
+}
+
+// Goal: a consumer's options follow its input (seed: ordering partition), unknown ids are named.
+TEST(DeclarativeTest, ConsumerOptionsFromFile) {
+  ConsumerOptions options;
+  options.ordering = Ordering::kGlobal;
+  ASSERT_OK(LoadConsumerOptions(Data("seed_full_example.yaml"), "order-events", &options));
+  EXPECT_EQ(options.consumer_id, "order-events");
+  EXPECT_EQ(options.ordering, Ordering::kPartition);
+  EXPECT_TRUE(LoadConsumerOptions(Data("seed_full_example.yaml"), "nope", &options).IsNotFound());
+}
+
+struct CliResult {
+  int code = -1;
+  std::string out;  // stdout and stderr
+};
+
+CliResult RunCheck(const std::string& args) {
+  CliResult result;
+  std::string command = std::string(WHARF_CLI_PATH) + " check " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  int status = pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// Goal: `wharf check` on the seed file exits 0 and states each guarantee with its outcome.
+TEST(DeclarativeCliTest, CheckValidHuman) {
+  CliResult r = RunCheck(Data("seed_full_example.yaml"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("valid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("input op.publish_order_event/input.publish_order_event.outbox"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("serialization failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ordering      established per partition"), std::string::npos) << r.out;
+}
+
+// Goal: --json carries validity, the proofs and stable field names.
+TEST(DeclarativeCliTest, CheckValidJson) {
+  CliResult r = RunCheck(Data("seed_full_example.yaml") + " --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(R"("valid":true)"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find(R"({"guarantee":"ordering","outcome":"established","scope":"per partition")"),
+      std::string::npos)
+      << r.out;
+}
+
+// Goal: an invalid file exits 1 with every error as file:line:column: message.
+TEST(DeclarativeCliTest, CheckInvalid) {
+  CliResult r = RunCheck(Data("invalid_all.yaml"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("invalid_all.yaml:25:19: wrong value 'exactly_once' for delivery"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("10 error(s)"), std::string::npos) << r.out;
+  r = RunCheck(Data("malformed.yaml") + " --json");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(R"("valid":false)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("line":6)"), std::string::npos) << r.out;
+}
+
+// Goal: no runtime declaration: "no usable runtime facts", exit 0.
+TEST(DeclarativeCliTest, CheckNoRuntime) {
+  CliResult r = RunCheck(Data("no_runtime.yaml"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no usable runtime facts"), std::string::npos) << r.out;
 }
 
 }  // namespace
