@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -38,7 +39,30 @@ class Parser {
     errors_->push_back({file_, mark, std::move(message)});
   }
 
+  // yaml-cpp keeps every entry of a mapping with a repeated key; YAML forbids them.
+  void DuplicateKeys(const YAML::Node& node, int depth) {
+    if (depth > 64) return;
+    if (node.IsSequence()) {
+      for (const YAML::Node& item : node) DuplicateKeys(item, depth + 1);
+    } else if (node.IsMap()) {
+      std::map<std::string, Mark> seen;
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        if (it->first.IsScalar()) {
+          Mark mark = MarkOf(it->first);
+          auto [first, inserted] = seen.emplace(it->first.Scalar(), mark);
+          if (!inserted) {
+            Error(mark, "duplicate key '" + it->first.Scalar() + "' (first at " +
+                            std::to_string(first->second.line) + ":" +
+                            std::to_string(first->second.column) + ")");
+          }
+        }
+        DuplicateKeys(it->second, depth + 1);
+      }
+    }
+  }
+
   void Document(const YAML::Node& doc) {
+    DuplicateKeys(doc, 0);
     if (doc.IsNull()) return;
     if (!doc.IsMap()) {
       Error(MarkOf(doc),

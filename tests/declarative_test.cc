@@ -124,6 +124,19 @@ TEST(DeclarativeTest, RuleUnknownKey) {
   EXPECT_EQ(errors.size(), 1u);
 }
 
+// Goal: a key repeated in one mapping is an error (yaml-cpp would silently keep both).
+TEST(DeclarativeTest, RuleDuplicateKey) {
+  auto errors =
+      Errors(Input("        delivery: at_least_once\n"
+                   "        partitioning: {kind: none}\n"
+                   "        ordering: none\n"
+                   "        ordering: global\n"
+                   "        dispatch: {pool: pool.w, member_assignment: {kind: "
+                   "consistent_hash}}\n"));
+  EXPECT_TRUE(HasError(errors, "t.yaml:11:9: duplicate key 'ordering' (first at 10:9)"));
+  EXPECT_EQ(errors.size(), 1u);
+}
+
 // Goal: a wrong enum value is reported at the value, with the allowed values.
 TEST(DeclarativeTest, RuleWrongEnumValue) {
   auto errors =
