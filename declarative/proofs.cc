@@ -4,7 +4,7 @@
 namespace wharf::declarative {
 namespace {
 
-Proof DeliveryProof(const InputRuntime& input) {
+Proof DeliveryProof(const Model& model, const InputRuntime& input) {
   Proof proof{"delivery", ProofOutcome::kNotClaimed, ToString(input.delivery), ""};
   switch (input.delivery) {
     case Delivery::kUnspecified:
@@ -13,6 +13,16 @@ Proof DeliveryProof(const InputRuntime& input) {
     case Delivery::kAtMostOnce:
       proof.outcome = ProofOutcome::kEstablished;
       proof.reason = "delivery: at_most_once: no redelivery; loss is possible; not exactly once";
+      // Wharf redelivers to a subscriber until its handler returns kHandled: at least once.
+      for (const DeclaredConsumer& consumer : model.consumers) {
+        if (consumer.input == input.Name() && consumer.kind == DeclaredConsumerKind::kSubscriber) {
+          proof.outcome = ProofOutcome::kFailed;
+          proof.reason = "delivery: at_most_once, but consumer '" + consumer.id +
+                         "' is a subscriber, which Wharf redelivers until handled (at least "
+                         "once): use a projection or reaction (effects exactly once)";
+          break;
+        }
+      }
       break;
     case Delivery::kAtLeastOnce:
       proof.outcome = ProofOutcome::kEstablished;
@@ -117,7 +127,7 @@ std::vector<InputProofs> Prove(const Model& model) {
     for (const DeclaredConsumer& consumer : model.consumers) {
       if (consumer.input == proofs.input) proofs.consumers.push_back(consumer.id);
     }
-    proofs.proofs.push_back(DeliveryProof(input));
+    proofs.proofs.push_back(DeliveryProof(model, input));
     Proof ordering = OrderingProof(input);
     proofs.proofs.push_back(ordering);
     proofs.proofs.push_back(SerializationProof(input));

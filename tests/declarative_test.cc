@@ -362,6 +362,24 @@ TEST_F(ProofTest, Delivery) {
             ProofOutcome::kNotClaimed);
 }
 
+// Goal: at_most_once cannot be realized by a subscriber (Wharf redelivers to it until handled).
+TEST(DeclarativeTest, DeliveryAtMostOnceFailsWithSubscriber) {
+  Model model;
+  ASSERT_TRUE(Errors(Input("        delivery: at_most_once\n"
+                           "        partitioning: {kind: none}\n"
+                           "        ordering: none\n"
+                           "        dispatch: {pool: pool.w, member_assignment: {kind: "
+                           "consistent_hash}}\n") +
+                         "consumers:\n"
+                         "  - {id: mailer, kind: subscriber, input: op.a/in.a}\n",
+                     &model)
+                  .empty());
+  std::vector<InputProofs> proofs = Prove(model);
+  const Proof& proof = Find(proofs, "op.a/in.a", "delivery");
+  EXPECT_EQ(proof.outcome, ProofOutcome::kFailed);
+  EXPECT_NE(proof.reason.find("'mailer' is a subscriber"), std::string::npos) << proof.reason;
+}
+
 // Goal: global ordering without batching is established globally.
 TEST_F(ProofTest, OrderingGlobal) {
   const Proof& proof = Find(proofs_, "op.orders/input.global_plain", "ordering");
