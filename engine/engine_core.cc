@@ -183,6 +183,23 @@ void EngineCore::RemoveListener(DurableListener* listener) {
   std::erase(listeners_, listener);
 }
 
+void EngineCore::AddLeaseWaker(const void* owner, std::function<void()> wake) {
+  std::lock_guard lock(lease_wakers_mutex_);
+  lease_wakers_.emplace_back(owner, std::move(wake));
+}
+
+void EngineCore::RemoveLeaseWaker(const void* owner) {
+  std::lock_guard lock(lease_wakers_mutex_);
+  std::erase_if(lease_wakers_, [owner](const auto& waker) { return waker.first == owner; });
+}
+
+void EngineCore::WakeLeaseHolders(const void* except) {
+  std::lock_guard lock(lease_wakers_mutex_);
+  for (const auto& [owner, wake] : lease_wakers_) {
+    if (owner != except) wake();
+  }
+}
+
 void EngineCore::OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) {
   std::lock_guard lock(listeners_mutex_);
   if (listeners_.empty()) return;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -79,6 +80,13 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   void AddListener(DurableListener* listener);
   void RemoveListener(DurableListener* listener);
 
+  // Runtime instances attached to this engine (all in this process: only one engine can hold the
+  // database) register a waker; when one releases leases or joins, the others look at the leases
+  // at once instead of at their next renewal.
+  void AddLeaseWaker(const void* owner, std::function<void()> wake);
+  void RemoveLeaseWaker(const void* owner);
+  void WakeLeaseHolders(const void* except);
+
   // DurableSink
   void OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) override;
   void OnGap(uint64_t durable_lsn) override;
@@ -101,6 +109,9 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   std::mutex listeners_mutex_;
   std::vector<DurableListener*> listeners_;
   std::vector<DurableFact> durable_scratch_;  // guarded by listeners_mutex_
+
+  std::mutex lease_wakers_mutex_;
+  std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;
 };
 
 // Validation shared by Txn and the runtime.

@@ -15,15 +15,27 @@
 namespace wharf::internal {
 
 void RuntimeImpl::LeaseLoop() {
+  core_->AddLeaseWaker(this, [this] {
+    std::lock_guard lock(lease_mutex_);
+    lease_nudged_ = true;
+    lease_cv_.notify_all();
+  });
   std::unique_lock lock(lease_mutex_);
+  bool first = true;
   while (!stopping_.load()) {
+    lease_nudged_ = false;
     lock.unlock();
     bool short_of_share = LeaseTick();
+    // A new instance tells the others, which hand their excess over now, not at their renewal.
+    if (first) core_->WakeLeaseHolders(this);
+    first = false;
     lock.lock();
     uint32_t wait_ms = short_of_share ? std::max(1u, options_.renew_ms / 4) : options_.renew_ms;
     lease_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                       [this] { return stopping_.load(); });
+                       [this] { return stopping_.load() || lease_nudged_; });
   }
+  lock.unlock();
+  core_->RemoveLeaseWaker(this);
 }
 
 Status RuntimeImpl::WriteLease(Consumer* consumer, const std::optional<std::string>& current,
@@ -82,6 +94,7 @@ void RuntimeImpl::ReleaseAllLeases() {
   EngineCore::RepOf(txn)->writes.push_back(
       {kLeases, true, codec::HeartbeatKey(options_.instance), {}});
   txn.Commit().PermitUncheckedError();
+  core_->WakeLeaseHolders(this);  // the others take the released consumers over at once
 }
 
 void RuntimeImpl::AddFence(const Consumer* consumer, TxnRep* rep) {
@@ -148,9 +161,12 @@ bool RuntimeImpl::LeaseTick() {
       free.push_back(std::move(entry));
     }
   }
-  while (mine.size() > share) {
-    ReleaseLease(mine.back().consumer, "lease-handed-over");
-    mine.pop_back();
+  if (mine.size() > share) {
+    while (mine.size() > share) {
+      ReleaseLease(mine.back().consumer, "lease-handed-over");
+      mine.pop_back();
+    }
+    core_->WakeLeaseHolders(this);
   }
   for (Entry& entry : mine) {
     codec::LeaseRecord renewed = entry.record;

@@ -224,6 +224,7 @@ class RuntimeImpl : public DurableListener {
   std::thread lease_thread_;
   std::mutex lease_mutex_;
   std::condition_variable lease_cv_;
+  bool lease_nudged_ = false;  // guarded by lease_mutex_: another instance released or joined
   // The lease record bytes this instance last wrote, per consumer (lease thread only).
   std::unordered_map<const Consumer*, std::string> lease_bytes_;
 
