@@ -72,7 +72,7 @@ class Parser {
     }
     for (auto it = doc.begin(); it != doc.end(); ++it) {
       std::string key = it->first.Scalar();
-      const YAML::Node& value = it->second;
+      YAML::Node value = it->second;
       Mark mark = MarkOf(it->first);
       if (key == "runtime") {
         Runtime(value, mark);
@@ -178,7 +178,7 @@ class Parser {
     for (auto it = node.begin(); it != node.end(); ++it) {
       std::string key = it->first.Scalar();
       Mark key_mark = MarkOf(it->first);
-      const YAML::Node& value = it->second;
+      YAML::Node value = it->second;
       if (key == "delivery") {
         has_delivery = true;
         int v = Enum(value, key_mark, "delivery", {"unspecified", "at_most_once", "at_least_once"});
@@ -250,7 +250,7 @@ class Parser {
       SchemaMapping mapping;
       mapping.schema = it->first.Scalar();
       mapping.mark = MarkOf(it->first);
-      const YAML::Node& fields = it->second;
+      YAML::Node fields = it->second;
       std::string what = "mapping of schema '" + mapping.schema + "'";
       if (!fields.IsSequence() || fields.size() == 0) {
         Error(fields.IsNull() ? mapping.mark : MarkOf(fields),
@@ -282,7 +282,7 @@ class Parser {
     for (auto it = node.begin(); it != node.end(); ++it) {
       std::string key = it->first.Scalar();
       Mark mark = MarkOf(it->first);
-      const YAML::Node& value = it->second;
+      YAML::Node value = it->second;
       if (key == "pool") {
         has_pool = true;
         if (ExpectScalar(value, mark, "dispatch.pool")) {
