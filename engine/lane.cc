@@ -78,6 +78,7 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
   Consumer* consumer = lane->consumer;
   uint64_t furthest = *std::max_element(lane->position.begin(), lane->position.end());
   uint32_t limit = furthest < lane->single_until ? 1 : consumer->batch_facts;
+  BeginBatch(lane);
   std::vector<FactPtr> entries;
   Status s = CollectBatch(lane, limit, &entries);
   if (!s.ok()) {
@@ -190,8 +191,8 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
 }
 
 void RuntimeImpl::AddCursorWrites(Lane* lane, TxnRep* rep) {
-  AddFence(lane->consumer, rep);
-  const uint64_t epoch = lane->consumer->epoch.load();
+  AddFence(lane, rep);
+  const uint64_t epoch = lane->batch_epoch;
   lane->pending_epoch = epoch;
   for (size_t i = 0; i < lane->partitions.size(); ++i) {
     if (lane->pending_position[i] == lane->persisted[i]) continue;
@@ -247,8 +248,9 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
   if (status.IsClosed()) return;
   if (status.IsConflict() && status.message().starts_with("lease epoch")) {
     // Another instance acquired the consumer while this batch ran: its commit is refused, so the
-    // facts are applied once, by the new holder.
-    consumer->owned.store(false);
+    // facts are applied once, by the new holder. (If this instance has re-acquired it since, its
+    // newer lease stands; only the stale batch is dropped.)
+    if (consumer->epoch.load() == lane->batch_epoch) consumer->owned.store(false);
     Trace(TraceEvent::Level::kWarning, "refused-stale-epoch", consumer, 0, status.message());
     return;
   }
@@ -281,6 +283,7 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
 bool RuntimeImpl::PersistIfDue(Lane* lane, bool force, bool blocking) {
   if (lane->in_flight || lane->dirty_since_ms == 0) return false;
   if (!force && SteadyMs() - lane->dirty_since_ms < options_.cursor_persist_ms) return false;
+  BeginBatch(lane);
   Txn txn = core_->Begin();
   lane->pending_position = lane->position;
   lane->pending_scanned = lane->scanned_to;

@@ -97,14 +97,17 @@ void RuntimeImpl::ReleaseAllLeases() {
   core_->WakeLeaseHolders(this);  // the others take the released consumers over at once
 }
 
-void RuntimeImpl::AddFence(const Consumer* consumer, TxnRep* rep) {
-  if (!consumer->owned.load()) return;  // Drain() ignores leases
-  rep->checks.push_back({kLeases, codec::LeaseFenceKey(consumer->id),
-                         codec::EncodeLeaseFence(options_.instance, consumer->epoch.load()),
-                         "lease epoch of " + consumer->id});
+void RuntimeImpl::AddFence(const Lane* lane, TxnRep* rep) {
+  if (!lane->batch_owned) return;  // Drain() ignores leases
+  // The epoch the batch started under, not the current one: a batch that outlived its lease
+  // must be refused even if this instance has acquired the consumer again since.
+  rep->checks.push_back({kLeases, codec::LeaseFenceKey(lane->consumer->id),
+                         codec::EncodeLeaseFence(options_.instance, lane->batch_epoch),
+                         "lease epoch of " + lane->consumer->id});
 }
 
 bool RuntimeImpl::LeaseTick() {
+  if (leases_paused_.load()) return false;
   const int64_t now_ms = core_->NowMs();
   const uint64_t open_epoch = core_->store()->open_epoch();
   rocksdb::DB* db = core_->store()->db();

@@ -96,6 +96,8 @@ struct Lane {
   uint32_t pending_taken = 0;    // facts of the batch the consumer takes
   uint64_t pending_last_id = 0;  // id of the last fact the batch passes
   uint64_t pending_epoch = 0;    // lease epoch its cursor writes carry
+  bool batch_owned = false;      // the batch started while this instance held the lease
+  uint64_t batch_epoch = 0;      // ... at this epoch: its commit is fenced by it
   uint64_t poison_id = 0;        // a fact whose commit the store refused alone: settle it
   std::atomic<bool> in_flight{false};
   uint64_t loaded_generation = 0;  // Consumer::generation its cursors were loaded at
@@ -135,6 +137,8 @@ class RuntimeImpl : public DurableListener {
   Status Drain();
   Status Stop();
   Status ReleaseDueTimers(size_t* released);
+  // For tests: the lease thread stops renewing, as in a process stalled by the OS or a pause.
+  void PauseLeasesForTesting() { leases_paused_ = true; }
   // For tests: stop as if the process died: no cursor persistence, no lease release.
   void AbandonForTesting() {
     abandoned_ = true;
@@ -183,7 +187,12 @@ class RuntimeImpl : public DurableListener {
                     const codec::LeaseRecord& record, bool fence);
   void ReleaseLease(Consumer* consumer, const char* trace_name);
   void ReleaseAllLeases();
-  void AddFence(const Consumer* consumer, TxnRep* rep);
+  void AddFence(const Lane* lane, TxnRep* rep);
+  // Records the lease the next batch of `lane` runs under (before its handlers run).
+  static void BeginBatch(Lane* lane) {
+    lane->batch_owned = lane->consumer->owned.load();
+    lane->batch_epoch = lane->consumer->epoch.load();
+  }
 
   // Threads.
   void WorkerLoop(Worker* worker);
@@ -215,6 +224,7 @@ class RuntimeImpl : public DurableListener {
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> abandoned_{false};
+  std::atomic<bool> leases_paused_{false};
   // Pausing workers for Drain(): guarded by pause_mutex_.
   std::mutex pause_mutex_;
   std::condition_variable pause_cv_;

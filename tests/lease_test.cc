@@ -197,7 +197,10 @@ TEST_F(LeaseTest, StalledHolderIsFencedByEpoch) {
   ASSERT_EQ(result.first_fact_id, stall_fact_.load());
   ASSERT_TRUE(WaitFor([&] { return stalled_.load(); }));
 
-  now_ms_ += 200'000;  // a's lease (and heartbeat) expire while it is stalled
+  // a stalls as a whole (its lease thread too, as in a paused process), and its lease and
+  // heartbeat expire meanwhile.
+  internal::RuntimeTestPeer::Impl(*a)->PauseLeasesForTesting();
+  now_ms_ += 200'000;
   auto b = MakeInstance("b", 1, /*lease_ms=*/120'000, /*renew_ms=*/50);
   ASSERT_OK(b->Start());
   ASSERT_TRUE(WaitFor([&] { return Held(*b) == 1; }));
