@@ -10,6 +10,7 @@
 
 #include "declarative/model.h"
 #include "test_util.h"
+#include "wharf.h"
 #include "wharf/runtime.h"
 
 namespace wharf::declarative {
@@ -597,6 +598,41 @@ TEST(DeclarativeCliTest, CheckNoRuntime) {
   CliResult r = RunCheck(Data("no_runtime.yaml"));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("no usable runtime facts"), std::string::npos) << r.out;
+}
+
+// The same file configures the engine through the option vocabulary shared by every interface:
+// `config=FILE` in the C++ option string and in the C ABI's wharf_open options.
+TEST(DeclarativeConfigOption, ConfiguresTheEngineThroughOptionStringsAndTheCAbi) {
+  EngineOptions options;
+  ASSERT_OK(ParseEngineOptions("config=" + Data("seed_full_example.yaml"), &options));
+  EXPECT_EQ(options.partitions, 8u);
+  EXPECT_TRUE(static_cast<bool>(options.key_from_payload));
+  Status bad = ParseEngineOptions("config=" + Data("invalid_all.yaml"), &options);
+  EXPECT_TRUE(bad.IsInvalidArgument()) << bad.ToString();
+  EXPECT_NE(bad.message().find("invalid_all.yaml:"), std::string::npos) << bad.ToString();
+  RuntimeOptions runtime_options;
+  ASSERT_OK(ParseRuntimeOptions("config=" + Data("seed_full_example.yaml"), &runtime_options));
+
+  wharf::testing::TempDir dir;
+  std::string open_options = "config=" + Data("seed_full_example.yaml");
+  wharf_engine* engine = nullptr;
+  ASSERT_EQ(wharf_open(dir.db().c_str(), open_options.c_str(), &engine), WHARF_OK)
+      << wharf_last_error();
+  const char* types[] = {"OrderCreated"};
+  ASSERT_EQ(wharf_declare_types(engine, types, 1), WHARF_OK) << wharf_last_error();
+  wharf_txn* txn = nullptr;
+  ASSERT_EQ(wharf_txn_begin(engine, &txn), WHARF_OK);
+  std::string good = R"({"tenant_id":"t1","total":3})", missing = R"({"total":3})";
+  EXPECT_EQ(wharf_txn_emit(txn, "OrderCreated", "", 0, good.data(), good.size()), WHARF_OK)
+      << wharf_last_error();
+  EXPECT_EQ(wharf_txn_emit(txn, "OrderCreated", "", 0, missing.data(), missing.size()),
+            WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wharf_last_error()).find("tenant_id"), std::string::npos)
+      << wharf_last_error();
+  uint64_t last_id = 0;
+  EXPECT_EQ(wharf_txn_commit(txn, &last_id), WHARF_OK) << wharf_last_error();
+  EXPECT_EQ(last_id, 1u);
+  EXPECT_EQ(wharf_close(engine), WHARF_OK);
 }
 
 }  // namespace

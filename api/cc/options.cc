@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/cc/option_string.h"
+#include "declarative/model.h"
 
 namespace wharf {
 namespace {
@@ -79,6 +80,7 @@ Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) 
   if (key == "memtable_bytes") {
     return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 36, &o->memtable_bytes);
   }
+  if (key == "config") return declarative::LoadEngineOptions(std::string(value), o);
   return Status::InvalidArgument("unknown engine option '" + std::string(key) + "'");
 }
 

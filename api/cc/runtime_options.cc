@@ -2,6 +2,7 @@
 #include <charconv>
 
 #include "api/cc/option_string.h"
+#include "declarative/model.h"
 #include "wharf/runtime.h"
 
 namespace wharf {
@@ -59,6 +60,7 @@ Status ParseOne(std::string_view key, std::string_view value, RuntimeOptions* o)
   for (const Field& field : kFields) {
     if (key == field.name) return ParseU32(key, value, field.min, &(o->*field.member));
   }
+  if (key == "config") return declarative::LoadRuntimeOptions(std::string(value), o);
   return Status::InvalidArgument("unknown runtime option '" + std::string(key) + "'");
 }
 
