@@ -92,10 +92,7 @@ uint32_t DefaultBatch(ConsumerKind kind) {
 }  // namespace
 
 RuntimeImpl::RuntimeImpl(Engine* engine, RuntimeOptions options)
-    : engine_(engine),
-      core_holder_(engine->core()),
-      core_(core_holder_.get()),
-      options_(std::move(options)) {
+    : core_holder_(engine->core()), core_(core_holder_.get()), options_(std::move(options)) {
   if (options_.instance.empty()) options_.instance = RandomUuid();
 }
 

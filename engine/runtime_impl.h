@@ -203,7 +203,6 @@ class RuntimeImpl : public DurableListener {
   void WakeWorkers();
   void ApplyCompletions(Worker* worker);
 
-  Engine* const engine_;
   // Keeps the engine's core alive: after Engine::Close every call here answers Closed instead
   // of touching freed memory.
   const std::shared_ptr<EngineCore> core_holder_;
