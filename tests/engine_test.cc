@@ -395,7 +395,9 @@ TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, EngineTest,
                          ::testing::Values(IoBackend::kPosix, IoBackend::kUring),
-                         [](const auto& param_info) { return std::string(ToString(param_info.param)); });
+                         [](const auto& param_info) {
+                           return std::string(ToString(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace wharf

@@ -88,8 +88,8 @@ struct EngineOptions {
 
 // Parses "key=value;key=value" (whitespace around keys and values ignored, empty string = no
 // change) into *options, starting from its current values. `config=FILE` applies a declarative
-// runtime file (partitions and keyed partitioning; see declarative/model.h) at that point. An unknown key or a bad value returns
-// InvalidArgument naming it and leaves *options unchanged.
+// runtime file (partitions and keyed partitioning; see declarative/model.h) at that point. An
+// unknown key or a bad value returns InvalidArgument naming it and leaves *options unchanged.
 Status ParseEngineOptions(std::string_view text, EngineOptions* options);
 
 const char* ToString(Durability value);
