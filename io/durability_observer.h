@@ -8,10 +8,10 @@
 // Thread safety: implementations must be thread-safe (called from the sync backend's thread).
 #pragma once
 
+#include <rocksdb/io_status.h>
+
 #include <cstdint>
 #include <string>
-
-#include <rocksdb/io_status.h>
 
 namespace wharf::io {
 
