@@ -94,13 +94,6 @@ CommitterStats Committer::stats() const {
           syncs_.load(),   sync_us_total_.load(), failures_.load()};
 }
 
-int64_t Committer::NowMs() const {
-  if (options_.clock_ms) return options_.clock_ms();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 void Committer::Run() {
   std::vector<TxnRep*> batch(kDequeueMax);
   while (true) {

@@ -92,7 +92,6 @@ class Committer {
   void Finish(TxnRep* rep);
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
   Status Recover();
-  int64_t NowMs() const;
 
   Store* const store_;
   io::SyncBackend* const backend_;
