@@ -55,14 +55,8 @@ Status ReadRawCursors(const EngineCore& core, std::string_view consumer, RawCurs
   *count = 0;
   std::string lower = codec::CursorPrefix(consumer);
   std::string upper = PrefixEnd(lower);
-  rocksdb::Slice lower_slice(lower), upper_slice(upper);
-  rocksdb::ReadOptions read_options;
-  read_options.iterate_lower_bound = &lower_slice;
-  read_options.iterate_upper_bound = &upper_slice;
-  auto* store = core.store();
-  std::unique_ptr<rocksdb::Iterator> it(
-      store->db()->NewIterator(read_options, store->cf(internal::kCursors)));
-  for (it->Seek(lower_slice); it->Valid(); it->Next()) {
+  internal::BoundedIterator it(*core.store(), internal::kCursors, lower, upper);
+  for (it.SeekToFirst(); it->Valid(); it->Next()) {
     if (it->key().size() != lower.size() + 4) {
       return Status::Corruption("cursor key of consumer '" + std::string(consumer) + "' has " +
                                 std::to_string(it->key().size()) + " bytes");
@@ -125,13 +119,7 @@ Status LastFactAtOrBefore(const EngineCore& core, uint32_t partition, uint64_t f
   std::string lower = codec::OutboxKey(partition, 0);
   std::string upper = fact_id == UINT64_MAX ? codec::OutboxKey(partition + 1, 0)
                                             : codec::OutboxKey(partition, fact_id + 1);
-  rocksdb::Slice lower_slice(lower), upper_slice(upper);
-  rocksdb::ReadOptions read_options;
-  read_options.iterate_lower_bound = &lower_slice;
-  read_options.iterate_upper_bound = &upper_slice;
-  auto* store = core.store();
-  std::unique_ptr<rocksdb::Iterator> it(
-      store->db()->NewIterator(read_options, store->cf(internal::kOutbox)));
+  internal::BoundedIterator it(*core.store(), internal::kOutbox, lower, upper);
   it->SeekToLast();
   if (it->Valid()) {
     if (it->key().size() != codec::kOutboxKeyBytes) {
@@ -357,14 +345,8 @@ Status ReadStoredLetters(const EngineCore& core, std::string_view consumer,
   letters->clear();
   std::string lower = codec::CursorPrefix(consumer);
   std::string upper = PrefixEnd(lower);
-  rocksdb::Slice lower_slice(lower), upper_slice(upper);
-  rocksdb::ReadOptions read_options;
-  read_options.iterate_lower_bound = &lower_slice;
-  read_options.iterate_upper_bound = &upper_slice;
-  auto* store = core.store();
-  std::unique_ptr<rocksdb::Iterator> it(
-      store->db()->NewIterator(read_options, store->cf(internal::kDead)));
-  for (it->Seek(lower_slice); it->Valid(); it->Next()) {
+  internal::BoundedIterator it(*core.store(), internal::kDead, lower, upper);
+  for (it.SeekToFirst(); it->Valid(); it->Next()) {
     if (it->key().size() != lower.size() + 8) {
       return Status::Corruption("dead letter key of consumer '" + std::string(consumer) + "' has " +
                                 std::to_string(it->key().size()) + " bytes");

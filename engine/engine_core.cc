@@ -134,13 +134,8 @@ Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_i
   // Bounded on both sides so tombstones of trimmed ranges are never scanned.
   std::string lower = codec::OutboxKey(partition, from_id);
   std::string upper = codec::OutboxKey(partition, to_id + 1);
-  rocksdb::Slice lower_slice(lower), upper_slice(upper);
-  rocksdb::ReadOptions read_options;
-  read_options.iterate_lower_bound = &lower_slice;
-  read_options.iterate_upper_bound = &upper_slice;
-  std::unique_ptr<rocksdb::Iterator> it(
-      store_->db()->NewIterator(read_options, store_->cf(kOutbox)));
-  for (it->Seek(lower_slice); it->Valid() && count_max > 0; it->Next(), --count_max) {
+  internal::BoundedIterator it(*store_, kOutbox, lower, upper);
+  for (it.SeekToFirst(); it->Valid() && count_max > 0; it->Next(), --count_max) {
     Fact& fact = facts->emplace_back();
     uint32_t key_partition = 0;
     if (it->key().size() != codec::kOutboxKeyBytes) {

@@ -221,6 +221,17 @@ Status Store::BumpOpenEpoch() {
                    "record open epoch");
 }
 
+BoundedIterator::BoundedIterator(const Store& store, Cf cf, std::string lower, std::string upper)
+    : lower_(std::move(lower)),
+      upper_(std::move(upper)),
+      lower_slice_(lower_),
+      upper_slice_(upper_) {
+  rocksdb::ReadOptions read_options;
+  read_options.iterate_lower_bound = &lower_slice_;
+  read_options.iterate_upper_bound = &upper_slice_;
+  it_.reset(store.db()->NewIterator(read_options, store.cf(cf)));
+}
+
 Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value) const {
   std::string sealed;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf(family), key, &sealed);

@@ -43,6 +43,27 @@ struct StoreHooks {
   io::DurabilityObserver* observer = nullptr;
 };
 
+class Store;
+
+// A RocksDB iterator over [lower, upper) of one column family. Both bounds go to RocksDB
+// (iterate_lower_bound/upper_bound), so tombstones of trimmed ranges outside are never scanned;
+// the object owns the bounds because RocksDB keeps pointers to them.
+class BoundedIterator {
+ public:
+  BoundedIterator(const Store& store, Cf cf, std::string lower, std::string upper);
+  BoundedIterator(const BoundedIterator&) = delete;
+  BoundedIterator& operator=(const BoundedIterator&) = delete;
+
+  rocksdb::Iterator* operator->() const { return it_.get(); }
+  // Positions at the first key of the range.
+  void SeekToFirst() { it_->Seek(lower_slice_); }
+
+ private:
+  const std::string lower_, upper_;
+  const rocksdb::Slice lower_slice_, upper_slice_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
 class Store {
  public:
   // Opens or creates; checks and records the format version and the outbox declaration

@@ -118,13 +118,8 @@ Status PlanPartition(const EngineCore& core, uint32_t partition, Plan* plan) {
   std::string lower = codec::OutboxKey(partition, 0);
   std::string upper = point == UINT64_MAX ? codec::OutboxKey(partition + 1, 0)
                                           : codec::OutboxKey(partition, point + 1);
-  rocksdb::Slice lower_slice(lower), upper_slice(upper);
-  rocksdb::ReadOptions read_options;
-  read_options.iterate_lower_bound = &lower_slice;
-  read_options.iterate_upper_bound = &upper_slice;
-  std::unique_ptr<rocksdb::Iterator> it(
-      store->db()->NewIterator(read_options, store->cf(internal::kOutbox)));
-  for (it->Seek(lower_slice); it->Valid(); it->Next()) {
+  internal::BoundedIterator it(*store, internal::kOutbox, lower, upper);
+  for (it.SeekToFirst(); it->Valid(); it->Next()) {
     ++plan->fact_count;
     plan->bytes += it->key().size() + it->value().size();
   }
