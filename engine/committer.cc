@@ -12,6 +12,10 @@ namespace {
 
 // Transactions taken off the queue per iteration; one WriteBatch per iteration at most.
 constexpr size_t kDequeueMax = 256;
+// The longest the committer holds back a sync round to gather the producers of the last round.
+constexpr int64_t kGatherMaxUs = 2000;
+// After a gathering that timed out, rounds start as soon as the disk is free for this many rounds.
+constexpr int kRoundsWithoutGathering = 16;
 // True on threads that run engine callbacks: waiting for queue space there would deadlock.
 thread_local bool tls_engine_thread = false;
 
@@ -26,6 +30,7 @@ std::string LastLsnValue(uint64_t lsn) {
 struct Committer::Round {
   io::WalFileSystem::SyncPlan plan;
   std::vector<Group> groups;
+  size_t commits = 0;
   std::chrono::steady_clock::time_point started;
 };
 
@@ -97,14 +102,19 @@ CommitterStats Committer::stats() const {
 void Committer::Run() {
   std::vector<TxnRep*> batch(kDequeueMax);
   while (true) {
-    if (failed_.load() && !sync_in_flight_.load() && !unsynced_.empty()) {
+    if (failed_.load() && !sync_in_flight_.load()) {
       // Written after a round that failed: a later successful fdatasync proves nothing about
       // them (the kernel may have dropped the dirty pages), so their outcome is unknown.
-      for (const Group& group : unsynced_) {
+      std::vector<Group> unknown;
+      {
+        std::lock_guard lock(sync_mu_);
+        unknown.swap(unsynced_);
+        unsynced_commits_ = 0;
+      }
+      for (const Group& group : unknown) {
         FinishAll(group.reps, Status::IOError("an earlier WAL sync failed; the outcome of this "
                                               "commit is unknown"));
       }
-      unsynced_.clear();
     }
     size_t count = queue_.try_dequeue_bulk(batch.data(), kDequeueMax);
     if (count > 0) WriteBatchOf(batch.data(), count);
@@ -115,7 +125,12 @@ void Committer::Run() {
       wake_.wait(int64_t{options_.buffered_sync_ms} * 1000);
       MaybeSubmitSync(/*force=*/stopping_.load());
     } else {
-      wake_.wait();
+      const int64_t gather_us = GatherWaitUs();
+      if (gather_us >= 0) {
+        wake_.wait(gather_us);
+      } else {
+        wake_.wait();
+      }
     }
   }
   // Let the last buffered bytes reach the disk before the store closes.
@@ -166,8 +181,11 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     last_lsn_.store(next_lsn - 1, std::memory_order_release);
     groups_.fetch_add(1, std::memory_order_relaxed);
     if (!s.ok()) {
-      failed_ = true;
-      failure_ = s;
+      {
+        std::lock_guard lock(sync_mu_);
+        failed_ = true;
+        failure_ = s;
+      }
       FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
                                             s.retryable()));
       group = Group();
@@ -180,6 +198,8 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       sink_->OnDurable(group.last_lsn, group.reps);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
+      std::lock_guard lock(sync_mu_);
+      unsynced_commits_ += group.reps.size();
       unsynced_.push_back(std::move(group));
     }
     group = Group();
@@ -239,39 +259,81 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
 }
 
 void Committer::MaybeSubmitSync(bool force) {
-  if (sync_in_flight_.load(std::memory_order_acquire)) return;
+  std::shared_ptr<Round> round;
+  {
+    std::lock_guard lock(sync_mu_);
+    if (failed_.load() || sync_in_flight_.load()) return;
+    round = TakeRoundLocked(force);
+  }
+  if (round != nullptr && !StartRound(round, /*inline_ok=*/true)) EndRound();
+}
+
+int64_t Committer::GatherWaitUs() {
+  std::lock_guard lock(sync_mu_);
+  if (unsynced_.empty() || sync_in_flight_.load() || failed_.load()) return -1;
+  const auto left = gather_deadline_ - std::chrono::steady_clock::now();
+  return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(left).count());
+}
+
+std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
+  const auto now = std::chrono::steady_clock::now();
   if (unsynced_.empty() && !force) {
-    if (options_.durability != Durability::kBuffered) return;
-    auto elapsed = std::chrono::steady_clock::now() - last_sync_;
-    if (elapsed < std::chrono::milliseconds(options_.buffered_sync_ms)) return;
+    if (options_.durability != Durability::kBuffered) return nullptr;
+    if (now - last_sync_ < std::chrono::milliseconds(options_.buffered_sync_ms)) return nullptr;
+  }
+  if (!force && unsynced_commits_ < gather_target_) {
+    // Gathering: the producers the last round acknowledged are probably about to commit again.
+    // Syncing without them would split the producers into two cohorts that alternate between
+    // rounds, each commit waiting for two syncs instead of one.
+    if (now < gather_deadline_) return nullptr;
+    // They took longer than a sync: their work between commits outweighs the sync, and rounds
+    // that overlap it (the two cohorts) are faster. Stop gathering for a while.
+    rounds_without_gathering_ = kRoundsWithoutGathering;
   }
   auto round = std::make_shared<Round>();
   store_->wal_fs()->PlanSync(&round->plan);
   if (round->plan.empty() && unsynced_.empty()) {
     last_sync_ = std::chrono::steady_clock::now();
-    return;
+    return nullptr;
   }
   round->groups = std::move(unsynced_);
   unsynced_.clear();
-  round->started = std::chrono::steady_clock::now();
+  round->commits = unsynced_commits_;
+  unsynced_commits_ = 0;
+  round->started = now;
   last_sync_ = round->started;
   sync_in_flight_.store(true, std::memory_order_release);
-  if (round->groups.size() == 1 && round->groups[0].reps.size() == 1 && outstanding_.load() == 1) {
+  return round;
+}
+
+bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) {
+  if (inline_ok && round->groups.size() == 1 && round->groups[0].reps.size() == 1 &&
+      outstanding_.load() == 1) {
     // A lone commit and nothing behind it: there is nothing to pipeline, so sync right here and
     // save the hand-offs to the backend's threads (RocksDB's own sync=true path does the same).
     OnRoundDone(round, io::SyncInline(round->plan.ops));
-    return;
+    return true;
   }
   Status s = backend_->Submit(round->plan.ops,
                               [this, round](int errno_value) { OnRoundDone(round, errno_value); });
-  if (!s.ok()) {
-    // The backend refused the round: nothing was synced.
+  if (s.ok()) return true;
+  // The backend refused the round: nothing was synced.
+  {
+    std::lock_guard lock(sync_mu_);
     failed_ = true;
     failure_ = s;
-    store_->wal_fs()->CompleteSync(round->plan, EIO).PermitUncheckedError();
-    for (const Group& group : round->groups) FinishAll(group.reps, s);
+  }
+  store_->wal_fs()->CompleteSync(round->plan, EIO).PermitUncheckedError();
+  for (const Group& group : round->groups) FinishAll(group.reps, s);
+  return false;
+}
+
+void Committer::EndRound() {
+  {
+    std::lock_guard lock(sync_mu_);
     sync_in_flight_.store(false, std::memory_order_release);
   }
+  wake_.signal();
 }
 
 void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value) {
@@ -281,6 +343,31 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
   syncs_.fetch_add(1, std::memory_order_relaxed);
   sync_us_total_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
                            std::memory_order_relaxed);
+  // Start the next round before acknowledging this one: the disk then works on the groups written
+  // meanwhile while the woken producers compete for the CPU, instead of idling until the
+  // committer thread is scheduled again. The round in flight passes straight to the next one.
+  std::shared_ptr<Round> next;
+  {
+    std::lock_guard lock(sync_mu_);
+    // Gather the next round until as many commits as this one acknowledges are written, for at
+    // most about one sync's time (an estimate of what waiting could cost).
+    const auto elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+    sync_ewma_us_ = (sync_ewma_us_ * 7 + elapsed_us) / 8;
+    if (rounds_without_gathering_ > 0) {
+      --rounds_without_gathering_;
+      gather_target_ = 0;
+    } else {
+      gather_target_ = round->commits;
+    }
+    gather_deadline_ = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(std::min<int64_t>(sync_ewma_us_, kGatherMaxUs));
+    if (!status.ok()) {
+      failed_ = true;
+    } else if (!failed_.load() && options_.durability == Durability::kSync) {
+      next = TakeRoundLocked(/*force=*/false);
+    }
+  }
+  if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) next = nullptr;
   for (const Group& group : round->groups) {
     if (status.ok()) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
@@ -291,9 +378,9 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
                 Status::IOError(status.message() + "; the outcome of this commit is unknown"));
     }
   }
-  if (!status.ok()) failed_.store(true);
-  sync_in_flight_.store(false, std::memory_order_release);
-  wake_.signal();
+  // With no next round, the in-flight flag is cleared only now, after the acknowledgements, so a
+  // later round can never report its groups durable before this one's.
+  if (next == nullptr) EndRound();
 }
 
 void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
@@ -328,8 +415,13 @@ Status Committer::Recover() {
   // error and flush the memtables to synced SST files: everything written so far (including
   // transactions whose commit reported an unknown outcome) is then durable, whole.
   rocksdb::DB* db = store_->db();
+  Status failure;
+  {
+    std::lock_guard lock(sync_mu_);
+    failure = failure_;
+  }
   auto still_failing = [&](const rocksdb::Status& s) {
-    std::string cause = failure_.ok() ? "a WAL sync failed" : failure_.message();
+    std::string cause = failure.ok() ? "a WAL sync failed" : failure.message();
     return Status::IOError(cause + "; not recovered yet (" + s.ToString() + ")", true);
   };
   // Busy: RocksDB's own recovery of a retryable error (e.g. disk full) is still running.
@@ -341,8 +433,11 @@ Status Committer::Recover() {
   flush_options.wait = true;
   s = db->Flush(flush_options, handles);
   if (!s.ok()) return still_failing(s);
-  failed_ = false;
-  failure_ = Status::OK();
+  {
+    std::lock_guard lock(sync_mu_);
+    failed_ = false;
+    failure_ = Status::OK();
+  }
   durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
   sink_->OnGap(last_lsn_.load());
   return Status::OK();

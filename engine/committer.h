@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -88,6 +89,12 @@ class Committer {
   void WriteBatchOf(TxnRep* const* reps, size_t count);
   Status CheckPreconditions(const TxnRep& rep);
   void MaybeSubmitSync(bool force);
+  std::shared_ptr<Round> TakeRoundLocked(bool force);
+  // False when the backend refused the round (its groups were failed; the caller ends the round).
+  bool StartRound(const std::shared_ptr<Round>& round, bool inline_ok);
+  void EndRound();
+  // How long the committer may sleep before the gathered round must start; -1: no limit.
+  int64_t GatherWaitUs();
   void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value);
   void Finish(TxnRep* rep);
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
@@ -109,12 +116,23 @@ class Committer {
   std::thread thread_;
 
   // Committer thread only.
-  std::vector<Group> unsynced_;
   std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
-  std::chrono::steady_clock::time_point last_sync_;
-  Status failure_;  // the write or sync failure that set failed_, for later commits' errors
   uint64_t next_lsn_ = 1;
 
+  // The sync pipeline, shared by the committer (which adds written groups) and the round
+  // completions (which start the next round). Flags are atomics so they can be peeked unlocked;
+  // they change only with sync_mu_ held.
+  std::mutex sync_mu_;
+  std::vector<Group> unsynced_;
+  size_t unsynced_commits_ = 0;
+  // Round gathering (see TakeRoundLocked): the next round waits for this many commits, until
+  // the deadline.
+  size_t gather_target_ = 0;
+  int rounds_without_gathering_ = 0;
+  std::chrono::steady_clock::time_point gather_deadline_;
+  int64_t sync_ewma_us_ = 0;  // moving average of sync round durations
+  std::chrono::steady_clock::time_point last_sync_;
+  Status failure_;  // the write or sync failure that set failed_, for later commits' errors
   std::atomic<bool> failed_{false};  // a write or sync failed: recover before writing again
   std::atomic<bool> sync_in_flight_{false};
   std::atomic<uint64_t> last_lsn_{0};
