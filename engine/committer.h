@@ -3,7 +3,12 @@
 // WriteBatch (sync=false) and pushes the WAL buffer to its file (FlushWAL(false)); then it submits
 // one sync round (fdatasync of the WAL files, via io::SyncBackend) covering every group written so
 // far. While that round is in flight the committer keeps writing the next groups; the round's
-// completion, on the backend's thread, raises the durable LSN and acknowledges the waiters.
+// completion, on the backend's thread, starts the next round, then raises the durable LSN and
+// acknowledges the waiters. A blocking commit that finds nothing else in flight skips the queue:
+// its own thread writes and syncs it (TryCommitInline).
+//
+// Rounds are gathered: after a round of N commits, the next one waits (at most about a sync's
+// time) until N commits are written, so that producers woken together share the next sync.
 //
 // States of a transaction:
 //   queued     in queue_, counted in outstanding_
@@ -11,11 +16,13 @@
 //   syncing    its group belongs to the round in flight
 //   done       status set, `done` flag raised (and callback run): outstanding_ decremented
 //
-// Thread safety: Submit is thread-safe. Everything else runs on the committer thread, except
-// OnRoundDone (backend thread), which only touches the round it was handed and atomics.
+// Thread safety: Submit is thread-safe. Writing groups requires write_mu_ (the committer thread,
+// or an inline commit); the sync pipeline (unsynced_, round state) is guarded by sync_mu_ and is
+// shared with OnRoundDone, which runs on the backend's thread or inline.
 // Invariants: at most one sync round in flight; durable_lsn_ only grows and never exceeds
 // last_lsn_; a transaction is acknowledged only after a round that covers its bytes completed
-// (durability=sync) or after its group reached the WAL file (durability=buffered).
+// (durability=sync) or after its group reached the WAL file (durability=buffered); rounds are
+// acknowledged in the order they were started.
 #pragma once
 
 #include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
@@ -86,6 +93,10 @@ class Committer {
   struct Round;
 
   void Run();
+  // The fast path of Submit for a blocking commit when nothing else is in flight. True when it
+  // took the transaction (written, and synced here or handed to the pipeline).
+  bool TryCommitInline(TxnRep* rep);
+  void ReleaseSlot();
   void WriteBatchOf(TxnRep* const* reps, size_t count);
   Status CheckPreconditions(const TxnRep& rep);
   void MaybeSubmitSync(bool force);
@@ -115,7 +126,9 @@ class Committer {
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 
-  // Committer thread only.
+  // Whoever writes groups holds write_mu_: the committer thread, or a producer committing
+  // inline (TryCommitInline) while the committer is idle.
+  std::mutex write_mu_;
   std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
   uint64_t next_lsn_ = 1;
 
