@@ -130,6 +130,12 @@ class Committer {
   // inline (TryCommitInline) while the committer is idle.
   std::mutex write_mu_;
   std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
+  struct OutboxPut {
+    uint32_t partition;
+    uint64_t lsn;
+    const std::string* record;  // in a TxnRep of the group
+  };
+  std::vector<OutboxPut> outbox_puts_;  // of the batch being built, added in key order
   uint64_t next_lsn_ = 1;
 
   // The sync pipeline, shared by the committer (which adds written groups) and the round
