@@ -7,6 +7,7 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/futex.h"
+#include "io/thread_name.h"
 #include "io/wal_fs.h"
 
 namespace wharf::internal {
@@ -53,6 +54,7 @@ Committer::~Committer() { Stop(); }
 void Committer::Start() {
   last_sync_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] {
+    io::NameThisThread("wharf-commit");
     tls_engine_thread = true;
     Run();
   });

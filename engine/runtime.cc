@@ -9,6 +9,7 @@
 
 #include "engine/codec.h"
 #include "engine/runtime_impl.h"
+#include "io/thread_name.h"
 
 namespace wharf {
 
@@ -266,11 +267,25 @@ Status RuntimeImpl::Start() {
   }
   threads_ready_.store(true, std::memory_order_release);
   for (const auto& worker : workers_) {
-    worker->thread = std::thread([this, w = worker.get()] { WorkerLoop(w); });
+    worker->thread = std::thread([this, w = worker.get()] {
+      io::NameThisThread("wharf-worker-" + std::to_string(w->index));
+      WorkerLoop(w);
+    });
   }
-  for (const auto& tap : taps_) tap->thread = std::thread([this, t = tap.get()] { TapLoop(t); });
-  timer_thread_ = std::thread([this] { TimerLoop(); });
-  lease_thread_ = std::thread([this] { LeaseLoop(); });
+  for (const auto& tap : taps_) {
+    tap->thread = std::thread([this, t = tap.get()] {
+      io::NameThisThread("wharf-tap");
+      TapLoop(t);
+    });
+  }
+  timer_thread_ = std::thread([this] {
+    io::NameThisThread("wharf-timers");
+    TimerLoop();
+  });
+  lease_thread_ = std::thread([this] {
+    io::NameThisThread("wharf-leases");
+    LeaseLoop();
+  });
   return Status::OK();
 }
 

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "io/thread_name.h"
+
 namespace wharf::io {
 namespace {
 
@@ -19,7 +21,11 @@ int SyncOne(const SyncOp& op) {
 
 }  // namespace
 
-PosixSyncBackend::PosixSyncBackend() : thread_([this] { Run(); }) {}
+PosixSyncBackend::PosixSyncBackend()
+    : thread_([this] {
+        NameThisThread("wharf-sync");
+        Run();
+      }) {}
 
 PosixSyncBackend::~PosixSyncBackend() {
   {

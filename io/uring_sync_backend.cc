@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "io/thread_name.h"
+
 namespace wharf::io {
 namespace {
 
@@ -251,7 +253,10 @@ Status UringSyncBackend::Create(std::unique_ptr<SyncBackend>* backend) {
   Status status = InitRing(&impl->ring);
   if (!status.ok()) return status;
   Impl* raw = impl.get();
-  impl->reaper = std::thread([raw] { raw->Reap(); });
+  impl->reaper = std::thread([raw] {
+    NameThisThread("wharf-uring");
+    raw->Reap();
+  });
   backend->reset(new UringSyncBackend(std::move(impl)));
   return Status::OK();
 }
