@@ -96,7 +96,7 @@ bool Committer::TryCommitInline(TxnRep* rep) {
   }
   if (round != nullptr) {
     EngineThreadScope engine_thread;  // durable-fact listeners run here
-    if (!StartRound(round, /*inline_ok=*/true)) EndRound();
+    if (!StartRound(round, /*inline_ok=*/true)) EndRound(/*start_next=*/false);
   }
   return true;
 }
@@ -336,7 +336,7 @@ void Committer::MaybeSubmitSync(bool force) {
     if (failed_.load() || sync_in_flight_.load()) return;
     round = TakeRoundLocked(force);
   }
-  if (round != nullptr && !StartRound(round, /*inline_ok=*/true)) EndRound();
+  if (round != nullptr && !StartRound(round, /*inline_ok=*/true)) EndRound(/*start_next=*/false);
 }
 
 int64_t Committer::GatherWaitUs() {
@@ -382,11 +382,12 @@ bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) 
       outstanding_.load() == 1) {
     // A lone commit and nothing behind it: there is nothing to pipeline, so sync right here and
     // save the hand-offs to the backend's threads (RocksDB's own sync=true path does the same).
-    OnRoundDone(round, io::SyncInline(round->plan.ops));
+    OnRoundDone(round, io::SyncInline(round->plan.ops), /*on_backend=*/false);
     return true;
   }
-  Status s = backend_->Submit(round->plan.ops,
-                              [this, round](int errno_value) { OnRoundDone(round, errno_value); });
+  Status s = backend_->Submit(round->plan.ops, [this, round](int errno_value) {
+    OnRoundDone(round, errno_value, /*on_backend=*/true);
+  });
   if (s.ok()) return true;
   // The backend refused the round: nothing was synced.
   {
@@ -399,29 +400,42 @@ bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) 
   return false;
 }
 
-void Committer::EndRound() {
+void Committer::EndRound(bool start_next) {
+  std::shared_ptr<Round> next;
   bool committer_needed;
   {
     std::lock_guard lock(sync_mu_);
     sync_in_flight_.store(false, std::memory_order_release);
+    if (start_next && !failed_.load() && options_.durability == Durability::kSync) {
+      next = TakeRoundLocked(/*force=*/false);
+    }
     // Groups waiting for a round, failures and shutdown are the committer thread's to handle. A
     // wake-up for nothing would cost a lone inline commit a context switch on the other core.
-    committer_needed = !unsynced_.empty() || failed_.load() || stopping_.load() ||
-                       options_.durability == Durability::kBuffered;
+    committer_needed =
+        next == nullptr && (!unsynced_.empty() || failed_.load() || stopping_.load() ||
+                            options_.durability == Durability::kBuffered);
+  }
+  if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) {
+    EndRound(/*start_next=*/false);
+    return;
   }
   if (committer_needed) wake_.signal();
 }
 
-void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value) {
+void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend) {
   EngineThreadScope engine_thread;
   Status status = store_->wal_fs()->CompleteSync(round->plan, errno_value);
   auto elapsed = std::chrono::steady_clock::now() - round->started;
   syncs_.fetch_add(1, std::memory_order_relaxed);
   sync_us_total_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
                            std::memory_order_relaxed);
-  // Start the next round before acknowledging this one: the disk then works on the groups written
-  // meanwhile while the woken producers compete for the CPU, instead of idling until the
-  // committer thread is scheduled again. The round in flight passes straight to the next one.
+  // On the backend's thread, start the next round before acknowledging this one: the disk then
+  // works on the groups written meanwhile while the woken producers compete for the CPU, instead
+  // of idling until the committer thread is scheduled again. The round in flight passes straight
+  // to the next one, whose completion the backend reports on this same thread after this call
+  // returns, so rounds are still acknowledged in order. A round synced inline (on a producer's or
+  // the committer's thread) must not do this: the next round's completion could then run on the
+  // backend's thread at the same time as these acknowledgements, and overtake them.
   std::shared_ptr<Round> next;
   {
     std::lock_guard lock(sync_mu_);
@@ -439,7 +453,7 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
                        std::chrono::microseconds(std::min<int64_t>(sync_ewma_us_, kGatherMaxUs));
     if (!status.ok()) {
       failed_ = true;
-    } else if (!failed_.load() && options_.durability == Durability::kSync) {
+    } else if (on_backend && !failed_.load() && options_.durability == Durability::kSync) {
       next = TakeRoundLocked(/*force=*/false);
     }
   }
@@ -455,8 +469,9 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
     }
   }
   // With no next round, the in-flight flag is cleared only now, after the acknowledgements, so a
-  // later round can never report its groups durable before this one's.
-  if (next == nullptr) EndRound();
+  // later round can never report its groups durable before this one's; groups written meanwhile
+  // start the next round from here.
+  if (next == nullptr) EndRound(/*start_next=*/status.ok());
 }
 
 void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {

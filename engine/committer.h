@@ -103,10 +103,12 @@ class Committer {
   std::shared_ptr<Round> TakeRoundLocked(bool force);
   // False when the backend refused the round (its groups were failed; the caller ends the round).
   bool StartRound(const std::shared_ptr<Round>& round, bool inline_ok);
-  void EndRound();
+  // Clears the in-flight flag; with `start_next`, starts a round of the groups written meanwhile.
+  void EndRound(bool start_next);
   // How long the committer may sleep before the gathered round must start; -1: no limit.
   int64_t GatherWaitUs();
-  void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value);
+  // `on_backend`: called by the backend's completion (not synced inline on the calling thread).
+  void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend);
   void Finish(TxnRep* rep);
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
   Status Recover();
