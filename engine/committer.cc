@@ -160,7 +160,6 @@ void Committer::Run() {
       {
         std::lock_guard lock(sync_mu_);
         unknown.swap(unsynced_);
-        unsynced_commits_ = 0;
       }
       for (const Group& group : unknown) {
         FinishAll(group.reps, Status::IOError("an earlier WAL sync failed; the outcome of this "
@@ -269,7 +268,6 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
       std::lock_guard lock(sync_mu_);
-      unsynced_commits_ += group.reps.size();
       unsynced_.push_back(std::move(group));
     }
     group = Group();
@@ -352,7 +350,9 @@ std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
     if (options_.durability != Durability::kBuffered) return nullptr;
     if (now - last_sync_ < std::chrono::milliseconds(options_.buffered_sync_ms)) return nullptr;
   }
-  if (!force && unsynced_commits_ < gather_target_) {
+  size_t unsynced_commits = 0;
+  for (const Group& group : unsynced_) unsynced_commits += group.reps.size();
+  if (!force && unsynced_commits < gather_target_) {
     // Gathering: the producers the last round acknowledged are probably about to commit again.
     // Syncing without them would split the producers into two cohorts that alternate between
     // rounds, each commit waiting for two syncs instead of one.
@@ -369,8 +369,7 @@ std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
   }
   round->groups = std::move(unsynced_);
   unsynced_.clear();
-  round->commits = unsynced_commits_;
-  unsynced_commits_ = 0;
+  round->commits = unsynced_commits;
   round->started = now;
   last_sync_ = round->started;
   sync_in_flight_.store(true, std::memory_order_release);

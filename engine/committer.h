@@ -145,7 +145,6 @@ class Committer {
   // they change only with sync_mu_ held.
   std::mutex sync_mu_;
   std::vector<Group> unsynced_;
-  size_t unsynced_commits_ = 0;
   // Round gathering (see TakeRoundLocked): the next round waits for this many commits, until
   // the deadline.
   size_t gather_target_ = 0;
