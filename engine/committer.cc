@@ -313,6 +313,10 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     for (const WriteOp& write : rep->writes) {
       if (write.cf == kOutbox) append_outbox_puts();  // keep the batch's order for the outbox
       if (write.is_delete && !write.range_end.empty()) {
+        // Only trimming deletes ranges, and only outbox keys outside its insert hint's domain:
+        // RocksDB 7.8 would mix a range tombstone into a hinted family's point-key hints
+        // (store.cc).
+        WHARF_ASSERT(write.cf == kOutbox);
         batch.DeleteRange(store_->cf(write.cf), write.key, write.range_end);
       } else if (write.is_delete) {
         batch.Delete(store_->cf(write.cf), write.key);
