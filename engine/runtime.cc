@@ -196,6 +196,34 @@ void RuntimeImpl::WarnStartsAtZero() {
   }
 }
 
+void RuntimeImpl::AssignWorkers(const std::vector<std::unique_ptr<Lane>>& lanes,
+                                uint32_t worker_count) const {
+  if (options_.assignment == Assignment::kRoundRobin) {
+    for (size_t i = 0; i < lanes.size(); ++i)
+      lanes[i]->worker = static_cast<uint32_t>(i % worker_count);
+    return;
+  }
+  // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam): in the order of their
+  // hashes, each lane goes to its jump-hash worker unless that one already has its even share,
+  // then to the next worker with room. Plain jump hashing of 16 lanes on 2 workers often splits
+  // them 10/6, and the busier worker then delays every lane it holds.
+  std::vector<std::pair<uint64_t, Lane*>> hashed;
+  for (const auto& lane : lanes) {
+    std::string key = lane->consumer->id + '\0' + std::to_string(lane->partitions[0]);
+    hashed.emplace_back(XXH3_64bits(key.data(), key.size()), lane.get());
+  }
+  std::sort(hashed.begin(), hashed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const size_t share = (lanes.size() + worker_count - 1) / worker_count;
+  std::vector<size_t> load(worker_count, 0);
+  for (auto& [hash, lane] : hashed) {
+    uint32_t worker = JumpHash(hash, worker_count);
+    while (load[worker] >= share) worker = (worker + 1) % worker_count;
+    ++load[worker];
+    lane->worker = worker;
+  }
+}
+
 Status RuntimeImpl::BuildLanes() {
   if (lanes_built_) return Status::OK();
   Status s = CheckIdentities();
@@ -223,15 +251,12 @@ Status RuntimeImpl::BuildLanes() {
       lane->scanned_to.assign(n, 0);
       lane->pending_position.assign(n, 0);
       lane->pending_scanned.assign(n, 0);
-      std::string hash_key = consumer->id + '\0' + std::to_string(lane->partitions[0]);
-      lane->worker = options_.assignment == Assignment::kRoundRobin
-                         ? static_cast<uint32_t>(lanes.size() % worker_count)
-                         : JumpHash(XXH3_64bits(hash_key.data(), hash_key.size()), worker_count);
       s = LoadCursors(lane.get());
       if (!s.ok()) return s;
       lanes.push_back(std::move(lane));
     }
   }
+  AssignWorkers(lanes, worker_count);
   WarnStartsAtZero();
   lanes_ = std::move(lanes);
   cache_ = std::make_unique<TailCache>(partitions, core_->options().tail_cache_facts);

@@ -157,6 +157,8 @@ class RuntimeImpl : public DurableListener {
  private:
   Status CheckIdentities();
   void WarnStartsAtZero();
+  // Sets each lane's worker (options_.assignment), evenly.
+  void AssignWorkers(const std::vector<std::unique_ptr<Lane>>& lanes, uint32_t worker_count) const;
   Status BuildLanes();
   Status LoadCursors(Lane* lane);
   void Attach();

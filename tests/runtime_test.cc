@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "engine/engine_core.h"
@@ -134,6 +135,35 @@ TEST_F(RuntimeTest, ProjectionDeliversInOrderPerPartitionExactlyOnce) {
     ASSERT_OK(GetCursor(*engine_, "counter", partition, &cursor));
     EXPECT_GE(cursor, ids.back());
   }
+}
+
+// The default assignment (consistent hash) spreads lanes evenly: each lane stays on one worker,
+// and each worker holds the same number of lanes (jump hashing alone often does not).
+TEST_F(RuntimeTest, ConsistentHashSpreadsLanesEvenly) {
+  std::mutex mutex;
+  std::map<std::pair<std::string, uint32_t>, std::set<std::thread::id>> threads_of_lane;
+  Runtime runtime(engine_.get(), Options(2));
+  for (std::string name : {"left", "right"}) {
+    ASSERT_OK(runtime.Project(name, {"A"}, [&, name](const Fact& fact, Effects&) {
+      std::lock_guard lock(mutex);
+      threads_of_lane[{name, fact.partition}].insert(std::this_thread::get_id());
+      return Outcome::kHandled;
+    }));
+  }
+  ASSERT_OK(runtime.Start());
+  for (int i = 0; i < 64; ++i) Commit("A", "key-" + std::to_string(i), "p");
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(mutex);
+    return threads_of_lane.size() == 8;  // 2 consumers x 4 partitions
+  }));
+  ASSERT_OK(runtime.Stop());
+  std::map<std::thread::id, int> lanes_of_thread;
+  for (const auto& [lane, threads] : threads_of_lane) {
+    ASSERT_EQ(threads.size(), 1u) << lane.first << "/" << lane.second << " ran on two workers";
+    ++lanes_of_thread[*threads.begin()];
+  }
+  ASSERT_EQ(lanes_of_thread.size(), 2u);
+  for (const auto& [thread, lanes] : lanes_of_thread) EXPECT_EQ(lanes, 4);
 }
 
 // ordering=global: one order over every partition.

@@ -56,8 +56,10 @@ const char* ToString(ConsumerKind kind);
 
 // How lanes are spread over workers (`assignment`).
 enum class Assignment : uint8_t {
-  kConsistentHash,  // "consistent_hash" (default): stable under pool size changes
-  kRoundRobin,      // "round_robin"
+  // "consistent_hash" (default): jump hash with bounded loads; mostly stable under pool size
+  // changes, and every worker holds the same number of lanes (at most one more).
+  kConsistentHash,
+  kRoundRobin,  // "round_robin"
 };
 
 namespace internal {
