@@ -4,9 +4,9 @@
 // durability=buffered, so what is measured is the hand-off, the WriteBatch and above all the
 // memtable inserts of the single writer. Rows/s is the committer's ceiling for W2-shaped effects.
 //
-// BM_StateRows/0 "lanes": keys as W2's projection writes them — `f` + the fact id in hex, 16 lanes
+// BM_StateRows/random:0: keys as W2's projection writes them — `f` + the fact id in hex, 16 lanes
 //   taking turns, each writing its next 100 ids of its own partition (ids interleave across lanes).
-// BM_StateRows/1 "random": uniformly random keys, the worst case for the memtable's insert hint.
+// BM_StateRows/random:1: uniformly random keys, the worst case for the memtable's insert hint.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
