@@ -8,7 +8,6 @@
 //   taking turns, each writing its next 100 ids of its own partition (ids interleave across lanes).
 // BM_StateRows/random:1: uniformly random keys, the worst case for the memtable's insert hint.
 #include <benchmark/benchmark.h>
-#include <stdlib.h>
 
 #include <cinttypes>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <random>
 #include <string>
 
+#include "bench/scratch_dir.h"
 #include "wharf/engine.h"
 
 namespace {
@@ -24,24 +24,18 @@ namespace {
 constexpr int kRowsPerTxn = 100;
 constexpr int kLanes = 16;
 
-std::string MakeScratchDir() {
-  std::string pattern =
-      (std::filesystem::temp_directory_path() / "wharf-state-rows-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) return {};
-  return pattern;
-}
-
 void BM_StateRows(benchmark::State& state) {
   const bool random_keys = state.range(0) == 1;
-  const std::string dir = MakeScratchDir();
-  if (dir.empty()) {
-    state.SkipWithError("cannot create a scratch directory");
+  wharf::bench::ScratchDir dir(std::filesystem::temp_directory_path().string(),
+                               "wharf-state-rows-");
+  if (dir.path().empty()) {
+    state.SkipWithError(dir.error().c_str());
     return;
   }
   wharf::EngineOptions options;
   options.durability = wharf::Durability::kBuffered;
   std::unique_ptr<wharf::Engine> engine;
-  wharf::Status s = wharf::Engine::Open(dir, options, &engine);
+  wharf::Status s = wharf::Engine::Open(dir.path(), options, &engine);
   if (!s.ok()) {
     state.SkipWithError(s.ToString().c_str());
     return;
@@ -66,8 +60,7 @@ void BM_StateRows(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(state.iterations() * kRowsPerTxn);
-  engine.reset();
-  std::filesystem::remove_all(dir);
+  engine.reset();  // before the directory goes
 }
 BENCHMARK(BM_StateRows)->ArgName("random")->Arg(0)->Arg(1)->UseRealTime();
 
