@@ -199,8 +199,9 @@ void RuntimeImpl::WarnStartsAtZero() {
 void RuntimeImpl::AssignWorkers(const std::vector<std::unique_ptr<Lane>>& lanes,
                                 uint32_t worker_count) const {
   if (options_.assignment == Assignment::kRoundRobin) {
-    for (size_t i = 0; i < lanes.size(); ++i)
+    for (size_t i = 0; i < lanes.size(); ++i) {
       lanes[i]->worker = static_cast<uint32_t>(i % worker_count);
+    }
     return;
   }
   // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam): in the order of their
