@@ -152,6 +152,8 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   for (int cf = 0; cf < kCfCount; ++cf) {
     descriptors.emplace_back(kCfNames[cf], CfOptions(static_cast<Cf>(cf), options));
   }
+  // Before RocksDB creates its first WAL, so that one too asks for a spare once it has grown.
+  if (options.wal_prefill_bytes > 0) store->wal_fs_->EnableSpares(path, options.wal_prefill_bytes);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw_db);
@@ -165,6 +167,7 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   // handles[0] is the default family, which Wharf does not use; DB::Close releases it.
   store->db_->DestroyColumnFamilyHandle(handles[0]);
   for (int cf = 0; cf < kCfCount; ++cf) store->handles_[cf] = handles[cf + 1];
+  store->wal_fs_->SetOnSpareSwitch([raw = store.get()] { raw->SwitchWal(); });
 
   Status meta = store->LoadOrInitMeta(options, created);
   if (meta.ok()) meta = store->BumpOpenEpoch();
@@ -275,7 +278,19 @@ Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value) cons
   return Status::OK();
 }
 
+void Store::SwitchWal() {
+  // RocksDB starts a new WAL whenever it switches a memtable. The meta family's is the smallest
+  // (the last LSN, rewritten by every group), so flushing it costs a tiny SST file.
+  rocksdb::FlushOptions flush_options;
+  flush_options.wait = false;
+  // Never wait for other flushes to finish: the switch is only an optimization.
+  flush_options.allow_write_stall = true;
+  db_->Flush(flush_options, cf(kMeta)).PermitUncheckedError();
+}
+
 Status Store::Close() {
+  // First: the spares' thread may be flushing through db_ (SwitchWal).
+  wal_fs_->StopSpares();
   if (!db_) return Status::OK();
   Status status;
   for (auto*& handle : handles_) {

@@ -92,6 +92,8 @@ class Store {
  private:
   Store() = default;
   Status LoadOrInitMeta(const EngineOptions& options, bool created);
+  // Makes RocksDB start a new WAL file (which takes the ready WAL spare). On the spares' thread.
+  void SwitchWal();
   Status BumpOpenEpoch();
 
   std::shared_ptr<io::WalFileSystem> wal_fs_;

@@ -1,5 +1,6 @@
 #include "io/fault_fs.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,28 @@ using rocksdb::IODebugContext;
 using rocksdb::IOOptions;
 using rocksdb::IOStatus;
 using rocksdb::Slice;
+
+namespace {
+
+// Writes zeros over [begin, end) of `path` (what a file reused by overwriting held there).
+IOStatus ZeroRange(const std::string& path, uint64_t begin, uint64_t end) {
+  if (begin >= end) return IOStatus::OK();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return IOStatus::IOError("open " + path, std::strerror(errno));
+  const std::string zeros(64u << 10, '\0');
+  IOStatus s;
+  for (uint64_t offset = begin; s.ok() && offset < end;) {
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(zeros.size(), end - offset));
+    const ssize_t n = ::pwrite(fd, zeros.data(), len, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) s = IOStatus::IOError("zero " + path, std::strerror(errno));
+    if (n > 0) offset += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return s;
+}
+
+}  // namespace
 
 // Writable file that reports its writes and syncs to the owning FaultInjectionFileSystem.
 class FaultWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
@@ -264,9 +287,11 @@ IOStatus FaultInjectionFileSystem::DropUnsyncedData() {
     } else {
       uint64_t on_disk = 0;
       s = target_->GetFileSize(path, opts, &on_disk, nullptr);
+      // A reused file keeps its old synced bytes where nothing synced overwrote them.
+      const uint64_t keep = std::max(state.synced, state.prefilled);
+      if (s.ok()) s = ZeroRange(path, state.synced, std::min({state.size, on_disk, keep}));
       // truncate(2) directly: the default (posix) FileSystem does not implement Truncate.
-      if (s.ok() && on_disk > state.synced &&
-          ::truncate(path.c_str(), static_cast<off_t>(state.synced)) != 0) {
+      if (s.ok() && on_disk > keep && ::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) {
         s = IOStatus::IOError("truncate " + path, std::strerror(errno));
       }
     }
@@ -378,8 +403,10 @@ IOStatus FaultInjectionFileSystem::ReuseWritableFile(const std::string& fname,
   std::lock_guard<std::mutex> lock(mu_);
   const FileState* old_state = LockedFind(old_path);
   const bool name_durable = old_state == nullptr || old_state->named;  // renames are durable
+  const uint64_t prefilled = old_state == nullptr ? 0 : old_state->synced;
   LockedSet(old_path, nullptr);
   LockedTrackNew(path, name_durable);
+  LockedFind(path)->prefilled = prefilled;
   return Wrap(path, result);
 }
 

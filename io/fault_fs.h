@@ -142,6 +142,9 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper, public Durab
     uint64_t synced = 0;
     bool named = false;    // directory entry durable
     uint64_t created = 0;  // creation sequence number; meaningful while !named
+    // Synced bytes of the file this one reused (ReuseWritableFile): writes overwrite them, and a
+    // power loss returns unsynced overwrites to them instead of shortening the file.
+    uint64_t prefilled = 0;
   };
 
   static std::string Normalize(const std::string& path);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 namespace wharf::io {
@@ -13,6 +14,9 @@ struct WalState {
   std::string path;
   int fd = -1;  // our own read-only descriptor of the file
   std::atomic<uint64_t> appended_bytes{0};
+  // Past this many bytes the WAL asks for a switch to a spare (UINT64_MAX: never).
+  uint64_t switch_at_bytes = UINT64_MAX;
+  std::atomic<bool> switch_asked{false};
   std::atomic<bool> closed{false};
   uint64_t synced_bytes = 0;  // guarded by WalFileSystem::mutex_
   ~WalState() {
@@ -22,6 +26,10 @@ struct WalState {
 
 namespace {
 
+// A WAL written by appending asks for a spare once it holds this much (or an eighth of a spare,
+// if less): a database that writes less never builds one.
+constexpr uint64_t kSpareAfterBytes = 1u << 20;
+
 bool IsWalFile(const std::string& fname) {
   size_t slash = fname.rfind('/');
   std::string_view base =
@@ -30,24 +38,26 @@ bool IsWalFile(const std::string& fname) {
   return std::all_of(base.begin(), base.end() - 4, [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Counts the bytes RocksDB appends, which is what a sync issued after FlushWAL must cover.
+// Counts the bytes RocksDB appends, which is what a sync issued after FlushWAL must cover, and
+// asks `spare` (may be null) for a switch when the file passes its switch point.
 class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
  public:
-  WalWritableFile(std::unique_ptr<rocksdb::FSWritableFile> file, std::shared_ptr<WalState> state)
-      : FSWritableFileOwnerWrapper(std::move(file)), state_(std::move(state)) {}
+  WalWritableFile(std::unique_ptr<rocksdb::FSWritableFile> file, std::shared_ptr<WalState> state,
+                  WalSpare* spare)
+      : FSWritableFileOwnerWrapper(std::move(file)), state_(std::move(state)), spare_(spare) {}
   ~WalWritableFile() override { state_->closed = true; }
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
     rocksdb::IOStatus s = target()->Append(data, options, dbg);
-    if (s.ok()) state_->appended_bytes += data.size();
+    if (s.ok()) Appended(data.size());
     return s;
   }
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            const rocksdb::DataVerificationInfo& info,
                            rocksdb::IODebugContext* dbg) override {
     rocksdb::IOStatus s = target()->Append(data, options, info, dbg);
-    if (s.ok()) state_->appended_bytes += data.size();
+    if (s.ok()) Appended(data.size());
     return s;
   }
   rocksdb::IOStatus Close(const rocksdb::IOOptions& options,
@@ -57,7 +67,16 @@ class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
   }
 
  private:
+  void Appended(uint64_t bytes) {
+    const uint64_t appended = state_->appended_bytes += bytes;
+    if (spare_ != nullptr && appended >= state_->switch_at_bytes &&
+        !state_->switch_asked.exchange(true)) {
+      spare_->WantSwitch();
+    }
+  }
+
   std::shared_ptr<WalState> state_;
+  WalSpare* const spare_;
 };
 
 }  // namespace
@@ -74,9 +93,17 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
                                                  const rocksdb::FileOptions& options,
                                                  std::unique_ptr<rocksdb::FSWritableFile>* result,
                                                  rocksdb::IODebugContext* dbg) {
+  if (spare_ != nullptr && IsWalFile(fname)) {
+    const std::string spare = spare_->Take();
+    // RocksDB's posix file system renames the spare into place and opens it without truncating.
+    if (!spare.empty() && target()->ReuseWritableFile(fname, spare, options, result, dbg).ok()) {
+      spare_wals_.fetch_add(1);
+      return Track(fname, spare_->bytes(), result);
+    }
+  }
   rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
   if (!s.ok() || !IsWalFile(fname)) return s;
-  return Track(fname, result);
+  return Track(fname, 0, result);
 }
 
 rocksdb::IOStatus WalFileSystem::ReopenWritableFile(
@@ -84,13 +111,31 @@ rocksdb::IOStatus WalFileSystem::ReopenWritableFile(
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
   rocksdb::IOStatus s = target()->ReopenWritableFile(fname, options, result, dbg);
   if (!s.ok() || !IsWalFile(fname)) return s;
-  return Track(fname, result);
+  return Track(fname, 0, result);
 }
 
-rocksdb::IOStatus WalFileSystem::Track(const std::string& fname,
+void WalFileSystem::EnableSpares(const std::string& dir, uint64_t bytes) {
+  spare_ = std::make_unique<WalSpare>(target(), dir, bytes);
+}
+
+void WalFileSystem::SetOnSpareSwitch(std::function<void()> on_switch) {
+  if (spare_ != nullptr) spare_->SetOnSwitch(std::move(on_switch));
+}
+
+void WalFileSystem::StopSpares() {
+  if (spare_ != nullptr) spare_->Stop();
+}
+
+rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefilled_bytes,
                                        std::unique_ptr<rocksdb::FSWritableFile>* result) {
   auto state = std::make_shared<WalState>();
   state->path = fname;
+  if (spare_ != nullptr) {
+    // Switch a little before the zeros run out: the appends until RocksDB has switched would
+    // grow the file again.
+    state->switch_at_bytes = prefilled_bytes > 0 ? prefilled_bytes / 8 * 7
+                                                 : std::min(kSpareAfterBytes, spare_->bytes() / 8);
+  }
   state->fd = ::open(fname.c_str(), O_RDONLY | O_CLOEXEC);
   if (state->fd < 0) {
     return rocksdb::IOStatus::IOError("open " + fname + " for syncing", std::strerror(errno));
@@ -108,7 +153,7 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname,
     dir_sync_pending_ = true;
     wals_.push_back(state);
   }
-  *result = std::make_unique<WalWritableFile>(std::move(*result), std::move(state));
+  *result = std::make_unique<WalWritableFile>(std::move(*result), std::move(state), spare_.get());
   return rocksdb::IOStatus::OK();
 }
 

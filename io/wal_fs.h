@@ -10,6 +10,9 @@
 // descriptor makes the bytes RocksDB wrote through its descriptor durable. Completed syncs are
 // reported to an optional DurabilityObserver (the fault-injecting file system in tests).
 //
+// With EnableSpares, new WAL files are zero-filled spares (io/wal_spare.h) when one is ready, and a
+// WAL that has no spare under it (or has outgrown it) asks for a switch to one.
+//
 // Thread safety: all methods are thread-safe. Plan/Complete calls alternate (one round at a time).
 // Invariants: a WalState (and its descriptor) lives until its file is closed by RocksDB and no
 // plan refers to it, so a sync in flight never targets a closed or reused descriptor.
@@ -17,6 +20,8 @@
 
 #include <rocksdb/file_system.h>
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +29,7 @@
 
 #include "io/durability_observer.h"
 #include "io/sync_backend.h"
+#include "io/wal_spare.h"
 
 namespace wharf::io {
 
@@ -66,8 +72,20 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
   // WAL bytes appended but not yet covered by a completed sync.
   uint64_t unsynced_bytes() const;
 
+  // Keeps zero-filled spares of `bytes` in `dir` (the WAL directory) for new WAL files. Call once,
+  // before RocksDB creates files through this object.
+  void EnableSpares(const std::string& dir, uint64_t bytes);
+  // When a spare is ready for a WAL that wants to switch, `on_switch` runs on the spares' thread
+  // (the store then makes RocksDB start a new WAL). No-op without EnableSpares.
+  void SetOnSpareSwitch(std::function<void()> on_switch);
+  // Stops building spares and deletes an unused one; call before the database closes (after it,
+  // on_switch never runs). Idempotent.
+  void StopSpares();
+  // WAL files created from a spare so far (for tests and benchmarks).
+  uint64_t spare_wals() const { return spare_wals_.load(); }
+
  private:
-  rocksdb::IOStatus Track(const std::string& fname,
+  rocksdb::IOStatus Track(const std::string& fname, uint64_t prefilled_bytes,
                           std::unique_ptr<rocksdb::FSWritableFile>* result);
 
   DurabilityObserver* const observer_;
@@ -76,6 +94,8 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
   std::string dir_;                              // directory of the WAL files
   int dir_fd_ = -1;
   bool dir_sync_pending_ = false;
+  std::unique_ptr<WalSpare> spare_;  // set before RocksDB opens, destroyed after it closed
+  std::atomic<uint64_t> spare_wals_{0};
 };
 
 }  // namespace wharf::io

@@ -2,10 +2,15 @@
 // both sync backends (io_uring and the posix thread), which must behave identically.
 #include <rocksdb/db.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "engine/codec.h"
+#include "engine/engine_core.h"
 #include "engine/store.h"
+#include "io/wal_fs.h"
 #include "test_util.h"
 
 namespace wharf {
@@ -391,6 +396,61 @@ TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
   std::vector<Fact> facts;
   ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 100, &facts));
   EXPECT_EQ(facts.size(), 50u);
+}
+
+// With wal_prefill_bytes, new WAL files are zero-filled spares that the WAL overwrites. A crash
+// leaves such a WAL with zeros after its last record, which recovery must read as the end of the
+// log, losing nothing acknowledged. The "crash" is a copy of the directory taken while the engine
+// is open: every commit was acknowledged (so synced) and nothing is being written.
+TEST_P(EngineTest, WalSpareZeroTailReadsAsTheEndAfterACrash) {
+  EngineOptions options = Options();
+  options.memtable_bytes = 16u << 20;  // no flush of the outbox: its facts come from the WAL
+  options.wal_prefill_bytes = 4u << 20;
+  Open(options);
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  const io::WalFileSystem* wal_fs = engine_->core()->store()->wal_fs();
+  int committed = 0;
+  auto commit = [&] {
+    Txn txn = engine_->Begin();
+    EXPECT_OK(txn.Put("t", "k" + std::to_string(committed), std::to_string(committed)));
+    EXPECT_OK(txn.Emit("T", "key", std::to_string(committed) + std::string(1000, 'p')));
+    EXPECT_OK(txn.Commit());
+    ++committed;
+  };
+  // The first WAL asks for a spare after 512 KiB and switches to it once it is built.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (wal_fs->spare_wals() == 0 && std::chrono::steady_clock::now() < deadline) commit();
+  ASSERT_EQ(wal_fs->spare_wals(), 1u) << "no WAL was created from a spare";
+  for (int i = 0; i < 10; ++i) commit();
+
+  // The newest WAL holds a few records, then zeros up to the spare's size.
+  std::filesystem::path newest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.db())) {
+    if (entry.path().extension() == ".log" && entry.path().filename() > newest.filename()) {
+      newest = entry.path();
+    }
+  }
+  ASSERT_FALSE(newest.empty());
+  ASSERT_GE(std::filesystem::file_size(newest), options.wal_prefill_bytes);
+  std::ifstream wal(newest, std::ios::binary);
+  wal.seekg(-4096, std::ios::end);
+  std::string tail(4096, 'x');
+  wal.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  EXPECT_EQ(tail, std::string(4096, '\0'));
+
+  const std::string crashed = dir_.path() + "/crashed";
+  std::filesystem::copy(dir_.db(), crashed, std::filesystem::copy_options::recursive);
+  std::unique_ptr<Engine> recovered;
+  ASSERT_OK(Engine::Open(crashed, options, &recovered));
+  EXPECT_EQ(recovered->durable_lsn(), static_cast<uint64_t>(committed));
+  std::vector<Fact> facts;
+  ASSERT_OK(recovered->ReadFacts(recovered->PartitionOf("key"), 0, SIZE_MAX, &facts));
+  ASSERT_EQ(facts.size(), static_cast<size_t>(committed));
+  EXPECT_EQ(facts.back().payload, std::to_string(committed - 1) + std::string(1000, 'p'));
+  std::string value;
+  ASSERT_OK(recovered->Get("t", "k" + std::to_string(committed - 1), &value));
+  EXPECT_EQ(value, std::to_string(committed - 1));
+  ASSERT_OK(recovered->Close());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EngineTest,

@@ -71,6 +71,13 @@ struct EngineOptions {
   uint32_t tail_cache_facts = 4096;
   // `memtable_bytes`: RocksDB write buffer of the outbox column family.
   uint64_t memtable_bytes = 64u << 20;
+  // `wal_prefill_bytes`: size of the zero-filled, synced file kept ready for RocksDB's next WAL,
+  // so that WAL syncs overwrite allocated blocks instead of growing the file (no size update per
+  // sync; about 35 % faster syncs on ext4 here). A background thread writes it once the WAL has
+  // taken 1 MiB, and the WAL switches to it when ready or nearly full. Costs up to twice this in
+  // disk space (the spare, and the unused zeros of the current WAL). Rounded up to whole MiB;
+  // 0 disables it.
+  uint64_t wal_prefill_bytes = 64u << 20;
 
   // Wall clock in milliseconds since the epoch (commit times, timers, leases). Tests inject one.
   // Must be thread-safe. Empty: the system clock.

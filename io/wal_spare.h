@@ -1,0 +1,81 @@
+// WalSpare: keeps a zero-filled, synced file ready to become RocksDB's next WAL file.
+//
+// Why: an fdatasync after an append must also persist the file's new size (on ext4 an inode
+// write, a second I/O before the cache flush); after an overwrite of blocks that are already
+// allocated and written, it persists only the data. Measured on the 2-core VM: 108–128 µs against
+// 172–200 µs for 16 KiB appends. WalFileSystem hands the spare to RocksDB (ReuseWritableFile
+// renames it into the WAL's name), so the WAL's syncs overwrite zeros instead of growing the file.
+// RocksDB's log reader reads the zero tail after the last record as the end of the log (a zero
+// header is its "preallocated region" record, skipped without a corruption report), and trims the
+// tail when it closes the file.
+//
+// Spares are built on this object's thread, through the given file system (so a fault-injecting
+// one sees the writes), only when asked: a database that writes little never pays for one. When a
+// spare becomes ready while the current WAL wants a switch, `on_switch` runs on that thread; the
+// store then flushes a small column family, which makes RocksDB start a new WAL (the spare).
+//
+// Thread safety: all public methods are thread-safe. `on_switch` runs on the builder thread only,
+// never concurrently with itself, and never after the destructor began.
+// Errors: a spare that cannot be built (disk full, I/O error) is given up and retried later; the
+// next WAL is then created the ordinary way. Nothing stored depends on a spare.
+#pragma once
+
+#include <rocksdb/file_system.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace wharf::io {
+
+class WalSpare {
+ public:
+  // Builds spares of `bytes` (rounded up to whole MiB) named `dir`/WHARF-WAL-SPARE. `fs` must
+  // outlive this object.
+  WalSpare(rocksdb::FileSystem* fs, std::string dir, uint64_t bytes);
+  // Stop()s.
+  ~WalSpare();
+  WalSpare(const WalSpare&) = delete;
+  WalSpare& operator=(const WalSpare&) = delete;
+
+  // Run on the builder thread when a spare is ready and a switch was wanted (see WantSwitch).
+  // Set it before the first WantSwitch; it must not call back into this object.
+  void SetOnSwitch(std::function<void()> on_switch);
+
+  // The path of a ready spare, which the caller now owns (it renames the file away), or empty when
+  // none is ready. Starts building the next one.
+  std::string Take();
+  // Starts building a spare if there is none; once one is ready, runs on_switch.
+  void WantSwitch();
+
+  // Stops the thread (abandoning a spare being built; waits for a running on_switch) and deletes
+  // an unused spare. Idempotent; Take then returns empty. Not on the builder thread (on_switch).
+  void Stop();
+
+  uint64_t bytes() const { return bytes_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void Run();
+  // Writes and syncs a whole spare at path_; false when stopped or failed (the file is removed).
+  bool Build();
+
+  rocksdb::FileSystem* const fs_;
+  const std::string path_;
+  const uint64_t bytes_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool wanted_ = false;         // build a spare when there is none
+  bool switch_wanted_ = false;  // run on_switch_ once a spare is ready
+  bool ready_ = false;          // a whole, synced spare is at path_
+  std::function<void()> on_switch_;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+}  // namespace wharf::io
