@@ -14,6 +14,7 @@ struct WalState {
   std::string path;
   int fd = -1;  // our own read-only descriptor of the file
   std::atomic<uint64_t> appended_bytes{0};
+  uint64_t prefilled_bytes = 0;  // the size of the spare it was created from; 0: appended
   // Past this many bytes the WAL asks for a switch to a spare (UINT64_MAX: never).
   uint64_t switch_at_bytes = UINT64_MAX;
   std::atomic<bool> switch_asked{false};
@@ -94,11 +95,20 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
                                                  std::unique_ptr<rocksdb::FSWritableFile>* result,
                                                  rocksdb::IODebugContext* dbg) {
   if (spare_ != nullptr && IsWalFile(fname)) {
-    const std::string spare = spare_->Take();
+    {
+      // RocksDB has switched: the newest WAL so far has its final size. An appended WAL that asked
+      // for a spare stopped at the asking size, which says nothing about the sizes WALs reach.
+      std::lock_guard lock(mutex_);
+      if (newest_ != nullptr && (newest_->prefilled_bytes > 0 || !newest_->switch_asked.load())) {
+        spare_->ObserveWal(newest_->appended_bytes.load(), newest_->switch_asked.load());
+      }
+    }
+    uint64_t spare_bytes = 0;
+    const std::string spare = spare_->Take(&spare_bytes);
     // RocksDB's posix file system renames the spare into place and opens it without truncating.
     if (!spare.empty() && target()->ReuseWritableFile(fname, spare, options, result, dbg).ok()) {
       spare_wals_.fetch_add(1);
-      return Track(fname, spare_->bytes(), result);
+      return Track(fname, spare_bytes, result);
     }
   }
   rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
@@ -130,11 +140,13 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefil
                                        std::unique_ptr<rocksdb::FSWritableFile>* result) {
   auto state = std::make_shared<WalState>();
   state->path = fname;
+  state->prefilled_bytes = prefilled_bytes;
   if (spare_ != nullptr) {
     // Switch a little before the zeros run out: the appends until RocksDB has switched would
     // grow the file again.
-    state->switch_at_bytes = prefilled_bytes > 0 ? prefilled_bytes / 8 * 7
-                                                 : std::min(kSpareAfterBytes, spare_->bytes() / 8);
+    state->switch_at_bytes = prefilled_bytes > 0
+                                 ? prefilled_bytes / 8 * 7
+                                 : std::min(kSpareAfterBytes, spare_->bytes_max() / 8);
   }
   state->fd = ::open(fname.c_str(), O_RDONLY | O_CLOEXEC);
   if (state->fd < 0) {
@@ -152,6 +164,7 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefil
     }
     dir_sync_pending_ = true;
     wals_.push_back(state);
+    newest_ = state;
   }
   *result = std::make_unique<WalWritableFile>(std::move(*result), std::move(state), spare_.get());
   return rocksdb::IOStatus::OK();

@@ -91,6 +91,7 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
   DurabilityObserver* const observer_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<WalState>> wals_;  // open WALs, or closed with unsynced bytes
+  std::shared_ptr<WalState> newest_;             // the WAL RocksDB writes to
   std::string dir_;                              // directory of the WAL files
   int dir_fd_ = -1;
   bool dir_sync_pending_ = false;

@@ -1,5 +1,9 @@
 #include "io/wal_spare.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -8,18 +12,37 @@
 namespace wharf::io {
 namespace {
 
-constexpr uint64_t kChunkBytes = 1u << 20;
+constexpr uint64_t kMiB = 1u << 20;
+// Each step of zeros is written and pushed to the disk before the next.
+constexpr uint64_t kStepBytes = 256u << 10;
+// The most a spare is written at: a 64 MiB spare takes about half a second, about the time W1's
+// 16 producers take to fill a WAL of that size on this machine.
+constexpr uint64_t kZeroMiBPerSecond = 128;
 // After a failed build (disk full, I/O error), the next attempt waits this long.
 constexpr auto kRetryDelay = std::chrono::seconds(1);
 
+uint64_t RoundUpToMiB(uint64_t bytes) { return (bytes + kMiB - 1) / kMiB * kMiB; }
+
+// The I/O of this thread goes after everyone else's where the block scheduler has classes
+// (mq-deadline, bfq): WAL syncs first. Best effort; lowering one's own priority needs no rights.
+void LowerThisThreadsIoPriority() {
+  constexpr int kWhoProcess = 1, kClassIdle = 3, kClassShift = 13;  // <linux/ioprio.h>
+  static_cast<void>(::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassIdle << kClassShift));
+}
+
 }  // namespace
 
-WalSpare::WalSpare(rocksdb::FileSystem* fs, std::string dir, uint64_t bytes)
+WalSpare::WalSpare(rocksdb::FileSystem* fs, const std::string& dir, uint64_t bytes_max)
     : fs_(fs),
-      path_(std::move(dir) + "/WHARF-WAL-SPARE"),
-      bytes_((bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes),
+      paths_{dir + "/WHARF-WAL-SPARE-0", dir + "/WHARF-WAL-SPARE-1"},
+      bytes_max_(RoundUpToMiB(std::max<uint64_t>(bytes_max, 1))),
+      next_bytes_(bytes_max_),
       thread_([this] {
         NameThisThread("wharf-walspare");
+        LowerThisThreadsIoPriority();
+        for (const std::string& path : paths_) {
+          fs_->DeleteFile(path, rocksdb::IOOptions(), nullptr).PermitUncheckedError();
+        }
         Run();
       }) {}
 
@@ -34,7 +57,9 @@ void WalSpare::Stop() {
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
   // A half-built spare was removed by Build; an unused one is only zeros nobody refers to.
-  if (ready_) fs_->DeleteFile(path_, rocksdb::IOOptions(), nullptr).PermitUncheckedError();
+  if (ready_) {
+    fs_->DeleteFile(paths_[next_path_], rocksdb::IOOptions(), nullptr).PermitUncheckedError();
+  }
   ready_ = false;
 }
 
@@ -46,14 +71,23 @@ void WalSpare::SetOnSwitch(std::function<void()> on_switch) {
   cv_.notify_all();  // a switch may be waiting for it
 }
 
-std::string WalSpare::Take() {
+std::string WalSpare::Take(uint64_t* bytes) {
   std::lock_guard lock(mu_);
   wanted_ = true;  // a WAL was created: the engine writes, so the next one will want a spare too
   cv_.notify_all();
   if (!ready_) return {};
   ready_ = false;
   switch_wanted_ = false;  // the new WAL is this spare
-  return path_;
+  *bytes = ready_bytes_;
+  const int taken = next_path_;
+  next_path_ = 1 - next_path_;
+  return paths_[taken];
+}
+
+void WalSpare::ObserveWal(uint64_t wal_bytes, bool outgrew) {
+  const uint64_t wanted = outgrew ? wal_bytes * 2 : wal_bytes / 4 * 5;
+  std::lock_guard lock(mu_);
+  next_bytes_ = std::clamp(RoundUpToMiB(wanted), kMiB, bytes_max_);
 }
 
 void WalSpare::WantSwitch() {
@@ -67,11 +101,14 @@ void WalSpare::Run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     if (wanted_ && !ready_) {
+      const uint64_t bytes = next_bytes_;
+      const std::string& path = paths_[next_path_];
       lock.unlock();
-      const bool built = Build();
+      const bool built = Build(path, bytes);
       lock.lock();
       if (built) {
         ready_ = true;
+        ready_bytes_ = bytes;
         wanted_ = false;
       } else if (!stop_) {
         cv_.wait_for(lock, kRetryDelay, [this] { return stop_; });
@@ -90,28 +127,32 @@ void WalSpare::Run() {
   }
 }
 
-bool WalSpare::Build() {
+bool WalSpare::Build(const std::string& path, uint64_t bytes) {
   const rocksdb::IOOptions io_options;
   std::unique_ptr<rocksdb::FSWritableFile> file;
-  rocksdb::IOStatus s = fs_->NewWritableFile(path_, rocksdb::FileOptions(), &file, nullptr);
+  rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &file, nullptr);
   if (!s.ok()) return false;
-  const std::string zeros(kChunkBytes, '\0');
-  auto stopped = [this] {
-    std::lock_guard lock(mu_);
-    return stop_;
-  };
-  for (uint64_t offset = 0; s.ok() && offset < bytes_; offset += kChunkBytes) {
-    if (stopped()) s = rocksdb::IOStatus::Aborted("stopping");
+  const std::string zeros(kStepBytes, '\0');
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t offset = 0; s.ok() && offset < bytes; offset += kStepBytes) {
+    // Keep to the rate; stop at once when asked.
+    const auto due =
+        start + std::chrono::microseconds(offset * 1'000'000 / (kZeroMiBPerSecond * kMiB));
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, due, [this] { return stop_; });
+      if (stop_) s = rocksdb::IOStatus::Aborted("stopping");
+    }
     if (s.ok()) s = file->Append(zeros, io_options, nullptr);
-    // Start writing each chunk back now, so the final sync does not send the whole file at once
-    // (a WAL sync queued behind it would wait for all of it).
-    if (s.ok()) s = file->RangeSync(offset, kChunkBytes, io_options, nullptr);
+    // Start writing the step back now: the final sync then has little left to send, and a WAL
+    // sync queues behind one step at most.
+    if (s.ok()) s = file->RangeSync(offset, kStepBytes, io_options, nullptr);
   }
   if (s.ok()) s = file->Sync(io_options, nullptr);
   rocksdb::IOStatus closed = file->Close(io_options, nullptr);
   if (s.ok()) s = closed;
   if (s.ok()) return true;
-  fs_->DeleteFile(path_, io_options, nullptr).PermitUncheckedError();
+  fs_->DeleteFile(path, io_options, nullptr).PermitUncheckedError();
   return false;
 }
 

@@ -10,7 +10,9 @@
 // tail when it closes the file.
 //
 // Spares are built on this object's thread, through the given file system (so a fault-injecting
-// one sees the writes), only when asked: a database that writes little never pays for one. When a
+// one sees the writes), only when asked: a database that writes little never pays for one. The
+// thread writes at idle I/O priority and at most kZeroMiBPerSecond, in small steps pushed to the
+// disk one by one, so that a WAL sync never queues behind more than one step of zeros. When a
 // spare becomes ready while the current WAL wants a switch, `on_switch` runs on that thread; the
 // store then flushes a small column family, which makes RocksDB start a new WAL (the spare).
 //
@@ -34,9 +36,9 @@ namespace wharf::io {
 
 class WalSpare {
  public:
-  // Builds spares of `bytes` (rounded up to whole MiB) named `dir`/WHARF-WAL-SPARE. `fs` must
-  // outlive this object.
-  WalSpare(rocksdb::FileSystem* fs, std::string dir, uint64_t bytes);
+  // Builds spares of at most `bytes_max` (rounded up to whole MiB) named `dir`/WHARF-WAL-SPARE-0
+  // and -1, removing any left there by a crash. `fs` must outlive this object.
+  WalSpare(rocksdb::FileSystem* fs, const std::string& dir, uint64_t bytes_max);
   // Stop()s.
   ~WalSpare();
   WalSpare(const WalSpare&) = delete;
@@ -47,8 +49,12 @@ class WalSpare {
   void SetOnSwitch(std::function<void()> on_switch);
 
   // The path of a ready spare, which the caller now owns (it renames the file away), or empty when
-  // none is ready. Starts building the next one.
-  std::string Take();
+  // none is ready; `*bytes` is its size. Starts building the next one.
+  std::string Take(uint64_t* bytes);
+  // The previous WAL ended at `wal_bytes` (`outgrew`: it had asked for a switch). Sizes the next
+  // spares after it, so that the zeros written are about what the WALs use: 5/4 of it, or twice
+  // it after a WAL outgrew its spare, within [1 MiB, the size given to the constructor].
+  void ObserveWal(uint64_t wal_bytes, bool outgrew);
   // Starts building a spare if there is none; once one is ready, runs on_switch.
   void WantSwitch();
 
@@ -56,24 +62,29 @@ class WalSpare {
   // an unused spare. Idempotent; Take then returns empty. Not on the builder thread (on_switch).
   void Stop();
 
-  uint64_t bytes() const { return bytes_; }
-  const std::string& path() const { return path_; }
+  uint64_t bytes_max() const { return bytes_max_; }
 
  private:
   void Run();
-  // Writes and syncs a whole spare at path_; false when stopped or failed (the file is removed).
-  bool Build();
+  // Writes and syncs a whole spare of `bytes` at `path`; false when stopped or failed (the file is
+  // removed).
+  bool Build(const std::string& path, uint64_t bytes);
 
   rocksdb::FileSystem* const fs_;
-  const std::string path_;
-  const uint64_t bytes_;
+  // Spares alternate between two names: the next one is built while the caller of Take may still
+  // be renaming the last one away.
+  const std::string paths_[2];
+  const uint64_t bytes_max_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
   bool wanted_ = false;         // build a spare when there is none
   bool switch_wanted_ = false;  // run on_switch_ once a spare is ready
-  bool ready_ = false;          // a whole, synced spare is at path_
+  int next_path_ = 0;           // index in paths_ of the next (or the ready) spare
+  bool ready_ = false;          // a whole, synced spare is at paths_[next_path_]
+  uint64_t ready_bytes_ = 0;    // its size
+  uint64_t next_bytes_;         // the size of the next spare
   std::function<void()> on_switch_;
   std::thread thread_;  // last: starts after the members it uses
 };
