@@ -78,8 +78,15 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper, public Durab
   rocksdb::IOStatus DropUnsyncedData();
 
   // While on, Append/PositionedAppend write nothing and return a retryable
-  // IOStatus::NoSpace("simulated disk full"). Other operations are unaffected.
+  // IOStatus::NoSpace("simulated disk full"), and GetFreeSpace reports 0. Other operations are
+  // unaffected.
   void SetNoSpace(bool on) { no_space_.store(on); }
+  rocksdb::IOStatus GetFreeSpace(const std::string& path, const rocksdb::IOOptions& options,
+                                 uint64_t* free_bytes, rocksdb::IODebugContext* dbg) override {
+    if (!no_space_.load()) return target()->GetFreeSpace(path, options, free_bytes, dbg);
+    *free_bytes = 0;
+    return rocksdb::IOStatus::OK();
+  }
 
   // --- Counters for test assertions ---------------------------------------------------------
 

@@ -18,6 +18,8 @@ constexpr uint64_t kStepBytes = 256u << 10;
 // The most a spare is written at: a 64 MiB spare takes about half a second, about the time W1's
 // 16 producers take to fill a WAL of that size on this machine.
 constexpr uint64_t kZeroMiBPerSecond = 128;
+// A spare is built only while the file system has this many times its size free.
+constexpr uint64_t kFreeSpaceFactor = 4;
 // After a failed build (disk full, I/O error), the next attempt waits this long.
 constexpr auto kRetryDelay = std::chrono::seconds(1);
 
@@ -34,6 +36,7 @@ void LowerThisThreadsIoPriority() {
 
 WalSpare::WalSpare(rocksdb::FileSystem* fs, const std::string& dir, uint64_t bytes_max)
     : fs_(fs),
+      dir_(dir),
       paths_{dir + "/WHARF-WAL-SPARE-0", dir + "/WHARF-WAL-SPARE-1"},
       bytes_max_(RoundUpToMiB(std::max<uint64_t>(bytes_max, 1))),
       next_bytes_(bytes_max_),
@@ -129,6 +132,12 @@ void WalSpare::Run() {
 
 bool WalSpare::Build(const std::string& path, uint64_t bytes) {
   const rocksdb::IOOptions io_options;
+  uint64_t free_bytes = 0;
+  // A file system that cannot tell (NotSupported) gets its spare.
+  if (fs_->GetFreeSpace(dir_, io_options, &free_bytes, nullptr).ok() &&
+      free_bytes / kFreeSpaceFactor < bytes) {
+    return false;
+  }
   std::unique_ptr<rocksdb::FSWritableFile> file;
   rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &file, nullptr);
   if (!s.ok()) return false;

@@ -19,7 +19,9 @@
 // Thread safety: all public methods are thread-safe. `on_switch` runs on the builder thread only,
 // never concurrently with itself, and never after the destructor began.
 // Errors: a spare that cannot be built (disk full, I/O error) is given up and retried later; the
-// next WAL is then created the ordinary way. Nothing stored depends on a spare.
+// next WAL is then created the ordinary way. Nothing stored depends on a spare. No spare is built
+// while the file system has less than kFreeSpaceFactor times its size free: the database's own
+// files come first.
 #pragma once
 
 #include <rocksdb/file_system.h>
@@ -71,6 +73,7 @@ class WalSpare {
   bool Build(const std::string& path, uint64_t bytes);
 
   rocksdb::FileSystem* const fs_;
+  const std::string dir_;
   // Spares alternate between two names: the next one is built while the caller of Take may still
   // be renaming the last one away.
   const std::string paths_[2];
