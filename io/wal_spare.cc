@@ -14,7 +14,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1u << 20;
 // Each step of zeros is written and pushed to the disk before the next.
-constexpr uint64_t kStepBytes = 256u << 10;
+constexpr uint64_t kStepBytes = 64u << 10;
 // The most a spare is written at: a 64 MiB spare takes about half a second, about the time W1's
 // 16 producers take to fill a WAL of that size on this machine.
 constexpr uint64_t kZeroMiBPerSecond = 128;
