@@ -1,6 +1,7 @@
 #include "engine/inspect.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/options.h>
 #include <stdlib.h>
 
@@ -12,6 +13,7 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/store.h"
+#include "io/wal_tail_fs.h"
 
 namespace wharf::internal {
 namespace {
@@ -114,6 +116,11 @@ Status Inspector::Open(const std::string& path, std::unique_ptr<Inspector>* out)
 
   std::unique_ptr<Inspector> inspector(new Inspector());
   inspector->path_ = path;
+  // The primary's current WAL may be a spare: zeros after its last record, records written over
+  // them later. Read it only up to its writer's end, so that a catch-up reads on from there.
+  inspector->env_ = rocksdb::NewCompositeEnv(
+      std::make_shared<io::WalTailFileSystem>(rocksdb::FileSystem::Default()));
+  options.env = inspector->env_.get();
   std::string secondary_template =
       (std::filesystem::temp_directory_path(error) / "wharf-secondary-XXXXXX").string();
   if (mkdtemp(secondary_template.data()) == nullptr) {

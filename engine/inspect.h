@@ -30,6 +30,7 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 class ColumnFamilyHandle;
 }  // namespace rocksdb
 
@@ -121,6 +122,7 @@ class Inspector {
 
   std::string path_;
   std::string secondary_path_;
+  std::unique_ptr<rocksdb::Env> env_;  // reads live WALs up to their writer's end (wal_tail_fs)
   std::unique_ptr<rocksdb::DB> db_;
   // Indexed by Cf; the default family (unused by Wharf) is kept apart.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;

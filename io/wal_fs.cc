@@ -31,14 +31,6 @@ namespace {
 // if less): a database that writes less never builds one.
 constexpr uint64_t kSpareAfterBytes = 1u << 20;
 
-bool IsWalFile(const std::string& fname) {
-  size_t slash = fname.rfind('/');
-  std::string_view base =
-      std::string_view(fname).substr(slash == std::string::npos ? 0 : slash + 1);
-  if (base.size() <= 4 || base.substr(base.size() - 4) != ".log") return false;
-  return std::all_of(base.begin(), base.end() - 4, [](char c) { return c >= '0' && c <= '9'; });
-}
-
 // Counts the bytes RocksDB appends, which is what a sync issued after FlushWAL must cover, and
 // asks `spare` (may be null) for a switch when the file passes its switch point.
 class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
@@ -82,6 +74,14 @@ class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
 
 }  // namespace
 
+bool IsWalFileName(const std::string& fname) {
+  size_t slash = fname.rfind('/');
+  std::string_view base =
+      std::string_view(fname).substr(slash == std::string::npos ? 0 : slash + 1);
+  if (base.size() <= 4 || base.substr(base.size() - 4) != ".log") return false;
+  return std::all_of(base.begin(), base.end() - 4, [](char c) { return c >= '0' && c <= '9'; });
+}
+
 WalFileSystem::WalFileSystem(const std::shared_ptr<rocksdb::FileSystem>& base,
                              DurabilityObserver* observer)
     : FileSystemWrapper(base), observer_(observer) {}
@@ -94,7 +94,7 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
                                                  const rocksdb::FileOptions& options,
                                                  std::unique_ptr<rocksdb::FSWritableFile>* result,
                                                  rocksdb::IODebugContext* dbg) {
-  if (spare_ != nullptr && IsWalFile(fname)) {
+  if (spare_ != nullptr && IsWalFileName(fname)) {
     {
       // RocksDB has switched: the newest WAL so far has its final size. An appended WAL that asked
       // for a spare stopped at the asking size, which says nothing about the sizes WALs reach.
@@ -112,7 +112,7 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
     }
   }
   rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
-  if (!s.ok() || !IsWalFile(fname)) return s;
+  if (!s.ok() || !IsWalFileName(fname)) return s;
   return Track(fname, 0, result);
 }
 
@@ -120,7 +120,7 @@ rocksdb::IOStatus WalFileSystem::ReopenWritableFile(
     const std::string& fname, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
   rocksdb::IOStatus s = target()->ReopenWritableFile(fname, options, result, dbg);
-  if (!s.ok() || !IsWalFile(fname)) return s;
+  if (!s.ok() || !IsWalFileName(fname)) return s;
   return Track(fname, 0, result);
 }
 

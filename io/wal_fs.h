@@ -35,6 +35,9 @@ namespace wharf::io {
 
 struct WalState;
 
+// True for RocksDB's WAL file names: `<digits>.log`, with or without a directory.
+bool IsWalFileName(const std::string& fname);
+
 class WalFileSystem : public rocksdb::FileSystemWrapper {
  public:
   // `observer` may be null; it must outlive this object.
