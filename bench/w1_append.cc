@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench/engine_options.h"
 #include "bench/producer_driver.h"
 #include "engine/engine_core.h"
 #include "wharf/engine.h"
@@ -46,7 +47,7 @@ std::unique_ptr<Producer> MakeWharfW1Producer(Engine* engine, int producer_index
 W1Measurement RunW1Wharf(const W1Shape& shape, const std::string& dir) {
   W1Measurement result;
   std::unique_ptr<Engine> engine;
-  Status s = Engine::Open(dir, EngineOptions(), &engine);
+  Status s = Engine::Open(dir, BenchEngineOptions(), &engine);
   if (!s.ok()) {
     result.error = "wharf open " + dir + ": " + s.ToString();
     return result;

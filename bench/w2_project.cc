@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "bench/engine_options.h"
 #include "bench/producer_driver.h"
 #include "bench/w1_append.h"
 #include "bench/w1_shape.h"
@@ -41,7 +42,7 @@ std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, uint64_t* c
                              double* seconds) {
   const uint64_t start_ns = NowNs();
   std::unique_ptr<Engine> engine;
-  Status s = Engine::Open(dir, EngineOptions(), &engine);
+  Status s = Engine::Open(dir, BenchEngineOptions(), &engine);
   if (!s.ok()) return "wharf open " + dir + ": " + s.ToString();
   s = engine->DeclareTypes({kW1FactType});
   if (!s.ok()) return "wharf declare: " + s.ToString();
@@ -63,7 +64,7 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
   W2Measurement result;
   result.facts_total = committed;
   std::unique_ptr<Engine> engine;
-  Status s = Engine::Open(dir, EngineOptions(), &engine);
+  Status s = Engine::Open(dir, BenchEngineOptions(), &engine);
   if (!s.ok()) {
     result.error = "wharf open " + dir + ": " + s.ToString();
     return result;

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "bench/engine_options.h"
 #include "bench/producer_driver.h"
 #include "bench/w1_shape.h"
 #include "wharf/engine.h"
@@ -35,7 +36,7 @@ class FirstTrace {
 W3Measurement RunW3Wharf(const W3Shape& shape, const std::string& dir) {
   W3Measurement result;
   std::unique_ptr<Engine> engine;
-  Status s = Engine::Open(dir, EngineOptions(), &engine);
+  Status s = Engine::Open(dir, BenchEngineOptions(), &engine);
   if (!s.ok()) {
     result.error = "wharf open " + dir + ": " + s.ToString();
     return result;

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/engine_options.h"
 #include "bench/producer_driver.h"
 #include "bench/w1_append.h"
 #include "bench/w1_shape.h"
@@ -124,7 +125,7 @@ W4Measurement RunW4Wharf(const std::string& dir, uint64_t facts, int workers) {
   result.facts = committed;
 
   std::unique_ptr<Engine> engine;
-  Status s = Engine::Open(dir, EngineOptions(), &engine);
+  Status s = Engine::Open(dir, BenchEngineOptions(), &engine);
   if (!s.ok()) {
     result.error = "wharf open " + dir + ": " + s.ToString();
     return result;

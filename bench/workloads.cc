@@ -3,7 +3,7 @@
 //
 //   wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH] [--systems LIST]
 //                   [--producers LIST] [--batch LIST] [--facts N] [--workers LIST] [--rate R]
-//                   [WORKLOAD...]
+//                   [--engine-options TEXT] [WORKLOAD...]
 //
 // Progress goes to stderr, results to stdout.
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/engine_options.h"
 #include "bench/reference_disk.h"
 #include "bench/reference_rocksdb.h"
 #include "bench/reference_rocksdb_consume.h"
@@ -76,6 +77,8 @@ void PrintUsage(std::FILE* out) {
                "  --facts N        facts pre-committed (W2 default 1000000, W4 default 200000)\n"
                "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance)\n"
                "  --rate R         W3 commits per second (default 1000)\n"
+               "  --engine-options TEXT  Wharf's engine options, \"key=value;...\" (e.g.\n"
+               "                   wal_prefill_bytes=0); default: the defaults\n"
                "  WORKLOAD         W1-append, W2-project, W3-latency, W4-fanout (default: all)\n");
 }
 
@@ -178,6 +181,10 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
           flags->rate_per_s > 1e6) {
         return "--rate wants commits per second in (0, 1e6]";
       }
+    } else if (arg == "--engine-options") {
+      if (!value(&text)) return "--engine-options wants \"key=value;...\"";
+      Status s = SetBenchEngineOptions(text);
+      if (!s.ok()) return "--engine-options: " + s.ToString();
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
       std::exit(0);
