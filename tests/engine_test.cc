@@ -28,6 +28,33 @@ class EngineTest : public ::testing::TestWithParam<IoBackend> {
   }
   void Open(const EngineOptions& options) { ASSERT_OK(Engine::Open(dir_.db(), options, &engine_)); }
   void Open() { Open(Options()); }
+
+  // WAL spares of 4 MiB, and a memtable large enough that the outbox stays in the WAL.
+  EngineOptions SpareOptions() const {
+    EngineOptions options = Options();
+    options.memtable_bytes = 16u << 20;
+    options.wal_prefill_bytes = 4u << 20;
+    return options;
+  }
+  // Commits a state row "k<n>" = "<n>" and a 1 KiB fact of key "key" whose payload starts "<n>".
+  void CommitOne() {
+    Txn txn = engine_->Begin();
+    EXPECT_OK(txn.Put("t", "k" + std::to_string(committed_), std::to_string(committed_)));
+    EXPECT_OK(txn.Emit("T", "key", std::to_string(committed_) + std::string(1000, 'p')));
+    EXPECT_OK(txn.Commit());
+    ++committed_;
+  }
+  // Opens with SpareOptions and commits until the WAL is a spare (the first WAL asks for one after
+  // 512 KiB and switches to it once it is built), then once more.
+  void OpenAndCommitUntilSpareWal() {
+    Open(SpareOptions());
+    ASSERT_OK(engine_->DeclareTypes({"T"}));
+    const io::WalFileSystem* wal_fs = engine_->core()->store()->wal_fs();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (wal_fs->spare_wals() == 0 && std::chrono::steady_clock::now() < deadline) CommitOne();
+    ASSERT_EQ(wal_fs->spare_wals(), 1u) << "no WAL was created from a spare";
+    CommitOne();
+  }
   void Reopen() {
     ASSERT_OK(engine_->Close());
     engine_.reset();
@@ -36,6 +63,7 @@ class EngineTest : public ::testing::TestWithParam<IoBackend> {
 
   TempDir dir_;
   std::unique_ptr<Engine> engine_;
+  uint64_t committed_ = 0;  // by CommitOne
 };
 
 // A transaction's state writes and facts are visible together after commit, and the commit
@@ -404,25 +432,10 @@ TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
 // log, losing nothing acknowledged. The "crash" is a copy of the directory taken while the engine
 // is open: every commit was acknowledged (so synced) and nothing is being written.
 TEST_P(EngineTest, WalSpareZeroTailReadsAsTheEndAfterACrash) {
-  EngineOptions options = Options();
-  options.memtable_bytes = 16u << 20;  // no flush of the outbox: its facts come from the WAL
-  options.wal_prefill_bytes = 4u << 20;
-  Open(options);
-  ASSERT_OK(engine_->DeclareTypes({"T"}));
-  const io::WalFileSystem* wal_fs = engine_->core()->store()->wal_fs();
-  int committed = 0;
-  auto commit = [&] {
-    Txn txn = engine_->Begin();
-    EXPECT_OK(txn.Put("t", "k" + std::to_string(committed), std::to_string(committed)));
-    EXPECT_OK(txn.Emit("T", "key", std::to_string(committed) + std::string(1000, 'p')));
-    EXPECT_OK(txn.Commit());
-    ++committed;
-  };
-  // The first WAL asks for a spare after 512 KiB and switches to it once it is built.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (wal_fs->spare_wals() == 0 && std::chrono::steady_clock::now() < deadline) commit();
-  ASSERT_EQ(wal_fs->spare_wals(), 1u) << "no WAL was created from a spare";
-  for (int i = 0; i < 10; ++i) commit();
+  ASSERT_NO_FATAL_FAILURE(OpenAndCommitUntilSpareWal());
+  for (int i = 0; i < 10; ++i) CommitOne();
+  const EngineOptions options = SpareOptions();
+  const uint64_t last = committed_ - 1;
 
   // The newest WAL holds a few records, then zeros up to the spare's size.
   std::filesystem::path newest;
@@ -443,14 +456,14 @@ TEST_P(EngineTest, WalSpareZeroTailReadsAsTheEndAfterACrash) {
   std::filesystem::copy(dir_.db(), crashed, std::filesystem::copy_options::recursive);
   std::unique_ptr<Engine> recovered;
   ASSERT_OK(Engine::Open(crashed, options, &recovered));
-  EXPECT_EQ(recovered->durable_lsn(), static_cast<uint64_t>(committed));
+  EXPECT_EQ(recovered->durable_lsn(), committed_);
   std::vector<Fact> facts;
   ASSERT_OK(recovered->ReadFacts(recovered->PartitionOf("key"), 0, SIZE_MAX, &facts));
-  ASSERT_EQ(facts.size(), static_cast<size_t>(committed));
-  EXPECT_EQ(facts.back().payload, std::to_string(committed - 1) + std::string(1000, 'p'));
+  ASSERT_EQ(facts.size(), committed_);
+  EXPECT_EQ(facts.back().payload, std::to_string(last) + std::string(1000, 'p'));
   std::string value;
-  ASSERT_OK(recovered->Get("t", "k" + std::to_string(committed - 1), &value));
-  EXPECT_EQ(value, std::to_string(committed - 1));
+  ASSERT_OK(recovered->Get("t", "k" + std::to_string(last), &value));
+  EXPECT_EQ(value, std::to_string(last));
   ASSERT_OK(recovered->Close());
 }
 
@@ -458,24 +471,7 @@ TEST_P(EngineTest, WalSpareZeroTailReadsAsTheEndAfterACrash) {
 // records written into a spare WAL's zeros after it caught up, though they land where it already
 // read zeros.
 TEST_P(EngineTest, InspectorFollowsASpareWal) {
-  EngineOptions options = Options();
-  options.memtable_bytes = 16u << 20;  // the facts stay in the WAL and memtable
-  options.wal_prefill_bytes = 4u << 20;
-  Open(options);
-  ASSERT_OK(engine_->DeclareTypes({"T"}));
-  const io::WalFileSystem* wal_fs = engine_->core()->store()->wal_fs();
-  uint64_t committed = 0;
-  auto commit = [&] {
-    Txn txn = engine_->Begin();
-    EXPECT_OK(txn.Emit("T", "key", std::to_string(committed) + std::string(1000, 'p')));
-    EXPECT_OK(txn.Commit());
-    ++committed;
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (wal_fs->spare_wals() == 0 && std::chrono::steady_clock::now() < deadline) commit();
-  ASSERT_EQ(wal_fs->spare_wals(), 1u);
-  commit();
-
+  ASSERT_NO_FATAL_FAILURE(OpenAndCommitUntilSpareWal());
   std::unique_ptr<internal::Inspector> inspector;
   ASSERT_OK(internal::Inspector::Open(dir_.db(), &inspector));
   const uint32_t partition = engine_->PartitionOf("key");
@@ -483,8 +479,8 @@ TEST_P(EngineTest, InspectorFollowsASpareWal) {
     ASSERT_OK(inspector->CatchUp());
     std::vector<Fact> facts;
     ASSERT_OK(inspector->ReadFacts(partition, 0, SIZE_MAX, &facts));
-    ASSERT_EQ(facts.size(), committed) << "round " << round;
-    for (int i = 0; i < 5; ++i) commit();
+    ASSERT_EQ(facts.size(), committed_) << "round " << round;
+    for (int i = 0; i < 5; ++i) CommitOne();
   }
 }
 
