@@ -75,8 +75,8 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
   // WAL bytes appended but not yet covered by a completed sync.
   uint64_t unsynced_bytes() const;
 
-  // Keeps zero-filled spares of at most `bytes` in `dir` (the WAL directory) for new WAL files. Call
-  // once, before RocksDB creates files through this object.
+  // Keeps zero-filled spares of at most `bytes` in `dir` (the WAL directory) for new WAL
+  // files. Call once, before RocksDB creates files through this object.
   void EnableSpares(const std::string& dir, uint64_t bytes);
   // When a spare is ready for a WAL that wants to switch, `on_switch` runs on the spares' thread
   // (the store then makes RocksDB start a new WAL). No-op without EnableSpares.
