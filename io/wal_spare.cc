@@ -15,8 +15,8 @@ namespace {
 constexpr uint64_t kMiB = 1u << 20;
 // Each step of zeros is written and pushed to the disk before the next.
 constexpr uint64_t kStepBytes = 64u << 10;
-// The most a spare is written at: a 64 MiB spare takes about half a second, about the time W1's
-// 16 producers take to fill a WAL of that size on this machine.
+// The most a spare is written at: a 64 MiB spare takes half a second, less than W1's 16
+// producers took to fill a WAL of that size here (about a second at P=16, B=100).
 constexpr uint64_t kZeroMiBPerSecond = 128;
 // A spare is built only while the file system has this many times its size free.
 constexpr uint64_t kFreeSpaceFactor = 4;

@@ -12,9 +12,9 @@
 // Spares are built on this object's thread, through the given file system (so a fault-injecting
 // one sees the writes), only when asked: a database that writes little never pays for one. The
 // thread writes at idle I/O priority and at most kZeroMiBPerSecond, in small steps pushed to the
-// disk one by one, so that a WAL sync never queues behind more than one step of zeros. When a
-// spare becomes ready while the current WAL wants a switch, `on_switch` runs on that thread; the
-// store then flushes a small column family, which makes RocksDB start a new WAL (the spare).
+// disk one by one, so that a WAL sync queues behind about one step of zeros, not a whole spare.
+// When a spare becomes ready while the current WAL wants a switch, `on_switch` runs on that thread;
+// the store then flushes a small column family, which makes RocksDB start a new WAL (the spare).
 //
 // Thread safety: all public methods are thread-safe. `on_switch` runs on the builder thread only,
 // never concurrently with itself, and never after the destructor began.
