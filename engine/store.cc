@@ -9,6 +9,7 @@
 
 #include "engine/assert.h"
 #include "engine/codec.h"
+#include "engine/memtable_rep.h"
 #include "io/wal_fs.h"
 
 namespace wharf::internal {
@@ -54,6 +55,9 @@ constexpr const char* kCfNames[kCfCount] = {"outbox", "cursors", "leases", "time
 
 rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options) {
   rocksdb::ColumnFamilyOptions cf_options;
+  // RocksDB's skip list as Debian builds it checks its own invariants on every insert
+  // (memtable_rep.h).
+  cf_options.memtable_factory = std::make_shared<SkipListMemTableFactory>();
   if (cf == kOutbox) {
     // Keys of 16 partitions interleave; hinting inserts by the 4-byte partition prefix makes
     // memtable insertion ~3x cheaper (DESIGN.md measurements).
