@@ -50,6 +50,30 @@ class RawAllocator final : public MemTableRep {
   Iterator* GetIterator(rocksdb::Arena*) override { return nullptr; }
 };
 
+// RocksDB's LookupKey (db/dbformat.h, not installed): a length-prefixed internal key at `start`,
+// the internal key from `kstart` to `end`. The layout is LevelDB's and unchanged since; Get checks
+// that the fields describe such a key before it trusts them.
+struct LookupKeyLayout {
+  const char* start;
+  const char* kstart;
+  const char* end;
+};
+
+// `key` holds a varint32 length prefix equal to the internal key's size (at least 8 bytes).
+bool IsMemtableKey(const LookupKeyLayout& key) {
+  if (key.start >= key.kstart || key.kstart + 8 > key.end || key.kstart - key.start > 5) {
+    return false;
+  }
+  uint64_t length = 0;
+  int shift = 0;
+  for (const char* p = key.start; p < key.kstart; ++p, shift += 7) {
+    const auto byte = static_cast<unsigned char>(*p);
+    length |= uint64_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80u) == 0) return p + 1 == key.kstart && length == uint64_t(key.end - key.kstart);
+  }
+  return false;
+}
+
 // Where the next insert probably goes: for each level, the nodes before and after the last key
 // inserted through it (a hint per key prefix, or the list's own). Levels [0, height) are valid.
 struct Splice {
@@ -93,6 +117,15 @@ class SkipListRep final : public MemTableRep {
   bool Contains(const char* key) const override {
     Node node = FindGreaterOrEqual(key);
     return node != nullptr && compare_(node, key) == 0;
+  }
+  // RocksDB's default Get never frees the iterator it reads with (7.8): read the list directly.
+  void Get(const rocksdb::LookupKey& lookup, void* callback_args,
+           bool (*callback)(void* arg, const char* entry)) override {
+    const auto& key = reinterpret_cast<const LookupKeyLayout&>(lookup);
+    WHARF_ASSERT(IsMemtableKey(key));
+    for (Node node = FindGreaterOrEqual(key.start);
+         node != nullptr && callback(callback_args, node); node = Next(node, 0)) {
+    }
   }
   // The arena's usage is the memtable's; the list holds nothing else.
   size_t ApproximateMemoryUsage() override { return 0; }
