@@ -1,5 +1,6 @@
 #include "engine/store.h"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/env.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
@@ -53,8 +54,10 @@ class TablePrefixHint : public rocksdb::SliceTransform {
 constexpr const char* kCfNames[kCfCount] = {"outbox", "cursors", "leases", "timers",
                                             "dead",   "state",   "meta"};
 
-rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options) {
+rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
+                                       const std::shared_ptr<rocksdb::TableFactory>& tables) {
   rocksdb::ColumnFamilyOptions cf_options;
+  cf_options.table_factory = tables;
   // RocksDB's skip list as Debian builds it checks its own invariants on every insert
   // (memtable_rep.h).
   cf_options.memtable_factory = std::make_shared<SkipListMemTableFactory>();
@@ -151,10 +154,16 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
     return Status::NotFound(path + " holds no Wharf database (create_if_missing=false)");
   }
 
+  // One block cache for every family (RocksDB would give each its own 32 MiB).
+  rocksdb::BlockBasedTableOptions table_options;
+  table_options.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  std::shared_ptr<rocksdb::TableFactory> tables(rocksdb::NewBlockBasedTableFactory(table_options));
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
+  rocksdb::ColumnFamilyOptions default_cf_options;
+  default_cf_options.table_factory = tables;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, default_cf_options);
   for (int cf = 0; cf < kCfCount; ++cf) {
-    descriptors.emplace_back(kCfNames[cf], CfOptions(static_cast<Cf>(cf), options));
+    descriptors.emplace_back(kCfNames[cf], CfOptions(static_cast<Cf>(cf), options, tables));
   }
   // Before RocksDB creates its first WAL, so that one too asks for a spare once it has grown.
   if (options.wal_prefill_bytes > 0) store->wal_fs_->EnableSpares(path, options.wal_prefill_bytes);

@@ -252,9 +252,11 @@ TEST_P(EngineTest, BadInputIsRefusedClearly) {
   expect_invalid(ParseEngineOptions("partitions=abc", &options), "partitions");
   expect_invalid(ParseEngineOptions("durability=maybe", &options), "sync | buffered");
   expect_invalid(ParseEngineOptions("io", &options), "no '=value'");
-  ASSERT_OK(ParseEngineOptions(" partitions = 8 ; io=posix;", &options));
+  expect_invalid(ParseEngineOptions("block_cache_bytes=1000", &options), "block_cache_bytes");
+  ASSERT_OK(ParseEngineOptions(" partitions = 8 ; io=posix; block_cache_bytes=8388608", &options));
   EXPECT_EQ(options.partitions, 8u);
   EXPECT_EQ(options.io, IoBackend::kPosix);
+  EXPECT_EQ(options.block_cache_bytes, 8u << 20);
   expect_invalid(engine_->DeclareTypes({""}), "fact type is empty");
 
   std::string value;

@@ -80,6 +80,9 @@ Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) 
   if (key == "memtable_bytes") {
     return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 36, &o->memtable_bytes);
   }
+  if (key == "block_cache_bytes") {
+    return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 40, &o->block_cache_bytes);
+  }
   if (key == "wal_prefill_bytes") {
     return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 36, &o->wal_prefill_bytes);
   }

@@ -159,7 +159,7 @@ WHARF_EXPORT void wharf_free(void* p);
 **   queue_capacity=4096     transactions waiting for the committer, at most
 **   when_full=block         block | error (commits return WHARF_BUSY when the queue is full)
 **   group_facts_max, buffered_sync_ms, create_if_missing, tail_cache_facts, memtable_bytes,
-**   wal_prefill_bytes (0 = off; see wharf/options.h)
+**   block_cache_bytes, wal_prefill_bytes (0 = off; see wharf/options.h)
 **
 ** On WHARF_OK, *out is a new engine, OWNED by the caller: release it with wharf_close. Only one
 ** engine may hold a database at a time (a second open fails with WHARF_IO_ERROR "lock"). A
