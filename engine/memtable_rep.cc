@@ -207,41 +207,32 @@ class SkipListRep final : public MemTableRep {
     }
   }
 
-  // The last node before `key`, or nullptr when there is none.
+  // The last node for which `before(node)` holds, or nullptr when there is none. `before` must
+  // hold for a prefix of the list (it follows the order).
+  template <typename Before>
+  Node FindLastWhere(const Before& before) const {
+    Node node = head_;
+    for (int level = max_height_.load(std::memory_order_relaxed) - 1;;) {
+      Node next = Next(node, level);
+      if (next != nullptr && before(next)) {
+        node = next;
+      } else if (level == 0) {
+        return node == head_ ? nullptr : node;
+      } else {
+        --level;
+      }
+    }
+  }
   template <typename Key>
   Node FindLessThan(const Key& key) const {
-    Node node = head_;
-    for (int level = max_height_.load(std::memory_order_relaxed) - 1;;) {
-      Node next = Next(node, level);
-      if (KeyIsAfter(key, next)) {
-        node = next;
-      } else if (level == 0) {
-        return node == head_ ? nullptr : node;
-      } else {
-        --level;
-      }
-    }
+    return FindLastWhere([&](Node node) { return compare_(node, key) < 0; });
   }
-
   template <typename Key>
   Node FindLessOrEqual(const Key& key) const {
-    Node node = FindGreaterOrEqual(key);
-    if (node != nullptr && compare_(node, key) == 0) return node;
-    return FindLessThan(key);
+    return FindLastWhere([&](Node node) { return compare_(node, key) <= 0; });
   }
-
   Node FindLast() const {
-    Node node = head_;
-    for (int level = max_height_.load(std::memory_order_relaxed) - 1;;) {
-      Node next = Next(node, level);
-      if (next != nullptr) {
-        node = next;
-      } else if (level == 0) {
-        return node == head_ ? nullptr : node;
-      } else {
-        --level;
-      }
-    }
+    return FindLastWhere([](Node) { return true; });
   }
 
   // Moves along `level` from `before` (which the key sorts after) to the pair around the key.
