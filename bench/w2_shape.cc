@@ -3,8 +3,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 
 namespace wharf::bench {
 namespace {
@@ -54,7 +52,12 @@ double ProcessCpuSeconds() {
 }
 
 std::string_view W2StateKey(uint64_t id, char (&buffer)[kW2StateKeyBytes + 1]) {
-  std::snprintf(buffer, sizeof(buffer), "f%015" PRIx64, id & ((uint64_t{1} << 60) - 1));
+  // "f" and 15 lowercase hex digits (what "f%015" PRIx64 prints for a 60-bit id), without
+  // snprintf: every system's handler formats one key per fact, and snprintf cost ~3 % of a run.
+  static constexpr char kHex[] = "0123456789abcdef";
+  buffer[0] = 'f';
+  for (size_t i = kW2StateKeyBytes - 1; i >= 1; --i, id >>= 4) buffer[i] = kHex[id & 0xf];
+  buffer[kW2StateKeyBytes] = '\0';
   return {buffer, kW2StateKeyBytes};
 }
 

@@ -40,15 +40,15 @@ Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr
     uint32_t partition = lane->partitions[i];
     uint64_t from = lane->position[i] + 1;
     uint64_t covered = 0;
-    size_t before = entries->size();
     if (!cache_->Read(partition, from, durable, chunk, entries, &covered)) {
-      std::vector<Fact> facts;
-      Status s = core_->ReadFacts(partition, from, durable, chunk, &facts);
+      // One allocation for the chunk: each entry shares the vector's ownership (aliasing).
+      auto facts = std::make_shared<std::vector<Fact>>();
+      facts->reserve(chunk);
+      Status s = core_->ReadFacts(partition, from, durable, chunk, facts.get());
       if (!s.ok()) return s;
-      for (Fact& fact : facts) entries->push_back(std::make_shared<const Fact>(std::move(fact)));
-      covered = facts.size() == chunk ? entries->back()->id : durable;
+      for (const Fact& fact : *facts) entries->push_back(FactPtr(facts, &fact));
+      covered = facts->size() == chunk ? entries->back()->id : durable;
     }
-    (void)before;
     cutoff = std::min(cutoff, covered);
   }
   // Merge the partitions (global ordering) and keep what every partition is complete up to.

@@ -74,6 +74,10 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
     cf_options.level0_file_num_compaction_trigger = 8;
   } else {
     cf_options.write_buffer_size = 16u << 20;
+    // L0 and L1 hold the newest, soon rewritten rows: compressing them costs flush and compaction
+    // CPU (snappy was ~4 % of a W2-project run) and saves little space; deeper levels compress.
+    cf_options.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression,
+                                        cf_options.compression};
   }
   if (cf == kState) {
     cf_options.memtable_insert_with_hint_prefix_extractor = std::make_shared<TablePrefixHint>();
