@@ -1,5 +1,6 @@
 #include "bench/w2_project.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include "bench/producer_driver.h"
 #include "bench/w1_append.h"
 #include "bench/w1_shape.h"
+#include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
@@ -157,6 +159,15 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
   s = engine->Close();
   if (!s.ok() && result.error.empty()) result.error = "wharf close: " + s.ToString();
   return result;
+}
+
+double W2FullestPartitionShare() {
+  std::vector<int> keys_per_partition(kW1Partitions);
+  for (int i = 0; i < kW1DistinctKeys; ++i) {
+    ++keys_per_partition[codec::PartitionOfKey(W1TxnSource::Key(i), kW1Partitions)];
+  }
+  const int fullest = *std::max_element(keys_per_partition.begin(), keys_per_partition.end());
+  return static_cast<double>(fullest) / kW1DistinctKeys;
 }
 
 }  // namespace wharf::bench

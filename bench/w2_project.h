@@ -21,4 +21,8 @@ std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, uint64_t* c
 // waits for the last batches' commits), and checks the first and last state rows.
 W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers);
 
+// The share of W1-shaped facts (keys uniform over kW1DistinctKeys) in the fullest of the
+// kW1Partitions partitions.
+double W2FullestPartitionShare();
+
 }  // namespace wharf::bench

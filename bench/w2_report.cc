@@ -70,6 +70,13 @@ void PrintW2Table(const W2Result& result, std::FILE* out) {
     std::fprintf(out, "  * stopped after its %.0f-s budget; the rate is over what it consumed\n",
                  kW2ReferenceBudget_s);
   }
+  if (result.fullest_partition_share > 0) {
+    std::fprintf(out,
+                 "  wharf's fullest partition holds %.1f %% of the facts: its lane commits %.0f "
+                 "batches one after another\n",
+                 result.fullest_partition_share * 100,
+                 static_cast<double>(result.facts) * result.fullest_partition_share / kW2Batch);
+  }
   if (result.rocksdb_sync && result.rocksdb_sync->error.empty() &&
       result.rocksdb_sync->facts_per_s > 0) {
     for (const auto& [workers, m] : result.wharf) {
@@ -92,7 +99,10 @@ std::vector<std::string> W2Json(const W2Result& result, const MachineInfo& machi
                static_cast<unsigned long long>(result.facts), kW2Batch) +
         JsonNumberOrNull(workers, m != nullptr, "%.0f") +
         Format(", \"durability\": \"sync\", \"runs\": %d, ", result.runs) +
-        MeasurementJsonFields(m) +
+        "\"fullest_partition_share\": " +
+        JsonNumberOrNull(result.fullest_partition_share, result.fullest_partition_share > 0,
+                         "%.4f") +
+        ", " + MeasurementJsonFields(m) +
         ", \"reference\": {\"rocksdb_sync\": " + ReferenceJson(result.rocksdb_sync) +
         ", \"sqlite_full\": " + ReferenceJson(result.sqlite_full) +
         Format("}, \"reference_budget_s\": %.1f", kW2ReferenceBudget_s) +

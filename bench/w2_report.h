@@ -19,6 +19,9 @@ struct W2Result {
   std::vector<std::pair<int, W2Measurement>> wharf;  // per runtime worker count
   std::optional<W2Measurement> rocksdb_sync;
   std::optional<W2Measurement> sqlite_full;
+  // Of the facts, the share in Wharf's fullest partition (0: not known). One lane delivers each
+  // partition, a batch per commit, so this partition's lane bounds how fast Wharf catches up.
+  double fullest_partition_share = 0;
 };
 
 void PrintW2Table(const W2Result& result, std::FILE* out);

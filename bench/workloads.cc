@@ -371,6 +371,7 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
   }
   bool all_ok = true;
   if (wharf) {
+    result.fullest_partition_share = W2FullestPartitionShare();
     for (size_t i = 0; i < worker_counts.size(); ++i) {
       result.wharf.emplace_back(worker_counts[i], MedianOf(wharf_runs[i]));
       all_ok = all_ok && result.wharf.back().second.error.empty();
