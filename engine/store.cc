@@ -187,7 +187,7 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   // handles[0] is the default family, which Wharf does not use; DB::Close releases it.
   store->db_->DestroyColumnFamilyHandle(handles[0]);
   for (int cf = 0; cf < kCfCount; ++cf) store->handles_[cf] = handles[cf + 1];
-  store->wal_fs_->SetOnSpareSwitch([raw = store.get()] { raw->SwitchWal(); });
+  store->wal_fs_->SetOnSpareSwitch([raw = store.get()] { return raw->SwitchWal(); });
 
   Status meta = store->LoadOrInitMeta(options, created);
   if (meta.ok()) meta = store->BumpOpenEpoch();
@@ -298,22 +298,23 @@ Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value) cons
   return Status::OK();
 }
 
-void Store::SwitchWal() {
+bool Store::SwitchWal() {
   // RocksDB starts a new WAL whenever it switches a memtable. The meta family's is the smallest
   // (the last LSN, rewritten by every group), so flushing it costs a tiny SST file.
   // A meta memtable still flushing from the last switch: another switch now would fill RocksDB's
-  // last write buffer of the family and stall every commit until that flush ends. Skip it; the
-  // WAL then grows past its spare, by appends, until the next memtable switch.
+  // last write buffer of the family and stall every commit until that flush ends. Not now (the
+  // spare's thread asks again shortly; the WAL meanwhile grows past its spare by appends).
   uint64_t flushing = 0;
   if (db_->GetIntProperty(cf(kMeta), rocksdb::DB::Properties::kNumImmutableMemTable, &flushing) &&
       flushing > 0) {
-    return;
+    return false;
   }
   rocksdb::FlushOptions flush_options;
   flush_options.wait = false;
   // Never wait for other flushes to finish: the switch is only an optimization.
   flush_options.allow_write_stall = true;
   db_->Flush(flush_options, cf(kMeta)).PermitUncheckedError();
+  return true;  // switched, or failed in a way a retry would not mend soon
 }
 
 Status Store::Close() {

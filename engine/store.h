@@ -93,7 +93,8 @@ class Store {
   Store() = default;
   Status LoadOrInitMeta(const EngineOptions& options, bool created);
   // Makes RocksDB start a new WAL file (which takes the ready WAL spare). On the spares' thread.
-  void SwitchWal();
+  // Returns false when it cannot now (the previous switch's flush is still running).
+  bool SwitchWal();
   Status BumpOpenEpoch();
 
   std::shared_ptr<io::WalFileSystem> wal_fs_;

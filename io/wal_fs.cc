@@ -128,7 +128,7 @@ void WalFileSystem::EnableSpares(const std::string& dir, uint64_t bytes) {
   spare_ = std::make_unique<WalSpare>(target(), dir, bytes);
 }
 
-void WalFileSystem::SetOnSpareSwitch(std::function<void()> on_switch) {
+void WalFileSystem::SetOnSpareSwitch(std::function<bool()> on_switch) {
   if (spare_ != nullptr) spare_->SetOnSwitch(std::move(on_switch));
 }
 

@@ -79,8 +79,9 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
   // files. Call once, before RocksDB creates files through this object.
   void EnableSpares(const std::string& dir, uint64_t bytes);
   // When a spare is ready for a WAL that wants to switch, `on_switch` runs on the spares' thread
-  // (the store then makes RocksDB start a new WAL). No-op without EnableSpares.
-  void SetOnSpareSwitch(std::function<void()> on_switch);
+  // (the store then makes RocksDB start a new WAL; false: not now, asked again shortly). No-op
+  // without EnableSpares.
+  void SetOnSpareSwitch(std::function<bool()> on_switch);
   // Stops building spares and deletes an unused one; call before the database closes (after it,
   // on_switch never runs). Idempotent.
   void StopSpares();

@@ -22,6 +22,8 @@ constexpr uint64_t kZeroMiBPerSecond = 128;
 constexpr uint64_t kFreeSpaceFactor = 4;
 // After a failed build (disk full, I/O error), the next attempt waits this long.
 constexpr auto kRetryDelay = std::chrono::seconds(1);
+// How long until a switch that could not happen (the store's last one still flushing) is retried.
+constexpr auto kSwitchRetryDelay = std::chrono::milliseconds(5);
 
 uint64_t RoundUpToMiB(uint64_t bytes) { return (bytes + kMiB - 1) / kMiB * kMiB; }
 
@@ -66,7 +68,7 @@ void WalSpare::Stop() {
   ready_ = false;
 }
 
-void WalSpare::SetOnSwitch(std::function<void()> on_switch) {
+void WalSpare::SetOnSwitch(std::function<bool()> on_switch) {
   {
     std::lock_guard lock(mu_);
     on_switch_ = std::move(on_switch);
@@ -120,10 +122,15 @@ void WalSpare::Run() {
     }
     if (ready_ && switch_wanted_ && on_switch_) {
       switch_wanted_ = false;
-      std::function<void()> on_switch = on_switch_;
+      std::function<bool()> on_switch = on_switch_;
       lock.unlock();
-      on_switch();
+      const bool switched = on_switch();
       lock.lock();
+      if (!switched) {
+        // Ask again shortly, unless the spare was taken meanwhile (the WAL switched on its own).
+        cv_.wait_for(lock, kSwitchRetryDelay, [this] { return stop_ || !ready_; });
+        if (ready_) switch_wanted_ = true;
+      }
       continue;
     }
     cv_.wait(lock);

@@ -15,6 +15,8 @@
 // disk one by one, so that a WAL sync queues behind about one step of zeros, not a whole spare.
 // When a spare becomes ready while the current WAL wants a switch, `on_switch` runs on that thread;
 // the store then flushes a small column family, which makes RocksDB start a new WAL (the spare).
+// When it cannot switch now (it returns false), it is asked again every kSwitchRetryDelay while
+// the spare is still unused.
 //
 // Thread safety: all public methods are thread-safe. `on_switch` runs on the builder thread only,
 // never concurrently with itself, and never after the destructor began.
@@ -46,9 +48,10 @@ class WalSpare {
   WalSpare(const WalSpare&) = delete;
   WalSpare& operator=(const WalSpare&) = delete;
 
-  // Run on the builder thread when a spare is ready and a switch was wanted (see WantSwitch).
-  // Set it before the first WantSwitch; it must not call back into this object.
-  void SetOnSwitch(std::function<void()> on_switch);
+  // Run on the builder thread when a spare is ready and a switch was wanted (see WantSwitch);
+  // returns false if the switch cannot happen now (asked again shortly). Set it before the first
+  // WantSwitch; it must not call back into this object.
+  void SetOnSwitch(std::function<bool()> on_switch);
 
   // The path of a ready spare, which the caller now owns (it renames the file away), or empty when
   // none is ready; `*bytes` is its size. Starts building the next one.
@@ -88,7 +91,7 @@ class WalSpare {
   bool ready_ = false;          // a whole, synced spare is at paths_[next_path_]
   uint64_t ready_bytes_ = 0;    // its size
   uint64_t next_bytes_;         // the size of the next spare
-  std::function<void()> on_switch_;
+  std::function<bool()> on_switch_;
   std::thread thread_;  // last: starts after the members it uses
 };
 
