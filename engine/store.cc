@@ -301,6 +301,7 @@ Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value) cons
 bool Store::SwitchWal() {
   // RocksDB starts a new WAL whenever it switches a memtable. The meta family's is the smallest
   // (the last LSN, rewritten by every group), so flushing it costs a tiny SST file.
+  //
   // A meta memtable still flushing from the last switch: another switch now would fill RocksDB's
   // last write buffer of the family and stall every commit until that flush ends. Not now (the
   // spare's thread asks again shortly; the WAL meanwhile grows past its spare by appends).
