@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -45,18 +46,26 @@ class SwitchRecorder {
   int calls_ = 0;
 };
 
+// A spare builder in `dir` whose WAL wants a switch at once; `recorder` must outlive it.
+std::unique_ptr<WalSpare> SpareWantingASwitch(const testing::TempDir& dir,
+                                              SwitchRecorder* recorder) {
+  auto spare =
+      std::make_unique<WalSpare>(rocksdb::FileSystem::Default().get(), dir.path(), kSpareBytes);
+  spare->SetOnSwitch([recorder] { return recorder->OnSwitch(); });
+  spare->WantSwitch();
+  return spare;
+}
+
 TEST(WalSpareTest, AsksAgainAfterASwitchThatCouldNotHappen) {
   testing::TempDir dir;
   SwitchRecorder recorder(/*refusals=*/2);
-  WalSpare spare(rocksdb::FileSystem::Default().get(), dir.path(), kSpareBytes);
-  spare.SetOnSwitch([&] { return recorder.OnSwitch(); });
-  spare.WantSwitch();
+  std::unique_ptr<WalSpare> spare = SpareWantingASwitch(dir, &recorder);
   ASSERT_TRUE(recorder.WaitForCalls(3));
   // Served on the third request: no fourth, and the spare is still there for the new WAL.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(recorder.calls(), 3);
   uint64_t bytes = 0;
-  const std::string path = spare.Take(&bytes);
+  const std::string path = spare->Take(&bytes);
   ASSERT_FALSE(path.empty());
   EXPECT_EQ(bytes, kSpareBytes);
   EXPECT_EQ(std::filesystem::file_size(path), kSpareBytes);
@@ -65,13 +74,11 @@ TEST(WalSpareTest, AsksAgainAfterASwitchThatCouldNotHappen) {
 TEST(WalSpareTest, StopsAskingOnceTheSpareIsTaken) {
   testing::TempDir dir;
   SwitchRecorder recorder(/*refusals=*/1000000);
-  WalSpare spare(rocksdb::FileSystem::Default().get(), dir.path(), kSpareBytes);
-  spare.SetOnSwitch([&] { return recorder.OnSwitch(); });
-  spare.WantSwitch();
+  std::unique_ptr<WalSpare> spare = SpareWantingASwitch(dir, &recorder);
   ASSERT_TRUE(recorder.WaitForCalls(1));
   // The WAL switched on its own (a memtable filled): it took the spare, the wish is void.
   uint64_t bytes = 0;
-  const std::string taken = spare.Take(&bytes);
+  const std::string taken = spare->Take(&bytes);
   ASSERT_FALSE(taken.empty());
   const int calls_at_take = recorder.calls();
   // Taking starts the next spare; once it is whole, nothing asks for a switch on its behalf.
