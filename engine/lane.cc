@@ -47,7 +47,7 @@ Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr
       Status s = core_->ReadFacts(partition, from, durable, chunk, facts.get());
       if (!s.ok()) return s;
       for (const Fact& fact : *facts) entries->push_back(FactPtr(facts, &fact));
-      covered = facts->size() == chunk ? entries->back()->id : durable;
+      covered = facts->size() == chunk ? facts->back().id : durable;
     }
     cutoff = std::min(cutoff, covered);
   }

@@ -59,8 +59,9 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
   rocksdb::ColumnFamilyOptions cf_options;
   cf_options.table_factory = tables;
   // RocksDB's skip list as Debian builds it checks its own invariants on every insert
-  // (memtable_rep.h).
-  cf_options.memtable_factory = std::make_shared<SkipListMemTableFactory>();
+  // (memtable_rep.h). The factory is stateless: one serves every family of every engine.
+  static const auto memtables = std::make_shared<SkipListMemTableFactory>();
+  cf_options.memtable_factory = memtables;
   if (cf == kOutbox) {
     // Keys of 16 partitions interleave; hinting inserts by the 4-byte partition prefix makes
     // memtable insertion ~3x cheaper (DESIGN.md measurements).
