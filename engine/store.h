@@ -86,15 +86,16 @@ class Store {
   // Reads and unseals a value. NotFound when absent; Corruption on a bad envelope.
   Status Get(Cf cf, const rocksdb::Slice& key, std::string* value) const;
 
+  // Makes RocksDB start a new WAL file (which takes the ready WAL spare) by flushing the meta
+  // family. Called on the spares' thread (and by tests). Returns false when it cannot now: the
+  // previous switch's flush is still running.
+  bool SwitchWal();
   // Flushes memtables and closes. Idempotent.
   Status Close();
 
  private:
   Store() = default;
   Status LoadOrInitMeta(const EngineOptions& options, bool created);
-  // Makes RocksDB start a new WAL file (which takes the ready WAL spare). On the spares' thread.
-  // Returns false when it cannot now (the previous switch's flush is still running).
-  bool SwitchWal();
   Status BumpOpenEpoch();
 
   std::shared_ptr<io::WalFileSystem> wal_fs_;
