@@ -33,13 +33,17 @@
 #include "bench/w3_report.h"
 #include "bench/w4_fanout.h"
 #include "bench/w4_report.h"
+#include "bench/w5_recover.h"
+#include "bench/w5_report.h"
 
 namespace wharf::bench {
 namespace {
 
 // Workloads of WORKLOAD.md; only the implemented ones run by default.
-const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name, kW3Name, kW4Name};
-const std::vector<std::string> kPlannedWorkloads = {"W5-recover"};
+// W5 loads 10 million facts per run: it runs only when named.
+const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW3Name, kW4Name};
+const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name, kW3Name, kW4Name,
+                                                        kW5Name};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
@@ -54,32 +58,36 @@ struct Flags {
   std::optional<uint64_t> facts;            // default per workload: W2 1 000 000, W4 200 000
   std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2; W4 2
   double rate_per_s = 1000;
+  std::string engine_options;  // the --engine-options text, passed on to W5's restart processes
   std::vector<std::string> workloads;
 };
 
 void PrintUsage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH]\n"
-               "                       [--systems LIST] [--producers LIST] [--batch LIST] "
-               "\n                       [--facts N] [--workers LIST] [WORKLOAD...]\n"
-               "  --json           one JSON object per line (shared/WORKLOAD.md) instead of a "
-               "table\n"
-               "  --runs N         runs per parameter set, the median is reported (default 3)\n"
-               "  --seconds S      duration of each run (W1 default 3, >= 3 for reportable "
-               "figures;\n"
-               "                   W3 default 10)\n"
-               "  --dir PATH       where the scratch databases go (default /tmp); use the "
-               "filesystem of the real data\n"
-               "  --systems LIST   comma-separated subset of wharf,rocksdb_sync,sqlite_full "
-               "(default all)\n"
-               "  --producers LIST W1 producer threads P (default 1,16)\n"
-               "  --batch LIST     W1 facts per transaction B (default 1,10,100)\n"
-               "  --facts N        facts pre-committed (W2 default 1000000, W4 default 200000)\n"
-               "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance)\n"
-               "  --rate R         W3 commits per second (default 1000)\n"
-               "  --engine-options TEXT  Wharf's engine options, \"key=value;...\" (e.g.\n"
-               "                   wal_prefill_bytes=0); default: the defaults\n"
-               "  WORKLOAD         W1-append, W2-project, W3-latency, W4-fanout (default: all)\n");
+  std::fprintf(
+      out,
+      "usage: wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH]\n"
+      "                       [--systems LIST] [--producers LIST] [--batch LIST] "
+      "\n                       [--facts N] [--workers LIST] [WORKLOAD...]\n"
+      "  --json           one JSON object per line (shared/WORKLOAD.md) instead of a "
+      "table\n"
+      "  --runs N         runs per parameter set, the median is reported (default 3)\n"
+      "  --seconds S      duration of each run (W1 default 3, >= 3 for reportable "
+      "figures;\n"
+      "                   W3 default 10)\n"
+      "  --dir PATH       where the scratch databases go (default /tmp); use the "
+      "filesystem of the real data\n"
+      "  --systems LIST   comma-separated subset of wharf,rocksdb_sync,sqlite_full "
+      "(default all)\n"
+      "  --producers LIST W1 producer threads P (default 1,16)\n"
+      "  --batch LIST     W1 facts per transaction B (default 1,10,100)\n"
+      "  --facts N        facts pre-committed (W2 default 1000000, W4 default 200000,\n"
+      "                   W5 default 10000000)\n"
+      "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance; W5 2)\n"
+      "  --rate R         W3 commits per second (default 1000)\n"
+      "  --engine-options TEXT  Wharf's engine options, \"key=value;...\" (e.g.\n"
+      "                   wal_prefill_bytes=0); default: the defaults\n"
+      "  WORKLOAD         W1-append, W2-project, W3-latency, W4-fanout (default: these\n"
+      "                   four), W5-recover\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -185,18 +193,17 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       if (!value(&text)) return "--engine-options wants \"key=value;...\"";
       Status s = SetBenchEngineOptions(text);
       if (!s.ok()) return "--engine-options: " + s.ToString();
+      flags->engine_options = text;
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
       std::exit(0);
     } else if (Contains(kImplementedWorkloads, arg)) {
       flags->workloads.push_back(arg);
-    } else if (Contains(kPlannedWorkloads, arg)) {
-      return arg + " is not implemented yet";
     } else {
       return "unknown argument " + arg;
     }
   }
-  if (flags->workloads.empty()) flags->workloads = kImplementedWorkloads;
+  if (flags->workloads.empty()) flags->workloads = kDefaultWorkloads;
   return "";
 }
 
@@ -508,7 +515,79 @@ bool RunW4(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return all_ok;
 }
 
+// Returns whether every run succeeded. Wharf, with raw RocksDB's read-only open of the same
+// directory as the reference (SQLite has nothing to recover).
+bool RunW5(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  const uint64_t facts = flags.facts.value_or(kW5DefaultFacts);
+  std::error_code ec;
+  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) {
+    std::fprintf(stderr, "%s: cannot find this executable (/proc/self/exe): %s\n", kW5Name,
+                 ec.message().c_str());
+    return false;
+  }
+  bool all_ok = true;
+  for (const int workers : flags.workers.value_or(std::vector<int>{2})) {
+    std::fprintf(stderr, "%s facts=%llu workers=%d\n", kW5Name,
+                 static_cast<unsigned long long>(facts), workers);
+    std::vector<W5Measurement> runs;
+    for (int run = 0; run < flags.runs; ++run) {
+      ScratchDir db_dir(scratch_root, "wharf-w5-");
+      W5Measurement m;
+      if (db_dir.path().empty()) {
+        m.error = db_dir.error();
+      } else {
+        m = RunW5Wharf(db_dir.path(), facts, workers, self_exe, flags.engine_options);
+      }
+      if (m.error.empty()) {
+        std::fprintf(stderr,
+                     "  wharf run %d/%d: open to first delivery %.1f ms cold, %.1f ms warm "
+                     "(rocksdb read-only open %.1f ms); rss after open %.1f MiB (pre-commit "
+                     "%.1f s)\n",
+                     run + 1, flags.runs, m.cold.open_to_first_delivery_ms,
+                     m.warm.open_to_first_delivery_ms, m.rocksdb_cold.open_ms,
+                     m.cold.rss_after_open_bytes / (1024.0 * 1024.0), m.precommit_s);
+      } else {
+        std::fprintf(stderr, "  wharf run %d/%d FAILED: %s\n", run + 1, flags.runs,
+                     m.error.c_str());
+      }
+      runs.push_back(std::move(m));
+    }
+    W5Row row;
+    row.facts = facts;
+    row.workers = workers;
+    row.runs = flags.runs;
+    row.wharf = MedianOf(runs);
+    all_ok = all_ok && row.wharf.error.empty();
+    if (flags.json) {
+      std::printf("%s\n", W5Json(row, machine).c_str());
+      std::fflush(stdout);
+    } else {
+      PrintW5Table(row, stdout);
+    }
+  }
+  return all_ok;
+}
+
 int Main(int argc, char** argv) {
+  // W5's restart process: `--w5-restart MODE DIR WORKERS`, after any --engine-options.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--w5-restart") continue;
+    int workers = 0;
+    if (i + 3 >= argc || !ParsePositiveInt(argv[i + 3], &workers)) {
+      std::fprintf(stderr, "wharf_workloads: --w5-restart wants MODE DIR WORKERS\n");
+      return 2;
+    }
+    if (i == 3 && std::string(argv[1]) == "--engine-options") {
+      Status s = SetBenchEngineOptions(argv[2]);
+      if (!s.ok()) {
+        std::fprintf(stderr, "wharf_workloads: --engine-options: %s\n", s.ToString().c_str());
+        return 2;
+      }
+    }
+    return W5RestartMain(argv[i + 1], argv[i + 2], workers);
+  }
   Flags flags;
   const std::string error = ParseFlags(argc, argv, &flags);
   if (!error.empty()) {
@@ -541,6 +620,7 @@ int Main(int argc, char** argv) {
     if (workload == kW2Name) all_ok = RunW2(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW3Name) all_ok = RunW3(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW4Name) all_ok = RunW4(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW5Name) all_ok = RunW5(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }
