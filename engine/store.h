@@ -90,7 +90,8 @@ class Store {
   // family. Called on the spares' thread (and by tests). Returns false when it cannot now: the
   // previous switch's flush is still running.
   bool SwitchWal();
-  // Flushes memtables and closes. Idempotent.
+  // Closes RocksDB. Memtables are not flushed (RocksDB's default): the next open replays the WAL
+  // they came from. Idempotent.
   Status Close();
 
  private:
