@@ -134,7 +134,13 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   db_options.allow_concurrent_memtable_write = false;
   db_options.enable_pipelined_write = false;
   db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-  db_options.max_background_jobs = 2;
+  // One flush and three compaction threads (RocksDB's default 2 has one compaction thread): a
+  // long compaction of the outbox then no longer holds the only slot while the small families'
+  // level-0 files pile up behind it. Across short-lived opens (each adds a level-0 file per family
+  // it recovers from the WAL: a crash loop, CLI commands) they reached RocksDB's slowdown trigger
+  // (20), and an open on 10 M facts waited 2 s on its first write (W5-recover restarts). Also W2
+  // +21 % in alternating runs, W1 unchanged (README, "Compaction threads").
+  db_options.max_background_jobs = 4;
   db_options.max_total_wal_size = 256u << 20;
   // Every WAL switch to a spare flushes the meta family (SwitchWal): an edit in the MANIFEST,
   // which RocksDB replays at open. Start a new MANIFEST at 64 MiB instead of RocksDB's 1 GiB.
