@@ -5,36 +5,15 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bench/run_median.h"
+
 namespace wharf::bench {
-namespace {
-
-double MedianOfField(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-}  // namespace
-
 W1Measurement MedianOf(const std::vector<W1Measurement>& runs) {
-  std::vector<const W1Measurement*> ok;
-  for (const W1Measurement& run : runs) {
-    if (run.error.empty()) ok.push_back(&run);
-  }
-  if (ok.empty()) {
-    W1Measurement failed;
-    failed.error = runs.empty() ? "no runs" : runs.front().error;
-    return failed;
-  }
-  auto median = [&ok](double W1Measurement::*field) {
-    std::vector<double> values;
-    for (const W1Measurement* run : ok) values.push_back(run->*field);
-    return MedianOfField(std::move(values));
-  };
+  const SucceededRuns<W1Measurement> ok(runs);
+  if (ok.empty()) return ok.Failed();
+  auto median = [&ok](double W1Measurement::*field) { return ok.MedianOf(field); };
   auto median_latency = [&ok](double LatencySummary::*field) {
-    std::vector<double> values;
-    for (const W1Measurement* run : ok) values.push_back(run->latency.*field);
-    return MedianOfField(std::move(values));
+    return ok.MedianBy([field](const W1Measurement& run) { return run.latency.*field; });
   };
   W1Measurement result;
   result.facts_per_s = median(&W1Measurement::facts_per_s);

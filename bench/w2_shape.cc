@@ -4,32 +4,13 @@
 
 #include <algorithm>
 
+#include "bench/run_median.h"
+
 namespace wharf::bench {
-namespace {
-
-double MedianOfField(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-}  // namespace
-
 W2Measurement MedianOf(const std::vector<W2Measurement>& runs) {
-  std::vector<const W2Measurement*> ok;
-  for (const W2Measurement& run : runs) {
-    if (run.error.empty()) ok.push_back(&run);
-  }
-  if (ok.empty()) {
-    W2Measurement failed;
-    failed.error = runs.empty() ? "no runs" : runs.front().error;
-    return failed;
-  }
-  auto median = [&ok](auto W2Measurement::*field) {
-    std::vector<double> values;
-    for (const W2Measurement* run : ok) values.push_back(static_cast<double>(run->*field));
-    return MedianOfField(std::move(values));
-  };
+  const SucceededRuns<W2Measurement> ok(runs);
+  if (ok.empty()) return ok.Failed();
+  auto median = [&ok](auto W2Measurement::*field) { return ok.MedianOf(field); };
   W2Measurement result;
   result.facts_per_s = median(&W2Measurement::facts_per_s);
   result.facts_consumed = static_cast<uint64_t>(median(&W2Measurement::facts_consumed));

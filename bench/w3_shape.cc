@@ -1,20 +1,14 @@
 #include "bench/w3_shape.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
 
 #include "bench/producer_driver.h"
+#include "bench/run_median.h"
 
 namespace wharf::bench {
 namespace {
-
-double MedianOfField(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 LatencySummary SummarizeNs(const std::vector<uint64_t>& samples_ns) {
   std::vector<LatencySamples> one;
@@ -26,20 +20,9 @@ LatencySummary SummarizeNs(const std::vector<uint64_t>& samples_ns) {
 }  // namespace
 
 W3Measurement MedianOf(const std::vector<W3Measurement>& runs) {
-  std::vector<const W3Measurement*> ok;
-  for (const W3Measurement& run : runs) {
-    if (run.error.empty()) ok.push_back(&run);
-  }
-  if (ok.empty()) {
-    W3Measurement failed;
-    failed.error = runs.empty() ? "no runs" : runs.front().error;
-    return failed;
-  }
-  auto median = [&ok](auto&& get) {
-    std::vector<double> values;
-    for (const W3Measurement* run : ok) values.push_back(static_cast<double>(get(*run)));
-    return MedianOfField(std::move(values));
-  };
+  const SucceededRuns<W3Measurement> ok(runs);
+  if (ok.empty()) return ok.Failed();
+  auto median = [&ok](auto&& get) { return ok.MedianBy(get); };
   auto median_latency = [&](LatencySummary W3Measurement::*field) {
     return LatencySummary{median([&](const W3Measurement& m) { return (m.*field).p50_us; }),
                           median([&](const W3Measurement& m) { return (m.*field).p99_us; }),

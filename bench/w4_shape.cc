@@ -1,35 +1,14 @@
 #include "bench/w4_shape.h"
 
-#include <algorithm>
+#include "bench/run_median.h"
 
 namespace wharf::bench {
-namespace {
-
-double MedianOfField(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-}  // namespace
-
 W4Measurement MedianOf(const std::vector<W4Measurement>& runs) {
-  std::vector<const W4Measurement*> ok;
-  for (const W4Measurement& run : runs) {
-    if (run.error.empty()) ok.push_back(&run);
-  }
-  if (ok.empty()) {
-    W4Measurement failed;
-    failed.error = runs.empty() ? "no runs" : runs.front().error;
-    return failed;
-  }
-  auto median = [&ok](double W4Measurement::*field) {
-    std::vector<double> values;
-    for (const W4Measurement* run : ok) values.push_back(run->*field);
-    return MedianOfField(std::move(values));
-  };
+  const SucceededRuns<W4Measurement> ok(runs);
+  if (ok.empty()) return ok.Failed();
+  auto median = [&ok](double W4Measurement::*field) { return ok.MedianOf(field); };
   W4Measurement result;
-  result.facts = ok.front()->facts;
+  result.facts = ok.first().facts;
   for (double W4Measurement::*field :
        {&W4Measurement::facts_per_s, &W4Measurement::fanout_s, &W4Measurement::max_lag,
         &W4Measurement::instance_a_share, &W4Measurement::lease_settle_ms,
@@ -39,16 +18,16 @@ W4Measurement MedianOf(const std::vector<W4Measurement>& runs) {
         &W4Measurement::warnings}) {
     result.*field = median(field);
   }
-  for (size_t c = 0; c < ok.front()->per_consumer_facts_per_s.size(); ++c) {
+  for (size_t c = 0; c < ok.first().per_consumer_facts_per_s.size(); ++c) {
     std::vector<double> values;
-    for (const W4Measurement* run : ok) {
+    for (const W4Measurement* run : ok.runs()) {
       if (c < run->per_consumer_facts_per_s.size()) {
         values.push_back(run->per_consumer_facts_per_s[c]);
       }
     }
-    result.per_consumer_facts_per_s.push_back(MedianOfField(std::move(values)));
+    result.per_consumer_facts_per_s.push_back(Median(std::move(values)));
   }
-  for (const W4Measurement* run : ok) {
+  for (const W4Measurement* run : ok.runs()) {
     if (!run->first_warning.empty()) {
       result.first_warning = run->first_warning;
       break;

@@ -1,16 +1,11 @@
 #include "bench/w5_shape.h"
 
-#include <algorithm>
 #include <cstdio>
+
+#include "bench/run_median.h"
 
 namespace wharf::bench {
 namespace {
-
-double MedianOfField(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 constexpr double W5Restart::*kRestartFields[] = {
     &W5Restart::open_ms, &W5Restart::open_to_first_delivery_ms, &W5Restart::rss_after_open_bytes,
@@ -19,29 +14,17 @@ constexpr double W5Restart::*kRestartFields[] = {
 }  // namespace
 
 W5Measurement MedianOf(const std::vector<W5Measurement>& runs) {
-  std::vector<const W5Measurement*> ok;
-  for (const W5Measurement& run : runs) {
-    if (run.error.empty()) ok.push_back(&run);
-  }
-  if (ok.empty()) {
-    W5Measurement failed;
-    failed.error = runs.empty() ? "no runs" : runs.front().error;
-    return failed;
-  }
-  auto median = [&ok](auto&& field_of) {
-    std::vector<double> values;
-    for (const W5Measurement* run : ok) values.push_back(field_of(*run));
-    return MedianOfField(std::move(values));
-  };
+  const SucceededRuns<W5Measurement> ok(runs);
+  if (ok.empty()) return ok.Failed();
   W5Measurement result;
-  result.facts = ok.front()->facts;
-  result.precommit_s = median([](const W5Measurement& m) { return m.precommit_s; });
-  result.db_bytes = median([](const W5Measurement& m) { return m.db_bytes; });
+  result.facts = ok.first().facts;
+  result.precommit_s = ok.MedianOf(&W5Measurement::precommit_s);
+  result.db_bytes = ok.MedianOf(&W5Measurement::db_bytes);
   for (W5Restart W5Measurement::*restart :
        {&W5Measurement::cold, &W5Measurement::warm, &W5Measurement::rocksdb_cold}) {
     for (double W5Restart::*field : kRestartFields) {
       (result.*restart).*field =
-          median([&](const W5Measurement& m) { return (m.*restart).*field; });
+          ok.MedianBy([&](const W5Measurement& m) { return (m.*restart).*field; });
     }
   }
   return result;

@@ -469,6 +469,51 @@ bool RunW3(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return all_ok;
 }
 
+// Runs `run_once(dir)` `runs` times, each in a fresh scratch directory "<prefix>XXXXXX", and logs
+// each run to stderr (`describe(m)` for one that succeeded). Wharf-only workloads (W4, W5).
+template <typename Measurement, typename RunOnce, typename Describe>
+std::vector<Measurement> RunWharfRepeatedly(int runs, const std::string& scratch_root,
+                                            const char* prefix, RunOnce&& run_once,
+                                            Describe&& describe) {
+  std::vector<Measurement> results;
+  for (int run = 0; run < runs; ++run) {
+    ScratchDir db_dir(scratch_root, prefix);
+    Measurement m;
+    if (db_dir.path().empty()) {
+      m.error = db_dir.error();
+    } else {
+      m = run_once(db_dir.path());
+    }
+    if (m.error.empty()) {
+      std::fprintf(stderr, "  wharf run %d/%d: %s\n", run + 1, runs, describe(m).c_str());
+    } else {
+      std::fprintf(stderr, "  wharf run %d/%d FAILED: %s\n", run + 1, runs, m.error.c_str());
+    }
+    results.push_back(std::move(m));
+  }
+  return results;
+}
+
+// Prints the row of the runs' medians (a table, or a JSON line with --json); false when every
+// run failed. Row: W4Row or W5Row.
+template <typename Row, typename Measurement, typename PrintTable, typename ToJson>
+bool ReportWharfRow(const Flags& flags, const MachineInfo& machine, uint64_t facts, int workers,
+                    const std::vector<Measurement>& runs, PrintTable&& print_table,
+                    ToJson&& to_json) {
+  Row row;
+  row.facts = facts;
+  row.workers = workers;
+  row.runs = flags.runs;
+  row.wharf = MedianOf(runs);
+  if (flags.json) {
+    std::printf("%s\n", to_json(row, machine).c_str());
+    std::fflush(stdout);
+  } else {
+    print_table(row, stdout);
+  }
+  return row.wharf.error.empty();
+}
+
 // Returns whether every run succeeded. Wharf only: no reference system has instances sharing
 // consumers through leases.
 bool RunW4(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
@@ -478,39 +523,18 @@ bool RunW4(const Flags& flags, const MachineInfo& machine, const std::string& sc
   for (const int workers : flags.workers.value_or(std::vector<int>{2})) {
     std::fprintf(stderr, "%s facts=%llu workers=%d per instance\n", kW4Name,
                  static_cast<unsigned long long>(facts), workers);
-    std::vector<W4Measurement> runs;
-    for (int run = 0; run < flags.runs; ++run) {
-      ScratchDir db_dir(scratch_root, "wharf-w4-");
-      W4Measurement m;
-      if (db_dir.path().empty()) {
-        m.error = db_dir.error();
-      } else {
-        m = RunW4Wharf(db_dir.path(), facts, workers);
-      }
-      if (m.error.empty()) {
-        std::fprintf(stderr,
-                     "  wharf run %d/%d: %.0f facts/s (%d consumers, %.2f s), a did %.0f%%, "
-                     "handover %.0f ms (pre-commit %.1f s)\n",
-                     run + 1, flags.runs, m.facts_per_s, kW4Consumers, m.fanout_s,
-                     100 * m.instance_a_share, m.handover_ms, m.precommit_s);
-      } else {
-        std::fprintf(stderr, "  wharf run %d/%d FAILED: %s\n", run + 1, flags.runs,
-                     m.error.c_str());
-      }
-      runs.push_back(std::move(m));
-    }
-    W4Row row;
-    row.facts = facts;
-    row.workers = workers;
-    row.runs = flags.runs;
-    row.wharf = MedianOf(runs);
-    all_ok = all_ok && row.wharf.error.empty();
-    if (flags.json) {
-      std::printf("%s\n", W4Json(row, machine).c_str());
-      std::fflush(stdout);
-    } else {
-      PrintW4Table(row, stdout);
-    }
+    const std::vector<W4Measurement> runs = RunWharfRepeatedly<W4Measurement>(
+        flags.runs, scratch_root, "wharf-w4-",
+        [&](const std::string& dir) { return RunW4Wharf(dir, facts, workers); },
+        [](const W4Measurement& m) {
+          return Format(
+              "%.0f facts/s (%d consumers, %.2f s), a did %.0f%%, handover %.0f ms "
+              "(pre-commit %.1f s)",
+              m.facts_per_s, kW4Consumers, m.fanout_s, 100 * m.instance_a_share, m.handover_ms,
+              m.precommit_s);
+        });
+    all_ok =
+        ReportWharfRow<W4Row>(flags, machine, facts, workers, runs, PrintW4Table, W4Json) && all_ok;
   }
   return all_ok;
 }
@@ -531,41 +555,21 @@ bool RunW5(const Flags& flags, const MachineInfo& machine, const std::string& sc
   for (const int workers : flags.workers.value_or(std::vector<int>{2})) {
     std::fprintf(stderr, "%s facts=%llu workers=%d\n", kW5Name,
                  static_cast<unsigned long long>(facts), workers);
-    std::vector<W5Measurement> runs;
-    for (int run = 0; run < flags.runs; ++run) {
-      ScratchDir db_dir(scratch_root, "wharf-w5-");
-      W5Measurement m;
-      if (db_dir.path().empty()) {
-        m.error = db_dir.error();
-      } else {
-        m = RunW5Wharf(db_dir.path(), facts, workers, self_exe, flags.engine_options);
-      }
-      if (m.error.empty()) {
-        std::fprintf(stderr,
-                     "  wharf run %d/%d: open to first delivery %.1f ms cold, %.1f ms warm "
-                     "(rocksdb read-only open %.1f ms); rss after open %.1f MiB (pre-commit "
-                     "%.1f s)\n",
-                     run + 1, flags.runs, m.cold.open_to_first_delivery_ms,
-                     m.warm.open_to_first_delivery_ms, m.rocksdb_cold.open_ms,
-                     m.cold.rss_after_open_bytes / (1024.0 * 1024.0), m.precommit_s);
-      } else {
-        std::fprintf(stderr, "  wharf run %d/%d FAILED: %s\n", run + 1, flags.runs,
-                     m.error.c_str());
-      }
-      runs.push_back(std::move(m));
-    }
-    W5Row row;
-    row.facts = facts;
-    row.workers = workers;
-    row.runs = flags.runs;
-    row.wharf = MedianOf(runs);
-    all_ok = all_ok && row.wharf.error.empty();
-    if (flags.json) {
-      std::printf("%s\n", W5Json(row, machine).c_str());
-      std::fflush(stdout);
-    } else {
-      PrintW5Table(row, stdout);
-    }
+    const std::vector<W5Measurement> runs = RunWharfRepeatedly<W5Measurement>(
+        flags.runs, scratch_root, "wharf-w5-",
+        [&](const std::string& dir) {
+          return RunW5Wharf(dir, facts, workers, self_exe, flags.engine_options);
+        },
+        [](const W5Measurement& m) {
+          return Format(
+              "open to first delivery %.1f ms cold, %.1f ms warm (rocksdb read-only "
+              "open %.1f ms); rss after open %.1f MiB (pre-commit %.1f s)",
+              m.cold.open_to_first_delivery_ms, m.warm.open_to_first_delivery_ms,
+              m.rocksdb_cold.open_ms, m.cold.rss_after_open_bytes / (1024.0 * 1024.0),
+              m.precommit_s);
+        });
+    all_ok =
+        ReportWharfRow<W5Row>(flags, machine, facts, workers, runs, PrintW5Table, W5Json) && all_ok;
   }
   return all_ok;
 }
