@@ -561,11 +561,11 @@ bool RunW5(const Flags& flags, const MachineInfo& machine, const std::string& sc
         },
         [](const W5Measurement& m) {
           return Format(
-              "open to first delivery %.1f ms cold, %.1f ms warm (rocksdb read-only "
+              "open %.1f, first delivery %.1f ms cold; %.1f, %.1f ms warm (rocksdb read-only "
               "open %.1f ms); rss after open %.1f MiB (pre-commit %.1f s)",
-              m.cold.open_to_first_delivery_ms, m.warm.open_to_first_delivery_ms,
-              m.rocksdb_cold.open_ms, m.cold.rss_after_open_bytes / (1024.0 * 1024.0),
-              m.precommit_s);
+              m.cold.open_ms, m.cold.open_to_first_delivery_ms, m.warm.open_ms,
+              m.warm.open_to_first_delivery_ms, m.rocksdb_cold.open_ms,
+              m.cold.rss_after_open_bytes / (1024.0 * 1024.0), m.precommit_s);
         });
     all_ok =
         ReportWharfRow<W5Row>(flags, machine, facts, workers, runs, PrintW5Table, W5Json) && all_ok;
