@@ -81,7 +81,9 @@ int main(int argc, char** argv) {
   std::vector<wharf::Fact> facts;
   s = engine->ReadFacts(partition, 0, 3, &facts);
   if (!s.ok()) return Fail("read facts", s);
-  std::printf("first facts of partition %u (customer-5's):\n", partition);
+  std::printf(
+      "first facts of partition %u (the one customer-5 hashes to; other customers share it):\n",
+      partition);
   for (const wharf::Fact& fact : facts) {
     std::printf("  id=%llu type=%s key=%s payload=%s\n", static_cast<unsigned long long>(fact.id),
                 fact.type.c_str(), fact.key.c_str(), fact.payload.c_str());
