@@ -161,8 +161,8 @@ W5Restart RestartWharf(const std::string& dir, int workers) {
   return result;
 }
 
-// The store alone: RocksDB opening the same directory read-only (no WAL to replay: Wharf flushed
-// at close) and reading the first outbox record.
+// The store alone: RocksDB opening the same directory read-only (it replays the WAL into memory
+// but writes nothing: no flush, no new MANIFEST) and reading the first outbox record.
 W5Restart RestartRocksDb(const std::string& dir) {
   W5Restart result;
   const uint64_t start_ns = NowNs();
