@@ -8,17 +8,17 @@
 #include "bench/run_median.h"
 
 namespace wharf::bench {
+
 W1Measurement MedianOf(const std::vector<W1Measurement>& runs) {
   const SucceededRuns<W1Measurement> ok(runs);
   if (ok.empty()) return ok.Failed();
-  auto median = [&ok](double W1Measurement::*field) { return ok.MedianOf(field); };
   auto median_latency = [&ok](double LatencySummary::*field) {
     return ok.MedianBy([field](const W1Measurement& run) { return run.latency.*field; });
   };
   W1Measurement result;
-  result.facts_per_s = median(&W1Measurement::facts_per_s);
-  result.commits_per_s = median(&W1Measurement::commits_per_s);
-  result.facts_per_sync = median(&W1Measurement::facts_per_sync);
+  result.facts_per_s = ok.MedianOf(&W1Measurement::facts_per_s);
+  result.commits_per_s = ok.MedianOf(&W1Measurement::commits_per_s);
+  result.facts_per_sync = ok.MedianOf(&W1Measurement::facts_per_sync);
   result.latency.p50_us = median_latency(&LatencySummary::p50_us);
   result.latency.p99_us = median_latency(&LatencySummary::p99_us);
   result.latency.p999_us = median_latency(&LatencySummary::p999_us);

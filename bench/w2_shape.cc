@@ -7,19 +7,19 @@
 #include "bench/run_median.h"
 
 namespace wharf::bench {
+
 W2Measurement MedianOf(const std::vector<W2Measurement>& runs) {
   const SucceededRuns<W2Measurement> ok(runs);
   if (ok.empty()) return ok.Failed();
-  auto median = [&ok](auto W2Measurement::*field) { return ok.MedianOf(field); };
   W2Measurement result;
-  result.facts_per_s = median(&W2Measurement::facts_per_s);
-  result.facts_consumed = static_cast<uint64_t>(median(&W2Measurement::facts_consumed));
-  result.facts_total = static_cast<uint64_t>(median(&W2Measurement::facts_total));
-  result.consume_s = median(&W2Measurement::consume_s);
-  result.precommit_s = median(&W2Measurement::precommit_s);
-  result.batches_per_sync = median(&W2Measurement::batches_per_sync);
-  result.sync_ms_mean = median(&W2Measurement::sync_ms_mean);
-  result.cpu_s = median(&W2Measurement::cpu_s);
+  result.facts_per_s = ok.MedianOf(&W2Measurement::facts_per_s);
+  result.facts_consumed = static_cast<uint64_t>(ok.MedianOf(&W2Measurement::facts_consumed));
+  result.facts_total = static_cast<uint64_t>(ok.MedianOf(&W2Measurement::facts_total));
+  result.consume_s = ok.MedianOf(&W2Measurement::consume_s);
+  result.precommit_s = ok.MedianOf(&W2Measurement::precommit_s);
+  result.batches_per_sync = ok.MedianOf(&W2Measurement::batches_per_sync);
+  result.sync_ms_mean = ok.MedianOf(&W2Measurement::sync_ms_mean);
+  result.cpu_s = ok.MedianOf(&W2Measurement::cpu_s);
   return result;
 }
 

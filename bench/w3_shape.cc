@@ -22,19 +22,18 @@ LatencySummary SummarizeNs(const std::vector<uint64_t>& samples_ns) {
 W3Measurement MedianOf(const std::vector<W3Measurement>& runs) {
   const SucceededRuns<W3Measurement> ok(runs);
   if (ok.empty()) return ok.Failed();
-  auto median = [&ok](auto&& get) { return ok.MedianBy(get); };
   auto median_latency = [&](LatencySummary W3Measurement::*field) {
-    return LatencySummary{median([&](const W3Measurement& m) { return (m.*field).p50_us; }),
-                          median([&](const W3Measurement& m) { return (m.*field).p99_us; }),
-                          median([&](const W3Measurement& m) { return (m.*field).p999_us; })};
+    return LatencySummary{ok.MedianBy([&](const W3Measurement& m) { return (m.*field).p50_us; }),
+                          ok.MedianBy([&](const W3Measurement& m) { return (m.*field).p99_us; }),
+                          ok.MedianBy([&](const W3Measurement& m) { return (m.*field).p999_us; })};
   };
   W3Measurement result;
   result.ack_to_seen = median_latency(&W3Measurement::ack_to_seen);
   result.start_to_seen = median_latency(&W3Measurement::start_to_seen);
   result.commit = median_latency(&W3Measurement::commit);
-  result.commits_per_s = median([](const W3Measurement& m) { return m.commits_per_s; });
-  result.facts = static_cast<uint64_t>(median([](const W3Measurement& m) { return m.facts; }));
-  result.early = static_cast<uint64_t>(median([](const W3Measurement& m) { return m.early; }));
+  result.commits_per_s = ok.MedianOf(&W3Measurement::commits_per_s);
+  result.facts = static_cast<uint64_t>(ok.MedianOf(&W3Measurement::facts));
+  result.early = static_cast<uint64_t>(ok.MedianOf(&W3Measurement::early));
   return result;
 }
 

@@ -3,10 +3,10 @@
 #include "bench/run_median.h"
 
 namespace wharf::bench {
+
 W4Measurement MedianOf(const std::vector<W4Measurement>& runs) {
   const SucceededRuns<W4Measurement> ok(runs);
   if (ok.empty()) return ok.Failed();
-  auto median = [&ok](double W4Measurement::*field) { return ok.MedianOf(field); };
   W4Measurement result;
   result.facts = ok.first().facts;
   for (double W4Measurement::*field :
@@ -16,7 +16,7 @@ W4Measurement MedianOf(const std::vector<W4Measurement>& runs) {
         &W4Measurement::handed_over, &W4Measurement::handover_max_lag,
         &W4Measurement::background_facts, &W4Measurement::precommit_s, &W4Measurement::duplicates,
         &W4Measurement::warnings}) {
-    result.*field = median(field);
+    result.*field = ok.MedianOf(field);
   }
   for (size_t c = 0; c < ok.first().per_consumer_facts_per_s.size(); ++c) {
     std::vector<double> values;
