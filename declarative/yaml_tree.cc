@@ -23,6 +23,25 @@ const std::vector<YamlNode> YamlNode::none_;
 
 namespace {
 constexpr size_t kYamlReadChunkBytes = 4096;
+
+// The length of the valid UTF-8 sequence at text[at], or 0 (overlong forms, surrogates and code
+// points past U+10FFFF are invalid).
+size_t Utf8Length(std::string_view text, size_t at) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char first = byte(at);
+  if (first < 0x80) return 1;
+  size_t length = first >= 0xF0 ? 4 : first >= 0xE0 ? 3 : first >= 0xC2 ? 2 : 0;
+  if (length == 0 || first > 0xF4 || at + length > text.size()) return 0;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) & 0xC0) != 0x80) return 0;
+  }
+  unsigned char second = byte(at + 1);
+  if (first == 0xE0 && second < 0xA0) return 0;   // overlong
+  if (first == 0xED && second >= 0xA0) return 0;  // surrogate
+  if (first == 0xF0 && second < 0x90) return 0;   // overlong
+  if (first == 0xF4 && second >= 0x90) return 0;  // past U+10FFFF
+  return length;
+}
 }  // namespace
 
 class YamlBuilder {
@@ -34,6 +53,17 @@ class YamlBuilder {
     if (text.size() > kMaxYamlBytes) {
       return Fail({1, 1}, "the file is larger than " + std::to_string(kMaxYamlBytes) +
                               " bytes, the limit of a declarative file");
+    }
+    // YAML text is Unicode; libfyaml 0.7.12 loops forever on some invalid UTF-8 (`%\xbe`, found
+    // by tests/fuzz/fuzz_yaml), so the whole text is checked before it sees any of it.
+    for (size_t at = 0, line = 1, column = 1; at < text.size(); ++column) {
+      size_t length = Utf8Length(text, at);
+      if (length == 0) {
+        return Fail({static_cast<int>(line), static_cast<int>(column)},
+                    "the file is not valid UTF-8 (byte " + std::to_string(at) + ")");
+      }
+      if (text[at] == '\n') line++, column = 0;
+      at += length;
     }
     // Errors are collected, never printed: the caller reports them with the file's name.
     fy_diag_cfg diag_cfg;

@@ -692,6 +692,27 @@ TEST(DeclarativeHostileTest, LoneCommaIsOneErrorNotAHang) {
   EXPECT_EQ(errors[0].rfind("t.yaml:2:", 0), 0u) << errors[0];
 }
 
+// Found by tests/fuzz/fuzz_yaml: libfyaml 0.7.12 loops forever on invalid UTF-8 in a directive.
+// The text is checked first; the error names the first bad byte.
+TEST(DeclarativeHostileTest, InvalidUtf8IsOneErrorNotAHang) {
+  auto errors = Errors(
+      "runtime:\n  outboxes:\n%   op\xbe"
+      "event:\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "t.yaml:3:7: the file is not valid UTF-8 (byte 27)");
+  errors = Errors("%\xbe");
+  ASSERT_EQ(errors.size(), 1u);
+  for (const char* bad : {"\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+    errors = Errors(std::string("a: ") + bad + "\n");
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_EQ(errors[0], "t.yaml:1:4: the file is not valid UTF-8 (byte 3)");
+  }
+  // Valid multi-byte text parses (and is then merely an unknown key).
+  errors = Errors("caf\xc3\xa9: \xf0\x9f\x9a\xa2\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("unknown key 'caf\xc3\xa9'"), std::string::npos) << errors[0];
+}
+
 TEST(DeclarativeHostileTest, AnchorsAndAliasesAreRefused) {
   std::string laughs = "a0: &a0 [lol, lol]\n";
   for (int level = 1; level < 30; ++level) {

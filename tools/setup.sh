@@ -2,6 +2,9 @@
 # The README's quick start. On a fresh Debian 12 machine:
 #   tools/setup.sh demo   installs what is missing, builds (release) and runs the demo
 #   tools/setup.sh test   installs what is missing, builds (release) and runs the whole test suite
+#   tools/setup.sh sanitize  the test suite under ASan+UBSan and under TSan
+#   tools/setup.sh fuzz   builds the libFuzzer targets (clang 14) and runs each for FUZZ_SECONDS (45)
+#   tools/setup.sh soak   300 SIGKILLs under load (SOAK_KILLS), then each fuzzer for 10 minutes
 # Package installation needs root (or sudo); everything else runs as the calling user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +25,31 @@ install_missing() {
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
+
+# Runs every fuzz target for $1 seconds from its seed corpus (tests/fuzz/corpus/<name>); new inputs
+# go to build/fuzz/corpus/<name>, crashes to build/fuzz/artifacts/. Any crash, input slower than
+# 1 s (-timeout) or memory past 2 GiB (-rss_limit_mb) fails.
+run_fuzzers() {
+  local seconds=$1 failed=0
+  mkdir -p build/fuzz/artifacts
+  for binary in build/fuzz/tests/fuzz/fuzz_*; do
+    local name=${binary##*/fuzz_}
+    mkdir -p "build/fuzz/corpus/$name"
+    echo "fuzz: $name for ${seconds}s" >&2
+    if ! "$binary" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -max_len=16384 \
+        -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$name-" \
+        "build/fuzz/corpus/$name" "tests/fuzz/corpus/$name" >"build/fuzz/$name.log" 2>&1; then
+      echo "fuzz: $name FAILED (build/fuzz/$name.log):" >&2
+      grep -A30 -m1 "ERROR: \|==ERROR\|runtime error\|deadly signal\|timeout" "build/fuzz/$name.log" >&2 || tail -40 "build/fuzz/$name.log" >&2
+      failed=1
+    else
+      grep -E "stat::number_of_executed_units|cov:" "build/fuzz/$name.log" | tail -2 >&2
+    fi
+  done
+  return $failed
 }
 
 build() {  # build PRESET [TARGET...]
@@ -49,8 +77,22 @@ case "${1:-demo}" in
       ctest --preset "$preset"
     done
     ;;
+  fuzz)  # libFuzzer (clang, ASan+UBSan): every target for FUZZ_SECONDS (CI runs this too)
+    PACKAGES+=("${FUZZ_PACKAGES[@]}")
+    install_missing
+    build fuzz
+    run_fuzzers "${FUZZ_SECONDS:-45}"
+    ;;
+  soak)  # the long attacks: SOAK_KILLS SIGKILLs under load, each fuzzer for SOAK_FUZZ_SECONDS
+    PACKAGES+=("${FUZZ_PACKAGES[@]}")
+    install_missing
+    build release --target kill_under_load_test kill_load_child
+    WHARF_KILLS="${SOAK_KILLS:-300}" build/release/tests/kill_under_load_test
+    build fuzz
+    run_fuzzers "${SOAK_FUZZ_SECONDS:-600}"
+    ;;
   *)
-    echo "usage: tools/setup.sh demo|test|sanitize" >&2
+    echo "usage: tools/setup.sh demo|test|sanitize|fuzz|soak" >&2
     exit 2
     ;;
 esac
