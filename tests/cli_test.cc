@@ -508,7 +508,10 @@ TEST_F(CliTest, ReadsNextToRunningRuntime) {
   Runtime runtime(engine_.get(), options);
   ASSERT_OK(
       runtime.Project("order-totals", {"OrderCreated"}, [](const Fact& fact, Effects& effects) {
-        if (fact.payload == "order two") return Outcome::kRejected;
+        if (fact.payload == "order two") {
+          SetFailureReason("order two was cancelled");
+          return Outcome::kRejected;
+        }
         Status s = effects.Put("totals", fact.key, fact.payload);
         return s.ok() ? Outcome::kHandled : Outcome::kFailed;
       }));
@@ -527,6 +530,10 @@ TEST_F(CliTest, ReadsNextToRunningRuntime) {
   JsonValue dead = ParseJson(r.out);
   ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
   EXPECT_EQ(dead["dead_letters"][0]["fact_id"].u(), 2u);
+  EXPECT_EQ(dead["dead_letters"][0]["reason"].text, "handler-rejected: order two was cancelled");
+  r = RunDb({"dead", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("handler-rejected: order two was cancelled"), std::string::npos) << r.out;
 
   Emit("OrderCreated", KeyIn(3), "while running");
   ASSERT_OK(runtime.Drain());

@@ -612,7 +612,7 @@ int DeadList(const Context& context, const std::string& consumer) {
     json.BeginObject().Key("dead_letters").BeginArray();
     for (const DeadLetter& letter : letters) {
       json.BeginObject().Key("consumer").String(letter.consumer);
-      json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(letter.reason);
+      json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(Display(letter.reason));
       json.Key("type").String(letter.fact.type).BytesField("key", letter.fact.key);
       json.Key("partition").Uint(letter.fact.partition);
       json.Key("commit_ms").Int(letter.fact.commit_ms);
@@ -629,7 +629,7 @@ int DeadList(const Context& context, const std::string& consumer) {
               {false, true, false, true, false, false, false});
   for (const DeadLetter& letter : letters) {
     table.Add({letter.consumer, std::to_string(letter.fact.id), letter.fact.type,
-               std::to_string(letter.fact.partition), letter.reason,
+               std::to_string(letter.fact.partition), Display(letter.reason),
                FormatTimeMs(letter.fact.commit_ms), Display(letter.fact.payload, 60)});
   }
   Print(table.Render());
