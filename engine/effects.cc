@@ -73,7 +73,7 @@ Status EffectsImpl::Get(std::string_view table, std::string_view key, std::strin
     for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
       if (it->cf != kState || it->key != state_key) continue;
       if (it->is_delete) {
-        return Status::NotFound("no key '" + std::string(key) + "' in table '" +
+        return Status::NotFound("no key " + DescribeBytes(key) + " in table '" +
                                 std::string(table) + "'");
       }
       std::string_view body;

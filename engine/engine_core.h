@@ -127,7 +127,19 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;
 };
 
-// Validation shared by Txn and the runtime.
+// Validation shared by Txn, the runtime and the admin functions.
+//
+// Names (fact types, table names, consumer ids, header names): 1..bytes_max bytes of valid UTF-8
+// without a NUL byte. They reach JSON output and metric labels (hence UTF-8), and travel through
+// the C ABI as NUL-terminated strings; table names and consumer ids also end at a 0x00 in the
+// store's keys (`table · 0x00 · key`, `consumer · 0x00 · partition`). InvalidArgument naming
+// `what` otherwise.
 Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max);
+// State keys: 1..kKeyBytesMax bytes, any bytes (NUL included: the table name before the 0x00
+// separator holds none, so the key after it needs no restriction).
+Status ValidateStateKey(std::string_view key);
+// Bytes for a message: 'text' when printable ASCII/UTF-8 without control bytes, else 0x + hex (so
+// that a binary key never cuts or garbles a C string or a terminal line).
+std::string DescribeBytes(std::string_view bytes);
 
 }  // namespace wharf::internal

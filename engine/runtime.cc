@@ -140,11 +140,8 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
 }
 
 Status RuntimeImpl::CheckIdentities() {
-  if (options_.renew_ms >= options_.lease_ms) {
-    return Status::InvalidArgument("renew_ms (" + std::to_string(options_.renew_ms) +
-                                   ") must be shorter than lease_ms (" +
-                                   std::to_string(options_.lease_ms) + ")");
-  }
+  Status checked = ValidateRuntimeOptions(options_);
+  if (!checked.ok()) return checked;
   std::map<std::string, const Consumer*> by_id;
   for (const auto& consumer : consumers_) {
     auto [it, inserted] = by_id.emplace(consumer->id, consumer.get());

@@ -16,6 +16,7 @@
 #include "io/fault_fs.h"
 #include "io/wal_fs.h"
 #include "test_util.h"
+#include "wharf/admin.h"
 
 namespace wharf {
 namespace {
@@ -331,6 +332,8 @@ TEST_P(EngineTest, BadInputIsRefusedClearly) {
   expect_invalid(ParseEngineOptions("durability=maybe", &options), "sync | buffered");
   expect_invalid(ParseEngineOptions("io", &options), "no '=value'");
   expect_invalid(ParseEngineOptions("block_cache_bytes=1000", &options), "block_cache_bytes");
+  EXPECT_EQ(options.partitions, 0u);  // the stored value, or 16 at creation
+  EXPECT_FALSE(options.ordering.has_value());
   ASSERT_OK(ParseEngineOptions(" partitions = 8 ; io=posix; block_cache_bytes=8388608", &options));
   EXPECT_EQ(options.partitions, 8u);
   EXPECT_EQ(options.io, IoBackend::kPosix);
@@ -354,6 +357,88 @@ TEST_P(EngineTest, BadInputIsRefusedClearly) {
   EXPECT_TRUE(engine_->ReadFacts(0, 0, 1, &facts).IsClosed());
 }
 
+// State keys, fact keys, payloads and header values are bytes: NUL bytes, 8-byte big-endian
+// integers and non-UTF-8 bytes are taken whole, kept apart from their prefixes, and survive a
+// reopen. A missing binary key is named in hex.
+TEST_P(EngineTest, BinaryKeysAndValuesAreTakenWhole) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  auto be64 = [](uint64_t value) {
+    std::string key;
+    codec::PutFixed64BE(&key, value);
+    return key;
+  };
+  const std::vector<std::string> keys = {be64(1),
+                                         be64(256),
+                                         std::string("\0", 1),
+                                         std::string("a\0b", 3),
+                                         "a",
+                                         std::string("\xff\xfe", 2)};
+  Txn txn = engine_->Begin();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_OK(txn.Put("t", keys[i], std::string("v\0", 2) + std::to_string(i)));
+  }
+  const std::string fact_key("\0k\xff", 3), payload("\0p\0", 3), header("\0h", 2);
+  ASSERT_OK(txn.Emit("T", fact_key, payload, {.headers = {{"h", header}}}));
+  ASSERT_OK(txn.Commit());
+
+  auto verify = [&] {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      std::string value;
+      ASSERT_OK(engine_->Get("t", keys[i], &value)) << i;
+      EXPECT_EQ(value, std::string("v\0", 2) + std::to_string(i)) << i;
+    }
+    std::vector<Fact> facts;
+    ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf(fact_key), 0, 10, &facts));
+    ASSERT_EQ(facts.size(), 1u);
+    EXPECT_EQ(facts[0].key, fact_key);
+    EXPECT_EQ(facts[0].payload, payload);
+    ASSERT_EQ(facts[0].headers.size(), 1u);
+    EXPECT_EQ(facts[0].headers[0].second, header);
+  };
+  verify();
+  Reopen();
+  verify();
+
+  Txn removal = engine_->Begin();
+  ASSERT_OK(removal.Delete("t", std::string("a\0b", 3)));
+  ASSERT_OK(removal.Commit());
+  std::string value;
+  Status s = engine_->Get("t", std::string("a\0b", 3), &value);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(s.message().find("0x610062"), std::string::npos) << s.ToString();
+  ASSERT_OK(engine_->Get("t", "a", &value));  // its prefix is another key
+  EXPECT_EQ(value, std::string("v\0", 2) + "4");
+}
+
+// Names (fact types, tables, header names, consumer ids) are valid UTF-8 without NUL: anything
+// else is refused naming what and where, before it is stored.
+TEST_P(EngineTest, NamesMustBeUtf8WithoutNul) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T", "Commandé"}));
+  const std::string bad[] = {"\xff", "a\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "ab\xe2\x82"};
+  auto expect_invalid = [](const Status& s, const std::string& needle) {
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  Txn txn = engine_->Begin();
+  for (const std::string& name : bad) {
+    expect_invalid(engine_->DeclareTypes({name}), "fact type 0x");
+    expect_invalid(txn.Put(name, "k", "v"), "table name 0x");
+    expect_invalid(txn.Emit("T", "k", "p", {.headers = {{name, "v"}}}), "not valid UTF-8");
+    expect_invalid(SetCursor(*engine_, name, 0), "consumer id 0x");
+  }
+  const std::string with_nul("a\0b", 3);
+  expect_invalid(txn.Put(with_nul, "k", "v"), "contains a NUL byte");
+  expect_invalid(txn.Emit("T", "k", "p", {.headers = {{with_nul, "v"}}}), "header name");
+  expect_invalid(engine_->DeclareTypes({with_nul}), "fact type");
+  EXPECT_EQ(txn.write_count() + txn.fact_count(), 0u);
+  ASSERT_OK(txn.Put("tablé", "k", "v"));
+  ASSERT_OK(txn.Emit("Commandé", "k", "p", {.headers = {{"en-tête", "v"}}}));
+  ASSERT_OK(txn.Commit());
+  EXPECT_EQ(engine_->DeclaredTypes(), (std::vector<std::string>{"Commandé", "T"}));
+}
+
 // A second engine on the same directory is refused; so is a partition count that differs from
 // the stored one, and a directory that holds some other RocksDB database.
 TEST_P(EngineTest, RefusesConflictingOpens) {
@@ -372,6 +457,50 @@ TEST_P(EngineTest, RefusesConflictingOpens) {
   EXPECT_NE(s.message().find("4 partitions"), std::string::npos) << s.ToString();
   Open();  // the default keeps what is stored
   EXPECT_EQ(engine_->partitions(), 4u);
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+
+  // Explicit options that contradict the stored database fail the open naming both values, also
+  // when they are the creation defaults (16 partitions, ordering=partition); defaults take what
+  // is stored; explicit options that agree are accepted.
+  TempDir two;
+  EngineOptions created = Options();
+  ASSERT_OK(ParseEngineOptions("partitions=2;ordering=none", &created));
+  ASSERT_OK(Engine::Open(two.db(), created, &engine_));
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  struct Contradiction {
+    const char* text;
+    const char* stored;
+    const char* given;
+  };
+  for (const Contradiction& c :
+       {Contradiction{"partitions=16", "2 partitions", "partitions=16"},
+        Contradiction{"ordering=partition", "ordering=none", "ordering=partition"},
+        Contradiction{"partitions=2;ordering=global", "ordering=none", "ordering=global"}}) {
+    EngineOptions explicit_options = Options();
+    ASSERT_OK(ParseEngineOptions(c.text, &explicit_options));
+    s = Engine::Open(two.db(), explicit_options, &engine_);
+    EXPECT_TRUE(s.IsInvalidArgument()) << c.text << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.stored), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find(c.given), std::string::npos) << s.ToString();
+  }
+  for (const char* text : {"", "partitions=2;ordering=none"}) {
+    EngineOptions agreeing = Options();
+    ASSERT_OK(ParseEngineOptions(text, &agreeing));
+    ASSERT_OK(Engine::Open(two.db(), agreeing, &engine_)) << text;
+    EXPECT_EQ(engine_->partitions(), 2u);
+    EXPECT_EQ(engine_->ordering(), Ordering::kNone);
+    ASSERT_OK(engine_->Close());
+    engine_.reset();
+  }
+  // A new database gets the creation defaults.
+  TempDir fresh;
+  ASSERT_OK(Engine::Open(fresh.db(), Options(), &engine_));
+  EXPECT_EQ(engine_->partitions(), kDefaultPartitions);
+  EXPECT_EQ(engine_->ordering(), Ordering::kPartition);
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
 
   std::string other = dir_.path() + "/other";
   {

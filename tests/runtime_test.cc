@@ -482,6 +482,44 @@ TEST_F(RuntimeTest, IdentityRules) {
   EXPECT_TRUE(runtime.Start().IsInvalidArgument());
 }
 
+// Options that cannot work are refused as a whole, at parsing and at Start/Drain, naming the
+// options and their values: more workers than kWorkersMax (creating a million threads took
+// 17 s before failing), a backoff whose initial delay is above its maximum, a zero interval.
+TEST_F(RuntimeTest, InconsistentOptionsAreRefused) {
+  auto expect_invalid = [](const Status& s, const std::string& needle) {
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  RuntimeOptions parsed;
+  expect_invalid(ParseRuntimeOptions("workers=1000000", &parsed), "limit of 1024");
+  expect_invalid(ParseRuntimeOptions("workers=1025", &parsed), "workers");
+  expect_invalid(ParseRuntimeOptions("backoff_initial_ms=100;backoff_max_ms=50", &parsed),
+                 "backoff_initial_ms (100) must not be above backoff_max_ms (50)");
+  expect_invalid(ParseRuntimeOptions("backoff_initial_ms=6000", &parsed), "backoff_max_ms (5000)");
+  expect_invalid(ParseRuntimeOptions("renew_ms=30000", &parsed), "lease_ms");
+  EXPECT_EQ(parsed.workers, 2u);  // unchanged by a refused string
+  ASSERT_OK(ParseRuntimeOptions("workers=1024;backoff_initial_ms=50;backoff_max_ms=50", &parsed));
+  EXPECT_EQ(parsed.workers, kWorkersMax);
+
+  auto noop = [](const Fact&) { return Outcome::kHandled; };
+  auto refused = [&](RuntimeOptions options, const std::string& needle) {
+    Runtime runtime(engine_.get(), options);
+    ASSERT_OK(runtime.Subscribe("s", {"A"}, noop));
+    expect_invalid(runtime.Start(), needle);
+    expect_invalid(runtime.Drain(), needle);
+  };
+  RuntimeOptions options = Options();
+  options.workers = kWorkersMax + 1;
+  refused(options, "workers (1025)");
+  options = Options();
+  options.backoff_initial_ms = 10;
+  options.backoff_max_ms = 5;
+  refused(options, "backoff_initial_ms (10)");
+  options = Options();
+  options.timer_tick_ms = 0;
+  refused(options, "timer_tick_ms must be >= 1");
+}
+
 // Delayed facts are held as timers and delivered only once due (injectable clock).
 // A released fact takes a new id (after "now") but carries the id its commit returned
 // (scheduled_id) and the time of that commit.

@@ -129,10 +129,15 @@ struct TraceEvent {
 };
 using TraceFn = std::function<void(const TraceEvent& event)>;
 
+// Most worker threads one runtime may have (`workers`). More lanes than this share workers; a
+// higher value is refused (InvalidArgument) rather than spending seconds creating threads.
+inline constexpr uint32_t kWorkersMax = 1024;
+
 struct RuntimeOptions {
   // `instance`: this runtime's id (leases); empty: a random UUID.
   std::string instance;
-  // `workers`: threads delivering facts; 0 makes an API-only instance that delivers nothing.
+  // `workers`: threads delivering facts (0..kWorkersMax); 0 makes an API-only instance that
+  // delivers nothing.
   uint32_t workers = 2;
   // `assignment`: lanes to workers.
   Assignment assignment = Assignment::kConsistentHash;
@@ -143,7 +148,8 @@ struct RuntimeOptions {
   uint32_t renew_ms = 10'000;
   // `cursor_persist_ms`: cursors advanced over skipped facts are persisted within this delay.
   uint32_t cursor_persist_ms = 5'000;
-  // `backoff_initial_ms`, `backoff_max_ms`: retry delays after transient failures (doubling).
+  // `backoff_initial_ms`, `backoff_max_ms`: retry delays after transient failures (doubling from
+  // the initial delay up to the maximum; initial <= max).
   uint32_t backoff_initial_ms = 10;
   uint32_t backoff_max_ms = 5'000;
   // `timer_tick_ms`: how often due timers are released while started.
@@ -152,9 +158,15 @@ struct RuntimeOptions {
   TraceFn trace;
 };
 
-// Parses "key=value;..." (keys as the field names above) into *options. Unknown key or bad value:
-// InvalidArgument naming it, *options unchanged.
+// Parses "key=value;..." (keys as the field names above) into *options, then checks the result
+// with ValidateRuntimeOptions. Unknown key, bad value or inconsistent result: InvalidArgument
+// naming it, *options unchanged.
 Status ParseRuntimeOptions(std::string_view text, RuntimeOptions* options);
+
+// Checks the options as a whole: workers <= kWorkersMax, renew_ms < lease_ms,
+// backoff_initial_ms <= backoff_max_ms, every interval >= 1 ms. InvalidArgument naming the
+// options and their values. Runtime::Start and Runtime::Drain call it too.
+Status ValidateRuntimeOptions(const RuntimeOptions& options);
 
 class Runtime {
  public:
