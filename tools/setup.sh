@@ -39,7 +39,8 @@ run_fuzzers() {
     local name=${binary##*/fuzz_}
     mkdir -p "build/fuzz/corpus/$name"
     echo "fuzz: $name for ${seconds}s" >&2
-    if ! "$binary" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -max_len=16384 \
+    if ! LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" \
+        "$binary" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -max_len=16384 \
         -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$name-" \
         "build/fuzz/corpus/$name" "tests/fuzz/corpus/$name" >"build/fuzz/$name.log" 2>&1; then
       echo "fuzz: $name FAILED (build/fuzz/$name.log):" >&2
