@@ -713,6 +713,27 @@ TEST(DeclarativeHostileTest, InvalidUtf8IsOneErrorNotAHang) {
   EXPECT_NE(errors[0].find("unknown key 'caf\xc3\xa9'"), std::string::npos) << errors[0];
 }
 
+// The same file through every interface that loads one: the option string and the C ABI.
+TEST(DeclarativeHostileTest, LoneCommaFileIsRefusedByWharfOpen) {
+  TempDir dir;
+  std::string path = dir.path() + "/comma.yaml";
+  FILE* file = std::fopen(path.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fputs(",", file);
+  std::fclose(file);
+  EngineOptions options;
+  Status s = ParseEngineOptions("config=" + path, &options);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(path + ":1:1: malformed YAML"), std::string::npos) << s.ToString();
+  std::string open_options = "config=" + path;
+  wharf_engine* engine = nullptr;
+  EXPECT_EQ(wharf_open(dir.db().c_str(), open_options.c_str(), &engine), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wharf_last_error()).find(":1:1: malformed YAML"), std::string::npos)
+      << wharf_last_error();
+  CliResult r = RunCheck(path);
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
 TEST(DeclarativeHostileTest, AnchorsAndAliasesAreRefused) {
   std::string laughs = "a0: &a0 [lol, lol]\n";
   for (int level = 1; level < 30; ++level) {
