@@ -166,7 +166,7 @@ Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
   fact.v = options.v;
   fact.source = source;
   fact.depth = depth;
-  fact.commit_ms = core_->NowMs();
+  fact.commit_ms = 0;  // stamped by the committer when the transaction commits
   fact.deliver_at_ms = options.deliver_at_ms;
   rep_->facts.push_back({fact.partition, options.deliver_at_ms, codec::EncodeFact(fact)});
   rep_->bytes += bytes;

@@ -212,15 +212,29 @@ Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_i
   return FromRocks(it->status(), "read outbox");
 }
 
-Status EngineCore::GetState(std::string_view table, std::string_view key,
-                            std::string* value) const {
+Status EngineCore::GetState(std::string_view table, std::string_view key, std::string* value,
+                            bool durable_only) const {
   Status s = ValidateName("table name", table, kTableBytesMax);
   if (s.ok()) s = ValidateStateKey(key);
   if (!s.ok()) return s;
-  auto guard = ReadGuard();
-  s = CheckOpen();
-  if (!s.ok()) return s;
-  s = store_->Get(kState, codec::StateKey(table, key), value);
+  uint64_t seen_seq = 0;
+  {
+    auto guard = ReadGuard();
+    s = CheckOpen();
+    if (!s.ok()) return s;
+    s = store_->Get(kState, codec::StateKey(table, key), value);
+    // After the read: covers every group whose writes it could have seen (numbered before they
+    // reach RocksDB).
+    seen_seq = committer_->write_seq();
+  }
+  if (durable_only) {
+    // Outside the read guard: Close() waits for the committer, which may be what we wait for.
+    Status durable = committer_->WaitDurable(seen_seq);
+    if (!durable.ok()) {
+      value->clear();
+      return durable;
+    }
+  }
   if (s.IsNotFound()) {
     return Status::NotFound("no key " + DescribeBytes(key) + " in table '" + std::string(table) +
                             "'");

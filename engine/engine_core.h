@@ -80,7 +80,13 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   uint32_t PartitionFor(std::string_view key) const;
   Status ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
                    std::vector<Fact>* facts) const;
-  Status GetState(std::string_view table, std::string_view key, std::string* value) const;
+  // Reads a state row. With `durable_only` (every read from outside a consumer) it then waits
+  // until every group the read could have seen is durable (Committer::WaitDurable), so it never
+  // returns state a crash could take back. Without it (a handler's Effects::Get) it returns what
+  // is written: the handler's own effects commit after it, so they are durable only with it.
+  Status GetState(std::string_view table, std::string_view key, std::string* value,
+                  bool durable_only = true) const;
+  static EngineCore* CoreOf(const Txn& txn) { return txn.core_.get(); }
 
   void AddListener(DurableListener* listener);
   void RemoveListener(DurableListener* listener);

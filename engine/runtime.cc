@@ -493,10 +493,16 @@ Status RuntimeImpl::ReleaseDueTimers(size_t* released) {
       Fact fact;
       s = codec::DecodeFact(it->value().ToStringView(), &fact);
       if (!s.ok()) return Status::Corruption("timer: " + s.message());
+      if (it->key().size() != codec::kTimerKeyBytes) {
+        return Status::Corruption("timer key of " + std::to_string(it->key().size()) + " bytes");
+      }
       std::string key = it->key().ToString(), record = it->value().ToString();
-      rep->checks.push_back({kTimers, key, record, "timer"});
+      // Released at a new id; it carries the id its producer was given (the timer's), and keeps
+      // its commit time.
+      fact.scheduled_id = codec::DecodeFixed64BE(key.data() + 8);
+      rep->checks.push_back({kTimers, key, std::move(record), "timer"});
       rep->writes.push_back({kTimers, true, std::move(key), {}});
-      rep->facts.push_back({fact.partition, 0, std::move(record)});
+      rep->facts.push_back({fact.partition, 0, codec::EncodeFact(fact), /*stamp_commit_ms=*/false});
     }
     s = FromRocks(it->status(), "read timers");
     if (!s.ok()) return s;

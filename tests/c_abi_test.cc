@@ -507,6 +507,7 @@ TEST_F(CAbiTest, EmitV2HeadersDeliverAtAndVersion) {
         EXPECT_EQ(wharf_fact_header(fact, 99, nullptr, nullptr, nullptr, nullptr), WHARF_NOT_FOUND);
         EXPECT_EQ(wharf_fact_partition(fact), wharf_fact_partition(fact));
         EXPECT_EQ(wharf_fact_deliver_at_ms(fact), 0);
+        EXPECT_EQ(wharf_fact_scheduled_id(fact), 0u);
         EXPECT_GT(wharf_fact_commit_ms(fact), 0);
         size_t source_len = 9;
         EXPECT_STREQ(wharf_fact_source(fact, &source_len), "");
@@ -518,6 +519,44 @@ TEST_F(CAbiTest, EmitV2HeadersDeliverAtAndVersion) {
   EXPECT_EQ(seen.headers,
             (std::vector<std::string>{"trace-id=abc", "content-type=application/json"}));
   EXPECT_EQ(seen.version, 7u);
+}
+
+// A delayed fact is released under a new id and carries the id the commit returned
+// (wharf_fact_scheduled_id).
+TEST_F(CAbiTest, DelayedFactCarriesItsScheduledId) {
+  wharf_txn* txn = nullptr;
+  ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
+  ASSERT_WHARF_OK(wharf_txn_emit_v2(txn, "A", "k", 1, "later", 5, nullptr, nullptr, nullptr, 0,
+                                    /*deliver_at_ms=*/1, 1));
+  uint64_t scheduled_id = 0;
+  ASSERT_WHARF_OK(wharf_txn_commit(txn, &scheduled_id));
+  ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
+  ASSERT_WHARF_OK(wharf_txn_emit(txn, "A", "k", 1, "now", 3));
+  uint64_t now_id = 0;
+  ASSERT_WHARF_OK(wharf_txn_commit(txn, &now_id));
+  wharf_runtime* rt = nullptr;
+  ASSERT_WHARF_OK(wharf_runtime_new(engine_, "workers=0", &rt));
+  size_t released = 0;
+  ASSERT_WHARF_OK(wharf_runtime_release_timers(rt, &released));
+  EXPECT_EQ(released, 1u);
+  wharf_runtime_free(rt);
+  uint32_t partition = 0;
+  ASSERT_WHARF_OK(wharf_partition_of(engine_, "k", 1, &partition));
+  struct Seen {
+    std::vector<std::pair<uint64_t, uint64_t>> ids;  // (id, scheduled id)
+  } seen;
+  size_t count = 0;
+  ASSERT_WHARF_OK(wharf_read_facts(
+      engine_, partition, 0, 10,
+      [](void* ctx, const wharf_fact* fact) {
+        static_cast<Seen*>(ctx)->ids.emplace_back(wharf_fact_id(fact),
+                                                  wharf_fact_scheduled_id(fact));
+      },
+      &seen, &count));
+  ASSERT_EQ(seen.ids.size(), 2u);
+  EXPECT_EQ(seen.ids[0], std::make_pair(now_id, uint64_t{0}));
+  EXPECT_GT(seen.ids[1].first, now_id);
+  EXPECT_EQ(seen.ids[1].second, scheduled_id);
 }
 
 TEST_F(CAbiTest, CommitAsyncCallsBackOnceOnAnEngineThread) {
@@ -596,6 +635,7 @@ TEST_F(CAbiTest, FactAccessorsOutsideTheirCallback) {
   EXPECT_EQ(wharf_fact_version(nullptr), 0u);
   EXPECT_EQ(wharf_fact_commit_ms(nullptr), 0);
   EXPECT_EQ(wharf_fact_deliver_at_ms(nullptr), 0);
+  EXPECT_EQ(wharf_fact_scheduled_id(nullptr), 0u);
   EXPECT_EQ(wharf_fact_header_count(nullptr), 0u);
   EXPECT_EQ(wharf_fact_source(nullptr, &len), nullptr);
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT,

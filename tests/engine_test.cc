@@ -3,14 +3,17 @@
 #include <rocksdb/db.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "engine/inspect.h"
 #include "engine/store.h"
+#include "io/fault_fs.h"
 #include "io/wal_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
@@ -19,6 +22,49 @@ namespace wharf {
 namespace {
 
 using testing::TempDir;
+
+// Holds every WAL sync the engine reports (between the fdatasync and its acknowledgement) while
+// closed, so a test can look at the engine while a commit's sync is in flight. Forwards to the
+// fault-injecting file system, which decides what a power cut keeps.
+class SyncGate : public io::DurabilityObserver {
+ public:
+  explicit SyncGate(io::FaultInjectionFileSystem* fs) : fs_(fs) {}
+  void Close() {
+    std::lock_guard lock(mutex_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  // Waits until a sync is held at the gate.
+  void AwaitHeldSync() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return held_ > 0; });
+  }
+  rocksdb::IOStatus OnFileSynced(const std::string& path, uint64_t size_bytes) override {
+    {
+      std::unique_lock lock(mutex_);
+      ++held_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+      --held_;
+    }
+    return fs_->OnFileSynced(path, size_bytes);
+  }
+  uint64_t BeforeDirSync(const std::string& dir) override { return fs_->BeforeDirSync(dir); }
+  rocksdb::IOStatus OnDirSynced(const std::string& dir, uint64_t token) override {
+    return fs_->OnDirSynced(dir, token);
+  }
+
+ private:
+  io::FaultInjectionFileSystem* fs_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = true;
+  int held_ = 0;
+};
 
 class EngineTest : public ::testing::TestWithParam<IoBackend> {
  protected:
@@ -61,10 +107,42 @@ class EngineTest : public ::testing::TestWithParam<IoBackend> {
     engine_.reset();
     Open();
   }
+  // Opens on the fault-injecting file system, every WAL sync passing gate_.
+  void OpenHooked(const EngineOptions& options) {
+    internal::StoreHooks hooks{fs_, &gate_};
+    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(engine_->DeclareTypes({"T"}));
+  }
+  // Commits t/k = "old", then t/k = "new" and a fact on writer_, and returns once the second
+  // commit's sync is held at the gate (its write is in RocksDB, readable, not durable).
+  void CommitNewWhileSyncHeld() {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Put("t", "k", "old"));
+    ASSERT_OK(txn.Commit());
+    gate_.Close();
+    writer_ = std::thread([this] {
+      Txn held = engine_->Begin();
+      EXPECT_OK(held.Put("t", "k", "new"));
+      EXPECT_OK(held.Emit("T", "k", "p"));
+      writer_status_ = held.Commit(&writer_result_);
+    });
+    gate_.AwaitHeldSync();
+  }
+
+  void TearDown() override {
+    gate_.Open();
+    if (writer_.joinable()) writer_.join();
+  }
 
   TempDir dir_;
+  std::shared_ptr<io::FaultInjectionFileSystem> fs_ =
+      std::make_shared<io::FaultInjectionFileSystem>(rocksdb::FileSystem::Default());
+  SyncGate gate_{fs_.get()};
   std::unique_ptr<Engine> engine_;
   uint64_t committed_ = 0;  // by CommitOne
+  std::thread writer_;
+  Status writer_status_;
+  CommitResult writer_result_;
 };
 
 // A transaction's state writes and facts are visible together after commit, and the commit
@@ -512,50 +590,146 @@ TEST_P(EngineTest, NewerFormatVersionIsRefused) {
   EXPECT_NE(s.message().find("newer than this Wharf supports"), std::string::npos);
 }
 
-// A full queue with when_full=error answers Busy instead of growing; with block it waits.
+// With the queue full (capacity 1, taken by a commit whose sync is held at the gate), another
+// commit waits for space under when_full=block (the default) and then commits; under
+// when_full=error it is refused at once with Busy. Nothing is lost either way.
 TEST_P(EngineTest, FullQueueIsBusyOrBlocks) {
-  EngineOptions options = Options();
-  options.queue_capacity = 1;
-  options.when_full = WhenFull::kError;
-  Open(options);
-  ASSERT_OK(engine_->DeclareTypes({"T"}));
-  int busy = 0, ok = 0;
-  std::atomic<int> done{0};
-  for (int i = 0; i < 200; ++i) {
-    Txn txn = engine_->Begin();
-    ASSERT_OK(txn.Emit("T", "k", "p"));
-    Status s = txn.CommitAsync([&](const Status&, const CommitResult&) { done++; });
-    if (s.IsBusy()) {
-      busy++;
-      EXPECT_NE(s.message().find("queue is full"), std::string::npos);
+  for (WhenFull when_full : {WhenFull::kBlock, WhenFull::kError}) {
+    SCOPED_TRACE(when_full == WhenFull::kBlock ? "block" : "error");
+    EngineOptions options = Options();
+    options.queue_capacity = 1;
+    EXPECT_EQ(options.when_full, WhenFull::kBlock);  // the default
+    options.when_full = when_full;
+    OpenHooked(options);
+    ASSERT_NO_FATAL_FAILURE(CommitNewWhileSyncHeld());  // holds the only slot
+    std::atomic<bool> second_done{false};
+    Status second;
+    std::thread producer([&] {
+      Txn txn = engine_->Begin();
+      EXPECT_OK(txn.Emit("T", "k", "second"));
+      second = txn.Commit();
+      second_done = true;
+    });
+    if (when_full == WhenFull::kBlock) {
+      // It must wait for space: it cannot finish while the slot is held.
+      const internal::Committer* committer = engine_->core()->committer();
+      while (!second_done.load() && committer->space_waiters() == 0) std::this_thread::yield();
+      EXPECT_FALSE(second_done.load()) << second.ToString();
+      gate_.Open();
+      producer.join();
+      EXPECT_OK(second);
     } else {
-      ASSERT_OK(s);
-      ok++;
+      producer.join();
+      EXPECT_TRUE(second.IsBusy()) << second.ToString();
+      EXPECT_NE(second.message().find("queue is full"), std::string::npos);
+      gate_.Open();
     }
+    writer_.join();
+    ASSERT_OK(writer_status_);
+    std::vector<Fact> facts;
+    ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 10, &facts));
+    // Cumulative over both halves: the held commit's fact each time, the waiting one's once.
+    EXPECT_EQ(facts.size(), when_full == WhenFull::kBlock ? 2u : 3u);
+    ASSERT_OK(engine_->Close());
+    engine_.reset();
   }
-  EXPECT_GT(busy, 0);
-  EXPECT_GT(ok, 0);
-  ASSERT_OK(engine_->Close());
-  EXPECT_EQ(done.load(), ok);
 }
 
-// Buffered durability acknowledges after the write and still persists on close.
+// Buffered durability acknowledges a commit once written, before any sync: a power cut before
+// buffered_sync_ms has passed loses it. Once a sync on the interval has run, it survives a cut;
+// and Close() syncs what is left.
 TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
+  OpenHooked(Options());  // created and declared durably (sync mode)
+  ASSERT_OK(engine_->Close());
   EngineOptions options = Options();
   options.durability = Durability::kBuffered;
+  auto commit_50 = [&](const std::string& payload) {
+    for (int i = 0; i < 50; ++i) {
+      Txn txn = engine_->Begin();
+      ASSERT_OK(txn.Emit("T", "k", payload));
+      ASSERT_OK(txn.Commit());
+    }
+  };
+  auto cut_and_count = [&](const std::string& payload) -> size_t {
+    fs_->Cut();
+    engine_->Close().PermitUncheckedError();  // the final sync fails: the power is gone
+    engine_.reset();
+    EXPECT_TRUE(fs_->DropUnsyncedData().ok());
+    OpenHooked(Options());
+    std::vector<Fact> facts;
+    EXPECT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, SIZE_MAX, &facts));
+    EXPECT_OK(engine_->Close());
+    return std::count_if(facts.begin(), facts.end(),
+                         [&](const Fact& fact) { return fact.payload == payload; });
+  };
+
+  // 1. Acknowledged before any sync: an interval longer than the test means none ran.
+  options.buffered_sync_ms = 3'600'000;
+  OpenHooked(options);
+  const uint64_t syncs_before = engine_->core()->committer()->stats().syncs;
+  ASSERT_NO_FATAL_FAILURE(commit_50("before-interval"));
+  EXPECT_EQ(engine_->durable_lsn(), engine_->last_lsn());  // acknowledged = durable (buffered)
+  EXPECT_EQ(engine_->core()->committer()->stats().syncs, syncs_before);
+  EXPECT_GT(fs_->unsynced_bytes(), 0u);
+  EXPECT_EQ(cut_and_count("before-interval"), 0u);
+
+  // 2. After the interval: once the interval's sync has made every written byte durable (the
+  // fault-injecting file system's account; no commit waits for it), everything acknowledged
+  // survives the cut.
   options.buffered_sync_ms = 5;
+  OpenHooked(options);
+  ASSERT_NO_FATAL_FAILURE(commit_50("after-interval"));
+  // (The round counts itself in stats() just after the file system recorded its sync.)
+  const internal::Committer* committer = engine_->core()->committer();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((fs_->unsynced_bytes() > 0 || committer->stats().syncs == 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(fs_->unsynced_bytes(), 0u) << "no sync on the interval";
+  EXPECT_GT(committer->stats().syncs, 0u);
+  EXPECT_EQ(cut_and_count("after-interval"), 50u);
+
+  // 3. Close syncs what no interval has.
+  options.buffered_sync_ms = 3'600'000;
+  OpenHooked(options);
+  ASSERT_NO_FATAL_FAILURE(commit_50("closed"));
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  ASSERT_TRUE(fs_->DropUnsyncedData().ok());  // a power cut after the close
+  OpenHooked(Options());
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, SIZE_MAX, &facts));
+  EXPECT_EQ(std::count_if(facts.begin(), facts.end(),
+                          [](const Fact& fact) { return fact.payload == "closed"; }),
+            50);
+}
+
+// commit_ms is the time the transaction committed, read once for the whole transaction: not the
+// time of each Emit.
+TEST_P(EngineTest, CommitMsIsStampedAtCommit) {
+  auto now_ms = std::make_shared<std::atomic<int64_t>>(1'000);
+  EngineOptions options = Options();
+  options.clock_ms = [now_ms] { return now_ms->load(); };
   Open(options);
   ASSERT_OK(engine_->DeclareTypes({"T"}));
-  for (int i = 0; i < 50; ++i) {
-    Txn txn = engine_->Begin();
-    ASSERT_OK(txn.Emit("T", "k", "p"));
-    ASSERT_OK(txn.Commit());
-  }
-  EXPECT_EQ(engine_->durable_lsn(), 50u);
-  Reopen();
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Emit("T", "k", "first"));
+  *now_ms = 2'000;
+  ASSERT_OK(txn.Emit("T", "k", "second"));
+  *now_ms = 3'000;
+  ASSERT_OK(txn.Commit());
+  *now_ms = 4'000;
   std::vector<Fact> facts;
-  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 100, &facts));
-  EXPECT_EQ(facts.size(), 50u);
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 10, &facts));  // checksums verified
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].commit_ms, 3'000);
+  EXPECT_EQ(facts[1].commit_ms, 3'000);
+  Reopen();
+  facts.clear();
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 10, &facts));
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[1].commit_ms, 3'000);
 }
 
 // With wal_prefill_bytes, new WAL files are zero-filled spares that the WAL overwrites. A crash
@@ -613,6 +787,58 @@ TEST_P(EngineTest, InspectorFollowsASpareWal) {
     ASSERT_EQ(facts.size(), committed_) << "round " << round;
     for (int i = 0; i < 5; ++i) CommitOne();
   }
+}
+
+// Reads from outside a consumer return only durable state (SPEC §1 "Reads are durable"): a read
+// that saw a commit whose sync is in flight waits for it, and never returns what a power cut
+// then takes back.
+// The read sees the value whose sync is held, so it waits; once the sync completes it returns
+// that value, by then acknowledged durable. With nothing in flight a read does not wait at all.
+TEST_P(EngineTest, ReadWaitsForTheSyncOfWhatItSaw) {
+  OpenHooked(Options());
+  ASSERT_NO_FATAL_FAILURE(CommitNewWhileSyncHeld());
+  std::string value;
+  uint64_t durable_after_read = 0;
+  std::thread reader([&] {
+    EXPECT_OK(engine_->Get("t", "k", &value));
+    durable_after_read = engine_->durable_lsn();
+  });
+  gate_.Open();
+  reader.join();
+  writer_.join();
+  ASSERT_OK(writer_status_);
+  EXPECT_EQ(value, "new");
+  EXPECT_GE(durable_after_read, writer_result_.last_fact_id) << "returned before the sync";
+  // Nothing in flight now: Engine::Get and Txn::Get answer at once.
+  EXPECT_OK(engine_->Get("t", "k", &value));
+  EXPECT_EQ(value, "new");
+  Txn txn = engine_->Begin();
+  EXPECT_OK(txn.Get("t", "k", &value));
+  EXPECT_EQ(value, "new");
+}
+
+// The power goes while the sync is held: the read, which saw the unsynced value, must not return
+// it (it reports that durability could not be established), and after the cut the value is gone
+// while the acknowledged one is there.
+TEST_P(EngineTest, ReadNeverReturnsWhatAPowerCutTakesBack) {
+  OpenHooked(Options());
+  ASSERT_NO_FATAL_FAILURE(CommitNewWhileSyncHeld());
+  std::string value;
+  Status read;
+  std::thread reader([&] { read = engine_->Get("t", "k", &value); });
+  fs_->Cut();
+  gate_.Open();
+  reader.join();
+  writer_.join();
+  EXPECT_FALSE(writer_status_.ok());
+  EXPECT_FALSE(read.ok() && value == "new") << "returned state the power cut takes back";
+  EXPECT_TRUE(read.IsIOError() || read.IsClosed()) << read.ToString();
+  engine_->Close().PermitUncheckedError();
+  engine_.reset();
+  ASSERT_TRUE(fs_->DropUnsyncedData().ok());
+  OpenHooked(Options());
+  ASSERT_OK(engine_->Get("t", "k", &value));
+  EXPECT_EQ(value, "old");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EngineTest,

@@ -521,13 +521,18 @@ TEST_F(RuntimeTest, InconsistentOptionsAreRefused) {
 }
 
 // Delayed facts are held as timers and delivered only once due (injectable clock).
+// A released fact takes a new id (after "now") but carries the id its commit returned
+// (scheduled_id) and the time of that commit.
 TEST_F(RuntimeTest, TimersReleaseWhenDue) {
-  Commit("A", "k", "later", now_ms_.load() + 5'000);
-  Commit("A", "k", "now");
+  const int64_t scheduled_ms = now_ms_.load();
+  const uint64_t later_id = Commit("A", "k", "later", now_ms_.load() + 5'000);
+  const uint64_t now_id = Commit("A", "k", "now");
   std::vector<std::string> seen;
+  std::vector<Fact> facts;
   Runtime runtime(engine_.get(), Options(0));
   ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact& fact) {
     seen.push_back(fact.payload);
+    facts.push_back(fact);
     return Outcome::kHandled;
   }));
   ASSERT_OK(runtime.Drain());
@@ -538,6 +543,13 @@ TEST_F(RuntimeTest, TimersReleaseWhenDue) {
   now_ms_ += 1;
   ASSERT_OK(runtime.Drain());
   EXPECT_EQ(seen, (std::vector<std::string>{"now", "later"}));
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].id, now_id);
+  EXPECT_EQ(facts[0].scheduled_id, 0u);
+  EXPECT_GT(facts[1].id, now_id);
+  EXPECT_EQ(facts[1].scheduled_id, later_id);
+  EXPECT_EQ(facts[1].commit_ms, scheduled_ms);
+  EXPECT_EQ(facts[1].deliver_at_ms, scheduled_ms + 5'000);
   size_t released = 99;
   ASSERT_OK(runtime.ReleaseDueTimers(&released));
   EXPECT_EQ(released, 0u);

@@ -193,9 +193,14 @@ WHARF_EXPORT wharf_status wharf_declare_types(wharf_engine* engine, const char* 
 WHARF_EXPORT wharf_status wharf_is_declared(wharf_engine* engine, const char* type,
                                             uint8_t* declared);
 
-/* Reads committed state of table `table`. On WHARF_OK, *value is OWNED by the caller (release with
-** wharf_free; never NULL, even for an empty value) and *value_len is its length. WHARF_NOT_FOUND
-** when the key is absent. Thread-safe. */
+/* Reads committed state of table `table`, durable state only (as Engine::Get): if what it read may
+** belong to a commit whose sync is still in flight, it waits until everything written before the
+** read is durable (at most the sync round in flight and the next; no wait when nothing is in
+** flight; durability=buffered never waits). On WHARF_OK, *value is OWNED by the caller (release
+** with wharf_free; never NULL, even for an empty value) and *value_len is its length.
+** WHARF_NOT_FOUND when the key is absent; WHARF_INVALID_ARGUMENT when called in a commit callback
+** while a sync is in flight (the wait could need that thread); WHARF_IO_ERROR when a failed WAL
+** sync could not be recovered from. Thread-safe. */
 WHARF_EXPORT wharf_status wharf_get(wharf_engine* engine, const char* table, const void* key,
                                     size_t key_len, void** value, size_t* value_len);
 
@@ -262,7 +267,8 @@ WHARF_EXPORT wharf_status wharf_txn_emit(wharf_txn* txn, const char* type, const
 **            value header_values[i] of header_value_lens[i] bytes (at most 64 headers). The three
 **            arrays may be NULL when n_headers is 0.
 **   deliver_at_ms: 0 to deliver at once; > 0: hold the fact as a timer and release it into the
-**            outbox when the wall clock reaches it (its id is assigned then).
+**            outbox when the wall clock reaches it; it is delivered under a new id then, and
+**            carries the id the commit returned as wharf_fact_scheduled_id.
 **   v:       the payload's schema version (wharf_txn_emit uses 1). */
 WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, const void* key,
                                             size_t key_len, const void* payload, size_t payload_len,
@@ -271,7 +277,9 @@ WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, co
                                             const size_t* header_value_lens, size_t n_headers,
                                             int64_t deliver_at_ms, uint32_t v);
 
-/* Reads committed state (not this transaction's own writes), as wharf_get. Also works on a
+/* Reads committed state (not this transaction's own writes), as wharf_get (durable state only,
+** waiting as it does). On a handler's effects transaction it does not wait (the batch commits
+** after what it read, so it is never durable without it). Also works on a
 ** handler's effects transaction, where it does NOT see the effects of earlier facts of the same
 ** batch either (they commit together when the batch ends): a read-modify-write projection (a
 ** counter, a running total) must be registered with "batch_facts=1" (wharf_runtime_project_v2) or
@@ -326,10 +334,16 @@ WHARF_EXPORT uint32_t wharf_fact_depth(const wharf_fact* fact);
 WHARF_EXPORT const char* wharf_fact_source(const wharf_fact* fact, size_t* len);
 /* The payload's schema version. */
 WHARF_EXPORT uint32_t wharf_fact_version(const wharf_fact* fact);
-/* Wall-clock time the commit was requested. */
+/* Wall-clock time (ms) its transaction committed: read once per transaction by the committer as it
+** assigns the ids and writes the transaction to the log, just before the sync that makes it
+** durable; not the time of the emit. A delayed fact keeps its scheduling transaction's. */
 WHARF_EXPORT int64_t wharf_fact_commit_ms(const wharf_fact* fact);
 /* For a delayed fact, when it was due; 0 otherwise. */
 WHARF_EXPORT int64_t wharf_fact_deliver_at_ms(const wharf_fact* fact);
+/* For a delayed fact: the id the commit returned for it (it waited as a timer under that id and
+** was released into the outbox under a new one, wharf_fact_id); 0 for a fact that was not
+** delayed. A producer correlates a delivered delayed fact with its commit through it. */
+WHARF_EXPORT uint64_t wharf_fact_scheduled_id(const wharf_fact* fact);
 WHARF_EXPORT size_t wharf_fact_header_count(const wharf_fact* fact);
 /* Header `index` (< wharf_fact_header_count): its NUL-terminated name and its value bytes.
 ** WHARF_NOT_FOUND when index is out of range. */

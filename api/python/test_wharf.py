@@ -91,11 +91,16 @@ class TestCommitAndRead(EngineTestCase):
 
         with self.engine.begin() as txn:
             txn.emit("OrderPlaced", b"later", key="k", deliver_at_ms=1)  # due already
+        scheduled_id = txn.last_fact_id
         runtime = wharf.Runtime(self.engine, "workers=0")
         self.assertEqual(runtime.release_timers(), 1)
         runtime.close()
-        payloads = [f.payload for f in self.engine.read_facts(self.engine.partition_of("k"))]
-        self.assertEqual(payloads, [b"p", b"later"])
+        facts = self.engine.read_facts(self.engine.partition_of("k"))
+        self.assertEqual([f.payload for f in facts], [b"p", b"later"])
+        # Released under a new id, carrying the one the commit returned.
+        self.assertEqual(facts[0].scheduled_id, 0)
+        self.assertGreater(facts[1].id, scheduled_id)
+        self.assertEqual(facts[1].scheduled_id, scheduled_id)
 
     def test_commit_async(self):
         done = threading.Event()

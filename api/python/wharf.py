@@ -238,6 +238,7 @@ _SIGNATURES = {
     "wharf_fact_version": (c_uint32, [_P]),
     "wharf_fact_commit_ms": (c_int64, [_P]),
     "wharf_fact_deliver_at_ms": (c_int64, [_P]),
+    "wharf_fact_scheduled_id": (c_uint64, [_P]),
     "wharf_fact_header_count": (c_size_t, [_P]),
     "wharf_fact_header": (_status, [_P, c_size_t, POINTER(c_void_p), POINTER(c_size_t),
                                     POINTER(c_void_p), POINTER(c_size_t)]),
@@ -415,6 +416,8 @@ class Fact:
     version: int = 1
     commit_ms: int = 0
     deliver_at_ms: int = 0
+    # For a delayed fact, the id commit() returned for it (`id` is where it was released); 0 else.
+    scheduled_id: int = 0
     headers: List[Tuple[str, bytes]] = field(default_factory=list)
 
     @staticmethod
@@ -442,6 +445,7 @@ class Fact:
             version=_lib.wharf_fact_version(handle),
             commit_ms=_lib.wharf_fact_commit_ms(handle),
             deliver_at_ms=_lib.wharf_fact_deliver_at_ms(handle),
+            scheduled_id=_lib.wharf_fact_scheduled_id(handle),
             headers=headers,
         )
 
@@ -662,7 +666,8 @@ class _TxnOps:
                                       _u32(v, "v")))
 
     def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
-        """Committed state (not this transaction's own writes); `default` when absent."""
+        """Committed, durable state (not this transaction's own writes; see Engine.get);
+        `default` when absent. In a handler's effects it does not wait for durability."""
         k = _bytes(key, "key")
         value, length = c_void_p(), c_size_t()
         status = _lib.wharf_txn_get(self._live(), _name(table, "table"), k, len(k),
@@ -805,7 +810,9 @@ class Engine:
 
     # -- reads
     def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
-        """Committed state of `table`[`key`], or `default` when absent."""
+        """Committed state of `table`[`key`], or `default` when absent. Durable state only: a
+        read that may have seen a commit whose sync is in flight waits for it (at most one
+        sync round or two; no wait when nothing is in flight)."""
         k = _bytes(key, "key")
         value, length = c_void_p(), c_size_t()
         status = _lib.wharf_get(self._live(), _name(table, "table"), k, len(k), byref(value),

@@ -78,6 +78,8 @@ class Effects {
   Status Delete(std::string_view table, std::string_view key);
   // Reads state as this batch sees it: committed state overlaid with the effects that earlier
   // facts of the same batch wrote (so read-modify-write aggregates are exact at any batch size).
+  // Unlike Engine::Get it does not wait for durability: the batch commits after what it read, so
+  // its effects can never be durable without it.
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
   // Reactions only. The fact's source is the consumer id; its depth the trigger's depth + 1.
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
