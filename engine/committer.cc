@@ -484,10 +484,11 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
     }
   }
   if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) next = nullptr;
+  // The whole round is durable: waiting readers are told once, not once per group.
+  if (status.ok() && !round->groups.empty()) PublishDurable(round->groups.back().seq);
   for (const Group& group : round->groups) {
     if (status.ok()) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
-      PublishDurable(group.seq);
       sink_->OnDurable(group.last_lsn, group.reps);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
