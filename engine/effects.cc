@@ -1,4 +1,5 @@
 // Effects: what projection and reaction handlers write, forwarded to the batch's transaction.
+#include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/runtime_impl.h"
 
@@ -28,11 +29,38 @@ Status EffectsImpl::Note(Status status, const char* name) {
   return status;
 }
 
+namespace {
+
+Status BatchFull(size_t bytes_max) {
+  return Status::InvalidArgument(
+      "the batch's transaction would pass " + std::to_string(bytes_max) +
+      " bytes with this effect: the batch ends before this fact, which runs again in the next");
+}
+
+}  // namespace
+
+bool EffectsImpl::CrossesBecauseOfBatch(size_t bytes) {
+  const size_t total = EngineCore::RepOf(*txn_)->bytes;
+  const size_t bytes_max = EngineCore::CoreOf(*txn_)->txn_bytes_max();
+  WHARF_DASSERT(total >= batch_bytes_before_);
+  const size_t own = total - batch_bytes_before_;
+  if (batch_bytes_before_ == 0 || total + bytes <= bytes_max || own + bytes > bytes_max) {
+    return false;
+  }
+  batch_full_ = true;
+  return true;
+}
+
+// The byte counts below are the ones Txn charges (engine.cc): names, keys and values as given.
 Status EffectsImpl::Put(std::string_view table, std::string_view key, std::string_view value) {
+  if (CrossesBecauseOfBatch(table.size() + key.size() + value.size()))
+    return BatchFull(EngineCore::CoreOf(*txn_)->txn_bytes_max());
   return Note(txn_->Put(table, key, value), "store-rejected");
 }
 
 Status EffectsImpl::Delete(std::string_view table, std::string_view key) {
+  if (CrossesBecauseOfBatch(table.size() + key.size()))
+    return BatchFull(EngineCore::CoreOf(*txn_)->txn_bytes_max());
   return Note(txn_->Delete(table, key), "store-rejected");
 }
 
@@ -71,6 +99,9 @@ Status EffectsImpl::Emit(std::string_view type, std::string_view key, std::strin
                                         std::to_string(consumer_->max_depth)),
                 "cascade-exceeded");
   }
+  size_t bytes = type.size() + key.size() + payload.size();
+  for (const auto& [name, value] : options.headers) bytes += name.size() + value.size();
+  if (CrossesBecauseOfBatch(bytes)) return BatchFull(EngineCore::CoreOf(*txn_)->txn_bytes_max());
   return Note(EmitWithOrigin(*txn_, type, key, payload, options, consumer_->id, depth),
               "store-rejected");
 }

@@ -70,9 +70,9 @@ Status CheckTxn(const std::shared_ptr<EngineCore>& core, const TxnRep* rep, size
   if (rep == nullptr || rep->committed) return AlreadyCommitted();
   Status s = core->CheckOpen();
   if (!s.ok()) return s;
-  if (rep->bytes + added_bytes > kTxnBytesMax) {
+  if (rep->bytes + added_bytes > core->txn_bytes_max()) {
     return Status::InvalidArgument("transaction would carry more than " +
-                                   std::to_string(kTxnBytesMax) + " bytes");
+                                   std::to_string(core->txn_bytes_max()) + " bytes");
   }
   return Status::OK();
 }

@@ -61,10 +61,15 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   const std::string& path() const { return path_; }
   const char* io_backend() const { return backend_->name(); }
   int64_t NowMs() const;
+  // What one transaction may carry (kTxnBytesMax; tests lower it to exercise the limit without
+  // allocating 64 MiB objects, whose page faults take seconds on small VMs).
+  size_t txn_bytes_max() const { return txn_bytes_max_.load(std::memory_order_relaxed); }
+  void SetTxnBytesMaxForTesting(size_t bytes) { txn_bytes_max_.store(bytes); }
 
   // Hands a transaction to the committer and, unless it is async, waits for its outcome.
   Status Commit(TxnRep* rep);
   static TxnRep* RepOf(Txn& txn) { return txn.rep_.get(); }
+  static EngineCore* CoreOf(Txn& txn) { return txn.core_.get(); }
   static std::unique_ptr<TxnRep>& MutableRepOf(Txn& txn) { return txn.rep_; }
   Txn Begin() { return Txn(shared_from_this()); }
 
@@ -99,6 +104,8 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   std::unique_ptr<io::SyncBackend> backend_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Committer> committer_;
+
+  std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};
 
   mutable std::shared_mutex close_mutex_;
   std::atomic<bool> closed_{false};

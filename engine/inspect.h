@@ -8,7 +8,8 @@
 //
 // What a secondary sees: every write batch the primary has handed to the OS, which may be ahead of
 // what is fsynced. The primary stores meta `last_lsn` in the same batch as the facts, so
-// last_lsn() is the highest fact id written; tools report it as the durable LSN too.
+// LastLsn() is the highest fact id *written*, not the durable LSN the engine acknowledged (which
+// only the engine knows): tools report it as "last lsn (written)" and never as durable.
 //
 // Every record is verified (envelope version and checksum) when read: a mismatch is Corruption
 // naming the record, never garbage.

@@ -6,7 +6,22 @@
 #include "engine/codec.h"
 #include "engine/runtime_impl.h"
 
-namespace wharf::internal {
+namespace wharf {
+namespace internal {
+namespace {
+
+// The reason the handler running on this thread gave (SetFailureReason), while one runs.
+thread_local std::string* t_failure_reason = nullptr;
+
+}  // namespace
+}  // namespace internal
+
+void SetFailureReason(std::string_view reason) {
+  if (internal::t_failure_reason == nullptr) return;  // not inside a handler
+  internal::t_failure_reason->assign(reason.substr(0, kFailureReasonBytesMax));
+}
+
+namespace internal {
 namespace {
 
 // Facts read per partition per batch, at most (taken or skipped).
@@ -74,6 +89,29 @@ Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr
   return Status::OK();
 }
 
+namespace {
+
+// Runs one handler call with a slot for its failure reason.
+class ReasonScope {
+ public:
+  explicit ReasonScope(std::string* slot) { t_failure_reason = slot; }
+  ~ReasonScope() { t_failure_reason = nullptr; }
+  ReasonScope(const ReasonScope&) = delete;
+  ReasonScope& operator=(const ReasonScope&) = delete;
+};
+
+// A reason as traced and stored: at most kFailureReasonBytesMax bytes, on one line (control
+// characters become spaces, so log lines and `wharf dead list` rows stay whole).
+std::string Bounded(std::string text) {
+  if (text.size() > kFailureReasonBytesMax) text.resize(kFailureReasonBytesMax);
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
 bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
   Consumer* consumer = lane->consumer;
   uint64_t furthest = *std::max_element(lane->position.begin(), lane->position.end());
@@ -94,7 +132,8 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
 
   Txn txn = core_->Begin();
   TxnRep* rep = EngineCore::RepOf(txn);
-  bool stopped = false;
+  bool stopped = false;  // a fact must be retried later: back off
+  bool full = false;     // the transaction is full: the next batch starts at once
   uint32_t taken = 0;
   for (const FactPtr& entry : entries) {
     const Fact& fact = *entry;
@@ -104,20 +143,22 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
       lane->pending_position[index] = fact.id;
       continue;
     }
-    ++taken;
     if (fact.id == lane->poison_id) {
       // Committed alone, the store still refused this fact's effects: settle it without them.
-      AddDeadLetter(lane, rep, fact, "store-rejected");
-      Trace(TraceEvent::Level::kWarning, "store-rejected", consumer, fact.id,
-            "the store refused this fact's effects; it is settled as failed");
+      std::string reason = "the store refused this fact's effects (" + lane->poison_reason +
+                           "); it is settled as failed without them";
+      AddDeadLetter(lane, rep, fact, "store-rejected", reason, /*counted=*/false);
+      Trace(TraceEvent::Level::kWarning, "store-rejected", consumer, fact.id, std::move(reason));
       lane->pending_position[index] = fact.id;
+      ++taken;
       continue;
     }
     Outcome outcome = Outcome::kFailed;
-    std::string error;
+    std::string error, given;
     size_t writes = rep->writes.size(), facts = rep->facts.size(), bytes = rep->bytes;
     EffectsImpl effects_impl(&txn, consumer, &fact);
     try {
+      ReasonScope scope(&given);
       if (consumer->kind == ConsumerKind::kSubscriber) {
         outcome = consumer->subscribe(fact);
       } else {
@@ -129,39 +170,60 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
     } catch (...) {
       error = "handler threw a non-standard exception";
     }
+    if (effects_impl.batch_full()) {
+      // Earlier facts of the batch filled the transaction: commit them, run this one next.
+      Truncate(rep, writes, facts, bytes);
+      full = true;
+      break;
+    }
+    ++taken;
+    // What the handler said, else the throw, else what it returned.
+    auto reason = [&](const char* fallback) {
+      return Bounded(!given.empty() ? given : !error.empty() ? error : std::string(fallback));
+    };
     if (consumer->kind == ConsumerKind::kSubscriber) {
-      if (outcome == Outcome::kHandled) {
+      if (outcome == Outcome::kHandled && error.empty()) {
         lane->pending_position[index] = fact.id;
       } else if (outcome == Outcome::kRejected && error.empty()) {
-        AddDeadLetter(lane, rep, fact, "handler-rejected");
-        Trace(TraceEvent::Level::kWarning, "handler-rejected", consumer, fact.id, "rejected");
+        if (!AddDeadLetter(lane, rep, fact, "handler-rejected", reason("rejected"))) {
+          Truncate(rep, writes, facts, bytes);
+          --taken;
+          full = true;
+          break;
+        }
+        Trace(TraceEvent::Level::kWarning, "handler-rejected", consumer, fact.id,
+              reason("rejected"));
         lane->pending_position[index] = fact.id;
       } else {
         Trace(TraceEvent::Level::kWarning, "subscriber-failed", consumer, fact.id,
-              error.empty() ? (outcome == Outcome::kRetry ? "retry" : "failed") : error);
+              reason(outcome == Outcome::kRetry ? "retry" : "failed"));
         stopped = true;
         break;
       }
       continue;
     }
-    if (outcome == Outcome::kHandled && effects_impl.failure_name().empty()) {
+    if (outcome == Outcome::kHandled && error.empty() && effects_impl.failure_name().empty()) {
       lane->pending_position[index] = fact.id;
       continue;
     }
     Truncate(rep, writes, facts, bytes);
     if (outcome == Outcome::kRetry && error.empty()) {
-      Trace(TraceEvent::Level::kInfo, "handler-retry", consumer, fact.id, "retry requested");
+      Trace(TraceEvent::Level::kInfo, "handler-retry", consumer, fact.id,
+            reason("retry requested"));
       stopped = true;
       break;
     }
     std::string name = !effects_impl.failure_name().empty() ? effects_impl.failure_name()
                                                             : OutcomeTraceName(outcome);
-    std::string reason = !error.empty() ? error
-                         : !effects_impl.failure_name().empty()
-                             ? effects_impl.failure().ToString()
-                             : std::string(outcome == Outcome::kRejected ? "rejected" : "failed");
-    AddDeadLetter(lane, rep, fact, name);
-    Trace(TraceEvent::Level::kWarning, name, consumer, fact.id, reason);
+    std::string why = !effects_impl.failure_name().empty()
+                          ? Bounded(effects_impl.failure().ToString())
+                          : reason(outcome == Outcome::kRejected ? "rejected" : "failed");
+    if (!AddDeadLetter(lane, rep, fact, name, why)) {
+      --taken;
+      full = true;
+      break;
+    }
+    Trace(TraceEvent::Level::kWarning, name, consumer, fact.id, std::move(why));
     lane->pending_position[index] = fact.id;
   }
   if (stopped) {
@@ -169,6 +231,8 @@ bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
                            ? options_.backoff_initial_ms
                            : std::min(lane->backoff_ms * 2, options_.backoff_max_ms);
     lane->retry_at_ms = SteadyMs() + lane->backoff_ms;
+  }
+  if (stopped || full) {
     lane->pending_scanned = lane->pending_position;  // look again from where we stopped
   }
   lane->pending_taken = taken;
@@ -205,10 +269,21 @@ void RuntimeImpl::AddCursorWrites(Lane* lane, TxnRep* rep) {
   }
 }
 
-void RuntimeImpl::AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact,
-                                std::string_view reason) {
-  rep->writes.push_back({kDead, false, codec::DeadKey(lane->consumer->id, fact.id),
-                         codec::EncodeDeadLetter(reason, codec::EncodeFact(fact))});
+bool RuntimeImpl::AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::string_view name,
+                                std::string_view reason, bool counted) {
+  WriteOp write{kDead, false, codec::DeadKey(lane->consumer->id, fact.id),
+                codec::EncodeDeadLetter(std::string(name) + ": " + std::string(reason),
+                                        codec::EncodeFact(fact))};
+  const size_t bytes = write.key.size() + write.value.size();
+  if (counted) {
+    // A dead letter is part of what the transaction carries. One that only earlier facts of the
+    // batch leave no room for ends the batch before its fact.
+    const size_t bytes_max = core_->txn_bytes_max();
+    if (rep->bytes > 0 && rep->bytes + bytes > bytes_max && bytes <= bytes_max) return false;
+    rep->bytes += bytes;
+  }
+  rep->writes.push_back(std::move(write));
+  return true;
 }
 
 Status RuntimeImpl::CommitLane(Lane* lane, Txn* txn, bool blocking) {
@@ -269,6 +344,7 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
       lane->single_until = lane->pending_last_id;
     } else {
       lane->poison_id = lane->pending_last_id;
+      lane->poison_reason = status.ToString();
     }
     return;
   }
@@ -321,4 +397,5 @@ Status RuntimeImpl::LoadCursors(Lane* lane) {
   return Status::OK();
 }
 
-}  // namespace wharf::internal
+}  // namespace internal
+}  // namespace wharf

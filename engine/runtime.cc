@@ -535,9 +535,12 @@ void RuntimeImpl::TapLoop(TapState* tap) {
       tap->queued.fetch_sub(1);
       try {
         tap->consumer->tap(*fact);
+      } catch (const std::exception& e) {
+        Trace(TraceEvent::Level::kWarning, "handler-failed", tap->consumer, fact->id,
+              std::string("tap handler threw: ") + e.what());
       } catch (...) {
         Trace(TraceEvent::Level::kWarning, "handler-failed", tap->consumer, fact->id,
-              "tap handler threw");
+              "tap handler threw a non-standard exception");
       }
     }
     if (tap->severed.load()) {

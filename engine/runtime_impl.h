@@ -99,6 +99,7 @@ struct Lane {
   bool batch_owned = false;      // the batch started while this instance held the lease
   uint64_t batch_epoch = 0;      // ... at this epoch: its commit is fenced by it
   uint64_t poison_id = 0;        // a fact whose commit the store refused alone: settle it
+  std::string poison_reason;     // ... and the refusal
   std::atomic<bool> in_flight{false};
   uint64_t loaded_generation = 0;  // Consumer::generation its cursors were loaded at
   int64_t retry_at_ms = 0;         // SteadyMs
@@ -176,7 +177,11 @@ class RuntimeImpl : public DurableListener {
   bool ReloadIfReacquired(Lane* lane);
   Status CommitLane(Lane* lane, Txn* txn, bool blocking);
   void AddCursorWrites(Lane* lane, TxnRep* rep);
-  void AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::string_view reason);
+  // Adds the fact's dead letter, recorded with reason "NAME: REASON". `counted`: its bytes count
+  // toward the transaction's (the commit refuses a transaction past kTxnBytesMax). Returns false,
+  // adding nothing, when only the earlier facts of the batch leave no room for it.
+  bool AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::string_view name,
+                     std::string_view reason, bool counted = true);
 
   // Leases (leases.cc).
   void LeaseLoop();
@@ -253,10 +258,21 @@ class RuntimeTestPeer {
 };
 
 // Effects implementation: forwards to the batch's Txn and remembers refusals.
+//
+// Batch limits: the batch's transaction is shared by its facts, so a fact's effects may cross a
+// transaction limit only because earlier facts of the batch filled it. Such an effect is refused
+// with `batch_full()` set and nothing forwarded: the lane then ends the batch before this fact
+// and commits what it has, and the fact runs again at the start of the next batch. An effect that
+// crosses a limit with this fact's own effects alone is forwarded, refused by the Txn, and settles
+// the fact as `store-rejected`. The transaction's only cumulative limit is kTxnBytesMax (every
+// other limit — value sizes, headers per fact — holds per operation whatever the batch holds).
 class EffectsImpl {
  public:
   EffectsImpl(Txn* txn, const Consumer* consumer, const Fact* trigger)
-      : txn_(txn), consumer_(consumer), trigger_(trigger) {}
+      : txn_(txn),
+        consumer_(consumer),
+        trigger_(trigger),
+        batch_bytes_before_(EngineCore::RepOf(*txn)->bytes) {}
   Effects MakeEffects() { return Effects(this); }
 
   Status Put(std::string_view table, std::string_view key, std::string_view value);
@@ -268,15 +284,22 @@ class EffectsImpl {
   // The first refusal ("store-rejected" or "cascade-exceeded"), if any.
   const std::string& failure_name() const { return failure_name_; }
   const Status& failure() const { return failure_; }
+  // An effect would have crossed a transaction limit only because of earlier facts of the batch.
+  bool batch_full() const { return batch_full_; }
 
  private:
   Status Note(Status status, const char* name);
+  // True (and batch_full_ set) when adding `bytes` crosses kTxnBytesMax but this fact's effects
+  // alone would not.
+  bool CrossesBecauseOfBatch(size_t bytes);
 
   Txn* txn_;
   const Consumer* consumer_;
   const Fact* trigger_;
+  const size_t batch_bytes_before_;  // what earlier facts of the batch put in the transaction
   std::string failure_name_;
   Status failure_;
+  bool batch_full_ = false;
 };
 
 }  // namespace wharf::internal

@@ -611,6 +611,7 @@ struct Counter {
   std::vector<std::string> payloads;
   std::atomic<int> destroyed{0};
   wharf_txn* kept_effects = nullptr;
+  const wharf_fact* last_fact = nullptr;  // a fact handle kept past its handler call
   wharf_status drain_inside = WHARF_OK;
   wharf_status commit_inside = WHARF_OK;
 
@@ -780,9 +781,15 @@ TEST_F(CAbiTest, SubscriberDeliversAtLeastOnceAndRejectsToDeadLetters) {
         size_t len = 0;
         const void* bytes = wharf_fact_payload(fact, &len);
         std::string payload(static_cast<const char*>(bytes), len);
-        return payload == "reject" ? WHARF_REJECTED : WHARF_HANDLED;
+        if (payload != "reject") return WHARF_HANDLED;
+        if (wharf_handler_reason(fact, nullptr) != WHARF_INVALID_ARGUMENT) return WHARF_HANDLED;
+        if (wharf_handler_reason(fact, "no such mailbox") != WHARF_OK) return WHARF_HANDLED;
+        c->last_fact = fact;
+        return WHARF_REJECTED;
       },
       &counter));
+  // After its handler returned, the fact handle names no call any more.
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_handler_reason(counter.last_fact, "late"));
   ASSERT_WHARF_OK(wharf_runtime_drain(rt));
   wharf_runtime_free(rt);
   EXPECT_EQ(counter.payloads, (std::vector<std::string>{"one", "reject", "two"}));
@@ -805,6 +812,8 @@ TEST_F(CAbiTest, SubscriberDeliversAtLeastOnceAndRejectsToDeadLetters) {
   ASSERT_EQ(dead.entries.size(), 1u);
   EXPECT_EQ(dead.entries[0].rfind("mailer/", 0), 0u) << dead.entries[0];
   EXPECT_NE(dead.entries[0].find("/" + std::to_string(rejected)), std::string::npos);
+  EXPECT_NE(dead.entries[0].find("/handler-rejected: no such mailbox/"), std::string::npos)
+      << dead.entries[0];
   Dead all;
   ASSERT_WHARF_OK(wharf_dead_letters(
       engine_, nullptr,

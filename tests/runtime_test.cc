@@ -26,6 +26,14 @@ struct Traces {
       events.push_back(event);
     };
   }
+  // The reason of the first event `name` about `fact_id`.
+  std::string Reason(const std::string& name, uint64_t fact_id) {
+    std::lock_guard lock(mutex);
+    for (const TraceEvent& e : events) {
+      if (e.name == name && e.fact_id == fact_id) return e.reason;
+    }
+    return "<no " + name + " event for fact " + std::to_string(fact_id) + ">";
+  }
   int Count(const std::string& name) {
     std::lock_guard lock(mutex);
     return static_cast<int>(std::count_if(events.begin(), events.end(),
@@ -202,7 +210,10 @@ TEST_F(RuntimeTest, ProjectionFailurePolicy) {
   ASSERT_OK(runtime.Project("p", {"A"}, [&](const Fact& fact, Effects& effects) {
     EXPECT_OK(effects.Put("effects", std::to_string(fact.id), fact.payload));
     if (fact.payload == "reject") return Outcome::kRejected;
-    if (fact.payload == "fail") return Outcome::kFailed;
+    if (fact.payload == "fail") {
+      SetFailureReason("bad order 97");
+      return Outcome::kFailed;
+    }
     if (fact.payload == "throw") throw std::runtime_error("boom");
     if (fact.payload == "retry" && retries++ < 2) return Outcome::kRetry;
     if (fact.payload == "poison") {
@@ -225,14 +236,131 @@ TEST_F(RuntimeTest, ProjectionFailurePolicy) {
   ASSERT_OK(ListDeadLetters(*engine_, "p", &dead));
   ASSERT_EQ(dead.size(), 4u);
   EXPECT_EQ(dead[0].fact.id, rejected);
-  EXPECT_EQ(dead[0].reason, "handler-rejected");
-  EXPECT_EQ(dead[1].reason, "handler-failed");
-  EXPECT_EQ(dead[2].reason, "handler-failed");
-  EXPECT_EQ(dead[3].reason, "store-rejected");
+  // The reason names the outcome and carries the handler's text (SetFailureReason, what()).
+  EXPECT_EQ(dead[0].reason, "handler-rejected: rejected");
+  EXPECT_EQ(dead[1].reason, "handler-failed: bad order 97");
+  EXPECT_EQ(dead[2].reason, "handler-failed: handler threw: boom");
+  EXPECT_EQ(dead[3].reason.rfind("store-rejected: invalid argument: key is empty", 0), 0u)
+      << dead[3].reason;
   EXPECT_EQ(dead[3].fact.payload, "poison");
   EXPECT_EQ(traces_.Count("handler-rejected"), 1);
   EXPECT_EQ(traces_.Count("handler-failed"), 2);
   EXPECT_EQ(traces_.Count("store-rejected"), 1);
+  EXPECT_EQ(traces_.Reason("handler-failed", failed), "bad order 97");
+  EXPECT_EQ(traces_.Reason("handler-failed", thrown), "handler threw: boom");
+  uint64_t cursor = 0;
+  ASSERT_OK(GetCursor(*engine_, "p", engine_->PartitionOf("k"), &cursor));
+  EXPECT_EQ(cursor, fine);
+}
+
+// The case, at the real limit: 70 facts whose projection writes 1 MiB each. A batch ends
+// before the fact that would carry its transaction past kTxnBytesMax and commits what it has:
+// every fact applies, nothing is dead-lettered.
+TEST_F(RuntimeTest, BatchEndsBeforeTheTransactionLimit) {
+  constexpr int kFacts = 70;
+  const std::string mib(1u << 20, 'v');
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < kFacts; ++i) ids.push_back(Commit("A", "k", "x"));
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Project("p", {"A"}, [&](const Fact& fact, Effects& effects) {
+    Status s = effects.Put("mib", std::to_string(fact.id), mib);
+    return s.ok() ? Outcome::kHandled : Outcome::kFailed;
+  }));
+  ASSERT_OK(runtime.Drain());
+  for (int i = 0; i < kFacts; ++i) {
+    EXPECT_EQ(State("mib", std::to_string(ids[i])).size(), mib.size()) << i;
+  }
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "p", &dead));
+  EXPECT_TRUE(dead.empty());
+  EXPECT_EQ(traces_.Count("store-rejected"), 0);
+}
+
+// The same rule for reactions' emitted facts and for dead letters (with a lowered limit, so that
+// the test stays small): batches end before the limit; only a fact whose own effects cannot fit
+// in any transaction settles as store-rejected.
+TEST_F(RuntimeTest, BatchLimitAppliesToEmitsAndDeadLetters) {
+  constexpr size_t kLimit = 64 << 10;
+  constexpr int kFacts = 40;
+  internal::EngineCore* core = engine_->core().get();
+  core->SetTxnBytesMaxForTesting(kLimit);
+  const std::string chunk(kLimit / 8, 'v');  // 8 per transaction, at most
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < kFacts; ++i) {
+    ids.push_back(Commit("A", "k", i == 20 ? "huge" : i % 3 == 0 ? "fail" : "emit"));
+  }
+  uint64_t emitted = 0;
+  Runtime runtime(engine_.get(), Options(0));
+  ConsumerOptions batch;
+  batch.batch_facts = 100;
+  ASSERT_OK(runtime.React(
+      "r", {"A"},
+      [&](const Fact& fact, Effects& effects) {
+        if (fact.payload == "fail") {
+          // Its dead letter carries the fact: make it large too.
+          SetFailureReason(chunk);
+          return Outcome::kFailed;
+        }
+        int emits = fact.payload == "huge" ? 9 : 1;  // 9 chunks fit in no transaction
+        for (int i = 0; i < emits; ++i) {
+          if (!effects.Emit("B", "k", chunk).ok()) return Outcome::kFailed;
+        }
+        emitted += emits;
+        return Outcome::kHandled;
+      },
+      batch));
+  ASSERT_OK(runtime.Drain());
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "r", &dead));
+  size_t failing = 0;
+  for (int i = 0; i < kFacts; ++i) failing += i % 3 == 0 && i != 20;
+  ASSERT_EQ(dead.size(), failing + 1);
+  for (const DeadLetter& letter : dead) {
+    if (letter.fact.id == ids[20]) {
+      EXPECT_EQ(letter.reason.rfind("store-rejected: ", 0), 0u) << letter.reason;
+      EXPECT_NE(letter.reason.find("transaction would carry more than"), std::string::npos);
+    } else {
+      EXPECT_EQ(letter.reason.rfind("handler-failed: vvvv", 0), 0u);
+    }
+  }
+  EXPECT_EQ(emitted, uint64_t{kFacts} - failing - 1);
+  EXPECT_EQ(engine_->last_lsn(), ids.back() + emitted);  // every healthy fact's emit committed
+  EXPECT_EQ(traces_.Count("batch-refused"), 0);          // ended in time, never refused
+}
+
+// A commit the store refuses (a transaction past the limit because of a dead letter too large
+// for any transaction) reaches the refused-batch path for real: the batch is retried one fact at
+// a time (`batch-refused`), its healthy neighbours commit, and the fact refused alone is settled
+// as store-rejected (poison), its dead letter intact.
+TEST_F(RuntimeTest, RefusedBatchFallsBackToSingleFacts) {
+  constexpr size_t kLimit = 64 << 10;
+  engine_->core()->SetTxnBytesMaxForTesting(kLimit);
+  uint64_t small = Commit("A", "k", "fail");
+  // A fact carrying exactly the limit: accepted, but its dead letter (with the record's framing
+  // and the reason) is larger than any transaction may carry.
+  uint64_t huge = Commit("A", "k", std::string(kLimit - 2, 'p'));
+  uint64_t fine = Commit("A", "k", "fine");
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Project("p", {"A"}, [&](const Fact& fact, Effects& effects) {
+    if (fact.payload != "fine") return Outcome::kFailed;
+    // Refused while the batch holds the dead letters (the batch then ends before this fact).
+    Status s = effects.Put("effects", std::to_string(fact.id), fact.payload);
+    return s.ok() ? Outcome::kHandled : Outcome::kFailed;
+  }));
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(traces_.Count("batch-refused"), 1);
+  EXPECT_EQ(traces_.Count("store-rejected"), 1);
+  EXPECT_NE(traces_.Reason("store-rejected", huge).find("transaction would carry more than"),
+            std::string::npos);
+  EXPECT_EQ(State("effects", std::to_string(fine)), "fine");
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "p", &dead));
+  ASSERT_EQ(dead.size(), 2u);
+  EXPECT_EQ(dead[0].fact.id, small);
+  EXPECT_EQ(dead[0].reason, "handler-failed: failed");
+  EXPECT_EQ(dead[1].fact.id, huge);
+  EXPECT_EQ(dead[1].reason.rfind("store-rejected: ", 0), 0u) << dead[1].reason;
+  EXPECT_EQ(dead[1].fact.payload.size(), kLimit - 2);
   uint64_t cursor = 0;
   ASSERT_OK(GetCursor(*engine_, "p", engine_->PartitionOf("k"), &cursor));
   EXPECT_EQ(cursor, fine);
@@ -276,7 +404,7 @@ TEST_F(RuntimeTest, ReactionCascadeStopsAtMaxDepth) {
   std::vector<DeadLetter> dead;
   ASSERT_OK(ListDeadLetters(*engine_, "echo", &dead));
   ASSERT_EQ(dead.size(), 1u);
-  EXPECT_EQ(dead[0].reason, "cascade-exceeded");
+  EXPECT_EQ(dead[0].reason.rfind("cascade-exceeded: ", 0), 0u) << dead[0].reason;
   EXPECT_EQ(dead[0].fact.depth, 3u);
 }
 

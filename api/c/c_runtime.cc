@@ -144,6 +144,9 @@ wharf::ProjectFn ProjectTrampoline(wharf_project_fn fn, std::shared_ptr<Registra
     ScopedEffects txn(&effects);
     try {
       return ToOutcome(fn(reg->ctx, view.get(), txn.get()));
+    } catch (const std::exception& e) {
+      wharf::SetFailureReason(std::string("handler threw: ") + e.what());
+      return Outcome::kFailed;
     } catch (...) {
       return Outcome::kFailed;
     }
@@ -156,6 +159,9 @@ wharf::SubscribeFn SubscribeTrampoline(wharf_subscribe_fn fn, std::shared_ptr<Re
     ScopedFact view(fact);
     try {
       return ToOutcome(fn(reg->ctx, view.get()));
+    } catch (const std::exception& e) {
+      wharf::SetFailureReason(std::string("handler threw: ") + e.what());
+      return Outcome::kFailed;
     } catch (...) {
       return Outcome::kFailed;
     }
@@ -473,6 +479,17 @@ wharf_status wharf_runtime_release_timers(wharf_runtime* rt, size_t* released) {
   return Guard("wharf_runtime_release_timers", [&] {
     return WithRuntime(rt, "wharf_runtime_release_timers",
                        [&](wharf::Runtime& runtime) { return runtime.ReleaseDueTimers(released); });
+  });
+}
+
+wharf_status wharf_handler_reason(const wharf_fact* fact, const char* reason) {
+  return Guard("wharf_handler_reason", [&] {
+    std::shared_ptr<wharf_fact> handle;
+    Status s = wharf::capi::Find(fact, Kind::kFact, "fact", &handle);
+    if (!s.ok()) return s;
+    if (reason == nullptr) return Status::InvalidArgument("reason is null");
+    wharf::SetFailureReason(reason);
+    return Status::OK();
   });
 }
 

@@ -362,6 +362,14 @@ typedef void (*wharf_destroy_fn)(void* ctx);
 typedef void (*wharf_trace_fn)(void* ctx, wharf_trace_level level, const char* name,
                                const char* consumer, uint64_t fact_id, const char* reason);
 
+/* Called by a project/react/subscribe handler, on the thread running it, before it returns
+** WHARF_REJECTED, WHARF_FAILED or WHARF_RETRY: `reason` (NUL-terminated, COPIED; cut at 4096
+** bytes) says why. It becomes the reason of the trace event and of the dead letter ("handler-failed:
+** <reason>", shown by `wharf dead list`). The last call of a handler call counts; without one the
+** reason is the outcome's name ("failed"). `fact` is the handle the handler received: it names the
+** call. WHARF_INVALID_ARGUMENT: `fact` is not live (its handler returned) or `reason` is NULL. */
+WHARF_EXPORT wharf_status wharf_handler_reason(const wharf_fact* fact, const char* reason);
+
 /* CONSTRUCTOR. Creates a runtime attached to `engine`.
 ** `options`: NULL or "key=value;...": instance (id for leases; default a random UUID), workers
 ** (threads; 0: an API-only instance that delivers nothing), assignment (consistent_hash |

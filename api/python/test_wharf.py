@@ -167,7 +167,8 @@ class TestRuntime(EngineTestCase):
             self.assertIsInstance(runtime.errors[0], ValueError)
         self.assertEqual(shipped, [(b"o-1", 1, "shipper")])
         (letter,) = self.engine.dead_letters("shipper")
-        self.assertEqual(letter.reason, "handler-failed")
+        # The exception's text is the failure's reason.
+        self.assertEqual(letter.reason, "handler-failed: ValueError: cannot ship")
         self.assertEqual(letter.fact.payload, b"broken")
 
     def test_subscriber_at_least_once(self):

@@ -245,6 +245,7 @@ _SIGNATURES = {
     "wharf_runtime_release_timers": (_status, [_P, POINTER(c_size_t)]),
     "wharf_runtime_instance": (_status, [_P, POINTER(c_char_p)]),
     "wharf_runtime_free": (None, [_P]),
+    "wharf_handler_reason": (_status, [_P, c_char_p]),
     "wharf_cursor_get": (_status, [_P, c_char_p, c_uint32, POINTER(c_uint64)]),
     "wharf_cursor_copy_v2": (_status, [_P, c_char_p, c_char_p, c_uint8]),
     "wharf_cursor_set": (_status, [_P, c_char_p, c_uint64]),
@@ -432,6 +433,13 @@ class _Handler:
         self.errors: List[BaseException] = []
 
 
+def _fail_with(fact, error: BaseException) -> int:
+    # The exception's text becomes the failure's reason (trace event, dead letter).
+    text = f"{type(error).__name__}: {error}".replace("\0", "\\0")
+    _lib.wharf_handler_reason(fact, text.encode("utf-8", "replace"))
+    return int(Outcome.FAILED)
+
+
 def _project_impl(ctx, fact, effects):
     handler = _callback(ctx)
     txn = Effects(effects)
@@ -439,7 +447,7 @@ def _project_impl(ctx, fact, effects):
         return _outcome(handler.fn(Fact._from_handle(fact), txn))
     except BaseException as e:  # a raising handler fails the fact (dead letter / retry)
         handler.errors.append(e)
-        return int(Outcome.FAILED)
+        return _fail_with(fact, e)
     finally:
         txn._handle = None
 
@@ -450,7 +458,7 @@ def _subscribe_impl(ctx, fact):
         return _outcome(handler.fn(Fact._from_handle(fact)))
     except BaseException as e:
         handler.errors.append(e)
-        return int(Outcome.FAILED)
+        return _fail_with(fact, e)
 
 
 def _tap_impl(ctx, fact):

@@ -283,8 +283,9 @@ int Stat(const Context& context) {
     json.Key("format_version").Uint(inspector->format_version());
     json.Key("partition_count").Uint(inspector->partitions());
     json.Key("ordering").String(OrderingName(inspector->ordering()));
+    // A secondary sees what the engine wrote, which may be ahead of what it acknowledged as
+    // durable (a sync in flight); it cannot know the durable LSN, so it does not claim one.
     json.Key("last_lsn").Uint(last_lsn);
-    json.Key("durable_lsn").Uint(last_lsn);
     json.Key("fact_count").Uint(fact_count);
     json.Key("fact_bytes").Uint(fact_bytes);
     json.Key("partitions").BeginArray();
@@ -320,8 +321,7 @@ int Stat(const Context& context) {
   summary.Add({"format version", std::to_string(inspector->format_version())});
   summary.Add({"partitions", fmt::format("{} (ordering {})", inspector->partitions(),
                                          OrderingName(inspector->ordering()))});
-  summary.Add({"last lsn", std::to_string(last_lsn)});
-  summary.Add({"durable lsn", std::to_string(last_lsn)});
+  summary.Add({"last lsn (written)", std::to_string(last_lsn)});
   summary.Add({"facts", fmt::format("{} ({})", fact_count, FormatBytes(fact_bytes))});
   std::string type_list;
   for (const std::string& type : types) type_list += (type_list.empty() ? "" : ", ") + type;
@@ -612,7 +612,7 @@ int DeadList(const Context& context, const std::string& consumer) {
     json.BeginObject().Key("dead_letters").BeginArray();
     for (const DeadLetter& letter : letters) {
       json.BeginObject().Key("consumer").String(letter.consumer);
-      json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(letter.reason);
+      json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(Display(letter.reason));
       json.Key("type").String(letter.fact.type).BytesField("key", letter.fact.key);
       json.Key("partition").Uint(letter.fact.partition);
       json.Key("commit_ms").Int(letter.fact.commit_ms);
@@ -629,7 +629,7 @@ int DeadList(const Context& context, const std::string& consumer) {
               {false, true, false, true, false, false, false});
   for (const DeadLetter& letter : letters) {
     table.Add({letter.consumer, std::to_string(letter.fact.id), letter.fact.type,
-               std::to_string(letter.fact.partition), letter.reason,
+               std::to_string(letter.fact.partition), Display(letter.reason),
                FormatTimeMs(letter.fact.commit_ms), Display(letter.fact.payload, 60)});
   }
   Print(table.Render());

@@ -21,8 +21,9 @@
 //
 // Delivery is sequential per (consumer, partition) lane; a lane's next batch starts only after the
 // previous one committed. Handlers of different lanes run concurrently on different workers, so a
-// handler shared by partitions must be thread-safe. Handlers must not throw past kFailed (a throw
-// is caught and treated as kFailed) and must not call Drain/Stop.
+// handler shared by partitions must be thread-safe. A throw is caught and treated as kFailed, its
+// what() becoming the failure's reason (or give one with SetFailureReason). Handlers must not
+// call Drain/Stop.
 //
 // Thread safety: registration, Start, Drain and Stop are called from one thread (not from a
 // handler). The Runtime must be destroyed (or stopped) before its Engine is closed.
@@ -87,6 +88,14 @@ class Effects {
   explicit Effects(internal::EffectsImpl* impl) : impl_(impl) {}
   internal::EffectsImpl* impl_;
 };
+
+// Called from inside a handler, on the thread running it: the text recorded with the fact if the
+// handler then returns kRejected, kFailed or kRetry (trace event, dead letter, `wharf dead list`),
+// e.g. "bad order 97". The last call of a handler call counts; it is forgotten when the handler
+// returns. Without it, a throw's what() (or the outcome's name) is the reason. Longer than
+// kFailureReasonBytesMax: cut there. Outside a handler it has no effect.
+void SetFailureReason(std::string_view reason);
+inline constexpr size_t kFailureReasonBytesMax = 4096;
 
 using ProjectFn = std::function<Outcome(const Fact& fact, Effects& effects)>;
 using SubscribeFn = std::function<Outcome(const Fact& fact)>;
