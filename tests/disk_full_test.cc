@@ -59,8 +59,8 @@ constexpr int64_t kRecoverBoundMs = 10'000;
 // (README: what a reopen needs).
 constexpr uint64_t kReopenFreeMiB = 24;
 constexpr int kProducers = 2;
-constexpr size_t kRowBytes = 3000;
-constexpr size_t kPayloadBytes = 1000;
+constexpr size_t kRowBytes = 4000;
+constexpr size_t kPayloadBytes = 12000;
 constexpr int kPartitions = 4;
 
 uint64_t FreeBytes(const std::string& path) {
