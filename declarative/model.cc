@@ -127,8 +127,8 @@ Status LoadRuntimeOptions(const std::string& file, RuntimeOptions* options) {
     assignments.insert(input.assignment);
   }
   uint32_t workers = 0;
-  for (const std::string& id : pools) {
-    if (const Pool* pool = model.FindPool(id)) workers += pool->workers;
+  for (const Pool& pool : model.pools) {
+    if (pools.count(pool.id) != 0) workers += pool.workers;  // ids are unique once validated
   }
   if (workers > 0) options->workers = workers;
   if (assignments.size() == 1) options->assignment = *assignments.begin();

@@ -1,25 +1,38 @@
 // YAML -> Model. Collects every structural error with its position; rules across fields are in
 // validate.cc.
-#include <yaml-cpp/yaml.h>
-
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <map>
-#include <sstream>
+#include <set>
 #include <utility>
 
 #include "declarative/model.h"
+#include "declarative/yaml_tree.h"
 
 namespace wharf::declarative {
 namespace {
 
-Mark MarkOf(const YAML::Mark& mark) {
-  if (mark.line < 0) return {};
-  return {mark.line + 1, mark.column + 1};
-}
+Mark MarkOf(const YamlNode& node) { return {node.line(), node.column()}; }
 
-Mark MarkOf(const YAML::Node& node) { return MarkOf(node.Mark()); }
+// YAML 1.1's booleans, as yaml-cpp accepted them (y/n, yes/no, true/false, on/off; lower case,
+// capitalised or upper case), so files written for it keep their meaning.
+bool DecodeBool(const std::string& text, bool* out) {
+  static constexpr std::pair<const char*, bool> kWords[] = {
+      {"y", true},  {"yes", true}, {"true", true},   {"on", true},
+      {"n", false}, {"no", false}, {"false", false}, {"off", false}};
+  for (const auto& [word, value] : kWords) {
+    std::string lower = word, capital = word, upper = word;
+    capital[0] = static_cast<char>(capital[0] - 'a' + 'A');
+    for (char& c : upper) c = static_cast<char>(c - 'a' + 'A');
+    if (text == lower || text == capital || text == upper) {
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string Join(std::initializer_list<const char*> words, const char* separator) {
   std::string out;
@@ -39,11 +52,11 @@ class Parser {
     errors_->push_back({file_, mark, std::move(message)});
   }
 
-  // yaml-cpp keeps every entry of a mapping with a repeated key; YAML forbids them.
-  void DuplicateKeys(const YAML::Node& node, int depth) {
-    if (depth > 64) return;
+  // The tree keeps every entry of a mapping with a repeated key; YAML forbids them. Recursion is
+  // bounded by the tree's depth (kMaxYamlDepth).
+  void DuplicateKeys(const YamlNode& node) {
     if (node.IsSequence()) {
-      for (const YAML::Node& item : node) DuplicateKeys(item, depth + 1);
+      for (const YamlNode& item : node.Items()) DuplicateKeys(item);
     } else if (node.IsMap()) {
       std::map<std::string, Mark> seen;
       for (auto it = node.begin(); it != node.end(); ++it) {
@@ -56,13 +69,13 @@ class Parser {
                             std::to_string(first->second.column) + ")");
           }
         }
-        DuplicateKeys(it->second, depth + 1);
+        DuplicateKeys(it->second);
       }
     }
   }
 
-  void Document(const YAML::Node& doc) {
-    DuplicateKeys(doc, 0);
+  void Document(const YamlNode& doc) {
+    DuplicateKeys(doc);
     if (doc.IsNull()) return;
     if (!doc.IsMap()) {
       Error(MarkOf(doc),
@@ -72,7 +85,7 @@ class Parser {
     }
     for (auto it = doc.begin(); it != doc.end(); ++it) {
       std::string key = it->first.Scalar();
-      YAML::Node value = it->second;
+      const YamlNode& value = it->second;
       Mark mark = MarkOf(it->first);
       if (key == "runtime") {
         Runtime(value, mark);
@@ -95,21 +108,20 @@ class Parser {
           "unknown key '" + key + "' in " + where + " (expected: " + Join(allowed, ", ") + ")");
   }
 
-  bool ExpectMap(const YAML::Node& node, Mark key_mark, const std::string& what) {
+  bool ExpectMap(const YamlNode& node, Mark key_mark, const std::string& what) {
     if (node.IsMap()) return true;
     Error(node.IsNull() ? key_mark : MarkOf(node), what + " must be a mapping");
     return false;
   }
 
-  bool ExpectScalar(const YAML::Node& node, Mark key_mark, const std::string& what) {
+  bool ExpectScalar(const YamlNode& node, Mark key_mark, const std::string& what) {
     if (node.IsScalar()) return true;
-    Error(node.IsDefined() && !node.IsNull() ? MarkOf(node) : key_mark,
-          what + " must be a scalar value");
+    Error(!node.IsNull() ? MarkOf(node) : key_mark, what + " must be a scalar value");
     return false;
   }
 
   // An enum value among `names`; returns its index, or -1 after reporting.
-  int Enum(const YAML::Node& node, Mark key_mark, const std::string& what,
+  int Enum(const YamlNode& node, Mark key_mark, const std::string& what,
            std::initializer_list<const char*> names) {
     if (!ExpectScalar(node, key_mark, what)) return -1;
     int index = 0;
@@ -122,7 +134,7 @@ class Parser {
     return -1;
   }
 
-  bool Uint(const YAML::Node& node, Mark key_mark, const std::string& what, uint32_t min,
+  bool Uint(const YamlNode& node, Mark key_mark, const std::string& what, uint32_t min,
             uint32_t max, uint32_t* out) {
     if (!ExpectScalar(node, key_mark, what)) return false;
     const std::string& text = node.Scalar();
@@ -138,7 +150,7 @@ class Parser {
     return true;
   }
 
-  void Runtime(const YAML::Node& node, Mark key_mark) {
+  void Runtime(const YamlNode& node, Mark key_mark) {
     model_->has_runtime = true;
     if (node.IsNull()) return;
     if (!ExpectMap(node, key_mark, "runtime")) return;
@@ -162,14 +174,13 @@ class Parser {
     }
   }
 
-  void Input(const std::string& operation, const std::string& id, const YAML::Node& node,
-             Mark mark) {
+  void Input(const std::string& operation, const std::string& id, const YamlNode& node, Mark mark) {
     InputRuntime input;
     input.operation = operation;
     input.input = id;
     input.mark = mark;
     std::string where = "input '" + input.Name() + "'";
-    if (model_->FindInput(input.Name()) != nullptr) {
+    if (!input_names_.insert(input.Name()).second) {
       Error(mark, where + " is declared twice");
       return;
     }
@@ -178,7 +189,7 @@ class Parser {
     for (auto it = node.begin(); it != node.end(); ++it) {
       std::string key = it->first.Scalar();
       Mark key_mark = MarkOf(it->first);
-      YAML::Node value = it->second;
+      const YamlNode& value = it->second;
       if (key == "delivery") {
         has_delivery = true;
         int v = Enum(value, key_mark, "delivery", {"unspecified", "at_most_once", "at_least_once"});
@@ -200,7 +211,7 @@ class Parser {
       } else if (key == "acknowledge_on_success") {
         bool flag = false;
         if (ExpectScalar(value, key_mark, "acknowledge_on_success")) {
-          if (YAML::convert<bool>::decode(value, flag)) {
+          if (DecodeBool(value.Scalar(), &flag)) {
             input.acknowledge_on_success = flag;
           } else {
             Error(MarkOf(value), "wrong value '" + value.Scalar() +
@@ -219,7 +230,7 @@ class Parser {
     model_->inputs.push_back(std::move(input));
   }
 
-  void Partitioning(const YAML::Node& node, Mark key_mark, InputRuntime* input) {
+  void Partitioning(const YamlNode& node, Mark key_mark, InputRuntime* input) {
     input->partitioning_mark = key_mark;
     if (!ExpectMap(node, key_mark, "partitioning")) return;
     bool has_kind = false;
@@ -244,13 +255,13 @@ class Parser {
     if (!has_kind) Error(key_mark, "partitioning: missing required key 'kind'");
   }
 
-  void Mapping(const YAML::Node& node, Mark key_mark, InputRuntime* input) {
+  void Mapping(const YamlNode& node, Mark key_mark, InputRuntime* input) {
     if (!ExpectMap(node, key_mark, "partitioning.mapping")) return;
     for (auto it = node.begin(); it != node.end(); ++it) {
       SchemaMapping mapping;
       mapping.schema = it->first.Scalar();
       mapping.mark = MarkOf(it->first);
-      YAML::Node fields = it->second;
+      const YamlNode& fields = it->second;
       std::string what = "mapping of schema '" + mapping.schema + "'";
       if (!fields.IsSequence() || fields.size() == 0) {
         Error(fields.IsNull() ? mapping.mark : MarkOf(fields),
@@ -258,7 +269,7 @@ class Parser {
         continue;
       }
       bool ok = true;
-      for (const YAML::Node& field : fields) {
+      for (const YamlNode& field : fields.Items()) {
         if (!field.IsScalar() || field.Scalar().empty()) {
           Error(MarkOf(field), what + ": a field path must be a non-empty string");
           ok = false;
@@ -276,13 +287,13 @@ class Parser {
     }
   }
 
-  void Dispatch(const YAML::Node& node, Mark key_mark, InputRuntime* input) {
+  void Dispatch(const YamlNode& node, Mark key_mark, InputRuntime* input) {
     if (!ExpectMap(node, key_mark, "dispatch")) return;
     bool has_pool = false, has_assignment = false;
     for (auto it = node.begin(); it != node.end(); ++it) {
       std::string key = it->first.Scalar();
       Mark mark = MarkOf(it->first);
-      YAML::Node value = it->second;
+      const YamlNode& value = it->second;
       if (key == "pool") {
         has_pool = true;
         if (ExpectScalar(value, mark, "dispatch.pool")) {
@@ -332,7 +343,7 @@ class Parser {
     if (!has_assignment) Error(key_mark, "dispatch: missing required key 'member_assignment'");
   }
 
-  void Outbox(const YAML::Node& node, Mark key_mark) {
+  void Outbox(const YamlNode& node, Mark key_mark) {
     if (!ExpectMap(node, key_mark, "outbox")) return;
     for (auto it = node.begin(); it != node.end(); ++it) {
       std::string key = it->first.Scalar();
@@ -348,7 +359,7 @@ class Parser {
     }
   }
 
-  void Pools(const YAML::Node& node, Mark key_mark) {
+  void Pools(const YamlNode& node, Mark key_mark) {
     if (node.IsNull()) return;
     if (!ExpectMap(node, key_mark, "pools")) return;
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -356,7 +367,7 @@ class Parser {
       pool.id = it->first.Scalar();
       pool.mark = MarkOf(it->first);
       std::string where = "pool '" + pool.id + "'";
-      if (model_->FindPool(pool.id) != nullptr) {
+      if (!pool_ids_.insert(pool.id).second) {
         Error(pool.mark, where + " is declared twice");
         continue;
       }
@@ -377,14 +388,14 @@ class Parser {
     }
   }
 
-  void Consumers(const YAML::Node& node, Mark key_mark) {
+  void Consumers(const YamlNode& node, Mark key_mark) {
     if (node.IsNull()) return;
     if (!node.IsSequence()) {
       Error(MarkOf(node), "consumers must be a list");
       return;
     }
     (void)key_mark;
-    for (const YAML::Node& item : node) {
+    for (const YamlNode& item : node.Items()) {
       DeclaredConsumer consumer;
       consumer.mark = MarkOf(item);
       if (!ExpectMap(item, consumer.mark, "a consumer")) continue;
@@ -422,6 +433,9 @@ class Parser {
   const std::string& file_;
   Model* model_;
   std::vector<Diagnostic>* errors_;
+  // Names declared so far: duplicates are found in O(log n), keeping the parse O(n log n).
+  std::set<std::string> input_names_;
+  std::set<std::string> pool_ids_;
 };
 
 }  // namespace
@@ -430,28 +444,47 @@ void ParseText(std::string_view text, const std::string& file, Model* model,
                std::vector<Diagnostic>* errors) {
   *model = Model();
   model->file = file;
+  std::vector<YamlNode> docs;
+  if (!ParseYaml(text, file, &docs, errors)) return;
   Parser parser(file, model, errors);
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(text));
-  } catch (const YAML::Exception& e) {
-    parser.Error(MarkOf(e.mark), "malformed YAML: " + e.msg);
-    return;
-  }
-  for (const YAML::Node& doc : docs) parser.Document(doc);
+  for (const YamlNode& doc : docs) parser.Document(doc);
 }
 
 void ParseFile(const std::string& file, Model* model, std::vector<Diagnostic>* errors) {
+  *model = Model();
+  model->file = file;
+  // Only a regular file: a directory would read as empty (and so "valid"), a FIFO or a device
+  // could block or never end.
+  std::error_code error;
+  std::filesystem::file_status status = std::filesystem::status(file, error);
+  if (error) {
+    errors->push_back({file, {}, "cannot read the file: " + error.message()});
+    return;
+  }
+  if (status.type() == std::filesystem::file_type::directory) {
+    errors->push_back({file, {}, "is a directory, not a declarative file"});
+    return;
+  }
+  if (status.type() != std::filesystem::file_type::regular) {
+    errors->push_back({file, {}, "is not a regular file"});
+    return;
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
-    *model = Model();
-    model->file = file;
     errors->push_back({file, {}, "cannot read the file"});
     return;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  ParseText(buffer.str(), file, model, errors);
+  // Read at most one byte past the limit, in chunks: ParseText refuses the excess.
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= kMaxYamlBytes && in.read(chunk, sizeof chunk).gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) {
+    errors->push_back({file, {}, "cannot read the file"});
+    return;
+  }
+  ParseText(text, file, model, errors);
 }
 
 }  // namespace wharf::declarative

@@ -12,6 +12,10 @@ void Validate(const Model& model, std::vector<Diagnostic>* errors) {
   };
   // Fact type -> (input, fields): one outbox partitions each fact once, so two keyed inputs must
   // map a schema the same way.
+  // Look-ups by name, built once: a linear search per reference made large files quadratic.
+  std::set<std::string> input_names, pool_ids;
+  for (const InputRuntime& input : model.inputs) input_names.insert(input.Name());
+  for (const Pool& pool : model.pools) pool_ids.insert(pool.id);
   std::map<std::string, const SchemaMapping*> mapped;
   std::map<std::string, std::string> mapped_by;
   for (const InputRuntime& input : model.inputs) {
@@ -62,7 +66,7 @@ void Validate(const Model& model, std::vector<Diagnostic>* errors) {
                 ": a batching stage must declare its 'ordering' explicitly (preserved | "
                 "unspecified); there is no default");
     }
-    if (!input.pool.empty() && model.FindPool(input.pool) == nullptr) {
+    if (!input.pool.empty() && pool_ids.count(input.pool) == 0) {
       error(input.pool_mark, where + ": pool '" + input.pool + "' is not declared under 'pools'");
     }
   }
@@ -76,7 +80,7 @@ void Validate(const Model& model, std::vector<Diagnostic>* errors) {
                                     std::to_string(it->second.column) + ")");
       }
     }
-    if (!consumer.input.empty() && model.FindInput(consumer.input) == nullptr) {
+    if (!consumer.input.empty() && input_names.count(consumer.input) == 0) {
       error(consumer.input_mark,
             "consumer '" + consumer.id + "' is bound to unknown input '" + consumer.input +
                 "' (expected <operation>/<input> declared under runtime.outboxes)");

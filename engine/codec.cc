@@ -82,31 +82,72 @@ std::string Seal(std::string_view body) {
   return sealed;
 }
 
+namespace {
+
+// The checksum of a version-2 body: its stamp (first kStampBytes) hashed apart from the rest.
+uint64_t StampedChecksum(std::string_view body) {
+  WHARF_ASSERT(body.size() >= kStampBytes);
+  return XXH3_64bits(body.data() + kStampBytes, body.size() - kStampBytes) ^
+         XXH3_64bits(body.data(), kStampBytes);
+}
+
+uint64_t ReadChecksum(const char* at) {
+  uint64_t checksum = 0;
+  for (int i = 0; i < 8; ++i) checksum |= uint64_t{static_cast<uint8_t>(at[i])} << (8 * i);
+  return checksum;
+}
+
+void WriteChecksum(char* at, uint64_t checksum) {
+  for (int i = 0; i < 8; ++i) at[i] = static_cast<char>((checksum >> (8 * i)) & 0xff);
+}
+
+}  // namespace
+
 void SealInPlace(std::string* record) {
   WHARF_ASSERT(record->size() >= kEnvelopeBytes);
   uint64_t checksum = XXH3_64bits(record->data() + kEnvelopeBytes, record->size() - kEnvelopeBytes);
   (*record)[0] = static_cast<char>(kRecordVersion);
-  for (int i = 0; i < 8; ++i) (*record)[1 + i] = static_cast<char>((checksum >> (8 * i)) & 0xff);
+  WriteChecksum(record->data() + 1, checksum);
 }
 
-Status Unseal(std::string_view sealed, std::string_view* body) {
+Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version_out) {
   if (sealed.size() < kEnvelopeBytes) {
     return Status::Corruption("record of " + std::to_string(sealed.size()) +
                               " bytes is shorter than its envelope");
   }
   uint8_t version = static_cast<uint8_t>(sealed[0]);
-  if (version != kRecordVersion) {
+  if (version != kRecordVersion && version != kFactRecordVersion) {
     return Status::Corruption("record format version " + std::to_string(version) +
-                              " is unknown (expected " + std::to_string(kRecordVersion) + ")");
+                              " is unknown (this build reads versions " +
+                              std::to_string(kRecordVersion) + " and " +
+                              std::to_string(kFactRecordVersion) + ")");
   }
-  uint64_t stored = 0;
-  for (int i = 0; i < 8; ++i) stored |= uint64_t{static_cast<uint8_t>(sealed[1 + i])} << (8 * i);
   std::string_view payload = sealed.substr(kEnvelopeBytes);
-  if (XXH3_64bits(payload.data(), payload.size()) != stored) {
+  if (version == kFactRecordVersion && payload.size() < kStampBytes) {
+    return Status::Corruption("record of version 2 is shorter than its stamp");
+  }
+  const uint64_t computed = version == kRecordVersion ? XXH3_64bits(payload.data(), payload.size())
+                                                      : StampedChecksum(payload);
+  if (computed != ReadChecksum(sealed.data() + 1)) {
     return Status::Corruption("record checksum mismatch");
   }
   *body = payload;
+  if (version_out != nullptr) *version_out = version;
   return Status::OK();
+}
+
+void StampCommitMs(std::string* record, int64_t commit_ms) {
+  WHARF_ASSERT(record->size() >= kEnvelopeBytes + kStampBytes);
+  WHARF_ASSERT(static_cast<uint8_t>((*record)[0]) == kFactRecordVersion);
+  char* stamp = record->data() + kEnvelopeBytes;
+  // checksum = hash(rest) ^ hash(stamp): swap the old stamp's hash for the new one's.
+  uint64_t checksum = ReadChecksum(record->data() + 1) ^ XXH3_64bits(stamp, kStampBytes);
+  for (size_t i = 0; i < kStampBytes; ++i) {
+    stamp[i] = static_cast<char>((static_cast<uint64_t>(commit_ms) >> (8 * i)) & 0xff);
+  }
+  checksum ^= XXH3_64bits(stamp, kStampBytes);
+  WriteChecksum(record->data() + 1, checksum);
+  WHARF_DASSERT(checksum == StampedChecksum(std::string_view(*record).substr(kEnvelopeBytes)));
 }
 
 std::string OutboxKey(uint32_t partition, uint64_t lsn) {
@@ -164,6 +205,7 @@ std::string EncodeFact(const Fact& fact) {
                  fact.payload.size());
   PutLE(&record, static_cast<uint64_t>(fact.commit_ms), 8);
   PutLE(&record, static_cast<uint64_t>(fact.deliver_at_ms), 8);
+  PutLE(&record, fact.scheduled_id, 8);
   PutLE(&record, fact.v, 4);
   PutLE(&record, fact.depth, 4);
   PutLE(&record, fact.partition, 4);
@@ -179,17 +221,22 @@ std::string EncodeFact(const Fact& fact) {
   }
   PutLE(&record, fact.payload.size(), 4);
   record.append(fact.payload);
-  SealInPlace(&record);
+  std::string_view body = std::string_view(record).substr(kEnvelopeBytes);
+  record[0] = static_cast<char>(kFactRecordVersion);
+  WriteChecksum(record.data() + 1, StampedChecksum(body));
   return record;
 }
 
 Status DecodeFact(std::string_view sealed, Fact* fact) {
   std::string_view body;
-  Status s = Unseal(sealed, &body);
+  uint8_t version = 0;
+  Status s = Unseal(sealed, &body, &version);
   if (!s.ok()) return s;
   Reader reader(body);
-  uint64_t commit_ms = 0, deliver_at_ms = 0, v = 0, depth = 0, partition = 0, header_count = 0;
+  uint64_t commit_ms = 0, deliver_at_ms = 0, scheduled_id = 0, v = 0, depth = 0, partition = 0,
+           header_count = 0;
   bool ok = reader.ReadLE(8, &commit_ms) && reader.ReadLE(8, &deliver_at_ms) &&
+            (version == kRecordVersion || reader.ReadLE(8, &scheduled_id)) &&
             reader.ReadLE(4, &v) && reader.ReadLE(4, &depth) && reader.ReadLE(4, &partition) &&
             reader.ReadString(2, &fact->type) && reader.ReadString(2, &fact->key) &&
             reader.ReadString(2, &fact->source) && reader.ReadLE(2, &header_count);
@@ -202,6 +249,7 @@ Status DecodeFact(std::string_view sealed, Fact* fact) {
   if (!ok) return Status::Corruption("fact record is truncated or has trailing bytes");
   fact->commit_ms = static_cast<int64_t>(commit_ms);
   fact->deliver_at_ms = static_cast<int64_t>(deliver_at_ms);
+  fact->scheduled_id = scheduled_id;
   fact->v = static_cast<uint32_t>(v);
   fact->depth = static_cast<uint32_t>(depth);
   fact->partition = static_cast<uint32_t>(partition);

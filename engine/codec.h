@@ -10,12 +10,20 @@
 //   meta     ASCII names ("format_version", "last_lsn", "type:<name>", ...)
 //
 // Every stored value is sealed in an envelope:
-//   u8 format version (kRecordVersion) · u64 LE xxh3_64 of the body · body
+//   u8 format version · u64 LE checksum · body
 // and unsealed (version and checksum verified) on every read; a mismatch is Corruption.
+//   version 1 (kRecordVersion, every record but facts): checksum = xxh3_64(body)
+//   version 2 (kFactRecordVersion, fact records): checksum = xxh3_64(body[8:]) ^ xxh3_64(body[:8])
+// Version 2 lets the committer rewrite the first 8 bytes of the body (commit_ms) in O(1), keeping
+// the checksum correct (StampCommitMs), while the rest was encoded and hashed by the producer.
 //
 // A fact record's body (all integers little-endian, strings length-prefixed):
-//   i64 commit_ms · i64 deliver_at_ms · u32 v · u32 depth · u32 partition
-//   u16 type · u16 key · u16 source · u16 header count · (u16 name · u32 value)* · u32 payload
+//   version 2: i64 commit_ms · i64 deliver_at_ms · u64 scheduled_id · u32 v · u32 depth ·
+//              u32 partition · u16 type · u16 key · u16 source · u16 header count ·
+//              (u16 name · u32 value)* · u32 payload
+//   version 1 (written before scheduled_id existed; still read, scheduled_id = 0): the same
+//              without scheduled_id.
+// commit_ms is written as 0 by EncodeFact and stamped by the committer when it commits.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +36,8 @@
 namespace wharf::codec {
 
 inline constexpr uint8_t kRecordVersion = 1;
+inline constexpr uint8_t kFactRecordVersion = 2;
+inline constexpr size_t kStampBytes = 8;  // commit_ms, first in a fact record's body
 inline constexpr size_t kEnvelopeBytes = 1 + 8;
 inline constexpr size_t kOutboxKeyBytes = 4 + 8;
 inline constexpr size_t kTimerKeyBytes = 8 + 8;
@@ -40,8 +50,9 @@ uint64_t DecodeFixed64BE(const char* src);
 // Appends the envelope header for `body` and then `body`.
 void Seal(std::string_view body, std::string* dst);
 std::string Seal(std::string_view body);
-// Verifies version and checksum; on success *body views into `sealed`.
-Status Unseal(std::string_view sealed, std::string_view* body);
+// Verifies version (1 or 2) and checksum; on success *body views into `sealed` and *version (if
+// not null) is the record's format version.
+Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version = nullptr);
 // Seals in place: `record` was built with kEnvelopeBytes of room at the front (see FactEncoder).
 void SealInPlace(std::string* record);
 
@@ -53,8 +64,10 @@ std::string CursorKey(std::string_view consumer, uint32_t partition);
 std::string CursorPrefix(std::string_view consumer);
 std::string DeadKey(std::string_view consumer, uint64_t lsn);
 
-// Encodes a fact's sealed record: every field but `id` (which lives in the key).
+// Encodes a fact's sealed record (version 2): every field but `id` (which lives in the key).
 std::string EncodeFact(const Fact& fact);
+// Rewrites the commit_ms of a sealed version-2 fact record, updating its checksum in O(1).
+void StampCommitMs(std::string* record, int64_t commit_ms);
 // Decodes a sealed record (checksum verified). `id` is left to the caller.
 Status DecodeFact(std::string_view sealed, Fact* fact);
 

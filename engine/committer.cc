@@ -48,6 +48,12 @@ bool UsableFreeBytes(rocksdb::DB* db, uint64_t* free_bytes) {
   return true;
 }
 
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string LastLsnValue(uint64_t lsn) {
   std::string body;
   codec::PutFixed64BE(&body, lsn);
@@ -87,6 +93,8 @@ void Committer::Start() {
 }
 
 bool Committer::IsEngineThread() const { return tls_engine_thread; }
+
+int64_t Committer::NowMs() const { return options_.clock_ms ? options_.clock_ms() : WallClockMs(); }
 
 // Marks the current thread as an engine thread while it runs engine callbacks (restored after).
 class EngineThreadScope {
@@ -169,6 +177,10 @@ void Committer::Stop() {
   stopping_ = true;
   wake_.signal();
   if (thread_.joinable()) thread_.join();
+  // Readers still waiting for a group that never became durable (a failed sync) must not sleep
+  // through the close.
+  stopped_.store(true);
+  NotifyReaders();
 }
 
 CommitterStats Committer::stats() const {
@@ -271,6 +283,9 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     append_outbox_puts();
     if (next_lsn != next_lsn_)
       batch.Put(store_->cf(kMeta), kMetaLastLsn, LastLsnValue(next_lsn - 1));
+    // Numbered before RocksDB sees it: a reader that saw any of its writes reads write_seq_
+    // afterwards and waits for this group (WaitDurable).
+    group.seq = write_seq_.fetch_add(1, std::memory_order_seq_cst) + 1;
     rocksdb::WriteOptions write_options;
     write_options.sync = false;
     Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
@@ -287,6 +302,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       }
       FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
                                             s.retryable()));
+      NotifyReaders();  // waiting for this group: it will not become durable on its own
       group = Group();
       batch.Clear();
       return false;
@@ -294,6 +310,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     group.last_lsn = next_lsn - 1;
     if (options_.durability == Durability::kBuffered) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
+      PublishDurable(group.seq);
       sink_->OnDurable(group.last_lsn, group.reps);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
@@ -336,7 +353,11 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     }
     if (!rep->facts.empty()) {
       rep->result.first_fact_id = next_lsn;
-      for (const FactOp& fact : rep->facts) {
+      // The moment it commits: one clock reading per transaction, when it takes its place in the
+      // log (its ids), just before its group is written; the sync follows within a round.
+      const int64_t commit_ms = NowMs();
+      for (FactOp& fact : rep->facts) {
+        if (fact.stamp_commit_ms) codec::StampCommitMs(&fact.record, commit_ms);
         uint64_t lsn = next_lsn++;
         if (fact.deliver_at_ms > 0) {
           batch.Put(store_->cf(kTimers), codec::TimerKey(fact.deliver_at_ms, lsn), fact.record);
@@ -460,6 +481,8 @@ void Committer::EndRound(bool start_next) {
     return;
   }
   if (committer_needed) wake_.signal();
+  // Readers waiting for groups of a failed round try the recovery themselves (WaitDurable).
+  if (failed_.load()) NotifyReaders();
 }
 
 void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend) {
@@ -502,6 +525,7 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
   for (const Group& group : round->groups) {
     if (status.ok()) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
+      PublishDurable(group.seq);
       sink_->OnDurable(group.last_lsn, group.reps);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
@@ -591,8 +615,87 @@ Status Committer::Recover() {
   }
   last_recover_at_ = {};
   durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
+  PublishDurable(write_seq_.load());  // every group written so far is in synced tables now
   sink_->OnGap(last_lsn_.load());
   return Status::OK();
+}
+
+void Committer::PublishDurable(uint64_t seq) {
+  WHARF_DASSERT(seq <= write_seq_.load());
+  uint64_t current = durable_seq_.load(std::memory_order_relaxed);
+  while (current < seq && !durable_seq_.compare_exchange_weak(current, seq)) {
+  }
+  // Bump the word after the sequence, then look for sleepers: a reader counts itself in
+  // read_waiters_ before it reads the word, so either it sees the new word or we see it (both
+  // sequentially consistent).
+  NotifyReaders();
+}
+
+void Committer::NotifyReaders() {
+  durable_word_.fetch_add(1, std::memory_order_seq_cst);
+  if (read_waiters_.load(std::memory_order_seq_cst) > 0) FutexWakeAll(&durable_word_);
+}
+
+Status Committer::WaitDurable(uint64_t seq) {
+  WHARF_DASSERT(seq <= write_seq_.load());
+  // The common case: nothing the read could have seen is in flight. Two loads, no syscall.
+  if (durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+  if (tls_engine_thread) {
+    // The committer thread, or a sync completion running callbacks: the round this read waits
+    // for may need this very thread to finish.
+    return Status::InvalidArgument(
+        "a state read on an engine thread (a commit callback) would wait for a sync that this "
+        "thread has to complete; read outside the callback");
+  }
+  // A sync in flight finishes on its own; a failed committer needs a recovery, tried here at
+  // most once per kFailedPollUs (a round that had still been in flight may end meanwhile).
+  constexpr int64_t kFailedPollUs = 1000;
+  while (true) {
+    read_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t word = durable_word_.load(std::memory_order_seq_cst);
+    const bool durable = durable_seq_.load(std::memory_order_seq_cst) >= seq;
+    const bool failed = failed_.load();
+    if (!durable && !failed && !stopped_.load()) FutexWait(&durable_word_, word);
+    read_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+    if (durable || durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+    if (stopped_.load()) {
+      return Status::Closed("engine closed before the state read was known durable");
+    }
+    if (failed) {
+      Status recovered = RecoverForRead();
+      if (!recovered.ok()) return recovered;
+      if (durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+      FutexWaitOnce(&durable_word_, durable_word_.load(), kFailedPollUs);
+    }
+  }
+}
+
+Status Committer::RecoverForRead() {
+  std::lock_guard write_lock(write_mu_);
+  // Only when nothing is in flight: the round's completion decides what it made durable.
+  if (!failed_.load() || sync_in_flight_.load()) return Status::OK();
+  // As the committer thread does before it recovers (Run): groups written after the failure have
+  // an unknown outcome and are answered so, never acknowledged by a later round (which would also
+  // move durable_lsn_ back below what the recovery raises it to).
+  std::vector<Group> unknown;
+  Status cause;
+  {
+    std::lock_guard lock(sync_mu_);
+    unknown.swap(unsynced_);
+    cause = failure_;
+  }
+  {
+    EngineThreadScope engine_thread;  // commit callbacks may run here
+    for (const Group& group : unknown) {
+      FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
+                                            "WAL write or sync failed (" +
+                                                cause.message() + ")",
+                                            cause.retryable()));
+    }
+  }
+  Status recovered = Recover();
+  if (recovered.ok()) wake_.signal();  // groups written meanwhile can start their round
+  return recovered;
 }
 
 }  // namespace wharf::internal

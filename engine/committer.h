@@ -19,7 +19,13 @@
 // Thread safety: Submit is thread-safe. Writing groups requires write_mu_ (the committer thread,
 // or an inline commit); the sync pipeline (unsynced_, round state) is guarded by sync_mu_ and is
 // shared with OnRoundDone, which runs on the backend's thread or inline.
-// Invariants: at most one sync round in flight; durable_lsn_ only grows and never exceeds
+// Durable reads: every group gets a write sequence number (write_seq_) before it reaches RocksDB;
+// durable_seq_ is the highest one whose group is durable. A read outside the committer notes
+// write_seq() after reading, and WaitDurable() blocks (on a futex, only if a group it may have seen
+// is still in flight) until durable_seq_ covers it: at most the round in flight and the next.
+//
+// Invariants: at most one sync round in flight; durable_seq_ only grows and never exceeds
+// write_seq_; durable_lsn_ only grows and never exceeds
 // last_lsn_; a transaction is acknowledged only after a round that covers its bytes completed
 // (durability=sync) or after its group reached the WAL file (durability=buffered); rounds are
 // acknowledged in the order they were started.
@@ -81,18 +87,32 @@ class Committer {
   void Stop();
 
   uint64_t durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
+  // Groups handed to RocksDB so far (numbered from 1). Read it after reading the store: every
+  // write the read could have seen belongs to a group numbered at most this.
+  uint64_t write_seq() const { return write_seq_.load(std::memory_order_seq_cst); }
+  // Blocks until every group numbered <= `seq` is durable (acknowledged as such: durability=
+  // buffered counts a group durable once written). Returns at once when nothing is in flight.
+  // IOError when a failed write or sync cannot be recovered from (the groups' fate is unknown);
+  // Closed when the engine closed first. Must not be called on an engine thread while a group it
+  // waits for could need that thread to become durable (the committer, a commit callback).
+  Status WaitDurable(uint64_t seq);
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_acquire); }
   CommitterStats stats() const;
+  // Producers blocked in Submit waiting for queue space (when_full=block).
+  uint32_t space_waiters() const { return space_waiters_.load(); }
   bool IsEngineThread() const;
 
  private:
   struct Group {
     std::vector<TxnRep*> reps;
     uint64_t last_lsn = 0;
+    uint64_t seq = 0;  // write_seq_ of this group
   };
   struct Round;
 
   void Run();
+  // The engine's wall clock (EngineOptions::clock_ms, else the system clock).
+  int64_t NowMs() const;
   // The fast path of Submit for a blocking commit when nothing else is in flight. True when it
   // took the transaction (written, and synced here or handed to the pipeline).
   bool TryCommitInline(TxnRep* rep);
@@ -109,6 +129,13 @@ class Committer {
   int64_t GatherWaitUs();
   // `on_backend`: called by the backend's completion (not synced inline on the calling thread).
   void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend);
+  // Raises durable_seq_ to `seq` (never lowers it) and wakes readers waiting in WaitDurable.
+  void PublishDurable(uint64_t seq);
+  // Wakes readers in WaitDurable to look again (a durable group, a failure, the stop).
+  void NotifyReaders();
+  // For a reader that found the committer failed: recovers now (as the next commit would) unless
+  // a round is still in flight. OK when recovered or not ours to do yet.
+  Status RecoverForRead();
   void Finish(TxnRep* rep);
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
   // After a failure: resumes RocksDB and flushes every memtable (at most every 100 ms, and only
@@ -163,6 +190,11 @@ class Committer {
   std::atomic<bool> sync_in_flight_{false};
   std::atomic<uint64_t> last_lsn_{0};
   std::atomic<uint64_t> durable_lsn_{0};
+  std::atomic<uint64_t> write_seq_{0};     // groups begun (written to RocksDB or failed)
+  std::atomic<uint64_t> durable_seq_{0};   // groups known durable
+  std::atomic<uint32_t> durable_word_{0};  // futex: bumped after every durable_seq_ change
+  std::atomic<uint32_t> read_waiters_{0};  // readers asleep (or about to be) on durable_word_
+  std::atomic<bool> stopped_{false};       // the committer thread has ended
   std::atomic<uint64_t> commits_{0}, facts_{0}, groups_{0}, syncs_{0}, sync_us_total_{0},
       failures_{0};
 };

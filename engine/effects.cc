@@ -73,7 +73,7 @@ Status EffectsImpl::Get(std::string_view table, std::string_view key, std::strin
     for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
       if (it->cf != kState || it->key != state_key) continue;
       if (it->is_delete) {
-        return Status::NotFound("no key '" + std::string(key) + "' in table '" +
+        return Status::NotFound("no key " + DescribeBytes(key) + " in table '" +
                                 std::string(table) + "'");
       }
       std::string_view body;
@@ -82,7 +82,9 @@ Status EffectsImpl::Get(std::string_view table, std::string_view key, std::strin
       return s;
     }
   }
-  return txn_->Get(table, key, value);
+  // Without waiting for durability: whatever this reads was written before this batch, which
+  // commits after it, so the batch's effects are never durable without what they were based on.
+  return EngineCore::CoreOf(*txn_)->GetState(table, key, value, /*durable_only=*/false);
 }
 
 Status EffectsImpl::Emit(std::string_view type, std::string_view key, std::string_view payload,

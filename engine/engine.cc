@@ -39,7 +39,9 @@ Status Engine::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
 uint64_t Engine::durable_lsn() const { return core_->committer()->durable_lsn(); }
 uint64_t Engine::last_lsn() const { return core_->committer()->last_lsn(); }
 uint32_t Engine::partitions() const { return core_->options().partitions; }
-Ordering Engine::ordering() const { return core_->options().ordering; }
+Ordering Engine::ordering() const {
+  return core_->options().ordering.value_or(Ordering::kPartition);
+}
 uint32_t Engine::PartitionOf(std::string_view key) const { return core_->PartitionFor(key); }
 const char* Engine::io_backend() const { return core_->io_backend(); }
 const std::string& Engine::path() const { return core_->path(); }
@@ -91,7 +93,7 @@ Status CheckValue(std::string_view what, std::string_view value) {
 Status Txn::Put(std::string_view table, std::string_view key, std::string_view value) {
   Status s = CheckTxn(core_, rep_.get(), table.size() + key.size() + value.size());
   if (s.ok()) s = ValidateName("table name", table, kTableBytesMax);
-  if (s.ok()) s = ValidateName("key", key, kKeyBytesMax);
+  if (s.ok()) s = internal::ValidateStateKey(key);
   if (s.ok()) s = CheckValue("value", value);
   if (!s.ok()) return s;
   rep_->writes.push_back(
@@ -103,7 +105,7 @@ Status Txn::Put(std::string_view table, std::string_view key, std::string_view v
 Status Txn::Delete(std::string_view table, std::string_view key) {
   Status s = CheckTxn(core_, rep_.get(), table.size() + key.size());
   if (s.ok()) s = ValidateName("table name", table, kTableBytesMax);
-  if (s.ok()) s = ValidateName("key", key, kKeyBytesMax);
+  if (s.ok()) s = internal::ValidateStateKey(key);
   if (!s.ok()) return s;
   rep_->writes.push_back({internal::kState, true, codec::StateKey(table, key), {}});
   rep_->bytes += table.size() + key.size();
@@ -164,7 +166,7 @@ Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
   fact.v = options.v;
   fact.source = source;
   fact.depth = depth;
-  fact.commit_ms = core_->NowMs();
+  fact.commit_ms = 0;  // stamped by the committer when the transaction commits
   fact.deliver_at_ms = options.deliver_at_ms;
   rep_->facts.push_back({fact.partition, options.deliver_at_ms, codec::EncodeFact(fact)});
   rep_->bytes += bytes;

@@ -11,6 +11,35 @@
 
 namespace wharf::internal {
 
+namespace {
+
+// Offset of the first byte that does not start a well-formed UTF-8 sequence (overlong forms,
+// surrogates and code points above U+10FFFF included), or npos when `text` is valid UTF-8.
+size_t FirstInvalidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = [&](size_t at) { return static_cast<uint8_t>(text[at]); };
+    uint8_t lead = byte(i);
+    size_t length = lead < 0x80           ? 1
+                    : (lead >> 5) == 0x6  ? 2
+                    : (lead >> 4) == 0xe  ? 3
+                    : (lead >> 3) == 0x1e ? 4
+                                          : 0;
+    if (length == 0 || length > text.size() - i) return i;
+    uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
+    for (size_t k = 1; k < length; ++k) {
+      if ((byte(i + k) & 0xc0) != 0x80) return i;
+      code = (code << 6) | (byte(i + k) & 0x3f);
+    }
+    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kMinimum[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max) {
   if (name.empty()) return Status::InvalidArgument(std::string(what) + " is empty");
   if (name.size() > bytes_max) {
@@ -18,10 +47,41 @@ Status ValidateName(std::string_view what, std::string_view name, size_t bytes_m
                                    " bytes is longer than the limit of " +
                                    std::to_string(bytes_max));
   }
-  if (name.find('\0') != std::string_view::npos) {
-    return Status::InvalidArgument(std::string(what) + " contains a NUL byte");
+  if (size_t at = name.find('\0'); at != std::string_view::npos) {
+    return Status::InvalidArgument(std::string(what) + " " + DescribeBytes(name) +
+                                   " contains a NUL byte (at byte " + std::to_string(at) +
+                                   "): names cannot hold one");
+  }
+  if (size_t at = FirstInvalidUtf8(name); at != std::string_view::npos) {
+    return Status::InvalidArgument(std::string(what) + " " + DescribeBytes(name) +
+                                   " is not valid UTF-8 (at byte " + std::to_string(at) + ")");
   }
   return Status::OK();
+}
+
+Status ValidateStateKey(std::string_view key) {
+  if (key.empty()) return Status::InvalidArgument("key is empty");
+  if (key.size() > kKeyBytesMax) {
+    return Status::InvalidArgument("key of " + std::to_string(key.size()) +
+                                   " bytes is longer than the limit of " +
+                                   std::to_string(kKeyBytesMax));
+  }
+  return Status::OK();
+}
+
+std::string DescribeBytes(std::string_view bytes) {
+  bool printable = FirstInvalidUtf8(bytes) == std::string_view::npos &&
+                   std::none_of(bytes.begin(), bytes.end(), [](char c) {
+                     return static_cast<uint8_t>(c) < 0x20 || c == 0x7f || c == '\'';
+                   });
+  if (printable) return "'" + std::string(bytes) + "'";
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex = "0x";
+  for (char c : bytes) {
+    hex.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
+    hex.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
+  }
+  return hex;
 }
 
 Status EngineCore::Open(const std::string& path, const EngineOptions& options,
@@ -36,7 +96,7 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   s = Store::Open(path, options, hooks, &core->store_);
   if (!s.ok()) return s;
   core->options_.partitions = core->store_->partitions();
-  core->options_.ordering = core->store_->ordering();
+  core->options_.ordering = core->store_->ordering();  // always set once open
   for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get());
@@ -152,17 +212,31 @@ Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_i
   return FromRocks(it->status(), "read outbox");
 }
 
-Status EngineCore::GetState(std::string_view table, std::string_view key,
-                            std::string* value) const {
+Status EngineCore::GetState(std::string_view table, std::string_view key, std::string* value,
+                            bool durable_only) const {
   Status s = ValidateName("table name", table, kTableBytesMax);
-  if (s.ok()) s = ValidateName("key", key, kKeyBytesMax);
+  if (s.ok()) s = ValidateStateKey(key);
   if (!s.ok()) return s;
-  auto guard = ReadGuard();
-  s = CheckOpen();
-  if (!s.ok()) return s;
-  s = store_->Get(kState, codec::StateKey(table, key), value);
+  uint64_t seen_seq = 0;
+  {
+    auto guard = ReadGuard();
+    s = CheckOpen();
+    if (!s.ok()) return s;
+    s = store_->Get(kState, codec::StateKey(table, key), value);
+    // After the read: covers every group whose writes it could have seen (numbered before they
+    // reach RocksDB).
+    seen_seq = committer_->write_seq();
+  }
+  if (durable_only) {
+    // Outside the read guard: Close() waits for the committer, which may be what we wait for.
+    Status durable = committer_->WaitDurable(seen_seq);
+    if (!durable.ok()) {
+      value->clear();
+      return durable;
+    }
+  }
   if (s.IsNotFound()) {
-    return Status::NotFound("no key '" + std::string(key) + "' in table '" + std::string(table) +
+    return Status::NotFound("no key " + DescribeBytes(key) + " in table '" + std::string(table) +
                             "'");
   }
   return s;

@@ -80,7 +80,13 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   uint32_t PartitionFor(std::string_view key) const;
   Status ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
                    std::vector<Fact>* facts) const;
-  Status GetState(std::string_view table, std::string_view key, std::string* value) const;
+  // Reads a state row. With `durable_only` (every read from outside a consumer) it then waits
+  // until every group the read could have seen is durable (Committer::WaitDurable), so it never
+  // returns state a crash could take back. Without it (a handler's Effects::Get) it returns what
+  // is written: the handler's own effects commit after it, so they are durable only with it.
+  Status GetState(std::string_view table, std::string_view key, std::string* value,
+                  bool durable_only = true) const;
+  static EngineCore* CoreOf(const Txn& txn) { return txn.core_.get(); }
 
   void AddListener(DurableListener* listener);
   void RemoveListener(DurableListener* listener);
@@ -121,7 +127,19 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;
 };
 
-// Validation shared by Txn and the runtime.
+// Validation shared by Txn, the runtime and the admin functions.
+//
+// Names (fact types, table names, consumer ids, header names): 1..bytes_max bytes of valid UTF-8
+// without a NUL byte. They reach JSON output and metric labels (hence UTF-8), and travel through
+// the C ABI as NUL-terminated strings; table names and consumer ids also end at a 0x00 in the
+// store's keys (`table · 0x00 · key`, `consumer · 0x00 · partition`). InvalidArgument naming
+// `what` otherwise.
 Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max);
+// State keys: 1..kKeyBytesMax bytes, any bytes (NUL included: the table name before the 0x00
+// separator holds none, so the key after it needs no restriction).
+Status ValidateStateKey(std::string_view key);
+// Bytes for a message: 'text' when printable ASCII/UTF-8 without control bytes, else 0x + hex (so
+// that a binary key never cuts or garbles a C string or a terminal line).
+std::string DescribeBytes(std::string_view bytes);
 
 }  // namespace wharf::internal

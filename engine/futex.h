@@ -12,6 +12,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <ctime>
 
 namespace wharf::internal {
 
@@ -23,6 +24,18 @@ inline void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
             nullptr, 0);
   }
+}
+
+// Sleeps while *word == expected, at most `timeout_us`; returns early on a wake-up (or a spurious
+// one): the caller re-checks its condition.
+inline void FutexWaitOnce(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_us) {
+  if (word->load(std::memory_order_acquire) != expected) return;
+  struct timespec timeout {
+    .tv_sec = static_cast<time_t>(timeout_us / 1000000),
+    .tv_nsec = static_cast<long>(timeout_us % 1000000) * 1000
+  };
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &timeout,
+          nullptr, 0);
 }
 
 inline void FutexWakeAll(std::atomic<uint32_t>* word) {

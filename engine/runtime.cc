@@ -140,11 +140,8 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
 }
 
 Status RuntimeImpl::CheckIdentities() {
-  if (options_.renew_ms >= options_.lease_ms) {
-    return Status::InvalidArgument("renew_ms (" + std::to_string(options_.renew_ms) +
-                                   ") must be shorter than lease_ms (" +
-                                   std::to_string(options_.lease_ms) + ")");
-  }
+  Status checked = ValidateRuntimeOptions(options_);
+  if (!checked.ok()) return checked;
   std::map<std::string, const Consumer*> by_id;
   for (const auto& consumer : consumers_) {
     auto [it, inserted] = by_id.emplace(consumer->id, consumer.get());
@@ -496,10 +493,16 @@ Status RuntimeImpl::ReleaseDueTimers(size_t* released) {
       Fact fact;
       s = codec::DecodeFact(it->value().ToStringView(), &fact);
       if (!s.ok()) return Status::Corruption("timer: " + s.message());
+      if (it->key().size() != codec::kTimerKeyBytes) {
+        return Status::Corruption("timer key of " + std::to_string(it->key().size()) + " bytes");
+      }
       std::string key = it->key().ToString(), record = it->value().ToString();
-      rep->checks.push_back({kTimers, key, record, "timer"});
+      // Released at a new id; it carries the id its producer was given (the timer's), and keeps
+      // its commit time.
+      fact.scheduled_id = codec::DecodeFixed64BE(key.data() + 8);
+      rep->checks.push_back({kTimers, key, std::move(record), "timer"});
       rep->writes.push_back({kTimers, true, std::move(key), {}});
-      rep->facts.push_back({fact.partition, 0, std::move(record)});
+      rep->facts.push_back({fact.partition, 0, codec::EncodeFact(fact), /*stamp_commit_ms=*/false});
     }
     s = FromRocks(it->status(), "read timers");
     if (!s.ok()) return s;

@@ -236,14 +236,17 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
   Status s = Get(kMeta, kMetaFormatVersion, &value);
   if (s.IsNotFound()) {
     if (!created) return Status::InvalidArgument("database has no format version: not Wharf's");
-    if (options.partitions == 0 || options.partitions > kPartitionsMax) {
+    // Options left at their defaults get the creation defaults.
+    const uint32_t partitions = options.partitions != 0 ? options.partitions : kDefaultPartitions;
+    const Ordering ordering = options.ordering.value_or(Ordering::kPartition);
+    if (partitions > kPartitionsMax) {
       return Status::InvalidArgument("partitions must be in [1, " + std::to_string(kPartitionsMax) +
-                                     "], got " + std::to_string(options.partitions));
+                                     "], got " + std::to_string(partitions));
     }
     rocksdb::WriteBatch batch;
     batch.Put(cf(kMeta), kMetaFormatVersion, EncodeU64(kFormatVersion));
-    batch.Put(cf(kMeta), kMetaPartitions, EncodeU64(options.partitions));
-    batch.Put(cf(kMeta), kMetaOrdering, EncodeU64(static_cast<uint64_t>(options.ordering)));
+    batch.Put(cf(kMeta), kMetaPartitions, EncodeU64(partitions));
+    batch.Put(cf(kMeta), kMetaOrdering, EncodeU64(static_cast<uint64_t>(ordering)));
     batch.Put(cf(kMeta), kMetaLastLsn, EncodeU64(0));
     rocksdb::WriteOptions write_options;
     write_options.sync = true;
@@ -251,8 +254,8 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
     if (!s.ok()) return s;
     s = FromRocks(db_->FlushWAL(/*sync=*/true), "sync new database");
     if (!s.ok()) return s;
-    partitions_ = options.partitions;
-    ordering_ = options.ordering;
+    partitions_ = partitions;
+    ordering_ = ordering;
     return Status::OK();
   }
   if (!s.ok()) return s;
@@ -271,11 +274,24 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
     if (s.ok()) s = DecodeU64(value, name, target);
     if (!s.ok()) return s;
   }
-  if (options.partitions != 0 && options.partitions != 16 && options.partitions != partitions) {
-    // 16 is the default: a caller who did not choose keeps what is stored.
+  if (partitions == 0 || partitions > kPartitionsMax) {
+    return Status::Corruption("meta partitions holds " + std::to_string(partitions));
+  }
+  if (ordering > static_cast<uint64_t>(Ordering::kNone)) {
+    return Status::Corruption("meta ordering holds the unknown value " + std::to_string(ordering));
+  }
+  // Options left at their defaults take what is stored; an explicit one must agree with it.
+  if (options.partitions != 0 && options.partitions != partitions) {
     return Status::InvalidArgument("database has " + std::to_string(partitions) +
                                    " partitions; partitions=" + std::to_string(options.partitions) +
-                                   " cannot change it");
+                                   " cannot change it (leave partitions unset to use the stored "
+                                   "value)");
+  }
+  if (options.ordering && *options.ordering != static_cast<Ordering>(ordering)) {
+    return Status::InvalidArgument(
+        std::string("database has ordering=") + ToString(static_cast<Ordering>(ordering)) +
+        "; ordering=" + ToString(*options.ordering) +
+        " cannot change it (leave ordering unset to use the stored value)");
   }
   partitions_ = static_cast<uint32_t>(partitions);
   ordering_ = static_cast<Ordering>(ordering);

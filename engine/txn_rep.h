@@ -30,7 +30,10 @@ struct WriteOp {
 struct FactOp {
   uint32_t partition = 0;
   int64_t deliver_at_ms = 0;  // > 0: held in the timers family instead of the outbox
-  std::string record;         // sealed fact record
+  std::string record;         // sealed fact record (codec::kFactRecordVersion)
+  // The committer stamps the record's commit_ms when it commits the transaction; false for a
+  // fact that was committed before (a released timer keeps its original commit time).
+  bool stamp_commit_ms = true;
 };
 
 // A precondition evaluated by the committer, serially, before the transaction joins a group:
@@ -49,7 +52,6 @@ struct TxnRep {
   std::vector<CheckOp> checks;
   size_t bytes = 0;
   bool committed = false;
-  int64_t commit_ms = 0;
 
   // Outcome, written by the committer before `done` is set.
   Status status;

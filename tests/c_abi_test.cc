@@ -507,6 +507,7 @@ TEST_F(CAbiTest, EmitV2HeadersDeliverAtAndVersion) {
         EXPECT_EQ(wharf_fact_header(fact, 99, nullptr, nullptr, nullptr, nullptr), WHARF_NOT_FOUND);
         EXPECT_EQ(wharf_fact_partition(fact), wharf_fact_partition(fact));
         EXPECT_EQ(wharf_fact_deliver_at_ms(fact), 0);
+        EXPECT_EQ(wharf_fact_scheduled_id(fact), 0u);
         EXPECT_GT(wharf_fact_commit_ms(fact), 0);
         size_t source_len = 9;
         EXPECT_STREQ(wharf_fact_source(fact, &source_len), "");
@@ -518,6 +519,44 @@ TEST_F(CAbiTest, EmitV2HeadersDeliverAtAndVersion) {
   EXPECT_EQ(seen.headers,
             (std::vector<std::string>{"trace-id=abc", "content-type=application/json"}));
   EXPECT_EQ(seen.version, 7u);
+}
+
+// A delayed fact is released under a new id and carries the id the commit returned
+// (wharf_fact_scheduled_id).
+TEST_F(CAbiTest, DelayedFactCarriesItsScheduledId) {
+  wharf_txn* txn = nullptr;
+  ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
+  ASSERT_WHARF_OK(wharf_txn_emit_v2(txn, "A", "k", 1, "later", 5, nullptr, nullptr, nullptr, 0,
+                                    /*deliver_at_ms=*/1, 1));
+  uint64_t scheduled_id = 0;
+  ASSERT_WHARF_OK(wharf_txn_commit(txn, &scheduled_id));
+  ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
+  ASSERT_WHARF_OK(wharf_txn_emit(txn, "A", "k", 1, "now", 3));
+  uint64_t now_id = 0;
+  ASSERT_WHARF_OK(wharf_txn_commit(txn, &now_id));
+  wharf_runtime* rt = nullptr;
+  ASSERT_WHARF_OK(wharf_runtime_new(engine_, "workers=0", &rt));
+  size_t released = 0;
+  ASSERT_WHARF_OK(wharf_runtime_release_timers(rt, &released));
+  EXPECT_EQ(released, 1u);
+  wharf_runtime_free(rt);
+  uint32_t partition = 0;
+  ASSERT_WHARF_OK(wharf_partition_of(engine_, "k", 1, &partition));
+  struct Seen {
+    std::vector<std::pair<uint64_t, uint64_t>> ids;  // (id, scheduled id)
+  } seen;
+  size_t count = 0;
+  ASSERT_WHARF_OK(wharf_read_facts(
+      engine_, partition, 0, 10,
+      [](void* ctx, const wharf_fact* fact) {
+        static_cast<Seen*>(ctx)->ids.emplace_back(wharf_fact_id(fact),
+                                                  wharf_fact_scheduled_id(fact));
+      },
+      &seen, &count));
+  ASSERT_EQ(seen.ids.size(), 2u);
+  EXPECT_EQ(seen.ids[0], std::make_pair(now_id, uint64_t{0}));
+  EXPECT_GT(seen.ids[1].first, now_id);
+  EXPECT_EQ(seen.ids[1].second, scheduled_id);
 }
 
 TEST_F(CAbiTest, CommitAsyncCallsBackOnceOnAnEngineThread) {
@@ -596,6 +635,7 @@ TEST_F(CAbiTest, FactAccessorsOutsideTheirCallback) {
   EXPECT_EQ(wharf_fact_version(nullptr), 0u);
   EXPECT_EQ(wharf_fact_commit_ms(nullptr), 0);
   EXPECT_EQ(wharf_fact_deliver_at_ms(nullptr), 0);
+  EXPECT_EQ(wharf_fact_scheduled_id(nullptr), 0u);
   EXPECT_EQ(wharf_fact_header_count(nullptr), 0u);
   EXPECT_EQ(wharf_fact_source(nullptr, &len), nullptr);
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
@@ -859,6 +899,11 @@ TEST_F(CAbiTest, RuntimeErrorPaths) {
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_runtime_new(engine_, "workers=lots", &rt));
   EXPECT_NE(LastError().find("workers"), std::string::npos) << LastError();
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_runtime_new(engine_, "color=blue", &rt));
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_runtime_new(engine_, "workers=1000000", &rt));
+  EXPECT_NE(LastError().find("limit of 1024"), std::string::npos) << LastError();
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
+               wharf_runtime_new(engine_, "backoff_initial_ms=100;backoff_max_ms=10", &rt));
+  EXPECT_NE(LastError().find("backoff_max_ms (10)"), std::string::npos) << LastError();
   ASSERT_WHARF_OK(wharf_runtime_new(engine_, "instance=c-abi;workers=1", &rt));
   const char* instance = nullptr;
   ASSERT_WHARF_OK(wharf_runtime_instance(rt, &instance));
@@ -887,7 +932,17 @@ TEST_F(CAbiTest, RuntimeErrorPaths) {
                                                       ProjectCount, &counter, DestroyCounter));
   fail(WHARF_INVALID_ARGUMENT, wharf_runtime_subscribe_v2(rt, "p", a, 1, "tap_inbox_facts=3",
                                                           nullptr, &counter, DestroyCounter));
-  EXPECT_EQ(counter.destroyed.load(), 10);
+  fail(WHARF_INVALID_ARGUMENT, wharf_runtime_project_v2(rt, "p", a, 1, "batch_facts=0",
+                                                        ProjectCount, &counter, DestroyCounter));
+  EXPECT_NE(LastError().find("batch_facts"), std::string::npos) << LastError();
+  const char* not_utf8[] = {"\xff"};
+  fail(WHARF_INVALID_ARGUMENT,
+       wharf_runtime_project_v2(rt, "\xc3", a, 1, nullptr, ProjectCount, &counter, DestroyCounter));
+  EXPECT_NE(LastError().find("not valid UTF-8"), std::string::npos) << LastError();
+  fail(WHARF_INVALID_ARGUMENT, wharf_runtime_project_v2(rt, "p", not_utf8, 1, nullptr, ProjectCount,
+                                                        &counter, DestroyCounter));
+  EXPECT_NE(LastError().find("not valid UTF-8"), std::string::npos) << LastError();
+  EXPECT_EQ(counter.destroyed.load(), 13);
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_runtime_subscribe(rt, "s", a, 1, nullptr, nullptr));
 
   // Undeclared types and duplicate ids are refused at start, naming them.
@@ -913,6 +968,85 @@ TEST_F(CAbiTest, RuntimeErrorPaths) {
   EXPECT_WHARF(WHARF_CLOSED, wharf_runtime_start(rt));
   EXPECT_NE(LastError().find("freed"), std::string::npos) << LastError();
   wharf_runtime_free(rt);  // twice: refused, no crash
+}
+
+// Keys, payloads and header values are bytes: NUL bytes and big-endian integers are taken whole
+// through wharf_txn_put/get/delete, wharf_get, wharf_txn_emit_v2 and the fact accessors. Names
+// are NUL-terminated (they cannot carry a NUL) and must be UTF-8.
+TEST_F(CAbiTest, BinaryKeysAndUtf8Names) {
+  const std::string key("\0\0\0\0\0\0\x01\x00", 8), other("\0\0\0\0\0\0\x01", 7);
+  const std::string value("v\0w", 3), header("\0h", 2);
+  wharf_txn* txn = nullptr;
+  ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
+  ASSERT_WHARF_OK(wharf_txn_put(txn, "t", key.data(), key.size(), value.data(), value.size()));
+  ASSERT_WHARF_OK(wharf_txn_put(txn, "t", other.data(), other.size(), "o", 1));
+  const char* names[] = {"h"};
+  const void* values[] = {header.data()};
+  const size_t lens[] = {header.size()};
+  ASSERT_WHARF_OK(wharf_txn_emit_v2(txn, "A", key.data(), key.size(), value.data(), value.size(),
+                                    names, values, lens, 1, 0, 1));
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_txn_put(txn, "\xff", "k", 1, "v", 1));
+  EXPECT_NE(LastError().find("table name 0xff is not valid UTF-8"), std::string::npos)
+      << LastError();
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_txn_emit(txn, "A\xe2\x82", "k", 1, "p", 1));
+  EXPECT_NE(LastError().find("not valid UTF-8"), std::string::npos) << LastError();
+  ASSERT_WHARF_OK(wharf_txn_commit(txn, nullptr));
+  EXPECT_EQ(Get("t", key), value);
+  EXPECT_EQ(Get("t", other), "o");
+
+  struct Seen {
+    std::string key, payload, header;
+  } seen;
+  uint32_t partition = 0;
+  ASSERT_WHARF_OK(wharf_partition_of(engine_, key.data(), key.size(), &partition));
+  size_t count = 0;
+  ASSERT_WHARF_OK(wharf_read_facts(
+      engine_, partition, 0, 10,
+      [](void* ctx, const wharf_fact* fact) {
+        auto* out = static_cast<Seen*>(ctx);
+        size_t len = 0;
+        const void* data = wharf_fact_key(fact, &len);
+        out->key.assign(static_cast<const char*>(data), len);
+        data = wharf_fact_payload(fact, &len);
+        out->payload.assign(static_cast<const char*>(data), len);
+        const char* name = nullptr;
+        size_t name_len = 0;
+        if (wharf_fact_header(fact, 0, &name, &name_len, &data, &len) == WHARF_OK) {
+          out->header.assign(static_cast<const char*>(data), len);
+        }
+      },
+      &seen, &count));
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(seen.key, key);
+  EXPECT_EQ(seen.payload, value);
+  EXPECT_EQ(seen.header, header);
+
+  ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
+  ASSERT_WHARF_OK(wharf_txn_delete(txn, "t", key.data(), key.size()));
+  ASSERT_WHARF_OK(wharf_txn_commit(txn, nullptr));
+  EXPECT_EQ(Get("t", key), "<not found>");
+  EXPECT_EQ(Get("t", other), "o");
+  const char* bad_types[] = {"\xc0\x80"};
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_declare_types(engine_, bad_types, 1));
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_cursor_set(engine_, "c\xff", 0));
+}
+
+// An explicit option that contradicts the stored database fails the open naming both values; an
+// option left out takes the stored value (SetUp created 4 partitions, ordering=partition).
+TEST_F(CAbiTest, ReopenWithContradictingOptionsIsRefused) {
+  ASSERT_WHARF_OK(wharf_close(engine_));
+  engine_ = nullptr;
+  wharf_engine* engine = nullptr;
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_open(dir_.db().c_str(), "partitions=16", &engine));
+  EXPECT_NE(LastError().find("database has 4 partitions; partitions=16"), std::string::npos)
+      << LastError();
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_open(dir_.db().c_str(), "ordering=none", &engine));
+  EXPECT_NE(LastError().find("database has ordering=partition; ordering=none"), std::string::npos)
+      << LastError();
+  ASSERT_WHARF_OK(wharf_open(dir_.db().c_str(), "ordering=partition", &engine_));
+  uint32_t partitions = 0;
+  ASSERT_WHARF_OK(wharf_partitions(engine_, &partitions));
+  EXPECT_EQ(partitions, 4u);
 }
 
 // wharf_close stops attached runtimes; their handles stay valid until freed and answer CLOSED.

@@ -729,6 +729,45 @@ TEST_F(CliTest, Tail) {
   EXPECT_EQ(r.out.find("order two"), std::string::npos);
 }
 
+// Keys and header values are bytes (NUL, terminal escapes, a big-endian integer): tail prints
+// them as hex, never raw, and --json stays valid JSON with `*_encoding: hex`; so does dead list.
+TEST_F(CliTest, BinaryKeysAreShownEscaped) {
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  const std::string key("\0k\n\x1b[31m", 8);
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Put("t", key, "state row"));
+  ASSERT_OK(txn.Emit("T", key, "payload", {.headers = {{"h", std::string("\0v", 2)}}}));
+  CommitResult result;
+  ASSERT_OK(txn.Commit(&result));
+  Fact fact;
+  fact.type = "T";
+  fact.key = key;
+  fact.payload = "poison";
+  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", result.first_fact_id),
+                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+
+  Result r = RunDb({"tail"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "key=0x006b0a1b5b33316d");
+  EXPECT_EQ(r.out.find('\0'), std::string::npos);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+
+  r = RunDb({"tail", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue line = ParseJson(r.out);
+  EXPECT_EQ(line["key"].text, "006b0a1b5b33316d");
+  EXPECT_EQ(line["key_encoding"].text, "hex");
+  EXPECT_EQ(line["headers"][0]["value"].text, "0076");
+  EXPECT_EQ(line["headers"][0]["value_encoding"].text, "hex");
+
+  r = RunDb({"dead", "list", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue dead = ParseJson(r.out);
+  ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
+  EXPECT_EQ(dead["dead_letters"][0]["key"].text, "006b0a1b5b33316d");
+  EXPECT_EQ(dead["dead_letters"][0]["key_encoding"].text, "hex");
+}
+
 // tail -f on a live database prints facts committed after it started, and exits 0 on SIGINT.
 TEST_F(CliTest, TailFollowsLiveDatabase) {
   Build();

@@ -3,21 +3,68 @@
 #include <rocksdb/db.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "engine/inspect.h"
 #include "engine/store.h"
+#include "io/fault_fs.h"
 #include "io/wal_fs.h"
 #include "test_util.h"
+#include "wharf/admin.h"
 
 namespace wharf {
 namespace {
 
 using testing::TempDir;
+
+// Holds every WAL sync the engine reports (between the fdatasync and its acknowledgement) while
+// closed, so a test can look at the engine while a commit's sync is in flight. Forwards to the
+// fault-injecting file system, which decides what a power cut keeps.
+class SyncGate : public io::DurabilityObserver {
+ public:
+  explicit SyncGate(io::FaultInjectionFileSystem* fs) : fs_(fs) {}
+  void Close() {
+    std::lock_guard lock(mutex_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  // Waits until a sync is held at the gate.
+  void AwaitHeldSync() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return held_ > 0; });
+  }
+  rocksdb::IOStatus OnFileSynced(const std::string& path, uint64_t size_bytes) override {
+    {
+      std::unique_lock lock(mutex_);
+      ++held_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+      --held_;
+    }
+    return fs_->OnFileSynced(path, size_bytes);
+  }
+  uint64_t BeforeDirSync(const std::string& dir) override { return fs_->BeforeDirSync(dir); }
+  rocksdb::IOStatus OnDirSynced(const std::string& dir, uint64_t token) override {
+    return fs_->OnDirSynced(dir, token);
+  }
+
+ private:
+  io::FaultInjectionFileSystem* fs_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = true;
+  int held_ = 0;
+};
 
 class EngineTest : public ::testing::TestWithParam<IoBackend> {
  protected:
@@ -60,10 +107,42 @@ class EngineTest : public ::testing::TestWithParam<IoBackend> {
     engine_.reset();
     Open();
   }
+  // Opens on the fault-injecting file system, every WAL sync passing gate_.
+  void OpenHooked(const EngineOptions& options) {
+    internal::StoreHooks hooks{fs_, &gate_};
+    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(engine_->DeclareTypes({"T"}));
+  }
+  // Commits t/k = "old", then t/k = "new" and a fact on writer_, and returns once the second
+  // commit's sync is held at the gate (its write is in RocksDB, readable, not durable).
+  void CommitNewWhileSyncHeld() {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Put("t", "k", "old"));
+    ASSERT_OK(txn.Commit());
+    gate_.Close();
+    writer_ = std::thread([this] {
+      Txn held = engine_->Begin();
+      EXPECT_OK(held.Put("t", "k", "new"));
+      EXPECT_OK(held.Emit("T", "k", "p"));
+      writer_status_ = held.Commit(&writer_result_);
+    });
+    gate_.AwaitHeldSync();
+  }
+
+  void TearDown() override {
+    gate_.Open();
+    if (writer_.joinable()) writer_.join();
+  }
 
   TempDir dir_;
+  std::shared_ptr<io::FaultInjectionFileSystem> fs_ =
+      std::make_shared<io::FaultInjectionFileSystem>(rocksdb::FileSystem::Default());
+  SyncGate gate_{fs_.get()};
   std::unique_ptr<Engine> engine_;
   uint64_t committed_ = 0;  // by CommitOne
+  std::thread writer_;
+  Status writer_status_;
+  CommitResult writer_result_;
 };
 
 // A transaction's state writes and facts are visible together after commit, and the commit
@@ -253,6 +332,8 @@ TEST_P(EngineTest, BadInputIsRefusedClearly) {
   expect_invalid(ParseEngineOptions("durability=maybe", &options), "sync | buffered");
   expect_invalid(ParseEngineOptions("io", &options), "no '=value'");
   expect_invalid(ParseEngineOptions("block_cache_bytes=1000", &options), "block_cache_bytes");
+  EXPECT_EQ(options.partitions, 0u);  // the stored value, or 16 at creation
+  EXPECT_FALSE(options.ordering.has_value());
   ASSERT_OK(ParseEngineOptions(" partitions = 8 ; io=posix; block_cache_bytes=8388608", &options));
   EXPECT_EQ(options.partitions, 8u);
   EXPECT_EQ(options.io, IoBackend::kPosix);
@@ -276,6 +357,88 @@ TEST_P(EngineTest, BadInputIsRefusedClearly) {
   EXPECT_TRUE(engine_->ReadFacts(0, 0, 1, &facts).IsClosed());
 }
 
+// State keys, fact keys, payloads and header values are bytes: NUL bytes, 8-byte big-endian
+// integers and non-UTF-8 bytes are taken whole, kept apart from their prefixes, and survive a
+// reopen. A missing binary key is named in hex.
+TEST_P(EngineTest, BinaryKeysAndValuesAreTakenWhole) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T"}));
+  auto be64 = [](uint64_t value) {
+    std::string key;
+    codec::PutFixed64BE(&key, value);
+    return key;
+  };
+  const std::vector<std::string> keys = {be64(1),
+                                         be64(256),
+                                         std::string("\0", 1),
+                                         std::string("a\0b", 3),
+                                         "a",
+                                         std::string("\xff\xfe", 2)};
+  Txn txn = engine_->Begin();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_OK(txn.Put("t", keys[i], std::string("v\0", 2) + std::to_string(i)));
+  }
+  const std::string fact_key("\0k\xff", 3), payload("\0p\0", 3), header("\0h", 2);
+  ASSERT_OK(txn.Emit("T", fact_key, payload, {.headers = {{"h", header}}}));
+  ASSERT_OK(txn.Commit());
+
+  auto verify = [&] {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      std::string value;
+      ASSERT_OK(engine_->Get("t", keys[i], &value)) << i;
+      EXPECT_EQ(value, std::string("v\0", 2) + std::to_string(i)) << i;
+    }
+    std::vector<Fact> facts;
+    ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf(fact_key), 0, 10, &facts));
+    ASSERT_EQ(facts.size(), 1u);
+    EXPECT_EQ(facts[0].key, fact_key);
+    EXPECT_EQ(facts[0].payload, payload);
+    ASSERT_EQ(facts[0].headers.size(), 1u);
+    EXPECT_EQ(facts[0].headers[0].second, header);
+  };
+  verify();
+  Reopen();
+  verify();
+
+  Txn removal = engine_->Begin();
+  ASSERT_OK(removal.Delete("t", std::string("a\0b", 3)));
+  ASSERT_OK(removal.Commit());
+  std::string value;
+  Status s = engine_->Get("t", std::string("a\0b", 3), &value);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(s.message().find("0x610062"), std::string::npos) << s.ToString();
+  ASSERT_OK(engine_->Get("t", "a", &value));  // its prefix is another key
+  EXPECT_EQ(value, std::string("v\0", 2) + "4");
+}
+
+// Names (fact types, tables, header names, consumer ids) are valid UTF-8 without NUL: anything
+// else is refused naming what and where, before it is stored.
+TEST_P(EngineTest, NamesMustBeUtf8WithoutNul) {
+  Open();
+  ASSERT_OK(engine_->DeclareTypes({"T", "Commandé"}));
+  const std::string bad[] = {"\xff", "a\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "ab\xe2\x82"};
+  auto expect_invalid = [](const Status& s, const std::string& needle) {
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  Txn txn = engine_->Begin();
+  for (const std::string& name : bad) {
+    expect_invalid(engine_->DeclareTypes({name}), "fact type 0x");
+    expect_invalid(txn.Put(name, "k", "v"), "table name 0x");
+    expect_invalid(txn.Emit("T", "k", "p", {.headers = {{name, "v"}}}), "not valid UTF-8");
+    expect_invalid(SetCursor(*engine_, name, 0), "consumer id 0x");
+  }
+  const std::string with_nul("a\0b", 3);
+  expect_invalid(txn.Put(with_nul, "k", "v"), "contains a NUL byte");
+  expect_invalid(txn.Emit("T", "k", "p", {.headers = {{with_nul, "v"}}}), "header name");
+  expect_invalid(engine_->DeclareTypes({with_nul}), "fact type");
+  EXPECT_EQ(txn.write_count() + txn.fact_count(), 0u);
+  ASSERT_OK(txn.Put("tablé", "k", "v"));
+  ASSERT_OK(txn.Emit("Commandé", "k", "p", {.headers = {{"en-tête", "v"}}}));
+  ASSERT_OK(txn.Commit());
+  EXPECT_EQ(engine_->DeclaredTypes(), (std::vector<std::string>{"Commandé", "T"}));
+}
+
 // A second engine on the same directory is refused; so is a partition count that differs from
 // the stored one, and a directory that holds some other RocksDB database.
 TEST_P(EngineTest, RefusesConflictingOpens) {
@@ -294,6 +457,50 @@ TEST_P(EngineTest, RefusesConflictingOpens) {
   EXPECT_NE(s.message().find("4 partitions"), std::string::npos) << s.ToString();
   Open();  // the default keeps what is stored
   EXPECT_EQ(engine_->partitions(), 4u);
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+
+  // Explicit options that contradict the stored database fail the open naming both values, also
+  // when they are the creation defaults (16 partitions, ordering=partition); defaults take what
+  // is stored; explicit options that agree are accepted.
+  TempDir two;
+  EngineOptions created = Options();
+  ASSERT_OK(ParseEngineOptions("partitions=2;ordering=none", &created));
+  ASSERT_OK(Engine::Open(two.db(), created, &engine_));
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  struct Contradiction {
+    const char* text;
+    const char* stored;
+    const char* given;
+  };
+  for (const Contradiction& c :
+       {Contradiction{"partitions=16", "2 partitions", "partitions=16"},
+        Contradiction{"ordering=partition", "ordering=none", "ordering=partition"},
+        Contradiction{"partitions=2;ordering=global", "ordering=none", "ordering=global"}}) {
+    EngineOptions explicit_options = Options();
+    ASSERT_OK(ParseEngineOptions(c.text, &explicit_options));
+    s = Engine::Open(two.db(), explicit_options, &engine_);
+    EXPECT_TRUE(s.IsInvalidArgument()) << c.text << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.stored), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find(c.given), std::string::npos) << s.ToString();
+  }
+  for (const char* text : {"", "partitions=2;ordering=none"}) {
+    EngineOptions agreeing = Options();
+    ASSERT_OK(ParseEngineOptions(text, &agreeing));
+    ASSERT_OK(Engine::Open(two.db(), agreeing, &engine_)) << text;
+    EXPECT_EQ(engine_->partitions(), 2u);
+    EXPECT_EQ(engine_->ordering(), Ordering::kNone);
+    ASSERT_OK(engine_->Close());
+    engine_.reset();
+  }
+  // A new database gets the creation defaults.
+  TempDir fresh;
+  ASSERT_OK(Engine::Open(fresh.db(), Options(), &engine_));
+  EXPECT_EQ(engine_->partitions(), kDefaultPartitions);
+  EXPECT_EQ(engine_->ordering(), Ordering::kPartition);
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
 
   std::string other = dir_.path() + "/other";
   {
@@ -383,50 +590,146 @@ TEST_P(EngineTest, NewerFormatVersionIsRefused) {
   EXPECT_NE(s.message().find("newer than this Wharf supports"), std::string::npos);
 }
 
-// A full queue with when_full=error answers Busy instead of growing; with block it waits.
+// With the queue full (capacity 1, taken by a commit whose sync is held at the gate), another
+// commit waits for space under when_full=block (the default) and then commits; under
+// when_full=error it is refused at once with Busy. Nothing is lost either way.
 TEST_P(EngineTest, FullQueueIsBusyOrBlocks) {
-  EngineOptions options = Options();
-  options.queue_capacity = 1;
-  options.when_full = WhenFull::kError;
-  Open(options);
-  ASSERT_OK(engine_->DeclareTypes({"T"}));
-  int busy = 0, ok = 0;
-  std::atomic<int> done{0};
-  for (int i = 0; i < 200; ++i) {
-    Txn txn = engine_->Begin();
-    ASSERT_OK(txn.Emit("T", "k", "p"));
-    Status s = txn.CommitAsync([&](const Status&, const CommitResult&) { done++; });
-    if (s.IsBusy()) {
-      busy++;
-      EXPECT_NE(s.message().find("queue is full"), std::string::npos);
+  for (WhenFull when_full : {WhenFull::kBlock, WhenFull::kError}) {
+    SCOPED_TRACE(when_full == WhenFull::kBlock ? "block" : "error");
+    EngineOptions options = Options();
+    options.queue_capacity = 1;
+    EXPECT_EQ(options.when_full, WhenFull::kBlock);  // the default
+    options.when_full = when_full;
+    OpenHooked(options);
+    ASSERT_NO_FATAL_FAILURE(CommitNewWhileSyncHeld());  // holds the only slot
+    std::atomic<bool> second_done{false};
+    Status second;
+    std::thread producer([&] {
+      Txn txn = engine_->Begin();
+      EXPECT_OK(txn.Emit("T", "k", "second"));
+      second = txn.Commit();
+      second_done = true;
+    });
+    if (when_full == WhenFull::kBlock) {
+      // It must wait for space: it cannot finish while the slot is held.
+      const internal::Committer* committer = engine_->core()->committer();
+      while (!second_done.load() && committer->space_waiters() == 0) std::this_thread::yield();
+      EXPECT_FALSE(second_done.load()) << second.ToString();
+      gate_.Open();
+      producer.join();
+      EXPECT_OK(second);
     } else {
-      ASSERT_OK(s);
-      ok++;
+      producer.join();
+      EXPECT_TRUE(second.IsBusy()) << second.ToString();
+      EXPECT_NE(second.message().find("queue is full"), std::string::npos);
+      gate_.Open();
     }
+    writer_.join();
+    ASSERT_OK(writer_status_);
+    std::vector<Fact> facts;
+    ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 10, &facts));
+    // Cumulative over both halves: the held commit's fact each time, the waiting one's once.
+    EXPECT_EQ(facts.size(), when_full == WhenFull::kBlock ? 2u : 3u);
+    ASSERT_OK(engine_->Close());
+    engine_.reset();
   }
-  EXPECT_GT(busy, 0);
-  EXPECT_GT(ok, 0);
-  ASSERT_OK(engine_->Close());
-  EXPECT_EQ(done.load(), ok);
 }
 
-// Buffered durability acknowledges after the write and still persists on close.
+// Buffered durability acknowledges a commit once written, before any sync: a power cut before
+// buffered_sync_ms has passed loses it. Once a sync on the interval has run, it survives a cut;
+// and Close() syncs what is left.
 TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
+  OpenHooked(Options());  // created and declared durably (sync mode)
+  ASSERT_OK(engine_->Close());
   EngineOptions options = Options();
   options.durability = Durability::kBuffered;
+  auto commit_50 = [&](const std::string& payload) {
+    for (int i = 0; i < 50; ++i) {
+      Txn txn = engine_->Begin();
+      ASSERT_OK(txn.Emit("T", "k", payload));
+      ASSERT_OK(txn.Commit());
+    }
+  };
+  auto cut_and_count = [&](const std::string& payload) -> size_t {
+    fs_->Cut();
+    engine_->Close().PermitUncheckedError();  // the final sync fails: the power is gone
+    engine_.reset();
+    EXPECT_TRUE(fs_->DropUnsyncedData().ok());
+    OpenHooked(Options());
+    std::vector<Fact> facts;
+    EXPECT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, SIZE_MAX, &facts));
+    EXPECT_OK(engine_->Close());
+    return std::count_if(facts.begin(), facts.end(),
+                         [&](const Fact& fact) { return fact.payload == payload; });
+  };
+
+  // 1. Acknowledged before any sync: an interval longer than the test means none ran.
+  options.buffered_sync_ms = 3'600'000;
+  OpenHooked(options);
+  const uint64_t syncs_before = engine_->core()->committer()->stats().syncs;
+  ASSERT_NO_FATAL_FAILURE(commit_50("before-interval"));
+  EXPECT_EQ(engine_->durable_lsn(), engine_->last_lsn());  // acknowledged = durable (buffered)
+  EXPECT_EQ(engine_->core()->committer()->stats().syncs, syncs_before);
+  EXPECT_GT(fs_->unsynced_bytes(), 0u);
+  EXPECT_EQ(cut_and_count("before-interval"), 0u);
+
+  // 2. After the interval: once the interval's sync has made every written byte durable (the
+  // fault-injecting file system's account; no commit waits for it), everything acknowledged
+  // survives the cut.
   options.buffered_sync_ms = 5;
+  OpenHooked(options);
+  ASSERT_NO_FATAL_FAILURE(commit_50("after-interval"));
+  // (The round counts itself in stats() just after the file system recorded its sync.)
+  const internal::Committer* committer = engine_->core()->committer();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((fs_->unsynced_bytes() > 0 || committer->stats().syncs == 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(fs_->unsynced_bytes(), 0u) << "no sync on the interval";
+  EXPECT_GT(committer->stats().syncs, 0u);
+  EXPECT_EQ(cut_and_count("after-interval"), 50u);
+
+  // 3. Close syncs what no interval has.
+  options.buffered_sync_ms = 3'600'000;
+  OpenHooked(options);
+  ASSERT_NO_FATAL_FAILURE(commit_50("closed"));
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  ASSERT_TRUE(fs_->DropUnsyncedData().ok());  // a power cut after the close
+  OpenHooked(Options());
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, SIZE_MAX, &facts));
+  EXPECT_EQ(std::count_if(facts.begin(), facts.end(),
+                          [](const Fact& fact) { return fact.payload == "closed"; }),
+            50);
+}
+
+// commit_ms is the time the transaction committed, read once for the whole transaction: not the
+// time of each Emit.
+TEST_P(EngineTest, CommitMsIsStampedAtCommit) {
+  auto now_ms = std::make_shared<std::atomic<int64_t>>(1'000);
+  EngineOptions options = Options();
+  options.clock_ms = [now_ms] { return now_ms->load(); };
   Open(options);
   ASSERT_OK(engine_->DeclareTypes({"T"}));
-  for (int i = 0; i < 50; ++i) {
-    Txn txn = engine_->Begin();
-    ASSERT_OK(txn.Emit("T", "k", "p"));
-    ASSERT_OK(txn.Commit());
-  }
-  EXPECT_EQ(engine_->durable_lsn(), 50u);
-  Reopen();
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Emit("T", "k", "first"));
+  *now_ms = 2'000;
+  ASSERT_OK(txn.Emit("T", "k", "second"));
+  *now_ms = 3'000;
+  ASSERT_OK(txn.Commit());
+  *now_ms = 4'000;
   std::vector<Fact> facts;
-  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 100, &facts));
-  EXPECT_EQ(facts.size(), 50u);
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 10, &facts));  // checksums verified
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].commit_ms, 3'000);
+  EXPECT_EQ(facts[1].commit_ms, 3'000);
+  Reopen();
+  facts.clear();
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k"), 0, 10, &facts));
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[1].commit_ms, 3'000);
 }
 
 // With wal_prefill_bytes, new WAL files are zero-filled spares that the WAL overwrites. A crash
@@ -484,6 +787,58 @@ TEST_P(EngineTest, InspectorFollowsASpareWal) {
     ASSERT_EQ(facts.size(), committed_) << "round " << round;
     for (int i = 0; i < 5; ++i) CommitOne();
   }
+}
+
+// Reads from outside a consumer return only durable state (SPEC §1 "Reads are durable"): a read
+// that saw a commit whose sync is in flight waits for it, and never returns what a power cut
+// then takes back.
+// The read sees the value whose sync is held, so it waits; once the sync completes it returns
+// that value, by then acknowledged durable. With nothing in flight a read does not wait at all.
+TEST_P(EngineTest, ReadWaitsForTheSyncOfWhatItSaw) {
+  OpenHooked(Options());
+  ASSERT_NO_FATAL_FAILURE(CommitNewWhileSyncHeld());
+  std::string value;
+  uint64_t durable_after_read = 0;
+  std::thread reader([&] {
+    EXPECT_OK(engine_->Get("t", "k", &value));
+    durable_after_read = engine_->durable_lsn();
+  });
+  gate_.Open();
+  reader.join();
+  writer_.join();
+  ASSERT_OK(writer_status_);
+  EXPECT_EQ(value, "new");
+  EXPECT_GE(durable_after_read, writer_result_.last_fact_id) << "returned before the sync";
+  // Nothing in flight now: Engine::Get and Txn::Get answer at once.
+  EXPECT_OK(engine_->Get("t", "k", &value));
+  EXPECT_EQ(value, "new");
+  Txn txn = engine_->Begin();
+  EXPECT_OK(txn.Get("t", "k", &value));
+  EXPECT_EQ(value, "new");
+}
+
+// The power goes while the sync is held: the read, which saw the unsynced value, must not return
+// it (it reports that durability could not be established), and after the cut the value is gone
+// while the acknowledged one is there.
+TEST_P(EngineTest, ReadNeverReturnsWhatAPowerCutTakesBack) {
+  OpenHooked(Options());
+  ASSERT_NO_FATAL_FAILURE(CommitNewWhileSyncHeld());
+  std::string value;
+  Status read;
+  std::thread reader([&] { read = engine_->Get("t", "k", &value); });
+  fs_->Cut();
+  gate_.Open();
+  reader.join();
+  writer_.join();
+  EXPECT_FALSE(writer_status_.ok());
+  EXPECT_FALSE(read.ok() && value == "new") << "returned state the power cut takes back";
+  EXPECT_TRUE(read.IsIOError() || read.IsClosed()) << read.ToString();
+  engine_->Close().PermitUncheckedError();
+  engine_.reset();
+  ASSERT_TRUE(fs_->DropUnsyncedData().ok());
+  OpenHooked(Options());
+  ASSERT_OK(engine_->Get("t", "k", &value));
+  EXPECT_EQ(value, "old");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EngineTest,

@@ -482,14 +482,57 @@ TEST_F(RuntimeTest, IdentityRules) {
   EXPECT_TRUE(runtime.Start().IsInvalidArgument());
 }
 
+// Options that cannot work are refused as a whole, at parsing and at Start/Drain, naming the
+// options and their values: more workers than kWorkersMax (creating a million threads took
+// 17 s before failing), a backoff whose initial delay is above its maximum, a zero interval.
+TEST_F(RuntimeTest, InconsistentOptionsAreRefused) {
+  auto expect_invalid = [](const Status& s, const std::string& needle) {
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  RuntimeOptions parsed;
+  expect_invalid(ParseRuntimeOptions("workers=1000000", &parsed), "limit of 1024");
+  expect_invalid(ParseRuntimeOptions("workers=1025", &parsed), "workers");
+  expect_invalid(ParseRuntimeOptions("backoff_initial_ms=100;backoff_max_ms=50", &parsed),
+                 "backoff_initial_ms (100) must not be above backoff_max_ms (50)");
+  expect_invalid(ParseRuntimeOptions("backoff_initial_ms=6000", &parsed), "backoff_max_ms (5000)");
+  expect_invalid(ParseRuntimeOptions("renew_ms=30000", &parsed), "lease_ms");
+  EXPECT_EQ(parsed.workers, 2u);  // unchanged by a refused string
+  ASSERT_OK(ParseRuntimeOptions("workers=1024;backoff_initial_ms=50;backoff_max_ms=50", &parsed));
+  EXPECT_EQ(parsed.workers, kWorkersMax);
+
+  auto noop = [](const Fact&) { return Outcome::kHandled; };
+  auto refused = [&](RuntimeOptions options, const std::string& needle) {
+    Runtime runtime(engine_.get(), options);
+    ASSERT_OK(runtime.Subscribe("s", {"A"}, noop));
+    expect_invalid(runtime.Start(), needle);
+    expect_invalid(runtime.Drain(), needle);
+  };
+  RuntimeOptions options = Options();
+  options.workers = kWorkersMax + 1;
+  refused(options, "workers (1025)");
+  options = Options();
+  options.backoff_initial_ms = 10;
+  options.backoff_max_ms = 5;
+  refused(options, "backoff_initial_ms (10)");
+  options = Options();
+  options.timer_tick_ms = 0;
+  refused(options, "timer_tick_ms must be >= 1");
+}
+
 // Delayed facts are held as timers and delivered only once due (injectable clock).
+// A released fact takes a new id (after "now") but carries the id its commit returned
+// (scheduled_id) and the time of that commit.
 TEST_F(RuntimeTest, TimersReleaseWhenDue) {
-  Commit("A", "k", "later", now_ms_.load() + 5'000);
-  Commit("A", "k", "now");
+  const int64_t scheduled_ms = now_ms_.load();
+  const uint64_t later_id = Commit("A", "k", "later", now_ms_.load() + 5'000);
+  const uint64_t now_id = Commit("A", "k", "now");
   std::vector<std::string> seen;
+  std::vector<Fact> facts;
   Runtime runtime(engine_.get(), Options(0));
   ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact& fact) {
     seen.push_back(fact.payload);
+    facts.push_back(fact);
     return Outcome::kHandled;
   }));
   ASSERT_OK(runtime.Drain());
@@ -500,6 +543,13 @@ TEST_F(RuntimeTest, TimersReleaseWhenDue) {
   now_ms_ += 1;
   ASSERT_OK(runtime.Drain());
   EXPECT_EQ(seen, (std::vector<std::string>{"now", "later"}));
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].id, now_id);
+  EXPECT_EQ(facts[0].scheduled_id, 0u);
+  EXPECT_GT(facts[1].id, now_id);
+  EXPECT_EQ(facts[1].scheduled_id, later_id);
+  EXPECT_EQ(facts[1].commit_ms, scheduled_ms);
+  EXPECT_EQ(facts[1].deliver_at_ms, scheduled_ms + 5'000);
   size_t released = 99;
   ASSERT_OK(runtime.ReleaseDueTimers(&released));
   EXPECT_EQ(released, 0u);

@@ -478,6 +478,10 @@ int64_t wharf_fact_deliver_at_ms(const wharf_fact* fact) {
   return FactField(fact, "wharf_fact_deliver_at_ms", &Fact::deliver_at_ms);
 }
 
+uint64_t wharf_fact_scheduled_id(const wharf_fact* fact) {
+  return FactField(fact, "wharf_fact_scheduled_id", &Fact::scheduled_id);
+}
+
 size_t wharf_fact_header_count(const wharf_fact* fact) {
   const Fact* rep = FactOf(fact, "wharf_fact_header_count");
   return rep == nullptr ? 0 : rep->headers.size();

@@ -211,7 +211,15 @@ Status ParseConsumerOption(std::string_view key, std::string_view value, bool is
     o->consumer_id = value;
     return Status::OK();
   }
-  if (key == "batch_facts") return ParseU32(key, value, &o->batch_facts);
+  if (key == "batch_facts") {
+    // 0 is ConsumerOptions' "the kind's default", which the string says by leaving the key out.
+    Status s = ParseU32(key, value, &o->batch_facts);
+    if (s.ok() && o->batch_facts == 0) {
+      s = Status::InvalidArgument(
+          "option 'batch_facts': 0 is not a batch size (>= 1; leave it out for the default)");
+    }
+    return s;
+  }
   if (key == "max_depth") return ParseU32(key, value, &o->max_depth);
   if (key == "ordering") {
     if (value == "partition") {

@@ -60,7 +60,12 @@ const char* NameOf(const std::pair<const char*, Enum> (&names)[N], Enum value) {
 
 Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) {
   if (key == "partitions") return ParseInt<uint32_t>(key, value, 0, kPartitionsMax, &o->partitions);
-  if (key == "ordering") return ParseEnum(key, value, kOrderingNames, &o->ordering);
+  if (key == "ordering") {
+    Ordering ordering{};
+    Status s = ParseEnum(key, value, kOrderingNames, &ordering);
+    if (s.ok()) o->ordering = ordering;
+    return s;
+  }
   if (key == "durability") return ParseEnum(key, value, kDurabilityNames, &o->durability);
   if (key == "io") return ParseEnum(key, value, kIoNames, &o->io);
   if (key == "queue_capacity") {

@@ -41,7 +41,12 @@ Status ParseOne(std::string_view key, std::string_view value, RuntimeOptions* o)
       o->workers = 0;
       return Status::OK();
     }
-    return ParseU32(key, value, 0, &o->workers);
+    Status s = ParseU32(key, value, 0, &o->workers);
+    if (s.ok() && o->workers > kWorkersMax) {
+      s = Status::InvalidArgument("option 'workers': " + std::string(value) +
+                                  " is above the limit of " + std::to_string(kWorkersMax));
+    }
+    return s;
   }
   struct Field {
     const char* name;
@@ -71,8 +76,41 @@ Status ParseRuntimeOptions(std::string_view text, RuntimeOptions* options) {
   Status s = internal::ForEachOption(text, [&](std::string_view key, std::string_view value) {
     return ParseOne(key, value, &parsed);
   });
+  if (s.ok()) s = ValidateRuntimeOptions(parsed);
   if (s.ok()) *options = std::move(parsed);
   return s;
+}
+
+Status ValidateRuntimeOptions(const RuntimeOptions& options) {
+  if (options.workers > kWorkersMax) {
+    return Status::InvalidArgument("workers (" + std::to_string(options.workers) +
+                                   ") is above the limit of " + std::to_string(kWorkersMax));
+  }
+  struct Interval {
+    const char* name;
+    uint32_t value;
+  };
+  for (const Interval& interval :
+       {Interval{"lease_ms", options.lease_ms}, Interval{"renew_ms", options.renew_ms},
+        Interval{"cursor_persist_ms", options.cursor_persist_ms},
+        Interval{"backoff_initial_ms", options.backoff_initial_ms},
+        Interval{"backoff_max_ms", options.backoff_max_ms},
+        Interval{"timer_tick_ms", options.timer_tick_ms}}) {
+    if (interval.value == 0) {
+      return Status::InvalidArgument(std::string(interval.name) + " must be >= 1");
+    }
+  }
+  if (options.renew_ms >= options.lease_ms) {
+    return Status::InvalidArgument("renew_ms (" + std::to_string(options.renew_ms) +
+                                   ") must be shorter than lease_ms (" +
+                                   std::to_string(options.lease_ms) + ")");
+  }
+  if (options.backoff_initial_ms > options.backoff_max_ms) {
+    return Status::InvalidArgument(
+        "backoff_initial_ms (" + std::to_string(options.backoff_initial_ms) +
+        ") must not be above backoff_max_ms (" + std::to_string(options.backoff_max_ms) + ")");
+  }
+  return Status::OK();
 }
 
 const char* ToString(ConsumerKind kind) {

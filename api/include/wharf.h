@@ -21,8 +21,13 @@
 **     each of 16 shards). (Pointers to caller memory cannot be checked: they must point to at
 **     least the length given with them.)
 **  4. Inputs are copied: the caller may reuse every buffer and string as soon as a call returns.
-**     Byte strings are pointer + length (the pointer may be NULL when the length is 0). Names
-**     (tables, fact types, consumers) are NUL-terminated UTF-8 strings.
+**     Byte strings are pointer + length (the pointer may be NULL when the length is 0) and may
+**     hold any byte, NUL included: state keys, fact keys, payloads, header values. Names (tables,
+**     fact types, consumers, header names), paths and option strings are NUL-terminated strings,
+**     so they CANNOT CARRY A NUL BYTE: wharf reads them up to the first NUL. A binding for a
+**     language whose strings may hold a NUL (Python, Go, Rust...) must refuse such a name rather
+**     than pass it, or it would be silently shortened. Names must also be valid UTF-8 (1..255
+**     bytes); anything else is WHARF_INVALID_ARGUMENT naming the argument.
 **  5. Outputs are either OWNED (allocated by wharf, released with wharf_free) or BORROWED (owned by
 **     wharf, with their lifetime stated in the function's documentation).
 **  6. Options travel as one "key=value;key=value" string (NULL or "" for the defaults), so new
@@ -153,6 +158,10 @@ WHARF_EXPORT void wharf_free(void* p);
 ** `options`: NULL or "key=value;..." with the engine options, among them
 **   partitions=16           partitions of the outbox (1..4096), fixed when the database is created
 **   ordering=partition      outbox ordering: partition | global | none, fixed at creation
+**                           partitions and ordering left out (or partitions=0) take the stored
+**                           values (16 and partition for a new database); given explicitly, they
+**                           must agree with an existing database, else WHARF_INVALID_ARGUMENT
+**                           naming both values
 **   durability=sync         sync (ack after fdatasync) | buffered (ack after write; sync every
 **                           buffered_sync_ms: a power loss may lose the last interval)
 **   io=auto                 auto | uring | posix
@@ -184,9 +193,14 @@ WHARF_EXPORT wharf_status wharf_declare_types(wharf_engine* engine, const char* 
 WHARF_EXPORT wharf_status wharf_is_declared(wharf_engine* engine, const char* type,
                                             uint8_t* declared);
 
-/* Reads committed state of table `table`. On WHARF_OK, *value is OWNED by the caller (release with
-** wharf_free; never NULL, even for an empty value) and *value_len is its length. WHARF_NOT_FOUND
-** when the key is absent. Thread-safe. */
+/* Reads committed state of table `table`, durable state only (as Engine::Get): if what it read may
+** belong to a commit whose sync is still in flight, it waits until everything written before the
+** read is durable (at most the sync round in flight and the next; no wait when nothing is in
+** flight; durability=buffered never waits). On WHARF_OK, *value is OWNED by the caller (release
+** with wharf_free; never NULL, even for an empty value) and *value_len is its length.
+** WHARF_NOT_FOUND when the key is absent; WHARF_INVALID_ARGUMENT when called in a commit callback
+** while a sync is in flight (the wait could need that thread); WHARF_IO_ERROR when a failed WAL
+** sync could not be recovered from. Thread-safe. */
 WHARF_EXPORT wharf_status wharf_get(wharf_engine* engine, const char* table, const void* key,
                                     size_t key_len, void** value, size_t* value_len);
 
@@ -232,8 +246,9 @@ WHARF_EXPORT wharf_status wharf_read_facts(wharf_engine* engine, uint32_t partit
 ** Thread-safe. */
 WHARF_EXPORT wharf_status wharf_txn_begin(wharf_engine* engine, wharf_txn** out);
 
-/* Writes `value` under `key` in state table `table`. Keys are 1..4096 bytes, values up to 16 MiB,
-** table names 1..255 bytes; a transaction carries at most 64 MiB. */
+/* Writes `value` under `key` in state table `table`. Keys are 1..4096 bytes of any value (NUL
+** included), values up to 16 MiB, table names 1..255 bytes; a transaction carries at most
+** 64 MiB. */
 WHARF_EXPORT wharf_status wharf_txn_put(wharf_txn* txn, const char* table, const void* key,
                                         size_t key_len, const void* value, size_t value_len);
 
@@ -252,7 +267,8 @@ WHARF_EXPORT wharf_status wharf_txn_emit(wharf_txn* txn, const char* type, const
 **            value header_values[i] of header_value_lens[i] bytes (at most 64 headers). The three
 **            arrays may be NULL when n_headers is 0.
 **   deliver_at_ms: 0 to deliver at once; > 0: hold the fact as a timer and release it into the
-**            outbox when the wall clock reaches it (its id is assigned then).
+**            outbox when the wall clock reaches it; it is delivered under a new id then, and
+**            carries the id the commit returned as wharf_fact_scheduled_id.
 **   v:       the payload's schema version (wharf_txn_emit uses 1). */
 WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, const void* key,
                                             size_t key_len, const void* payload, size_t payload_len,
@@ -261,7 +277,9 @@ WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, co
                                             const size_t* header_value_lens, size_t n_headers,
                                             int64_t deliver_at_ms, uint32_t v);
 
-/* Reads committed state (not this transaction's own writes), as wharf_get. Also works on a
+/* Reads committed state (not this transaction's own writes), as wharf_get (durable state only,
+** waiting as it does). On a handler's effects transaction it does not wait (the batch commits
+** after what it read, so it is never durable without it). Also works on a
 ** handler's effects transaction, where it does NOT see the effects of earlier facts of the same
 ** batch either (they commit together when the batch ends): a read-modify-write projection (a
 ** counter, a running total) must be registered with "batch_facts=1" (wharf_runtime_project_v2) or
@@ -316,10 +334,16 @@ WHARF_EXPORT uint32_t wharf_fact_depth(const wharf_fact* fact);
 WHARF_EXPORT const char* wharf_fact_source(const wharf_fact* fact, size_t* len);
 /* The payload's schema version. */
 WHARF_EXPORT uint32_t wharf_fact_version(const wharf_fact* fact);
-/* Wall-clock time the commit was requested. */
+/* Wall-clock time (ms) its transaction committed: read once per transaction by the committer as it
+** assigns the ids and writes the transaction to the log, just before the sync that makes it
+** durable; not the time of the emit. A delayed fact keeps its scheduling transaction's. */
 WHARF_EXPORT int64_t wharf_fact_commit_ms(const wharf_fact* fact);
 /* For a delayed fact, when it was due; 0 otherwise. */
 WHARF_EXPORT int64_t wharf_fact_deliver_at_ms(const wharf_fact* fact);
+/* For a delayed fact: the id the commit returned for it (it waited as a timer under that id and
+** was released into the outbox under a new one, wharf_fact_id); 0 for a fact that was not
+** delayed. A producer correlates a delivered delayed fact with its commit through it. */
+WHARF_EXPORT uint64_t wharf_fact_scheduled_id(const wharf_fact* fact);
 WHARF_EXPORT size_t wharf_fact_header_count(const wharf_fact* fact);
 /* Header `index` (< wharf_fact_header_count): its NUL-terminated name and its value bytes.
 ** WHARF_NOT_FOUND when index is out of range. */
@@ -372,9 +396,11 @@ WHARF_EXPORT wharf_status wharf_handler_reason(const wharf_fact* fact, const cha
 
 /* CONSTRUCTOR. Creates a runtime attached to `engine`.
 ** `options`: NULL or "key=value;...": instance (id for leases; default a random UUID), workers
-** (threads; 0: an API-only instance that delivers nothing), assignment (consistent_hash |
-** round_robin), max_depth, lease_ms (default 30000), renew_ms (default 10000; must be <
-** lease_ms), cursor_persist_ms, backoff_initial_ms, backoff_max_ms, timer_tick_ms.
+** (threads, at most 1024; 0: an API-only instance that delivers nothing), assignment
+** (consistent_hash | round_robin), max_depth, lease_ms (default 30000), renew_ms (default 10000;
+** must be < lease_ms), cursor_persist_ms, backoff_initial_ms (default 10; must be <=
+** backoff_max_ms), backoff_max_ms (default 5000), timer_tick_ms. Checked as a whole: an
+** inconsistent set is WHARF_INVALID_ARGUMENT naming the options and their values.
 ** On WHARF_OK, *out is OWNED by the caller: release it with wharf_runtime_free. Trace events go to
 ** stderr (warnings and errors). Thread-safe. */
 WHARF_EXPORT wharf_status wharf_runtime_new(wharf_engine* engine, const char* options,
@@ -400,8 +426,8 @@ WHARF_EXPORT wharf_status wharf_runtime_subscribe(wharf_runtime* rt, const char*
 
 /* Registration with consumer options and a ctx destructor (may be NULL).
 ** `options`: NULL or "key=value;...": consumer_id (cursor name; default: the name), batch_facts
-** (facts per commit; default projection 100, reaction 20, subscriber 10), max_depth (reactions),
-** ordering (partition | global | none). */
+** (facts per commit, >= 1; default projection 100, reaction 20, subscriber 10), max_depth
+** (reactions), ordering (partition | global | none). */
 WHARF_EXPORT wharf_status wharf_runtime_project_v2(wharf_runtime* rt, const char* name,
                                                    const char* const* types, size_t n_types,
                                                    const char* options, wharf_project_fn fn,

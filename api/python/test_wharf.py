@@ -4,7 +4,10 @@ commits, cursors and dead letters, and the error cases mapped from the C status 
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import textwrap
 import threading
 import time
 import unittest
@@ -88,11 +91,16 @@ class TestCommitAndRead(EngineTestCase):
 
         with self.engine.begin() as txn:
             txn.emit("OrderPlaced", b"later", key="k", deliver_at_ms=1)  # due already
+        scheduled_id = txn.last_fact_id
         runtime = wharf.Runtime(self.engine, "workers=0")
         self.assertEqual(runtime.release_timers(), 1)
         runtime.close()
-        payloads = [f.payload for f in self.engine.read_facts(self.engine.partition_of("k"))]
-        self.assertEqual(payloads, [b"p", b"later"])
+        facts = self.engine.read_facts(self.engine.partition_of("k"))
+        self.assertEqual([f.payload for f in facts], [b"p", b"later"])
+        # Released under a new id, carrying the one the commit returned.
+        self.assertEqual(facts[0].scheduled_id, 0)
+        self.assertGreater(facts[1].id, scheduled_id)
+        self.assertEqual(facts[1].scheduled_id, scheduled_id)
 
     def test_commit_async(self):
         done = threading.Event()
@@ -268,6 +276,123 @@ class TestErrors(EngineTestCase):
             txn.put("t", 42, b"v")
         txn.abort()
 
+    def test_names_are_taken_whole_or_refused(self):
+        # A NUL would cut the name at the C ABI (a header "a\0b" stored as "a", table "t\0x"
+        # writing into "t"): every name, path and option string is refused instead, naming it.
+        txn = self.engine.begin()
+        refusals = [
+            ("header name", lambda: txn.emit("OrderPlaced", b"p", headers=[("a\0b", b"v")])),
+            ("table", lambda: txn.put("t\0x", "k", b"v")),
+            ("table", lambda: txn.delete("t\0x", "k")),
+            ("table", lambda: txn.get("t\0x", "k")),
+            ("type", lambda: txn.emit("OrderPlaced\0zz", b"p")),
+            ("type", lambda: self.engine.declare_types("A\0zz")),
+            ("type", lambda: self.engine.is_declared("OrderPlaced\0")),
+            ("table", lambda: self.engine.get("t\0x", "k")),
+            ("consumer", lambda: self.engine.cursor("c\0d", 0)),
+            ("consumer", lambda: self.engine.set_cursor("c\0d", 0)),
+            ("consumer", lambda: self.engine.delete_cursor("c\0d")),
+            ("consumer", lambda: self.engine.dead_letters("c\0d")),
+            ("to_consumer", lambda: self.engine.copy_cursor("c", "c\0d")),
+            ("path", lambda: wharf.Engine(self.path + "\0x")),
+            ("options", lambda: wharf.Engine(self.dir + "/other", "partitions=4\0;x")),
+            ("options", lambda: wharf.Runtime(self.engine, "workers=1\0")),
+            ("table", lambda: txn.put("\udc80", "k", b"v")),  # not encodable as UTF-8
+        ]
+        for what, call in refusals:
+            with self.assertRaises(wharf.InvalidArgument, msg=what) as caught:
+                call()
+            self.assertIn(what, str(caught.exception))
+            self.assertEqual(caught.exception.code, 1)
+        runtime = wharf.Runtime(self.engine, "workers=0")
+        with self.assertRaises(wharf.InvalidArgument) as caught:
+            runtime.subscribe("s\0t", ["OrderPlaced"], lambda fact: None)
+        self.assertIn("name", str(caught.exception))
+        with self.assertRaises(wharf.InvalidArgument):
+            runtime.subscribe("s", ["OrderPlaced\0"], lambda fact: None)
+        runtime.close()
+        txn.put("t", "k", b"v")
+        txn.commit()
+        self.assertFalse(os.path.exists(self.dir + "/other"))
+        self.assertEqual(self.engine.read_facts(0) + self.engine.read_facts(1), [])
+
+    def test_binary_keys_and_values(self):
+        keys = [(1).to_bytes(8, "big"), (256).to_bytes(8, "big"), b"\0", b"a\0b", b"a"]
+        with self.engine.begin() as txn:
+            for i, key in enumerate(keys):
+                txn.put("t", key, b"v\0" + bytes([i]))
+            txn.emit("OrderPlaced", b"\0p", key=b"\0k\xff", headers=[("h", b"\0v")])
+        for i, key in enumerate(keys):
+            self.assertEqual(self.engine.get("t", key), b"v\0" + bytes([i]))
+        (fact,) = self.engine.read_facts(self.engine.partition_of(b"\0k\xff"))
+        self.assertEqual((fact.key, fact.payload, fact.headers),
+                         (b"\0k\xff", b"\0p", [("h", b"\0v")]))
+        with self.engine.begin() as txn:
+            txn.delete("t", b"a\0b")
+        self.assertIsNone(self.engine.get("t", b"a\0b"))
+        self.assertEqual(self.engine.get("t", b"a"), b"v\0\x04")
+
+    def test_dict_options_cannot_inject(self):
+        other = os.path.join(self.dir, "other")
+        for options, needle in [({"partitions": "4;durability=buffered"}, "partitions"),
+                                ({"partitions;durability": "buffered"}, "option name"),
+                                ({"durability=buffered;partitions": 4}, "option name"),
+                                ({"partitions": " 4"}, "partitions")]:
+            with self.assertRaises(wharf.InvalidArgument, msg=repr(options)) as caught:
+                wharf.Engine(other, options)
+            self.assertIn(needle, str(caught.exception))
+        self.assertFalse(os.path.exists(other))
+        with self.assertRaises(wharf.InvalidArgument):
+            wharf.Runtime(self.engine, {"instance": "a;workers=1000"})
+
+    def test_integers_out_of_range_are_refused(self):
+        fact_id = self.commit("OrderPlaced", "k", "o-1")
+        partition = self.engine.partition_of("k")
+        refusals = [
+            ("partition", lambda: self.engine.read_facts(partition + 2**32)),
+            ("partition", lambda: self.engine.read_facts(-1)),
+            ("from_id", lambda: self.engine.read_facts(partition, from_id=-1)),
+            ("limit", lambda: self.engine.read_facts(partition, limit=-1)),
+            ("limit", lambda: self.engine.read_facts(partition, limit=2**64)),
+            ("fact_id", lambda: self.engine.set_cursor("c", -1)),
+            ("fact_id", lambda: self.engine.set_cursor("c", 2**64)),
+            ("partition", lambda: self.engine.cursor("c", 2**32 + partition)),
+            ("deliver_at_ms", lambda: self.engine.begin().emit("OrderPlaced", b"p",
+                                                               deliver_at_ms=2**63)),
+            ("v", lambda: self.engine.begin().emit("OrderPlaced", b"p", v=-1)),
+        ]
+        for what, call in refusals:
+            with self.assertRaises(wharf.InvalidArgument, msg=what) as caught:
+                call()
+            self.assertIn(what, str(caught.exception))
+            self.assertIsInstance(caught.exception, ValueError)
+        with self.assertRaises(TypeError):
+            self.engine.read_facts("0")
+        self.assertEqual(self.engine.cursors(), [])  # set_cursor(c, -1) created nothing
+        self.assertEqual([f.id for f in self.engine.read_facts(partition, limit=2**64 - 1)],
+                         [fact_id])
+
+    def test_runtime_options_are_checked(self):
+        for options in ["workers=1000000", "backoff_initial_ms=100;backoff_max_ms=10"]:
+            with self.assertRaises(wharf.InvalidArgument, msg=options):
+                wharf.Runtime(self.engine, options)
+        runtime = wharf.Runtime(self.engine, {"workers": 0})
+        with self.assertRaises(wharf.InvalidArgument) as caught:
+            runtime.subscribe("s", ["OrderPlaced"], lambda fact: None, {"batch_facts": 0})
+        self.assertIn("batch_facts", str(caught.exception))
+        runtime.close()
+
+    def test_reopen_with_contradicting_options(self):
+        self.engine.close()
+        for options, needle in [({"partitions": 16}, "database has 4 partitions; partitions=16"),
+                                ("ordering=none",
+                                 "database has ordering=partition; ordering=none")]:
+            with self.assertRaises(wharf.InvalidArgument) as caught:
+                wharf.Engine(self.path, options)
+            self.assertIn(needle, str(caught.exception))
+        self.engine = wharf.Engine(self.path)  # left out: the stored values
+        self.assertEqual(self.engine.partitions, 4)
+
     def test_commit_twice(self):
         txn = self.engine.begin()
         txn.put("t", "k", b"v")
@@ -308,6 +433,38 @@ class TestErrors(EngineTestCase):
         runtime.close()
         with self.assertRaises(wharf.Closed):
             runtime.start()
+
+
+class TestExit(unittest.TestCase):
+    # A script that ends with a started runtime (module-level engine and runtime, a subscriber
+    # that sleeps 1 ms, 2 000 facts) aborted at exit ("FATAL: exception not rethrown", rc 134)
+    # in 5 of 5 runs: its workers called into the finalizing interpreter. Several runs, because
+    # the abort needs a worker inside a handler when the interpreter finalizes.
+    SCRIPT = textwrap.dedent("""
+        import os, sys, time
+        import wharf
+        engine = wharf.Engine(os.path.join(sys.argv[1], "db"), "partitions=4")
+        engine.declare_types("A")
+        runtime = wharf.Runtime(engine, "workers=2")
+        runtime.subscribe("slow", ["A"], lambda fact: time.sleep(0.001))
+        runtime.start()
+        for i in range(20):
+            with engine.begin() as txn:
+                for j in range(100):
+                    txn.emit("A", b"x", key=str(j))
+        print("committed", flush=True)
+        """)
+
+    def test_exit_with_a_started_runtime(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        for run in range(3):
+            with tempfile.TemporaryDirectory(prefix="wharf-py-exit-") as scratch:
+                result = subprocess.run([sys.executable, "-c", self.SCRIPT, scratch], env=env,
+                                        capture_output=True, text=True, timeout=120)
+            self.assertEqual((result.returncode, result.stdout), (0, "committed\n"),
+                             f"run {run}: {result.stderr}")
+            self.assertNotIn("FATAL", result.stderr)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,15 @@ else next to this file's source tree (build/*/libwharf.so), else on the system l
 
 Errors: every failing call raises a WharfError subclass named after the C status code
 (InvalidArgument, NotFound, IOError_, Corruption, Busy, Closed, Conflict, NotSupported,
-InternalError), carrying `.code` and the library's message.
+InternalError), carrying `.code` and the library's message. The binding refuses what the C ABI
+could not carry whole, with InvalidArgument (a ValueError) naming the argument, before calling it:
+a name, path or option string holding a NUL byte (C strings end there) or text that is not
+UTF-8, a dict option whose key or value holds a separator (';', '=') or surrounding whitespace,
+and an integer outside its C type's range (a partition is 32-bit, a fact id 64-bit unsigned...).
+Keys, payloads and header values are bytes and may hold any byte, NUL included.
+
+Exit: engines and runtimes still open when the interpreter exits are closed by an atexit hook
+(runtimes are stopped first), so worker threads never call into a finalizing interpreter.
 
 Threads: handlers, subscribers, taps, trace and commit callbacks run on Wharf's worker or engine
 threads (holding the GIL while in Python). Facts handed to them are copies (Fact objects); the
@@ -35,10 +43,13 @@ import ctypes
 import ctypes.util
 import enum
 import glob
+import atexit
 import itertools
+import operator
 import os
 import sys
 import threading
+import weakref
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -227,6 +238,7 @@ _SIGNATURES = {
     "wharf_fact_version": (c_uint32, [_P]),
     "wharf_fact_commit_ms": (c_int64, [_P]),
     "wharf_fact_deliver_at_ms": (c_int64, [_P]),
+    "wharf_fact_scheduled_id": (c_uint64, [_P]),
     "wharf_fact_header_count": (c_size_t, [_P]),
     "wharf_fact_header": (_status, [_P, c_size_t, POINTER(c_void_p), POINTER(c_size_t),
                                     POINTER(c_void_p), POINTER(c_size_t)]),
@@ -282,10 +294,34 @@ def _bytes(value: Optional[Bytes], what: str) -> bytes:
     raise TypeError(f"{what} must be bytes or str, not {type(value).__name__}")
 
 
+def _invalid(message: str) -> "InvalidArgument":
+    return InvalidArgument(message, InvalidArgument.code)
+
+
+def _c_string(encoded: bytes, what: str) -> bytes:
+    """`encoded` for a NUL-terminated C parameter: whole, or refused (C would cut it at a NUL)."""
+    at = encoded.find(b"\0")
+    if at >= 0:
+        raise _invalid(f"{what} {encoded!r} contains a NUL byte (at byte {at}); the C ABI takes "
+                       "it as a NUL-terminated string, so it cannot hold one")
+    return encoded
+
+
+# Every name, path and option string passed to the C ABI goes through _name or _path: one place
+# that takes it whole or refuses it.
 def _name(value: str, what: str) -> bytes:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
-    return value.encode("utf-8")
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _invalid(f"{what} {value!r} is not valid UTF-8 text ({e.reason} at {e.start})") \
+            from None
+    return _c_string(encoded, what)
+
+
+def _path(value: Union[str, bytes, os.PathLike]) -> bytes:
+    return _c_string(os.fsencode(value), "path")
 
 
 def _names(values: Union[str, Iterable[str]], what: str):
@@ -299,14 +335,56 @@ def _options(options: Options) -> Optional[bytes]:
     if options is None:
         return None
     if isinstance(options, dict):
-        options = ";".join(f"{k}={_option_value(v)}" for k, v in options.items())
+        options = ";".join(f"{_option_key(k)}={_option_value(k, v)}" for k, v in options.items())
     return _name(options, "options")
 
 
-def _option_value(value: object) -> str:
+def _option_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"option names must be str, not {type(key).__name__}")
+    if not key or key != key.strip() or any(c in key for c in ";=\0"):
+        raise _invalid(f"option name {key!r} is empty or holds ';', '=', a NUL byte or "
+                       "surrounding whitespace")
+    return key
+
+
+def _option_value(key: str, value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    # The option string is "key=value;key=value" with whitespace trimmed: a value that holds ';'
+    # would inject another option, and surrounding whitespace would be cut.
+    if any(c in text for c in ";\0") or text != text.strip():
+        raise _invalid(f"option {key!r}: value {text!r} holds ';', a NUL byte or surrounding "
+                       "whitespace, which the option string cannot carry")
+    return text
+
+
+def _integer(value: object, what: str, low: int, high: int) -> int:
+    """`value` as an int in [low, high] for a C integer parameter (ctypes would wrap it)."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}") from None
+    if not low <= number <= high:
+        raise _invalid(f"{what} {number} is out of range [{low}, {high}]")
+    return number
+
+
+def _u32(value: object, what: str) -> int:
+    return _integer(value, what, 0, 2**32 - 1)
+
+
+def _u64(value: object, what: str) -> int:
+    return _integer(value, what, 0, 2**64 - 1)
+
+
+def _i64(value: object, what: str) -> int:
+    return _integer(value, what, -2**63, 2**63 - 1)
+
+
+def _size(value: object, what: str) -> int:
+    return _integer(value, what, 0, 2**(8 * ctypes.sizeof(c_size_t)) - 1)
 
 
 def _view(pointer: Optional[int], length: int) -> bytes:
@@ -338,6 +416,8 @@ class Fact:
     version: int = 1
     commit_ms: int = 0
     deliver_at_ms: int = 0
+    # For a delayed fact, the id commit() returned for it (`id` is where it was released); 0 else.
+    scheduled_id: int = 0
     headers: List[Tuple[str, bytes]] = field(default_factory=list)
 
     @staticmethod
@@ -365,6 +445,7 @@ class Fact:
             version=_lib.wharf_fact_version(handle),
             commit_ms=_lib.wharf_fact_commit_ms(handle),
             deliver_at_ms=_lib.wharf_fact_deliver_at_ms(handle),
+            scheduled_id=_lib.wharf_fact_scheduled_id(handle),
             headers=headers,
         )
 
@@ -581,10 +662,12 @@ class _TxnOps:
         values = (c_char_p * max(count, 1))(*[val for _, val in pairs])
         lens = (c_size_t * max(count, 1))(*[len(val) for _, val in pairs])
         _check(_lib.wharf_txn_emit_v2(handle, _name(type, "type"), k, len(k), p, len(p), names,
-                                      values, lens, count, deliver_at_ms, v))
+                                      values, lens, count, _i64(deliver_at_ms, "deliver_at_ms"),
+                                      _u32(v, "v")))
 
     def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
-        """Committed state (not this transaction's own writes); `default` when absent."""
+        """Committed, durable state (not this transaction's own writes; see Engine.get);
+        `default` when absent. In a handler's effects it does not wait for durability."""
         k = _bytes(key, "key")
         value, length = c_void_p(), c_size_t()
         status = _lib.wharf_txn_get(self._live(), _name(table, "table"), k, len(k),
@@ -671,9 +754,10 @@ class Engine:
 
     def __init__(self, path: Union[str, os.PathLike], options: Options = None):
         handle = c_void_p()
-        _check(_lib.wharf_open(os.fsencode(path), _options(options), byref(handle)))
+        _check(_lib.wharf_open(_path(path), _options(options), byref(handle)))
         self._handle: Optional[int] = handle.value
         self._runtimes: "List[Runtime]" = []
+        _open_engines.add(self)
 
     # -- lifecycle
     def close(self) -> None:
@@ -726,7 +810,9 @@ class Engine:
 
     # -- reads
     def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
-        """Committed state of `table`[`key`], or `default` when absent."""
+        """Committed state of `table`[`key`], or `default` when absent. Durable state only: a
+        read that may have seen a commit whose sync is in flight waits for it (at most one
+        sync round or two; no wait when nothing is in flight)."""
         k = _bytes(key, "key")
         value, length = c_void_p(), c_size_t()
         status = _lib.wharf_get(self._live(), _name(table, "table"), k, len(k), byref(value),
@@ -739,6 +825,8 @@ class Engine:
     def read_facts(self, partition: int, from_id: int = 0, limit: int = 1000) -> List[Fact]:
         """Up to `limit` durable facts of `partition` with id >= from_id, in id order."""
         handle = self._live()
+        partition = _u32(partition, "partition")
+        from_id, limit = _u64(from_id, "from_id"), _size(limit, "limit")
         return _collect(lambda key: _check(_lib.wharf_read_facts(
             handle, partition, from_id, limit, _collect_fact_trampoline, key, None)))
 
@@ -776,8 +864,8 @@ class Engine:
     def cursor(self, consumer: str, partition: int) -> int:
         """The id of the last fact `consumer` passed in `partition` (0 if none)."""
         value = c_uint64()
-        _check(_lib.wharf_cursor_get(self._live(), _name(consumer, "consumer"), partition,
-                                     byref(value)))
+        _check(_lib.wharf_cursor_get(self._live(), _name(consumer, "consumer"),
+                                     _u32(partition, "partition"), byref(value)))
         return value.value
 
     def cursors(self) -> List[CursorInfo]:
@@ -790,7 +878,8 @@ class Engine:
                                          _name(to_consumer, "to_consumer"), 1 if force else 0))
 
     def set_cursor(self, consumer: str, fact_id: int) -> None:
-        _check(_lib.wharf_cursor_set(self._live(), _name(consumer, "consumer"), fact_id))
+        _check(_lib.wharf_cursor_set(self._live(), _name(consumer, "consumer"),
+                                     _u64(fact_id, "fact_id")))
 
     def delete_cursor(self, consumer: str) -> None:
         _check(_lib.wharf_cursor_delete(self._live(), _name(consumer, "consumer")))
@@ -829,6 +918,7 @@ class Runtime:
         _check(status)
         self._handle: Optional[int] = handle.value
         self._handlers: List[_Handler] = []
+        _open_runtimes.add(self)
 
     @property
     def errors(self) -> List[BaseException]:
@@ -938,3 +1028,32 @@ class Runtime:
             self.close()
         except Exception:
             pass
+
+
+# -------------------------------------------------------------------------------------------------
+# Interpreter exit
+#
+# A runtime left started at exit keeps worker threads that call Python handlers. Once the
+# interpreter finalizes, such a thread taking the GIL is ended by pthread_exit, whose unwinding
+# through Wharf's C++ frames aborts the process ("FATAL: exception not rethrown"). atexit hooks
+# run before finalization, while other threads can still take the GIL (ctypes calls release it),
+# so runtimes are stopped and freed here, then engines closed.
+
+_open_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+_open_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
+
+
+def _close_all_at_exit() -> None:
+    for runtime in list(_open_runtimes):
+        try:
+            runtime.close()
+        except Exception:
+            _report_callback_error("closing a runtime at exit")
+    for engine in list(_open_engines):
+        try:
+            engine.close()
+        except Exception:
+            _report_callback_error("closing an engine at exit")
+
+
+atexit.register(_close_all_at_exit)

@@ -47,8 +47,10 @@ struct CommitResult {
 
 struct EmitOptions {
   Headers headers;
-  int64_t deliver_at_ms = 0;  // > 0: hold as a timer, release into the outbox when due
-  uint32_t v = 1;             // schema version
+  // > 0: hold as a timer, release into the outbox when due. Commit() reports the id it waits
+  // under; it is delivered under a new id and carries that one as Fact::scheduled_id.
+  int64_t deliver_at_ms = 0;
+  uint32_t v = 1;  // schema version
 };
 
 // A transaction: state writes and emitted facts that commit all together or not at all.
@@ -69,7 +71,8 @@ class Txn {
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
               const EmitOptions& options = {});
 
-  // Reads committed state (not this transaction's own writes). NotFound when absent.
+  // Reads committed, durable state (not this transaction's own writes), as Engine::Get does.
+  // NotFound when absent.
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
 
   // Blocks until the transaction is durable (or failed). A Txn commits at most once: a second
@@ -121,7 +124,19 @@ class Engine {
 
   Txn Begin();
 
-  // Reads committed state. NotFound when absent.
+  // Reads committed state, and only durable state: nothing it returns can be taken back by a
+  // crash or power loss. If the value it read may belong to a commit whose sync is still in flight
+  // (a commit from another thread, not yet acknowledged), it waits until everything written before
+  // the read is durable: the sync round in flight and at most the next one. When nothing is in
+  // flight it does not wait at all (two atomic loads). durability=buffered counts a commit durable
+  // once acknowledged (written, synced on the interval), so reads there never wait.
+  //   NotFound         the key is absent
+  //   InvalidArgument  bad table/key; called on an engine thread (a CommitAsync callback) while
+  //                    a sync is in flight (the wait could need that very thread)
+  //   IOError          a WAL write or sync failed and the engine could not recover (it tries
+  //                    once, as the next commit would): what was read may not be durable
+  //   Closed           the engine closed (also while the read waited)
+  // A handler's Effects::Get does not wait (see runtime.h).
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
 
   // Reads up to `count_max` durable facts of `partition` with id >= `from_id`, in id order.

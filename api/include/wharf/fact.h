@@ -20,8 +20,18 @@ struct Fact {
   std::string source;  // producer or consumer that emitted it ("" for application commits)
   uint32_t v = 1;      // schema version of the payload
   uint32_t depth = 0;  // cascade depth: 0 for application commits, trigger depth + 1 in reactions
-  int64_t commit_ms = 0;      // wall clock when the commit was requested
+  // Wall clock (EngineOptions::clock_ms) when the transaction that emitted it committed: read
+  // once per transaction by the committer as it assigns the transaction its ids and writes it to
+  // the log, just before the sync that makes it durable (so at most one sync round, typically
+  // well under a millisecond, before Commit() returns). Not the time of Emit. A delayed fact
+  // keeps the commit time of the transaction that scheduled it.
+  int64_t commit_ms = 0;
   int64_t deliver_at_ms = 0;  // for delayed facts, when it was due; 0 otherwise
+  // For a delayed fact (deliver_at_ms > 0): the id Commit() returned for it (CommitResult), under
+  // which it waited as a timer. When due it is released into the outbox at a new position, `id`,
+  // so that ids keep growing in delivery order; a producer correlates through scheduled_id.
+  // 0 for a fact that was not delayed (its id is the one Commit() returned).
+  uint64_t scheduled_id = 0;
 };
 
 }  // namespace wharf

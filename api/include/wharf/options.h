@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,13 +48,19 @@ inline constexpr size_t kHeaderCountMax = 64;        // headers per fact
 inline constexpr size_t kTxnBytesMax = 64u << 20;    // everything one transaction carries
 inline constexpr uint32_t kPartitionsMax = 4096;
 
+// What a new database gets when `partitions` is left at 0.
+inline constexpr uint32_t kDefaultPartitions = 16;
+
 struct EngineOptions {
-  // `partitions`: partitions of the outbox, fixed when the database is created (1..4096). On
-  // reopen the stored value is used when this is 0 or the default 16; any other value that differs
-  // from the stored one is an InvalidArgument.
-  uint32_t partitions = 16;
-  // `ordering`: the outbox's ordering declaration, fixed at creation like partitions.
-  Ordering ordering = Ordering::kPartition;
+  // `partitions`: partitions of the outbox, fixed when the database is created (1..4096).
+  // 0 (the default): the stored value, or kDefaultPartitions (16) when the database is created.
+  // Any other value is explicit: opening an existing database with a different count fails with
+  // InvalidArgument naming both ("database has 2 partitions; partitions=16 cannot change it").
+  uint32_t partitions = 0;
+  // `ordering`: the outbox's ordering declaration, fixed at creation like partitions. Empty (the
+  // default): the stored value, or Ordering::kPartition when the database is created. A value set
+  // explicitly that differs from the stored one fails the open with InvalidArgument naming both.
+  std::optional<Ordering> ordering;
   // `durability`, `io`: see the enums.
   Durability durability = Durability::kSync;
   IoBackend io = IoBackend::kAuto;
@@ -98,7 +105,9 @@ struct EngineOptions {
 };
 
 // Parses "key=value;key=value" (whitespace around keys and values ignored, empty string = no
-// change) into *options, starting from its current values. `config=FILE` applies a declarative
+// change) into *options, starting from its current values. A key that is absent leaves its field
+// as it was, so `partitions` and `ordering` stay "the stored value" unless the string names them
+// (`partitions=0` says so explicitly). `config=FILE` applies a declarative
 // runtime file (partitions and keyed partitioning; see declarative/model.h) at that point. An
 // unknown key or a bad value returns InvalidArgument naming it and leaves *options unchanged.
 Status ParseEngineOptions(std::string_view text, EngineOptions* options);

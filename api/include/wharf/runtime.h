@@ -78,6 +78,8 @@ class Effects {
   Status Delete(std::string_view table, std::string_view key);
   // Reads state as this batch sees it: committed state overlaid with the effects that earlier
   // facts of the same batch wrote (so read-modify-write aggregates are exact at any batch size).
+  // Unlike Engine::Get it does not wait for durability: the batch commits after what it read, so
+  // its effects can never be durable without it.
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
   // Reactions only. The fact's source is the consumer id; its depth the trigger's depth + 1.
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
@@ -127,10 +129,15 @@ struct TraceEvent {
 };
 using TraceFn = std::function<void(const TraceEvent& event)>;
 
+// Most worker threads one runtime may have (`workers`). More lanes than this share workers; a
+// higher value is refused (InvalidArgument) rather than spending seconds creating threads.
+inline constexpr uint32_t kWorkersMax = 1024;
+
 struct RuntimeOptions {
   // `instance`: this runtime's id (leases); empty: a random UUID.
   std::string instance;
-  // `workers`: threads delivering facts; 0 makes an API-only instance that delivers nothing.
+  // `workers`: threads delivering facts (0..kWorkersMax); 0 makes an API-only instance that
+  // delivers nothing.
   uint32_t workers = 2;
   // `assignment`: lanes to workers.
   Assignment assignment = Assignment::kConsistentHash;
@@ -141,7 +148,8 @@ struct RuntimeOptions {
   uint32_t renew_ms = 10'000;
   // `cursor_persist_ms`: cursors advanced over skipped facts are persisted within this delay.
   uint32_t cursor_persist_ms = 5'000;
-  // `backoff_initial_ms`, `backoff_max_ms`: retry delays after transient failures (doubling).
+  // `backoff_initial_ms`, `backoff_max_ms`: retry delays after transient failures (doubling from
+  // the initial delay up to the maximum; initial <= max).
   uint32_t backoff_initial_ms = 10;
   uint32_t backoff_max_ms = 5'000;
   // `timer_tick_ms`: how often due timers are released while started.
@@ -150,9 +158,15 @@ struct RuntimeOptions {
   TraceFn trace;
 };
 
-// Parses "key=value;..." (keys as the field names above) into *options. Unknown key or bad value:
-// InvalidArgument naming it, *options unchanged.
+// Parses "key=value;..." (keys as the field names above) into *options, then checks the result
+// with ValidateRuntimeOptions. Unknown key, bad value or inconsistent result: InvalidArgument
+// naming it, *options unchanged.
 Status ParseRuntimeOptions(std::string_view text, RuntimeOptions* options);
+
+// Checks the options as a whole: workers <= kWorkersMax, renew_ms < lease_ms,
+// backoff_initial_ms <= backoff_max_ms, every interval >= 1 ms. InvalidArgument naming the
+// options and their values. Runtime::Start and Runtime::Drain call it too.
+Status ValidateRuntimeOptions(const RuntimeOptions& options);
 
 class Runtime {
  public:
