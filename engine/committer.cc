@@ -1,8 +1,10 @@
 #include "engine/committer.h"
 
 #include <rocksdb/write_batch.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "engine/assert.h"
 #include "engine/codec.h"
@@ -21,6 +23,30 @@ constexpr int64_t kGatherMaxUs = 2000;
 constexpr int kRoundsWithoutGathering = 16;
 // True on threads that run engine callbacks: waiting for queue space there would deadlock.
 thread_local bool tls_engine_thread = false;
+
+// Recovery after a failed write or sync (Recover) is attempted at most this often.
+constexpr auto kResumeInterval = std::chrono::milliseconds(100);
+// Room wanted beyond the memtables' size before recovery flushes them: the MANIFEST edit, the
+// new WAL's first writes.
+constexpr uint64_t kResumeHeadroomBytes = 1u << 20;
+
+std::string MiB(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(bytes) / (1u << 20));
+  return text;
+}
+
+// What the file system of `db` has free for this process: the least of RocksDB's figure (which a
+// fault-injecting file system sets to 0) and statvfs's f_bavail. RocksDB counts f_bfree, which
+// also holds blocks ext4 keeps back (root's 5 %, and up to 16 MiB for its own metadata).
+bool UsableFreeBytes(rocksdb::DB* db, uint64_t* free_bytes) {
+  if (!db->GetEnv()->GetFreeSpace(db->GetName(), free_bytes).ok()) return false;
+  struct statvfs st {};
+  if (::statvfs(db->GetName().c_str(), &st) == 0) {
+    *free_bytes = std::min<uint64_t>(*free_bytes, uint64_t{st.f_bavail} * st.f_frsize);
+  }
+  return true;
+}
 
 int64_t WallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -169,13 +195,17 @@ void Committer::Run() {
       // Written after a round that failed: a later successful fdatasync proves nothing about
       // them (the kernel may have dropped the dirty pages), so their outcome is unknown.
       std::vector<Group> unknown;
+      Status cause;
       {
         std::lock_guard lock(sync_mu_);
         unknown.swap(unsynced_);
+        cause = failure_;
       }
       for (const Group& group : unknown) {
-        FinishAll(group.reps, Status::IOError("an earlier WAL sync failed; the outcome of this "
-                                              "commit is unknown"));
+        FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
+                                              "WAL write or sync failed (" +
+                                                  cause.message() + ")",
+                                              cause.retryable()));
       }
     }
     size_t count = 0;
@@ -304,7 +334,14 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       }
     }
     if (failed_) {
-      rep->status = Status::IOError("an earlier write in this group failed; nothing was written");
+      Status cause;
+      {
+        std::lock_guard lock(sync_mu_);
+        cause = failure_;
+      }
+      rep->status = Status::IOError(
+          "nothing was written: an earlier write in this group failed (" + cause.message() + ")",
+          cause.retryable());
       Finish(rep);
       continue;
     }
@@ -479,15 +516,17 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
                        std::chrono::microseconds(std::min<int64_t>(sync_ewma_us_, kGatherMaxUs));
     if (!status.ok()) {
       failed_ = true;
+      failure_ = status;
     } else if (on_backend && !failed_.load() && options_.durability == Durability::kSync) {
       next = TakeRoundLocked(/*force=*/false);
     }
   }
   if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) next = nullptr;
+  // The whole round is durable: waiting readers are told once, not once per group.
+  if (status.ok() && !round->groups.empty()) PublishDurable(round->groups.back().seq);
   for (const Group& group : round->groups) {
     if (status.ok()) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
-      PublishDurable(group.seq);
       sink_->OnDurable(group.last_lsn, group.reps);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
@@ -537,24 +576,45 @@ Status Committer::Recover() {
     std::lock_guard lock(sync_mu_);
     failure = failure_;
   }
-  auto still_failing = [&](const rocksdb::Status& s) {
+  auto still_failing = [&](const std::string& why) {
     std::string cause = failure.ok() ? "a WAL sync failed" : failure.message();
-    return Status::IOError(cause + "; not recovered yet (" + s.ToString() + ")", true);
+    return Status::IOError(cause + "; not recovered yet (" + why + ")", true);
   };
-  // Busy: RocksDB's own recovery of a retryable error (e.g. disk full) is still running.
+  // Every attempt flushes every memtable, and on a disk still full writes (and deletes) partial
+  // SST files: attempts are spaced kResumeInterval apart, and skipped while the file system has
+  // less room than the memtables hold (the flush would fail).
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_recover_at_ < kResumeInterval) return last_recover_failure_;
+  last_recover_at_ = now;
+  uint64_t free_bytes = 0, memtable_bytes = 0;
+  if (UsableFreeBytes(db, &free_bytes) &&
+      db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables,
+                                   &memtable_bytes) &&
+      free_bytes < memtable_bytes + kResumeHeadroomBytes) {
+    last_recover_failure_ =
+        still_failing(MiB(free_bytes) + " MiB free; flushing the memtables needs about " +
+                      MiB(memtable_bytes + kResumeHeadroomBytes) + " MiB: free more space");
+    return last_recover_failure_;
+  }
+  // Busy: RocksDB's own recovery is running (Wharf declines it: store.cc).
   rocksdb::Status s = db->Resume();
-  if (!s.ok() && !s.IsNotSupported()) return still_failing(s);
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  for (int cf = 0; cf < kCfCount; ++cf) handles.push_back(store_->cf(static_cast<Cf>(cf)));
-  rocksdb::FlushOptions flush_options;
-  flush_options.wait = true;
-  s = db->Flush(flush_options, handles);
-  if (!s.ok()) return still_failing(s);
+  if (s.ok() || s.IsNotSupported()) {
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    for (int cf = 0; cf < kCfCount; ++cf) handles.push_back(store_->cf(static_cast<Cf>(cf)));
+    rocksdb::FlushOptions flush_options;
+    flush_options.wait = true;
+    s = db->Flush(flush_options, handles);
+  }
+  if (!s.ok()) {
+    last_recover_failure_ = still_failing(s.ToString());
+    return last_recover_failure_;
+  }
   {
     std::lock_guard lock(sync_mu_);
     failed_ = false;
     failure_ = Status::OK();
   }
+  last_recover_at_ = {};
   durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
   PublishDurable(write_seq_.load());  // every group written so far is in synced tables now
   sink_->OnGap(last_lsn_.load());
@@ -619,15 +679,19 @@ Status Committer::RecoverForRead() {
   // an unknown outcome and are answered so, never acknowledged by a later round (which would also
   // move durable_lsn_ back below what the recovery raises it to).
   std::vector<Group> unknown;
+  Status cause;
   {
     std::lock_guard lock(sync_mu_);
     unknown.swap(unsynced_);
+    cause = failure_;
   }
   {
     EngineThreadScope engine_thread;  // commit callbacks may run here
     for (const Group& group : unknown) {
-      FinishAll(group.reps, Status::IOError("an earlier WAL sync failed; the outcome of this "
-                                            "commit is unknown"));
+      FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
+                                            "WAL write or sync failed (" +
+                                                cause.message() + ")",
+                                            cause.retryable()));
     }
   }
   Status recovered = Recover();

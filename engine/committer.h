@@ -138,6 +138,8 @@ class Committer {
   Status RecoverForRead();
   void Finish(TxnRep* rep);
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
+  // After a failure: resumes RocksDB and flushes every memtable (at most every 100 ms, and only
+  // while the disk has room for the flush); OK once writes may go on. REQUIRES: write_mu_ held.
   Status Recover();
 
   Store* const store_;
@@ -166,6 +168,10 @@ class Committer {
   };
   std::vector<OutboxPut> outbox_puts_;  // of the batch being built, added in key order
   uint64_t next_lsn_ = 1;
+  // The last recovery attempt (Recover) and its outcome, returned until the next attempt is due.
+  // Guarded by write_mu_.
+  std::chrono::steady_clock::time_point last_recover_at_{};
+  Status last_recover_failure_;
 
   // The sync pipeline, shared by the committer (which adds written groups) and the round
   // completions (which start the next round). Flags are atomics so they can be peeked unlocked;

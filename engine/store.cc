@@ -2,6 +2,7 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/env.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
@@ -11,6 +12,7 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/memtable_rep.h"
+#include "io/info_log.h"
 #include "io/wal_fs.h"
 
 namespace wharf::internal {
@@ -99,6 +101,18 @@ Status DecodeU64(const std::string& body, const char* name, uint64_t* value) {
   return Status::OK();
 }
 
+// Declines RocksDB's automatic recovery from background errors (see max_bgerror_resume_count in
+// Store::Open): the committer calls DB::Resume itself.
+class NoAutomaticRecovery : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "WharfNoAutomaticRecovery"; }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason /*reason*/, rocksdb::Status bg_error,
+                            bool* auto_recovery) override {
+    bg_error.PermitUncheckedError();
+    *auto_recovery = false;
+  }
+};
+
 }  // namespace
 
 const char* CfName(Cf cf) { return kCfNames[cf]; }
@@ -145,12 +159,23 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   // Every WAL switch to a spare flushes the meta family (SwitchWal): an edit in the MANIFEST,
   // which RocksDB replays at open. Start a new MANIFEST at 64 MiB instead of RocksDB's 1 GiB.
   db_options.max_manifest_file_size = 64u << 20;
-  db_options.keep_log_file_num = 2;
+  // RocksDB's info log goes to stderr, never to a LOG file: its file writer aborts the process on
+  // the message after a failed append (a full disk; io/info_log.h).
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  db_options.info_log = std::make_shared<io::StderrInfoLog>(db_options.info_log_level);
   db_options.avoid_unnecessary_blocking_io = true;
-  // The committer recovers from write errors itself (Committer::Recover), on the next commit, so
-  // that a commit after space returned succeeds at once instead of after RocksDB's retry timer.
+  // The committer recovers from write errors itself (Committer::Recover: DB::Resume), on the next
+  // commit, so that a commit after space returned succeeds at once. RocksDB's own recovery would
+  // hold the error longer: a full disk is handed to its SstFileManager, which polls every 5 s and
+  // waits for the largest write buffer (memtable_bytes) free; meanwhile DB::Resume says Busy.
   db_options.max_bgerror_resume_count = 0;
+  db_options.listeners.push_back(std::make_shared<NoAutomaticRecovery>());
+  // No fallocate: RocksDB reserves 1.1 x memtable_bytes for every new WAL (and more for SST and
+  // MANIFEST files) up front. On a nearly full disk that reservation took what was left (a WAL of
+  // 19 bytes held 54 MiB), so a reopen after freeing space filled the disk again. Files now take
+  // the blocks they are written to; the WAL spares (io/wal_spare.h) keep steady-state WALs
+  // allocated ahead, and are only built while space is plentiful.
+  db_options.allow_fallocate = false;
   // Flushes and compactions write SST files in 1 MiB steps instead of one burst at the end, so a
   // WAL fdatasync never waits behind tens of MiB of dirty SST pages.
   db_options.bytes_per_sync = 1u << 20;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 
@@ -191,8 +192,10 @@ Status WalFileSystem::CompleteSync(const SyncPlan& plan, int errno_value) {
   std::lock_guard lock(mutex_);
   Status status;
   if (errno_value != 0) {
+    // A full disk (or quota) may clear; the committer then recovers (Committer::Recover).
     status =
-        Status::IOError(std::string("fdatasync of the WAL failed: ") + std::strerror(errno_value));
+        Status::IOError(std::string("fdatasync of the WAL failed: ") + std::strerror(errno_value),
+                        /*retryable=*/errno_value == ENOSPC || errno_value == EDQUOT);
   }
   for (const auto& target : plan.targets) {
     if (status.ok() && observer_) {

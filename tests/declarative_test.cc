@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -677,6 +678,35 @@ TEST(DeclarativeConfigOption, ConfiguresTheEngineThroughOptionStringsAndTheCAbi)
   uint64_t last_id = 0;
   EXPECT_EQ(wharf_txn_commit(txn, &last_id), WHARF_OK) << wharf_last_error();
   EXPECT_EQ(last_id, 1u);
+  EXPECT_EQ(wharf_close(engine), WHARF_OK);
+
+  // The file's `outbox.partitions` is explicit: it must agree with an existing database.
+  ASSERT_EQ(wharf_open(dir.db().c_str(), open_options.c_str(), &engine), WHARF_OK)
+      << wharf_last_error();
+  EXPECT_EQ(wharf_close(engine), WHARF_OK);
+  wharf::testing::TempDir four;
+  ASSERT_EQ(wharf_open(four.db().c_str(), "partitions=4", &engine), WHARF_OK);
+  EXPECT_EQ(wharf_close(engine), WHARF_OK);
+  EXPECT_EQ(wharf_open(four.db().c_str(), open_options.c_str(), &engine), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wharf_last_error()).find("database has 4 partitions; partitions=8"),
+            std::string::npos)
+      << wharf_last_error();
+  // Also when it names the creation default (16), which was taken for "not chosen"; a file
+  // without `outbox.partitions` takes the stored count.
+  std::string sixteen = four.path() + "/sixteen.yaml";
+  std::ofstream(sixteen) << "outbox:\n  partitions: 16\n";
+  std::string sixteen_options = "config=" + sixteen;
+  EXPECT_EQ(wharf_open(four.db().c_str(), sixteen_options.c_str(), &engine),
+            WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wharf_last_error()).find("database has 4 partitions; partitions=16"),
+            std::string::npos)
+      << wharf_last_error();
+  std::string no_outbox = "config=" + Data("no_runtime.yaml");
+  ASSERT_EQ(wharf_open(four.db().c_str(), no_outbox.c_str(), &engine), WHARF_OK)
+      << wharf_last_error();
+  uint32_t partitions = 0;
+  EXPECT_EQ(wharf_partitions(engine, &partitions), WHARF_OK);
+  EXPECT_EQ(partitions, 4u);
   EXPECT_EQ(wharf_close(engine), WHARF_OK);
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -93,6 +94,56 @@ TEST(WalSpareTest, StopsAskingOnceTheSpareIsTaken) {
   const int calls_before_ready = recorder.calls();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // ten retry periods
   EXPECT_EQ(recorder.calls(), calls_before_ready);
+}
+
+// Reports a chosen amount of free space, and counts the space checks and the files created.
+class SpaceReportingFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  SpaceReportingFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "SpaceReportingFileSystem"; }
+  rocksdb::IOStatus GetFreeSpace(const std::string& /*path*/, const rocksdb::IOOptions& /*options*/,
+                                 uint64_t* free_bytes, rocksdb::IODebugContext* /*dbg*/) override {
+    *free_bytes = free_bytes_.load();
+    space_checks_.fetch_add(1);
+    return rocksdb::IOStatus::OK();
+  }
+  rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    files_created_.fetch_add(1);
+    return target()->NewWritableFile(fname, options, result, dbg);
+  }
+
+  std::atomic<uint64_t> free_bytes_{0};
+  std::atomic<int> space_checks_{0};
+  std::atomic<int> files_created_{0};
+};
+
+// Goal: no spare is written while the disk has less than four spares' worth free (the database's
+// own files need the room: a full disk must not be filled further by zeros), and one is built once
+// the space is back.
+TEST(WalSpareTest, BuildsNoSpareWhileSpaceIsShort) {
+  testing::TempDir dir;
+  SpaceReportingFileSystem fs;
+  fs.free_bytes_ = 4 * kSpareBytes - 1;
+  SwitchRecorder recorder(/*refusals=*/0);
+  WalSpare spare(&fs, dir.path(), kSpareBytes);
+  spare.SetOnSwitch([&recorder] { return recorder.OnSwitch(); });
+  spare.WantSwitch();
+  // A second space check means the first attempt ended (and its retry began).
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  while (fs.space_checks_.load() < 2) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the builder never retried";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(fs.files_created_.load(), 0) << "a spare was started with too little space free";
+  EXPECT_EQ(recorder.calls(), 0);
+  uint64_t bytes = 0;
+  EXPECT_TRUE(spare.Take(&bytes).empty());
+
+  fs.free_bytes_ = 4 * kSpareBytes;
+  ASSERT_TRUE(recorder.WaitForCalls(1)) << "no spare once the space was back";
+  EXPECT_EQ(fs.files_created_.load(), 1);
 }
 
 }  // namespace
