@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/codec.h"
+#include "engine/store/tables/outbox.h"
 #include "wharf/fact.h"
 
 namespace {
@@ -125,7 +126,7 @@ BENCHMARK(BM_PartitionOfKey);
 void BM_OutboxKey(benchmark::State& state) {
   uint64_t lsn = 1;
   for (auto _ : state) {
-    std::string key = wharf::codec::OutboxKey(static_cast<uint32_t>(lsn % kPartitions), lsn);
+    std::string key = wharf::tables::outbox::Key(static_cast<uint32_t>(lsn % kPartitions), lsn);
     benchmark::DoNotOptimize(key);
     ++lsn;
   }

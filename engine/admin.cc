@@ -20,6 +20,10 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/engine_core.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/scan.h"
 
 namespace wharf {
 
@@ -37,15 +41,6 @@ constexpr size_t kRetryBatchLetters = 100;  // dead letters re-emitted per trans
 // The sealed cursor value of each partition of one consumer (nullopt: no cursor).
 using RawCursors = std::vector<std::optional<std::string>>;
 
-// The smallest key greater than every key that starts with `prefix` (prefix ends with 0x00, so
-// incrementing the last byte cannot overflow).
-std::string PrefixEnd(std::string prefix) {
-  WHARF_ASSERT(!prefix.empty());
-  WHARF_ASSERT(static_cast<uint8_t>(prefix.back()) != 0xff);
-  prefix.back() = static_cast<char>(static_cast<uint8_t>(prefix.back()) + 1);
-  return prefix;
-}
-
 // Reads every cursor of `consumer` with a bounded iterator. *count is the number present.
 // REQUIRES: the caller holds the engine's read guard.
 Status ReadRawCursors(const EngineCore& core, std::string_view consumer, RawCursors* cursors,
@@ -53,37 +48,38 @@ Status ReadRawCursors(const EngineCore& core, std::string_view consumer, RawCurs
   uint32_t partitions = core.options().partitions;
   cursors->assign(partitions, std::nullopt);
   *count = 0;
-  std::string lower = codec::CursorPrefix(consumer);
-  std::string upper = PrefixEnd(lower);
-  internal::BoundedIterator it(*core.store(), internal::kCursors, lower, upper);
-  for (it.SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != lower.size() + 4) {
+  tables::Scan scan(core.store()->db(), core.store()->cf(internal::kCursors),
+                    tables::cursors::Range(consumer));
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+    std::string_view key_consumer;
+    uint32_t partition = 0;
+    if (!tables::cursors::DecodeKey(scan.key(), &key_consumer, &partition)) {
       return Status::Corruption("cursor key of consumer '" + std::string(consumer) + "' has " +
-                                std::to_string(it->key().size()) + " bytes");
+                                std::to_string(scan.key().size()) + " bytes");
     }
-    uint32_t partition = codec::DecodeFixed32BE(it->key().data() + lower.size());
+    WHARF_ASSERT(key_consumer == consumer);  // the range holds only this consumer's keys
     if (partition >= partitions) {
       return Status::Corruption("cursor of consumer '" + std::string(consumer) +
                                 "' names partition " + std::to_string(partition) + " of " +
                                 std::to_string(partitions));
     }
     uint64_t fact_id = 0, epoch = 0;
-    Status s = codec::DecodeCursor(it->value().ToStringView(), &fact_id, &epoch);
+    Status s = tables::cursors::DecodeValue(scan.value(), &fact_id, &epoch);
     if (!s.ok()) {
       return Status::Corruption("cursor of " + std::string(consumer) + "/" +
                                 std::to_string(partition) + ": " + s.message());
     }
-    (*cursors)[partition] = it->value().ToString();
+    (*cursors)[partition] = std::string(scan.value());
     ++*count;
   }
-  return FromRocks(it->status(), "read cursors");
+  return FromRocks(scan.status(), "read cursors");
 }
 
 uint64_t EpochOf(const std::optional<std::string>& sealed) {
   if (!sealed) return 0;
   uint64_t fact_id = 0, epoch = 0;
   // Already verified by ReadRawCursors.
-  Status s = codec::DecodeCursor(*sealed, &fact_id, &epoch);
+  Status s = tables::cursors::DecodeValue(*sealed, &fact_id, &epoch);
   WHARF_ASSERT(s.ok());
   return epoch;
 }
@@ -91,7 +87,7 @@ uint64_t EpochOf(const std::optional<std::string>& sealed) {
 uint64_t FactIdOf(const std::optional<std::string>& sealed) {
   if (!sealed) return 0;
   uint64_t fact_id = 0, epoch = 0;
-  Status s = codec::DecodeCursor(*sealed, &fact_id, &epoch);
+  Status s = tables::cursors::DecodeValue(*sealed, &fact_id, &epoch);
   WHARF_ASSERT(s.ok());
   return fact_id;
 }
@@ -100,7 +96,7 @@ uint64_t FactIdOf(const std::optional<std::string>& sealed) {
 void AddCursorChecks(std::string_view consumer, const RawCursors& cursors, TxnRep* rep) {
   for (uint32_t partition = 0; partition < cursors.size(); ++partition) {
     rep->checks.push_back(
-        CheckOp{internal::kCursors, codec::CursorKey(consumer, partition), cursors[partition],
+        CheckOp{internal::kCursors, tables::cursors::Key(consumer, partition), cursors[partition],
                 "cursor of " + std::string(consumer) + "/" + std::to_string(partition)});
   }
 }
@@ -116,21 +112,18 @@ Status LastFactAtOrBefore(const EngineCore& core, uint32_t partition, uint64_t f
   *found = 0;
   fact_id = std::min(fact_id, core.committer()->durable_lsn());
   if (fact_id == 0) return Status::OK();
-  std::string lower = codec::OutboxKey(partition, 0);
-  std::string upper = fact_id == UINT64_MAX ? codec::OutboxKey(partition + 1, 0)
-                                            : codec::OutboxKey(partition, fact_id + 1);
-  internal::BoundedIterator it(*core.store(), internal::kOutbox, lower, upper);
-  it->SeekToLast();
-  if (it->Valid()) {
-    if (it->key().size() != codec::kOutboxKeyBytes) {
-      return Status::Corruption("outbox key of " + std::to_string(it->key().size()) + " bytes");
-    }
+  tables::Scan scan(core.store()->db(), core.store()->cf(internal::kOutbox),
+                    tables::outbox::Range(partition, 0, fact_id));
+  scan.SeekToLast();
+  if (scan.Valid()) {
     uint32_t key_partition = 0;
-    codec::DecodeOutboxKey(it->key().ToStringView(), &key_partition, found);
+    if (!tables::outbox::DecodeKey(scan.key(), &key_partition, found)) {
+      return Status::Corruption("outbox key of " + std::to_string(scan.key().size()) + " bytes");
+    }
     WHARF_ASSERT(key_partition == partition);
     WHARF_ASSERT(*found <= fact_id);
   }
-  return FromRocks(it->status(), "read outbox");
+  return FromRocks(scan.status(), "read outbox");
 }
 
 }  // namespace
@@ -141,27 +134,8 @@ Status ListCursors(Engine& engine, std::vector<CursorInfo>* cursors) {
   auto guard = core.ReadGuard();
   Status s = core.CheckOpen();
   if (!s.ok()) return s;
-  cursors->clear();
-  auto* store = core.store();
-  std::unique_ptr<rocksdb::Iterator> it(
-      store->db()->NewIterator(rocksdb::ReadOptions(), store->cf(internal::kCursors)));
-  // Keys sort by consumer then partition: consumer ids hold no NUL, and 0x00 ends each one.
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    std::string_view key = it->key().ToStringView();
-    if (key.size() < 6 || key[key.size() - 5] != '\0') {
-      return Status::Corruption("cursor key of " + std::to_string(key.size()) +
-                                " bytes is malformed");
-    }
-    CursorInfo& info = cursors->emplace_back();
-    info.consumer.assign(key.substr(0, key.size() - 5));
-    info.partition = codec::DecodeFixed32BE(key.data() + key.size() - 4);
-    s = codec::DecodeCursor(it->value().ToStringView(), &info.fact_id, &info.epoch);
-    if (!s.ok()) {
-      return Status::Corruption("cursor of " + info.consumer + "/" +
-                                std::to_string(info.partition) + ": " + s.message());
-    }
-  }
-  return FromRocks(it->status(), "list cursors");
+  return tables::cursors::List(core.store()->db(), core.store()->cf(internal::kCursors), "",
+                               cursors);
 }
 
 Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, uint64_t* fact_id) {
@@ -179,12 +153,12 @@ Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, 
   std::string sealed;
   rocksdb::Status read =
       core.store()->db()->Get(rocksdb::ReadOptions(), core.store()->cf(internal::kCursors),
-                              codec::CursorKey(consumer, partition), &sealed);
+                              tables::cursors::Key(consumer, partition), &sealed);
   *fact_id = 0;
   if (read.IsNotFound()) return Status::OK();
   if (!read.ok()) return FromRocks(read, "read cursor");
   uint64_t epoch = 0;
-  s = codec::DecodeCursor(sealed, fact_id, &epoch);
+  s = tables::cursors::DecodeValue(sealed, fact_id, &epoch);
   if (!s.ok()) {
     return Status::Corruption("cursor of " + std::string(consumer) + "/" +
                               std::to_string(partition) + ": " + s.message());
@@ -221,10 +195,10 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
     AddCursorChecks(from, source, &rep);
     AddCursorChecks(to, target, &rep);
     for (uint32_t partition = 0; partition < source.size(); ++partition) {
-      std::string key = codec::CursorKey(to, partition);
+      std::string key = tables::cursors::Key(to, partition);
       if (source[partition]) {
         std::string value =
-            codec::EncodeCursor(FactIdOf(source[partition]), EpochOf(target[partition]));
+            tables::cursors::EncodeValue(FactIdOf(source[partition]), EpochOf(target[partition]));
         rep.writes.push_back(WriteOp{internal::kCursors, false, std::move(key), std::move(value)});
       } else if (target[partition]) {
         // The copy is exact: a partition the source never passed starts from zero.
@@ -254,8 +228,9 @@ Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
       uint64_t position = 0;
       s = LastFactAtOrBefore(core, partition, fact_id, &position);
       if (!s.ok()) return s;
-      rep.writes.push_back(WriteOp{internal::kCursors, false, codec::CursorKey(consumer, partition),
-                                   codec::EncodeCursor(position, EpochOf(current[partition]))});
+      rep.writes.push_back(
+          WriteOp{internal::kCursors, false, tables::cursors::Key(consumer, partition),
+                  tables::cursors::EncodeValue(position, EpochOf(current[partition]))});
     }
   }
   WHARF_DASSERT(rep.writes.size() == core.options().partitions);
@@ -282,7 +257,7 @@ Status DeleteCursor(Engine& engine, std::string_view consumer) {
     for (uint32_t partition = 0; partition < current.size(); ++partition) {
       if (!current[partition]) continue;
       rep.writes.push_back(
-          WriteOp{internal::kCursors, true, codec::CursorKey(consumer, partition), ""});
+          WriteOp{internal::kCursors, true, tables::cursors::Key(consumer, partition), ""});
     }
   }
   WHARF_DASSERT(!rep.writes.empty());
@@ -299,35 +274,8 @@ Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<De
   auto guard = core.ReadGuard();
   Status s = core.CheckOpen();
   if (!s.ok()) return s;
-  out->clear();
-  std::string lower = consumer.empty() ? std::string() : codec::CursorPrefix(consumer);
-  std::string upper = consumer.empty() ? std::string() : PrefixEnd(lower);
-  rocksdb::Slice lower_slice(lower), upper_slice(upper);
-  rocksdb::ReadOptions read_options;
-  if (!consumer.empty()) {
-    read_options.iterate_lower_bound = &lower_slice;
-    read_options.iterate_upper_bound = &upper_slice;
-  }
-  auto* store = core.store();
-  std::unique_ptr<rocksdb::Iterator> it(
-      store->db()->NewIterator(read_options, store->cf(internal::kDead)));
-  for (it->Seek(lower_slice); it->Valid(); it->Next()) {
-    std::string_view key = it->key().ToStringView();
-    if (key.size() < 10 || key[key.size() - 9] != '\0') {
-      return Status::Corruption("dead letter key of " + std::to_string(key.size()) +
-                                " bytes is malformed");
-    }
-    DeadLetter& letter = out->emplace_back();
-    letter.consumer.assign(key.substr(0, key.size() - 9));
-    uint64_t lsn = codec::DecodeFixed64BE(key.data() + key.size() - 8);
-    s = codec::DecodeDeadLetter(it->value().ToStringView(), &letter.reason, &letter.fact);
-    if (!s.ok()) {
-      return Status::Corruption("dead letter " + std::to_string(lsn) + " of " + letter.consumer +
-                                ": " + s.message());
-    }
-    letter.fact.id = lsn;
-  }
-  return FromRocks(it->status(), "list dead letters");
+  return tables::dead_letters::List(core.store()->db(), core.store()->cf(internal::kDead), consumer,
+                                    out);
 }
 
 namespace {
@@ -343,26 +291,18 @@ struct StoredLetter {
 Status ReadStoredLetters(const EngineCore& core, std::string_view consumer,
                          std::map<uint64_t, StoredLetter>* letters) {
   letters->clear();
-  std::string lower = codec::CursorPrefix(consumer);
-  std::string upper = PrefixEnd(lower);
-  internal::BoundedIterator it(*core.store(), internal::kDead, lower, upper);
-  for (it.SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != lower.size() + 8) {
-      return Status::Corruption("dead letter key of consumer '" + std::string(consumer) + "' has " +
-                                std::to_string(it->key().size()) + " bytes");
-    }
-    uint64_t lsn = codec::DecodeFixed64BE(it->key().data() + lower.size());
-    StoredLetter& stored = (*letters)[lsn];
-    stored.sealed = it->value().ToString();
-    stored.letter.consumer.assign(consumer);
-    Status s = codec::DecodeDeadLetter(stored.sealed, &stored.letter.reason, &stored.letter.fact);
-    if (!s.ok()) {
-      return Status::Corruption("dead letter " + std::to_string(lsn) + " of " +
-                                std::string(consumer) + ": " + s.message());
-    }
-    stored.letter.fact.id = lsn;
+  tables::Scan scan(core.store()->db(), core.store()->cf(internal::kDead),
+                    tables::dead_letters::Range(consumer));
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+    DeadLetter letter;
+    Status s = tables::dead_letters::DecodeEntry(scan.key(), scan.value(), &letter);
+    if (!s.ok()) return s;
+    WHARF_ASSERT(letter.consumer == consumer);  // the range holds only this consumer's keys
+    StoredLetter& stored = (*letters)[letter.fact.id];
+    stored.sealed.assign(scan.value());
+    stored.letter = std::move(letter);
   }
-  return FromRocks(it->status(), "read dead letters");
+  return FromRocks(scan.status(), "read dead letters");
 }
 
 }  // namespace
@@ -420,7 +360,7 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
                                    fact.depth);
       if (s.IsInvalidArgument()) return Status::InvalidArgument(what + ": " + s.message());
       if (!s.ok()) return s;
-      std::string key = codec::DeadKey(consumer, fact.id);
+      std::string key = tables::dead_letters::Key(consumer, fact.id);
       rep->checks.push_back(CheckOp{internal::kDead, key, chosen[i]->sealed, what});
       rep->writes.push_back(WriteOp{internal::kDead, true, std::move(key), ""});
     }

@@ -13,12 +13,6 @@ void PutLE(std::string* dst, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) dst->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
-void PutString16(std::string* dst, std::string_view text) {
-  WHARF_ASSERT(text.size() <= 0xffff);
-  PutLE(dst, text.size(), 2);
-  dst->append(text);
-}
-
 // Bounds-checked reader over an untrusted body: every read reports truncation instead of
 // running past the end.
 class Reader {
@@ -67,6 +61,22 @@ uint64_t DecodeFixed64BE(const char* src) {
   uint64_t value = 0;
   for (int i = 0; i < 8; ++i) value = (value << 8) | static_cast<uint8_t>(src[i]);
   return value;
+}
+
+void PutString16(std::string* dst, std::string_view text) {
+  WHARF_ASSERT(text.size() <= 0xffff);
+  PutLE(dst, text.size(), 2);
+  dst->append(text);
+}
+
+bool GetString16(std::string_view* input, std::string* out) {
+  if (input->size() < 2) return false;
+  const size_t length =
+      static_cast<uint8_t>((*input)[0]) | size_t{static_cast<uint8_t>((*input)[1])} << 8;
+  if (input->size() < 2 + length) return false;
+  out->assign(input->substr(2, length));
+  input->remove_prefix(2 + length);
+  return true;
 }
 
 void Seal(std::string_view body, std::string* dst) {
@@ -150,55 +160,6 @@ void StampCommitMs(std::string* record, int64_t commit_ms) {
   WHARF_DASSERT(checksum == StampedChecksum(std::string_view(*record).substr(kEnvelopeBytes)));
 }
 
-std::string OutboxKey(uint32_t partition, uint64_t lsn) {
-  std::string key;
-  key.reserve(kOutboxKeyBytes);
-  PutFixed32BE(&key, partition);
-  PutFixed64BE(&key, lsn);
-  return key;
-}
-
-void DecodeOutboxKey(std::string_view key, uint32_t* partition, uint64_t* lsn) {
-  WHARF_ASSERT(key.size() == kOutboxKeyBytes);
-  *partition = DecodeFixed32BE(key.data());
-  *lsn = DecodeFixed64BE(key.data() + 4);
-}
-
-std::string TimerKey(int64_t due_ms, uint64_t lsn) {
-  std::string key;
-  key.reserve(kTimerKeyBytes);
-  PutFixed64BE(&key, static_cast<uint64_t>(due_ms < 0 ? 0 : due_ms));
-  PutFixed64BE(&key, lsn);
-  return key;
-}
-
-std::string StateKey(std::string_view table, std::string_view key) {
-  std::string encoded;
-  encoded.reserve(table.size() + 1 + key.size());
-  encoded.append(table);
-  encoded.push_back('\0');
-  encoded.append(key);
-  return encoded;
-}
-
-std::string CursorPrefix(std::string_view consumer) {
-  std::string encoded(consumer);
-  encoded.push_back('\0');
-  return encoded;
-}
-
-std::string CursorKey(std::string_view consumer, uint32_t partition) {
-  std::string encoded = CursorPrefix(consumer);
-  PutFixed32BE(&encoded, partition);
-  return encoded;
-}
-
-std::string DeadKey(std::string_view consumer, uint64_t lsn) {
-  std::string encoded = CursorPrefix(consumer);
-  PutFixed64BE(&encoded, lsn);
-  return encoded;
-}
-
 std::string EncodeFact(const Fact& fact) {
   std::string record(kEnvelopeBytes, '\0');
   record.reserve(kEnvelopeBytes + 48 + fact.type.size() + fact.key.size() + fact.source.size() +
@@ -254,89 +215,6 @@ Status DecodeFact(std::string_view sealed, Fact* fact) {
   fact->depth = static_cast<uint32_t>(depth);
   fact->partition = static_cast<uint32_t>(partition);
   return Status::OK();
-}
-
-std::string EncodeCursor(uint64_t fact_id, uint64_t epoch) {
-  std::string body;
-  PutFixed64BE(&body, fact_id);
-  PutFixed64BE(&body, epoch);
-  return Seal(body);
-}
-
-Status DecodeCursor(std::string_view sealed, uint64_t* fact_id, uint64_t* epoch) {
-  std::string_view body;
-  Status s = Unseal(sealed, &body);
-  if (!s.ok()) return Status::Corruption("cursor: " + s.message());
-  if (body.size() != 16) return Status::Corruption("cursor record has a bad size");
-  *fact_id = DecodeFixed64BE(body.data());
-  *epoch = DecodeFixed64BE(body.data() + 8);
-  return Status::OK();
-}
-
-std::string EncodeDeadLetter(std::string_view reason, std::string_view fact_record) {
-  std::string body;
-  PutString16(&body, reason.substr(0, 0xffff));
-  body.append(fact_record);
-  return Seal(body);
-}
-
-Status DecodeDeadLetter(std::string_view sealed, std::string* reason, Fact* fact) {
-  std::string_view body;
-  Status s = Unseal(sealed, &body);
-  if (!s.ok()) return Status::Corruption("dead letter: " + s.message());
-  Reader reader(body);
-  if (!reader.ReadString(2, reason)) return Status::Corruption("dead letter is truncated");
-  s = DecodeFact(body.substr(2 + reason->size()), fact);
-  if (!s.ok()) return Status::Corruption("dead letter's fact: " + s.message());
-  return Status::OK();
-}
-
-std::string EncodeLease(const LeaseRecord& lease) {
-  std::string body;
-  PutString16(&body, lease.owner);
-  PutFixed64BE(&body, lease.epoch);
-  PutFixed64BE(&body, static_cast<uint64_t>(lease.expires_at_ms));
-  PutFixed64BE(&body, lease.open_epoch);
-  return Seal(body);
-}
-
-Status DecodeLease(std::string_view sealed, LeaseRecord* lease) {
-  std::string_view body;
-  Status s = Unseal(sealed, &body);
-  if (!s.ok()) return Status::Corruption("lease: " + s.message());
-  Reader reader(body);
-  uint64_t epoch = 0, expires = 0, open_epoch = 0;
-  if (!reader.ReadString(2, &lease->owner) || body.size() != 2 + lease->owner.size() + 24) {
-    return Status::Corruption("lease record has a bad size");
-  }
-  const char* tail = body.data() + 2 + lease->owner.size();
-  epoch = DecodeFixed64BE(tail);
-  expires = DecodeFixed64BE(tail + 8);
-  open_epoch = DecodeFixed64BE(tail + 16);
-  lease->epoch = epoch;
-  lease->expires_at_ms = static_cast<int64_t>(expires);
-  lease->open_epoch = open_epoch;
-  return Status::OK();
-}
-
-std::string LeaseFenceKey(std::string_view consumer) {
-  std::string key(consumer);
-  key.push_back('\0');
-  key.push_back('e');
-  return key;
-}
-
-std::string EncodeLeaseFence(std::string_view owner, uint64_t epoch) {
-  std::string body;
-  PutString16(&body, owner);
-  PutFixed64BE(&body, epoch);
-  return Seal(body);
-}
-
-std::string HeartbeatKey(std::string_view instance) {
-  std::string key(kHeartbeatPrefix);
-  key.append(instance);
-  return key;
 }
 
 uint32_t PartitionOfKey(std::string_view key, uint32_t partitions) {

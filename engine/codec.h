@@ -1,13 +1,6 @@
-// Key and record codecs of the store.
-//
-// Keys use big-endian integers so that byte order is numeric order:
-//   outbox   partition u32 · lsn u64                      (12 bytes)
-//   state    table · 0x00 · user key
-//   cursors  consumer id · 0x00 · partition u32
-//   timers   due_ms u64 · lsn u64                         (16 bytes)
-//   dead     consumer id · 0x00 · lsn u64
-//   leases   consumer id
-//   meta     ASCII names ("format_version", "last_lsn", "type:<name>", ...)
+// The record codec of the store: the envelope every stored value is sealed in, the fact record,
+// and the big-endian integers keys are made of. Keys, and the values of each column family, are
+// encoded by that family's table module (engine/store/tables/): the only code that knows them.
 //
 // Every stored value is sealed in an envelope:
 //   u8 format version · u64 LE checksum · body
@@ -39,13 +32,15 @@ inline constexpr uint8_t kRecordVersion = 1;
 inline constexpr uint8_t kFactRecordVersion = 2;
 inline constexpr size_t kStampBytes = 8;  // commit_ms, first in a fact record's body
 inline constexpr size_t kEnvelopeBytes = 1 + 8;
-inline constexpr size_t kOutboxKeyBytes = 4 + 8;
-inline constexpr size_t kTimerKeyBytes = 8 + 8;
 
 void PutFixed32BE(std::string* dst, uint32_t value);
 void PutFixed64BE(std::string* dst, uint64_t value);
 uint32_t DecodeFixed32BE(const char* src);
 uint64_t DecodeFixed64BE(const char* src);
+// A string of at most 0xffff bytes, after its u16 LE length.
+void PutString16(std::string* dst, std::string_view text);
+// Reads what PutString16 wrote from the front of *input (and consumes it); false when truncated.
+[[nodiscard]] bool GetString16(std::string_view* input, std::string* out);
 
 // Appends the envelope header for `body` and then `body`.
 void Seal(std::string_view body, std::string* dst);
@@ -56,47 +51,12 @@ Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version 
 // Seals in place: `record` was built with kEnvelopeBytes of room at the front (see FactEncoder).
 void SealInPlace(std::string* record);
 
-std::string OutboxKey(uint32_t partition, uint64_t lsn);
-void DecodeOutboxKey(std::string_view key, uint32_t* partition, uint64_t* lsn);
-std::string TimerKey(int64_t due_ms, uint64_t lsn);
-std::string StateKey(std::string_view table, std::string_view key);
-std::string CursorKey(std::string_view consumer, uint32_t partition);
-std::string CursorPrefix(std::string_view consumer);
-std::string DeadKey(std::string_view consumer, uint64_t lsn);
-
 // Encodes a fact's sealed record (version 2): every field but `id` (which lives in the key).
 std::string EncodeFact(const Fact& fact);
 // Rewrites the commit_ms of a sealed version-2 fact record, updating its checksum in O(1).
 void StampCommitMs(std::string* record, int64_t commit_ms);
 // Decodes a sealed record (checksum verified). `id` is left to the caller.
 Status DecodeFact(std::string_view sealed, Fact* fact);
-
-// Cursor value (cursors family): u64 BE fact id of the last fact passed · u64 BE lease epoch.
-std::string EncodeCursor(uint64_t fact_id, uint64_t epoch);
-Status DecodeCursor(std::string_view sealed, uint64_t* fact_id, uint64_t* epoch);
-
-// Dead letter value (dead family): u16 reason length · reason · the fact's sealed record.
-std::string EncodeDeadLetter(std::string_view reason, std::string_view fact_record);
-Status DecodeDeadLetter(std::string_view sealed, std::string* reason, Fact* fact);
-
-// Leases family:
-//   consumer id            → lease record: u16 owner · owner · u64 epoch · i64 expires_at_ms ·
-//                            u64 open_epoch (the engine open that granted it)
-//   consumer id · 0x00 'e' → fence: u16 owner · owner · u64 epoch (changes only on acquisition,
-//                            so renewals never invalidate commits in flight)
-//   0x00 'i' · instance id → heartbeat: the same record shape, epoch 0
-struct LeaseRecord {
-  std::string owner;  // instance id; empty: released
-  uint64_t epoch = 0;
-  int64_t expires_at_ms = 0;
-  uint64_t open_epoch = 0;
-};
-std::string EncodeLease(const LeaseRecord& lease);
-Status DecodeLease(std::string_view sealed, LeaseRecord* lease);
-std::string LeaseFenceKey(std::string_view consumer);
-std::string EncodeLeaseFence(std::string_view owner, uint64_t epoch);
-std::string HeartbeatKey(std::string_view instance);
-inline constexpr std::string_view kHeartbeatPrefix{"\0i", 2};
 
 // xxh3_64 of the key modulo `partitions`.
 uint32_t PartitionOfKey(std::string_view key, uint32_t partitions);

@@ -9,6 +9,9 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/futex.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/timers.h"
 #include "io/thread_name.h"
 #include "io/wal_fs.h"
 
@@ -52,12 +55,6 @@ int64_t WallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string LastLsnValue(uint64_t lsn) {
-  std::string body;
-  codec::PutFixed64BE(&body, lsn);
-  return codec::Seal(body);
 }
 
 }  // namespace
@@ -274,7 +271,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       return a.partition != b.partition ? a.partition < b.partition : a.lsn < b.lsn;
     });
     for (const OutboxPut& put : outbox_puts_) {
-      batch.Put(store_->cf(kOutbox), codec::OutboxKey(put.partition, put.lsn), *put.record);
+      batch.Put(store_->cf(kOutbox), tables::outbox::Key(put.partition, put.lsn), *put.record);
     }
     outbox_puts_.clear();
   };
@@ -282,7 +279,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     if (group.reps.empty()) return true;
     append_outbox_puts();
     if (next_lsn != next_lsn_)
-      batch.Put(store_->cf(kMeta), kMetaLastLsn, LastLsnValue(next_lsn - 1));
+      batch.Put(store_->cf(kMeta), tables::meta::kLastLsn, tables::meta::EncodeU64(next_lsn - 1));
     // Numbered before RocksDB sees it: a reader that saw any of its writes reads write_seq_
     // afterwards and waits for this group (WaitDurable).
     group.seq = write_seq_.fetch_add(1, std::memory_order_seq_cst) + 1;
@@ -360,7 +357,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
         if (fact.stamp_commit_ms) codec::StampCommitMs(&fact.record, commit_ms);
         uint64_t lsn = next_lsn++;
         if (fact.deliver_at_ms > 0) {
-          batch.Put(store_->cf(kTimers), codec::TimerKey(fact.deliver_at_ms, lsn), fact.record);
+          batch.Put(store_->cf(kTimers), tables::timers::Key(fact.deliver_at_ms, lsn), fact.record);
         } else {
           outbox_puts_.push_back({fact.partition, lsn, &fact.record});
         }

@@ -2,6 +2,7 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/runtime_impl.h"
+#include "engine/store/tables/state.h"
 
 namespace wharf {
 
@@ -69,7 +70,7 @@ Status EffectsImpl::Get(std::string_view table, std::string_view key, std::strin
   // so read-modify-write aggregates count every fact once whatever the batch size.
   const TxnRep* rep = EngineCore::RepOf(*txn_);
   if (rep != nullptr && !table.empty() && !key.empty()) {
-    std::string state_key = codec::StateKey(table, key);
+    std::string state_key = tables::state::Key(table, key);
     for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
       if (it->cf != kState || it->key != state_key) continue;
       if (it->is_delete) {

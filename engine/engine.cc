@@ -3,6 +3,7 @@
 
 #include "engine/codec.h"
 #include "engine/engine_core.h"
+#include "engine/store/tables/state.h"
 
 namespace wharf {
 
@@ -97,7 +98,7 @@ Status Txn::Put(std::string_view table, std::string_view key, std::string_view v
   if (s.ok()) s = CheckValue("value", value);
   if (!s.ok()) return s;
   rep_->writes.push_back(
-      {internal::kState, false, codec::StateKey(table, key), codec::Seal(value)});
+      {internal::kState, false, tables::state::Key(table, key), codec::Seal(value)});
   rep_->bytes += table.size() + key.size() + value.size();
   return Status::OK();
 }
@@ -107,7 +108,7 @@ Status Txn::Delete(std::string_view table, std::string_view key) {
   if (s.ok()) s = ValidateName("table name", table, kTableBytesMax);
   if (s.ok()) s = internal::ValidateStateKey(key);
   if (!s.ok()) return s;
-  rep_->writes.push_back({internal::kState, true, codec::StateKey(table, key), {}});
+  rep_->writes.push_back({internal::kState, true, tables::state::Key(table, key), {}});
   rep_->bytes += table.size() + key.size();
   return Status::OK();
 }

@@ -8,6 +8,10 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/futex.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/scan.h"
+#include "engine/store/tables/state.h"
 
 namespace wharf::internal {
 
@@ -150,7 +154,7 @@ Status EngineCore::DeclareTypes(const std::vector<std::string>& types) {
     Status s = ValidateName("fact type", type, kTypeBytesMax);
     if (!s.ok()) return s;
     if (IsDeclared(type)) continue;
-    txn->writes.push_back({kMeta, false, kMetaTypePrefix + type, codec::Seal("")});
+    txn->writes.push_back({kMeta, false, tables::meta::TypeKey(type), codec::Seal("")});
   }
   if (txn->writes.empty()) return CheckOpen();
   Status s = Commit(txn.get());
@@ -192,24 +196,13 @@ Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_i
   to_id = std::min(to_id, committer_->durable_lsn());
   if (from_id > to_id || count_max == 0) return Status::OK();
   // Bounded on both sides so tombstones of trimmed ranges are never scanned.
-  std::string lower = codec::OutboxKey(partition, from_id);
-  std::string upper = codec::OutboxKey(partition, to_id + 1);
-  internal::BoundedIterator it(*store_, kOutbox, lower, upper);
-  for (it.SeekToFirst(); it->Valid() && count_max > 0; it->Next(), --count_max) {
-    Fact& fact = facts->emplace_back();
-    uint32_t key_partition = 0;
-    if (it->key().size() != codec::kOutboxKeyBytes) {
-      return Status::Corruption("outbox key of " + std::to_string(it->key().size()) + " bytes");
-    }
-    codec::DecodeOutboxKey(it->key().ToStringView(), &key_partition, &fact.id);
-    s = codec::DecodeFact(it->value().ToStringView(), &fact);
-    if (!s.ok()) {
-      return Status::Corruption("fact " + std::to_string(fact.id) + " in partition " +
-                                std::to_string(partition) + ": " + s.message());
-    }
-    fact.partition = key_partition;
+  tables::Scan scan(store_->db(), store_->cf(kOutbox),
+                    tables::outbox::Range(partition, from_id, to_id));
+  for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
+    s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
+    if (!s.ok()) return s;
   }
-  return FromRocks(it->status(), "read outbox");
+  return FromRocks(scan.status(), "read outbox");
 }
 
 Status EngineCore::GetState(std::string_view table, std::string_view key, std::string* value,
@@ -222,7 +215,7 @@ Status EngineCore::GetState(std::string_view table, std::string_view key, std::s
     auto guard = ReadGuard();
     s = CheckOpen();
     if (!s.ok()) return s;
-    s = store_->Get(kState, codec::StateKey(table, key), value);
+    s = store_->Get(kState, tables::state::Key(table, key), value);
     // After the read: covers every group whose writes it could have seen (numbered before they
     // reach RocksDB).
     seen_seq = committer_->write_seq();

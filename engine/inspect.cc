@@ -13,59 +13,17 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/store.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/leases.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/scan.h"
+#include "engine/store/tables/timers.h"
 #include "io/wal_tail_fs.h"
 
 namespace wharf::internal {
 namespace {
-
-constexpr size_t kCursorSuffixBytes = 1 + 4;  // 0x00 · partition u32
-constexpr size_t kDeadSuffixBytes = 1 + 8;    // 0x00 · lsn u64
-
-// Iterator bounds that live as long as the iterator built from them.
-struct Bounds {
-  std::string lower, upper;
-  rocksdb::Slice lower_slice, upper_slice;
-  rocksdb::ReadOptions options;
-  Bounds(std::string lower_key, std::string upper_key)
-      : lower(std::move(lower_key)), upper(std::move(upper_key)) {
-    lower_slice = lower;
-    upper_slice = upper;
-    options.iterate_lower_bound = &lower_slice;
-    if (!upper.empty()) options.iterate_upper_bound = &upper_slice;
-  }
-  // The slices point into the strings: never copied or moved (returned by guaranteed elision).
-  Bounds(const Bounds&) = delete;
-  Bounds& operator=(const Bounds&) = delete;
-};
-
-// All keys of one consumer: [consumer·0x00, consumer·0x01).
-Bounds ConsumerBounds(std::string_view consumer) {
-  std::string lower = codec::CursorPrefix(consumer);
-  std::string upper = lower;
-  upper.back() = '\x01';
-  return Bounds(std::move(lower), std::move(upper));
-}
-
-// Every key of one partition of the outbox, from fact `from_id` on.
-Bounds OutboxBounds(uint32_t partition, uint64_t from_id) {
-  return Bounds(codec::OutboxKey(partition, from_id), codec::OutboxKey(partition + 1, 0));
-}
-
-Status DecodeOutboxEntry(const rocksdb::Iterator& it, uint32_t partition, Fact* fact) {
-  if (it.key().size() != codec::kOutboxKeyBytes) {
-    return Status::Corruption("outbox key of " + std::to_string(it.key().size()) + " bytes");
-  }
-  uint32_t key_partition = 0;
-  codec::DecodeOutboxKey(it.key().ToStringView(), &key_partition, &fact->id);
-  WHARF_ASSERT(key_partition == partition);
-  Status s = codec::DecodeFact(it.value().ToStringView(), fact);
-  if (!s.ok()) {
-    return Status::Corruption("fact " + std::to_string(fact->id) + " in partition " +
-                              std::to_string(partition) + ": " + s.message());
-  }
-  fact->partition = key_partition;
-  return Status::OK();
-}
 
 std::string HexOf(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -75,12 +33,6 @@ std::string HexOf(std::string_view bytes) {
     out.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
   }
   return out;
-}
-
-Status DecodeU64Body(std::string_view body, const std::string& name, uint64_t* value) {
-  if (body.size() != 8) return Status::Corruption("meta " + name + " has a bad size");
-  *value = codec::DecodeFixed64BE(body.data());
-  return Status::OK();
 }
 
 }  // namespace
@@ -184,12 +136,12 @@ Status Inspector::GetMeta(const std::string& key, std::string* body, bool* found
 Status Inspector::LoadMeta() {
   std::string body;
   bool found = false;
-  Status s = GetMeta(kMetaFormatVersion, &body, &found);
+  Status s = GetMeta(tables::meta::kFormatVersion, &body, &found);
   if (!s.ok()) return s;
   if (!found) {
     return Status::InvalidArgument(path_ + " is not a Wharf database (no format version)");
   }
-  s = DecodeU64Body(body, kMetaFormatVersion, &format_version_);
+  s = tables::meta::DecodeU64(body, tables::meta::kFormatVersion, &format_version_);
   if (!s.ok()) return s;
   if (format_version_ > kFormatVersion) {
     return Status::NotSupported("database format version " + std::to_string(format_version_) +
@@ -197,11 +149,11 @@ Status Inspector::LoadMeta() {
                                 std::to_string(kFormatVersion) + "): upgrade Wharf");
   }
   uint64_t partitions = 0, ordering = 0;
-  for (auto [name, target] :
-       {std::pair{kMetaPartitions, &partitions}, std::pair{kMetaOrdering, &ordering}}) {
+  for (auto [name, target] : {std::pair{tables::meta::kPartitions, &partitions},
+                              std::pair{tables::meta::kOrdering, &ordering}}) {
     s = GetMeta(name, &body, &found);
     if (s.ok() && !found) s = Status::Corruption(std::string("meta ") + name + " is missing");
-    if (s.ok()) s = DecodeU64Body(body, name, target);
+    if (s.ok()) s = tables::meta::DecodeU64(body, name, target);
     if (!s.ok()) return s;
   }
   if (partitions == 0 || partitions > kPartitionsMax) {
@@ -218,23 +170,14 @@ Status Inspector::LoadMeta() {
 Status Inspector::LastLsn(uint64_t* lsn) {
   std::string body;
   bool found = false;
-  Status s = GetMeta(kMetaLastLsn, &body, &found);
+  Status s = GetMeta(tables::meta::kLastLsn, &body, &found);
   if (!s.ok()) return s;
   *lsn = 0;
-  return found ? DecodeU64Body(body, kMetaLastLsn, lsn) : Status::OK();
+  return found ? tables::meta::DecodeU64(body, tables::meta::kLastLsn, lsn) : Status::OK();
 }
 
 Status Inspector::DeclaredTypes(std::vector<std::string>* types) {
-  types->clear();
-  std::string prefix = kMetaTypePrefix;
-  std::string upper = prefix;
-  upper.back() = static_cast<char>(upper.back() + 1);
-  Bounds bounds(prefix, upper);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(bounds.options, handles_[kMeta]));
-  for (it->Seek(bounds.lower_slice); it->Valid(); it->Next()) {
-    types->push_back(it->key().ToString().substr(prefix.size()));
-  }
-  return FromRocks(it->status(), "read declared types");
+  return tables::meta::ListTypes(db_.get(), handles_[kMeta], types);
 }
 
 Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
@@ -242,19 +185,19 @@ Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
   for (uint32_t partition = 0; partition < partitions_; ++partition) {
     PartitionStat& stat = (*stats)[partition];
     stat.partition = partition;
-    Bounds bounds = OutboxBounds(partition, 0);
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(bounds.options, handles_[kOutbox]));
-    for (it->Seek(bounds.lower_slice); it->Valid(); it->Next()) {
-      if (it->key().size() != codec::kOutboxKeyBytes) {
-        return Status::Corruption("outbox key of " + std::to_string(it->key().size()) + " bytes");
+    tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, 0));
+    for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+      uint32_t key_partition = 0;
+      uint64_t id = 0;
+      if (!tables::outbox::DecodeKey(scan.key(), &key_partition, &id)) {
+        return Status::Corruption("outbox key of " + std::to_string(scan.key().size()) + " bytes");
       }
-      uint64_t id = codec::DecodeFixed64BE(it->key().data() + 4);
       if (stat.fact_count == 0) stat.first_id = id;
       stat.last_id = id;
       ++stat.fact_count;
-      stat.bytes += it->key().size() + it->value().size();
+      stat.bytes += scan.key().size() + scan.value().size();
     }
-    Status s = FromRocks(it->status(), "read outbox");
+    Status s = FromRocks(scan.status(), "read outbox");
     if (!s.ok()) return s;
   }
   return Status::OK();
@@ -264,86 +207,62 @@ Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, Backlog* b
   *backlog = Backlog();
   if (partition >= partitions_) return Status::InvalidArgument("partition out of range");
   if (after_id == UINT64_MAX) return Status::OK();
-  Bounds bounds = OutboxBounds(partition, after_id + 1);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(bounds.options, handles_[kOutbox]));
-  for (it->Seek(bounds.lower_slice); it->Valid(); it->Next()) {
+  tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, after_id + 1));
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     if (backlog->fact_count == 0) {
       Fact fact;
-      Status s = DecodeOutboxEntry(*it, partition, &fact);
+      Status s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &fact);
       if (!s.ok()) return s;
       backlog->oldest_commit_ms = fact.commit_ms;
     }
     ++backlog->fact_count;
   }
-  return FromRocks(it->status(), "read outbox");
+  return FromRocks(scan.status(), "read outbox");
 }
 
 Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
                             std::vector<Fact>* facts) {
   if (partition >= partitions_) return Status::InvalidArgument("partition out of range");
-  Bounds bounds = OutboxBounds(partition, from_id);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(bounds.options, handles_[kOutbox]));
-  for (it->Seek(bounds.lower_slice); it->Valid() && count_max > 0; it->Next(), --count_max) {
-    Status s = DecodeOutboxEntry(*it, partition, &facts->emplace_back());
+  tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, from_id));
+  for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
+    Status s =
+        tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
     if (!s.ok()) return s;
   }
-  return FromRocks(it->status(), "read outbox");
+  return FromRocks(scan.status(), "read outbox");
 }
 
 Status Inspector::ReadLastFacts(uint32_t partition, size_t count_max, std::vector<Fact>* facts) {
   if (partition >= partitions_) return Status::InvalidArgument("partition out of range");
-  Bounds bounds = OutboxBounds(partition, 0);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(bounds.options, handles_[kOutbox]));
+  tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, 0));
   size_t first = facts->size();
-  for (it->SeekToLast(); it->Valid() && count_max > 0; it->Prev(), --count_max) {
-    Status s = DecodeOutboxEntry(*it, partition, &facts->emplace_back());
+  for (scan.SeekToLast(); scan.Valid() && count_max > 0; scan.Prev(), --count_max) {
+    Status s =
+        tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
     if (!s.ok()) return s;
   }
   std::reverse(facts->begin() + static_cast<std::ptrdiff_t>(first), facts->end());
-  return FromRocks(it->status(), "read outbox");
+  return FromRocks(scan.status(), "read outbox");
 }
 
 Status Inspector::Cursors(std::string_view consumer, std::vector<CursorInfo>* cursors) {
-  cursors->clear();
-  Bounds bounds = consumer.empty() ? Bounds("", "") : ConsumerBounds(consumer);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(bounds.options, handles_[kCursors]));
-  for (it->Seek(bounds.lower_slice); it->Valid(); it->Next()) {
-    std::string_view key = it->key().ToStringView();
-    if (key.size() <= kCursorSuffixBytes || key[key.size() - kCursorSuffixBytes] != '\0') {
-      return Status::Corruption("cursor key of " + std::to_string(key.size()) +
-                                " bytes is malformed");
-    }
-    CursorInfo& info = cursors->emplace_back();
-    info.consumer.assign(key.substr(0, key.size() - kCursorSuffixBytes));
-    info.partition = codec::DecodeFixed32BE(key.data() + key.size() - 4);
-    Status s = codec::DecodeCursor(it->value().ToStringView(), &info.fact_id, &info.epoch);
-    if (!s.ok()) {
-      return Status::Corruption("cursor of " + info.consumer + "/" +
-                                std::to_string(info.partition) + ": " + s.message());
-    }
-  }
-  return FromRocks(it->status(), "read cursors");
+  return tables::cursors::List(db_.get(), handles_[kCursors], consumer, cursors);
 }
 
 Status Inspector::Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInfo>* instances) {
   leases->clear();
   instances->clear();
-  const std::string_view fence_suffix("\0e", 2);
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(rocksdb::ReadOptions(), handles_[kLeases]));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    std::string_view key = it->key().ToStringView();
-    bool heartbeat = key.starts_with(codec::kHeartbeatPrefix);
-    std::string_view name = heartbeat ? key.substr(codec::kHeartbeatPrefix.size()) : key;
-    if (!heartbeat && name.size() > fence_suffix.size() && name.ends_with(fence_suffix) &&
-        name.find('\0') == name.size() - fence_suffix.size()) {
-      continue;  // a consumer's fence: the runtime's business
+  tables::Scan scan(db_.get(), handles_[kLeases], tables::WholeFamily());
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+    tables::leases::KeyKind kind;
+    std::string_view name;
+    if (!tables::leases::DecodeKey(scan.key(), &kind, &name)) {
+      return Status::Corruption("lease key 0x" + HexOf(scan.key()) + " is malformed");
     }
-    if (name.empty() || name.find('\0') != std::string_view::npos) {
-      return Status::Corruption("lease key 0x" + HexOf(key) + " is malformed");
-    }
-    codec::LeaseRecord record;
-    Status s = codec::DecodeLease(it->value().ToStringView(), &record);
+    if (kind == tables::leases::KeyKind::kFence) continue;  // the runtime's business
+    const bool heartbeat = kind == tables::leases::KeyKind::kHeartbeat;
+    tables::leases::Record record;
+    Status s = tables::leases::DecodeValue(scan.value(), &record);
     if (!s.ok()) {
       return Status::Corruption(std::string(heartbeat ? "heartbeat of instance '" : "lease of '") +
                                 std::string(name) + "': " + s.message());
@@ -355,62 +274,42 @@ Status Inspector::Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInf
       leases->push_back(LeaseInfo{std::string(name), std::move(record)});
     }
   }
-  return FromRocks(it->status(), "read leases");
+  return FromRocks(scan.status(), "read leases");
 }
 
 Status Inspector::OpenEpoch(uint64_t* open_epoch) {
   std::string body;
   bool found = false;
-  Status s = GetMeta(kMetaOpenEpoch, &body, &found);
+  Status s = GetMeta(tables::meta::kOpenEpoch, &body, &found);
   if (!s.ok()) return s;
   *open_epoch = 0;
-  return found ? DecodeU64Body(body, kMetaOpenEpoch, open_epoch) : Status::OK();
+  return found ? tables::meta::DecodeU64(body, tables::meta::kOpenEpoch, open_epoch) : Status::OK();
 }
 
 Status Inspector::Timers(TimerStat* timers) {
   *timers = TimerStat();
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(rocksdb::ReadOptions(), handles_[kTimers]));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != codec::kTimerKeyBytes) {
-      return Status::Corruption("timer key of " + std::to_string(it->key().size()) + " bytes");
+  tables::Scan scan(db_.get(), handles_[kTimers], tables::WholeFamily());
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+    int64_t due_ms = 0;
+    uint64_t lsn = 0;
+    if (!tables::timers::DecodeKey(scan.key(), &due_ms, &lsn)) {
+      return Status::Corruption("timer key of " + std::to_string(scan.key().size()) + " bytes");
     }
-    if (timers->count == 0) {
-      timers->next_due_ms = static_cast<int64_t>(codec::DecodeFixed64BE(it->key().data()));
-    }
+    if (timers->count == 0) timers->next_due_ms = due_ms;
     ++timers->count;
   }
-  return FromRocks(it->status(), "read timers");
+  return FromRocks(scan.status(), "read timers");
 }
 
 Status Inspector::DeadLetters(std::string_view consumer, std::vector<DeadLetter>* letters) {
-  letters->clear();
-  Bounds bounds = consumer.empty() ? Bounds("", "") : ConsumerBounds(consumer);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(bounds.options, handles_[kDead]));
-  for (it->Seek(bounds.lower_slice); it->Valid(); it->Next()) {
-    std::string_view key = it->key().ToStringView();
-    if (key.size() <= kDeadSuffixBytes || key[key.size() - kDeadSuffixBytes] != '\0') {
-      return Status::Corruption("dead letter key of " + std::to_string(key.size()) +
-                                " bytes is malformed");
-    }
-    DeadLetter& letter = letters->emplace_back();
-    letter.consumer.assign(key.substr(0, key.size() - kDeadSuffixBytes));
-    uint64_t lsn = codec::DecodeFixed64BE(key.data() + key.size() - 8);
-    Status s = codec::DecodeDeadLetter(it->value().ToStringView(), &letter.reason, &letter.fact);
-    if (!s.ok()) {
-      return Status::Corruption("dead letter " + std::to_string(lsn) + " of " + letter.consumer +
-                                ": " + s.message());
-    }
-    letter.fact.id = lsn;
-  }
-  return FromRocks(it->status(), "read dead letters");
+  return tables::dead_letters::List(db_.get(), handles_[kDead], consumer, letters);
 }
 
 Status Inspector::DeadLetterCount(uint64_t* count) {
   *count = 0;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kDead]));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) ++*count;
-  return FromRocks(it->status(), "read dead letters");
+  tables::Scan scan(db_.get(), handles_[kDead], tables::WholeFamily());
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) ++*count;
+  return FromRocks(scan.status(), "read dead letters");
 }
 
 }  // namespace wharf::internal

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/codec.h"
+#include "engine/store/tables/leases.h"
 #include "wharf/admin.h"
 #include "wharf/fact.h"
 #include "wharf/options.h"
@@ -49,7 +50,7 @@ struct PartitionStat {
 // 0x00 'e'`) are internal to the runtime and not listed.
 struct LeaseInfo {
   std::string consumer;
-  codec::LeaseRecord record;  // owner "" : released
+  tables::leases::Record record;  // owner "" : released
 };
 
 // A runtime instance's heartbeat (leases family key `0x00 'i' · instance id`).

@@ -5,6 +5,8 @@
 
 #include "engine/codec.h"
 #include "engine/runtime_impl.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/dead_letters.h"
 
 namespace wharf {
 namespace internal {
@@ -260,20 +262,20 @@ void RuntimeImpl::AddCursorWrites(Lane* lane, TxnRep* rep) {
   lane->pending_epoch = epoch;
   for (size_t i = 0; i < lane->partitions.size(); ++i) {
     if (lane->pending_position[i] == lane->persisted[i]) continue;
-    std::string key = codec::CursorKey(lane->consumer->id, lane->partitions[i]);
+    std::string key = tables::cursors::Key(lane->consumer->id, lane->partitions[i]);
     rep->checks.push_back(
         {kCursors, key, lane->persisted_bytes[i],
          "cursor of " + lane->consumer->id + "/" + std::to_string(lane->partitions[i])});
-    rep->writes.push_back(
-        {kCursors, false, std::move(key), codec::EncodeCursor(lane->pending_position[i], epoch)});
+    rep->writes.push_back({kCursors, false, std::move(key),
+                           tables::cursors::EncodeValue(lane->pending_position[i], epoch)});
   }
 }
 
 bool RuntimeImpl::AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::string_view name,
                                 std::string_view reason, bool counted) {
-  WriteOp write{kDead, false, codec::DeadKey(lane->consumer->id, fact.id),
-                codec::EncodeDeadLetter(std::string(name) + ": " + std::string(reason),
-                                        codec::EncodeFact(fact))};
+  WriteOp write{kDead, false, tables::dead_letters::Key(lane->consumer->id, fact.id),
+                tables::dead_letters::EncodeValue(std::string(name) + ": " + std::string(reason),
+                                                  codec::EncodeFact(fact))};
   const size_t bytes = write.key.size() + write.value.size();
   if (counted) {
     // A dead letter is part of what the transaction carries. One that only earlier facts of the
@@ -309,7 +311,7 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
     for (size_t i = 0; i < lane->partitions.size(); ++i) {
       if (lane->pending_position[i] != lane->persisted[i]) {
         lane->persisted_bytes[i] =
-            codec::EncodeCursor(lane->pending_position[i], lane->pending_epoch);
+            tables::cursors::EncodeValue(lane->pending_position[i], lane->pending_epoch);
       }
     }
     lane->position = lane->pending_position;
@@ -376,7 +378,7 @@ bool RuntimeImpl::PersistIfDue(Lane* lane, bool force, bool blocking) {
 
 Status RuntimeImpl::LoadCursors(Lane* lane) {
   for (size_t i = 0; i < lane->partitions.size(); ++i) {
-    std::string key = codec::CursorKey(lane->consumer->id, lane->partitions[i]), stored;
+    std::string key = tables::cursors::Key(lane->consumer->id, lane->partitions[i]), stored;
     rocksdb::Status s = core_->store()->db()->Get(rocksdb::ReadOptions(),
                                                   core_->store()->cf(kCursors), key, &stored);
     uint64_t fact_id = 0, epoch = 0;
@@ -385,7 +387,7 @@ Status RuntimeImpl::LoadCursors(Lane* lane) {
     } else if (!s.ok()) {
       return FromRocks(s, "read cursor of " + lane->consumer->id);
     } else {
-      Status decoded = codec::DecodeCursor(stored, &fact_id, &epoch);
+      Status decoded = tables::cursors::DecodeValue(stored, &fact_id, &epoch);
       if (!decoded.ok()) return decoded;
       lane->persisted_bytes[i] = std::move(stored);
     }

@@ -10,7 +10,10 @@
 // fence, so a stalled former holder's late commit is refused (refused-stale-epoch) and no fact
 // is applied twice. Leases granted under an earlier open of the database are void: only one
 // engine can hold the database, so their holders are gone.
+#include "engine/store/tables/leases.h"
+
 #include "engine/runtime_impl.h"
+#include "engine/store/tables/scan.h"
 
 namespace wharf::internal {
 
@@ -39,15 +42,16 @@ void RuntimeImpl::LeaseLoop() {
 }
 
 Status RuntimeImpl::WriteLease(Consumer* consumer, const std::optional<std::string>& current,
-                               const codec::LeaseRecord& record, bool fence) {
+                               const tables::leases::Record& record, bool fence) {
   Txn txn = core_->Begin();
   TxnRep* rep = EngineCore::RepOf(txn);
-  std::string bytes = codec::EncodeLease(record);
-  rep->checks.push_back({kLeases, consumer->id, current, "lease of " + consumer->id});
-  rep->writes.push_back({kLeases, false, consumer->id, bytes});
+  std::string bytes = tables::leases::EncodeValue(record);
+  rep->checks.push_back(
+      {kLeases, tables::leases::Key(consumer->id), current, "lease of " + consumer->id});
+  rep->writes.push_back({kLeases, false, tables::leases::Key(consumer->id), bytes});
   if (fence) {
-    rep->writes.push_back({kLeases, false, codec::LeaseFenceKey(consumer->id),
-                           codec::EncodeLeaseFence(record.owner, record.epoch)});
+    rep->writes.push_back({kLeases, false, tables::leases::FenceKey(consumer->id),
+                           tables::leases::EncodeFence(record.owner, record.epoch)});
   }
   Status s = txn.Commit();
   if (s.ok()) lease_bytes_[consumer] = std::move(bytes);
@@ -56,8 +60,8 @@ Status RuntimeImpl::WriteLease(Consumer* consumer, const std::optional<std::stri
 
 Status RuntimeImpl::AcquireLease(Consumer* consumer, const std::optional<std::string>& current,
                                  uint64_t next_epoch) {
-  codec::LeaseRecord record{options_.instance, next_epoch, core_->NowMs() + options_.lease_ms,
-                            core_->store()->open_epoch()};
+  tables::leases::Record record{options_.instance, next_epoch, core_->NowMs() + options_.lease_ms,
+                                core_->store()->open_epoch()};
   Status s = WriteLease(consumer, current, record, /*fence=*/true);
   if (!s.ok()) return s;
   consumer->epoch.store(next_epoch);
@@ -79,7 +83,7 @@ void RuntimeImpl::ReleaseLease(Consumer* consumer, const char* trace_name) {
   }
   auto it = lease_bytes_.find(consumer);
   if (it == lease_bytes_.end()) return;
-  codec::LeaseRecord released{"", consumer->epoch.load(), 0, core_->store()->open_epoch()};
+  tables::leases::Record released{"", consumer->epoch.load(), 0, core_->store()->open_epoch()};
   Status s = WriteLease(consumer, it->second, released, /*fence=*/false);
   lease_bytes_.erase(consumer);
   Trace(TraceEvent::Level::kInfo, trace_name, consumer, 0,
@@ -92,7 +96,7 @@ void RuntimeImpl::ReleaseAllLeases() {
   }
   Txn txn = core_->Begin();
   EngineCore::RepOf(txn)->writes.push_back(
-      {kLeases, true, codec::HeartbeatKey(options_.instance), {}});
+      {kLeases, true, tables::leases::HeartbeatKey(options_.instance), {}});
   txn.Commit().PermitUncheckedError();
   core_->WakeLeaseHolders(this);  // the others take the released consumers over at once
 }
@@ -101,8 +105,8 @@ void RuntimeImpl::AddFence(const Lane* lane, TxnRep* rep) {
   if (!lane->batch_owned) return;  // Drain() ignores leases
   // The epoch the batch started under, not the current one: a batch that outlived its lease
   // must be refused even if this instance has acquired the consumer again since.
-  rep->checks.push_back({kLeases, codec::LeaseFenceKey(lane->consumer->id),
-                         codec::EncodeLeaseFence(options_.instance, lane->batch_epoch),
+  rep->checks.push_back({kLeases, tables::leases::FenceKey(lane->consumer->id),
+                         tables::leases::EncodeFence(options_.instance, lane->batch_epoch),
                          "lease epoch of " + lane->consumer->id});
 }
 
@@ -115,16 +119,16 @@ bool RuntimeImpl::LeaseTick() {
   {
     Txn heartbeat = core_->Begin();
     EngineCore::RepOf(heartbeat)->writes.push_back(
-        {kLeases, false, codec::HeartbeatKey(options_.instance),
-         codec::EncodeLease({options_.instance, 0, now_ms + options_.lease_ms, open_epoch})});
+        {kLeases, false, tables::leases::HeartbeatKey(options_.instance),
+         tables::leases::EncodeValue(
+             {options_.instance, 0, now_ms + options_.lease_ms, open_epoch})});
     if (!heartbeat.Commit().ok()) return false;
   }
   uint32_t live = 0;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
-  for (it->Seek(rocksdb::Slice(codec::kHeartbeatPrefix.data(), codec::kHeartbeatPrefix.size()));
-       it->Valid() && it->key().ToStringView().starts_with(codec::kHeartbeatPrefix); it->Next()) {
-    codec::LeaseRecord beat;
-    if (!codec::DecodeLease(it->value().ToStringView(), &beat).ok()) continue;
+  tables::Scan beats(db, cf, tables::leases::HeartbeatRange());
+  for (beats.SeekToFirst(); beats.Valid(); beats.Next()) {
+    tables::leases::Record beat;
+    if (!tables::leases::DecodeValue(beats.value(), &beat).ok()) continue;
     if (beat.expires_at_ms > now_ms && beat.open_epoch == open_epoch) ++live;
   }
   std::vector<Consumer*> durable;
@@ -136,19 +140,20 @@ bool RuntimeImpl::LeaseTick() {
   struct Entry {
     Consumer* consumer;
     std::optional<std::string> bytes;
-    codec::LeaseRecord record;
+    tables::leases::Record record;
   };
   std::vector<Entry> mine, free;
   for (Consumer* consumer : durable) {
     Entry entry{consumer, std::nullopt, {}};
     std::string stored;
-    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, consumer->id, &stored);
+    rocksdb::Status s =
+        db->Get(rocksdb::ReadOptions(), cf, tables::leases::Key(consumer->id), &stored);
     if (!s.ok() && !s.IsNotFound()) return false;
     if (s.ok()) {
-      if (!codec::DecodeLease(stored, &entry.record).ok()) continue;
+      if (!tables::leases::DecodeValue(stored, &entry.record).ok()) continue;
       entry.bytes = std::move(stored);
     }
-    const codec::LeaseRecord& lease = entry.record;
+    const tables::leases::Record& lease = entry.record;
     bool valid = entry.bytes && !lease.owner.empty() && lease.expires_at_ms > now_ms &&
                  lease.open_epoch == open_epoch;
     bool held_by_me = valid && lease.owner == options_.instance;
@@ -172,7 +177,7 @@ bool RuntimeImpl::LeaseTick() {
     core_->WakeLeaseHolders(this);
   }
   for (Entry& entry : mine) {
-    codec::LeaseRecord renewed = entry.record;
+    tables::leases::Record renewed = entry.record;
     renewed.expires_at_ms = now_ms + options_.lease_ms;
     if (!WriteLease(entry.consumer, entry.bytes, renewed, /*fence=*/false).ok()) {
       entry.consumer->owned.store(false);

@@ -9,6 +9,9 @@
 
 #include "engine/codec.h"
 #include "engine/runtime_impl.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/scan.h"
+#include "engine/store/tables/timers.h"
 #include "io/thread_name.h"
 
 namespace wharf {
@@ -164,18 +167,13 @@ Status RuntimeImpl::CheckIdentities() {
 
 void RuntimeImpl::WarnStartsAtZero() {
   if (core_->committer()->durable_lsn() == 0) return;  // nothing to replay
-  std::set<std::string> stored;
-  std::unique_ptr<rocksdb::Iterator> it(
-      core_->store()->db()->NewIterator(rocksdb::ReadOptions(), core_->store()->cf(kCursors)));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    std::string_view key = it->key().ToStringView();
-    std::string id(key.substr(0, key.find('\0')));
-    stored.insert(id);
-    // Skip the rest of this consumer's partitions.
-    it->Seek(codec::CursorPrefix(id) + std::string(4, '\xff'));
-    if (!it->Valid()) break;
-    it->Prev();
+  std::vector<std::string> ids;
+  // Only a warning: a read error leaves it out.
+  if (!tables::cursors::ListConsumers(core_->store()->db(), core_->store()->cf(kCursors), &ids)
+           .ok()) {
+    return;
   }
+  std::set<std::string> stored(ids.begin(), ids.end());
   std::set<std::string> registered;
   for (const auto& consumer : consumers_) registered.insert(consumer->id);
   std::string unowned;
@@ -481,30 +479,26 @@ Status RuntimeImpl::ReleaseDueTimers(size_t* released) {
   if (!s.ok()) return s;
   constexpr size_t kReleaseMax = 1000;
   while (true) {
-    std::string upper = codec::TimerKey(core_->NowMs() + 1, 0);
-    rocksdb::Slice upper_slice(upper);
-    rocksdb::ReadOptions read_options;
-    read_options.iterate_upper_bound = &upper_slice;
-    std::unique_ptr<rocksdb::Iterator> it(
-        core_->store()->db()->NewIterator(read_options, core_->store()->cf(kTimers)));
+    tables::Scan scan(core_->store()->db(), core_->store()->cf(kTimers),
+                      tables::timers::DueRange(core_->NowMs()));
     Txn txn = core_->Begin();
     TxnRep* rep = EngineCore::RepOf(txn);
-    for (it->SeekToFirst(); it->Valid() && rep->facts.size() < kReleaseMax; it->Next()) {
+    for (scan.SeekToFirst(); scan.Valid() && rep->facts.size() < kReleaseMax; scan.Next()) {
       Fact fact;
-      s = codec::DecodeFact(it->value().ToStringView(), &fact);
+      s = codec::DecodeFact(scan.value(), &fact);
       if (!s.ok()) return Status::Corruption("timer: " + s.message());
-      if (it->key().size() != codec::kTimerKeyBytes) {
-        return Status::Corruption("timer key of " + std::to_string(it->key().size()) + " bytes");
-      }
-      std::string key = it->key().ToString(), record = it->value().ToString();
+      int64_t due_ms = 0;
       // Released at a new id; it carries the id its producer was given (the timer's), and keeps
       // its commit time.
-      fact.scheduled_id = codec::DecodeFixed64BE(key.data() + 8);
+      if (!tables::timers::DecodeKey(scan.key(), &due_ms, &fact.scheduled_id)) {
+        return Status::Corruption("timer key of " + std::to_string(scan.key().size()) + " bytes");
+      }
+      std::string key(scan.key()), record(scan.value());
       rep->checks.push_back({kTimers, key, std::move(record), "timer"});
       rep->writes.push_back({kTimers, true, std::move(key), {}});
       rep->facts.push_back({fact.partition, 0, codec::EncodeFact(fact), /*stamp_commit_ms=*/false});
     }
-    s = FromRocks(it->status(), "read timers");
+    s = FromRocks(scan.status(), "read timers");
     if (!s.ok()) return s;
     size_t count = rep->facts.size();
     if (count == 0) return Status::OK();

@@ -31,7 +31,9 @@
 #include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "engine/mpsc_queue.h"
+#include "engine/store/tables/leases.h"
 #include "engine/tail_cache.h"
+#include "wharf/admin.h"
 #include "wharf/runtime.h"
 
 namespace wharf::internal {
@@ -44,7 +46,7 @@ inline int64_t SteadyMs() {
       .count();
 }
 
-inline constexpr std::string_view kRetryForHeader = "wharf-retry-for";
+using wharf::kRetryForHeader;  // wharf/admin.h: the one definition
 
 struct Consumer {
   ConsumerKind kind;
@@ -191,7 +193,7 @@ class RuntimeImpl : public DurableListener {
   Status AcquireLease(Consumer* consumer, const std::optional<std::string>& current,
                       uint64_t next_epoch);
   Status WriteLease(Consumer* consumer, const std::optional<std::string>& current,
-                    const codec::LeaseRecord& record, bool fence);
+                    const tables::leases::Record& record, bool fence);
   void ReleaseLease(Consumer* consumer, const char* trace_name);
   void ReleaseAllLeases();
   void AddFence(const Lane* lane, TxnRep* rep);

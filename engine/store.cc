@@ -12,6 +12,8 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/memtable_rep.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
 #include "io/info_log.h"
 #include "io/wal_fs.h"
 
@@ -30,7 +32,7 @@ class PartitionPrefixHint : public rocksdb::SliceTransform {
     return rocksdb::Slice(key.data(), 4);
   }
   bool InDomain(const rocksdb::Slice& key) const override {
-    return key.size() == codec::kOutboxKeyBytes;
+    return key.size() == tables::outbox::kKeyBytes;
   }
 };
 
@@ -86,19 +88,6 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
     cf_options.memtable_insert_with_hint_prefix_extractor = std::make_shared<TablePrefixHint>();
   }
   return cf_options;
-}
-
-std::string EncodeU64(uint64_t value) {
-  std::string body;
-  codec::PutFixed64BE(&body, value);
-  return codec::Seal(body);
-}
-
-// `body` is already unsealed (Store::Get verifies the envelope).
-Status DecodeU64(const std::string& body, const char* name, uint64_t* value) {
-  if (body.size() != 8) return Status::Corruption(std::string("meta ") + name + " has a bad size");
-  *value = codec::DecodeFixed64BE(body.data());
-  return Status::OK();
 }
 
 // Declines RocksDB's automatic recovery from background errors (see max_bgerror_resume_count in
@@ -233,7 +222,7 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
 
 Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
   std::string value;
-  Status s = Get(kMeta, kMetaFormatVersion, &value);
+  Status s = Get(kMeta, tables::meta::kFormatVersion, &value);
   if (s.IsNotFound()) {
     if (!created) return Status::InvalidArgument("database has no format version: not Wharf's");
     // Options left at their defaults get the creation defaults.
@@ -244,10 +233,11 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
                                      "], got " + std::to_string(partitions));
     }
     rocksdb::WriteBatch batch;
-    batch.Put(cf(kMeta), kMetaFormatVersion, EncodeU64(kFormatVersion));
-    batch.Put(cf(kMeta), kMetaPartitions, EncodeU64(partitions));
-    batch.Put(cf(kMeta), kMetaOrdering, EncodeU64(static_cast<uint64_t>(ordering)));
-    batch.Put(cf(kMeta), kMetaLastLsn, EncodeU64(0));
+    batch.Put(cf(kMeta), tables::meta::kFormatVersion, tables::meta::EncodeU64(kFormatVersion));
+    batch.Put(cf(kMeta), tables::meta::kPartitions, tables::meta::EncodeU64(partitions));
+    batch.Put(cf(kMeta), tables::meta::kOrdering,
+              tables::meta::EncodeU64(static_cast<uint64_t>(ordering)));
+    batch.Put(cf(kMeta), tables::meta::kLastLsn, tables::meta::EncodeU64(0));
     rocksdb::WriteOptions write_options;
     write_options.sync = true;
     s = FromRocks(db_->Write(write_options, &batch), "write format version");
@@ -260,18 +250,18 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
   }
   if (!s.ok()) return s;
   uint64_t version = 0, partitions = 0, ordering = 0;
-  s = DecodeU64(value, kMetaFormatVersion, &version);
+  s = tables::meta::DecodeU64(value, tables::meta::kFormatVersion, &version);
   if (!s.ok()) return s;
   if (version > kFormatVersion) {
     return Status::NotSupported("database format version " + std::to_string(version) +
                                 " is newer than this Wharf supports (" +
                                 std::to_string(kFormatVersion) + "): upgrade Wharf");
   }
-  for (auto [name, target] :
-       {std::pair{kMetaPartitions, &partitions}, std::pair{kMetaOrdering, &ordering},
-        std::pair{kMetaLastLsn, &recovered_last_lsn_}}) {
+  for (auto [name, target] : {std::pair{tables::meta::kPartitions, &partitions},
+                              std::pair{tables::meta::kOrdering, &ordering},
+                              std::pair{tables::meta::kLastLsn, &recovered_last_lsn_}}) {
     s = Get(kMeta, name, &value);
-    if (s.ok()) s = DecodeU64(value, name, target);
+    if (s.ok()) s = tables::meta::DecodeU64(value, name, target);
     if (!s.ok()) return s;
   }
   if (partitions == 0 || partitions > kPartitionsMax) {
@@ -296,20 +286,15 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
   partitions_ = static_cast<uint32_t>(partitions);
   ordering_ = static_cast<Ordering>(ordering);
 
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kMeta)));
-  for (it->Seek(kMetaTypePrefix); it->Valid() && it->key().starts_with(kMetaTypePrefix);
-       it->Next()) {
-    recovered_types_.push_back(it->key().ToString().substr(std::strlen(kMetaTypePrefix)));
-  }
-  return FromRocks(it->status(), "read declared types");
+  return tables::meta::ListTypes(db_.get(), cf(kMeta), &recovered_types_);
 }
 
 Status Store::BumpOpenEpoch() {
   std::string value;
-  Status s = Get(kMeta, kMetaOpenEpoch, &value);
+  Status s = Get(kMeta, tables::meta::kOpenEpoch, &value);
   uint64_t previous = 0;
   if (s.ok()) {
-    s = DecodeU64(value, kMetaOpenEpoch, &previous);
+    s = tables::meta::DecodeU64(value, tables::meta::kOpenEpoch, &previous);
   } else if (s.IsNotFound()) {
     s = Status::OK();
   }
@@ -317,19 +302,9 @@ Status Store::BumpOpenEpoch() {
   open_epoch_ = previous + 1;
   rocksdb::WriteOptions write_options;
   write_options.sync = true;
-  return FromRocks(db_->Put(write_options, cf(kMeta), kMetaOpenEpoch, EncodeU64(open_epoch_)),
+  return FromRocks(db_->Put(write_options, cf(kMeta), tables::meta::kOpenEpoch,
+                            tables::meta::EncodeU64(open_epoch_)),
                    "record open epoch");
-}
-
-BoundedIterator::BoundedIterator(const Store& store, Cf cf, std::string lower, std::string upper)
-    : lower_(std::move(lower)),
-      upper_(std::move(upper)),
-      lower_slice_(lower_),
-      upper_slice_(upper_) {
-  rocksdb::ReadOptions read_options;
-  read_options.iterate_lower_bound = &lower_slice_;
-  read_options.iterate_upper_bound = &upper_slice_;
-  it_.reset(store.db()->NewIterator(read_options, store.cf(cf)));
 }
 
 Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value) const {

@@ -1,6 +1,6 @@
 // Store: the only code that opens RocksDB. One database directory = one RocksDB instance with a
-// column family per kind of record (see codec.h for keys and values) and a meta family holding the
-// format version, the outbox declaration, declared types and the last assigned LSN.
+// column family per kind of record (see engine/store/tables/ for keys and values) and a meta family
+// holding the format version, the outbox declaration, declared types and the last assigned LSN.
 //
 // Thread safety: the DB handle is thread-safe; Store itself is immutable after Open.
 #pragma once
@@ -27,41 +27,12 @@ const char* CfName(Cf cf);
 
 inline constexpr uint32_t kFormatVersion = 1;
 
-// Meta keys.
-inline constexpr const char* kMetaFormatVersion = "format_version";
-inline constexpr const char* kMetaPartitions = "partitions";
-inline constexpr const char* kMetaOrdering = "ordering";
-inline constexpr const char* kMetaLastLsn = "last_lsn";
-inline constexpr const char* kMetaTypePrefix = "type:";
-inline constexpr const char* kMetaOpenEpoch = "open_epoch";  // incremented by every open
-
 Status FromRocks(const rocksdb::Status& status, const std::string& context);
 
 struct StoreHooks {
   // Base file system under the WAL-aware wrapper (tests pass the fault-injecting one).
   std::shared_ptr<rocksdb::FileSystem> base_fs;
   io::DurabilityObserver* observer = nullptr;
-};
-
-class Store;
-
-// A RocksDB iterator over [lower, upper) of one column family. Both bounds go to RocksDB
-// (iterate_lower_bound/upper_bound), so tombstones of trimmed ranges outside are never scanned;
-// the object owns the bounds because RocksDB keeps pointers to them.
-class BoundedIterator {
- public:
-  BoundedIterator(const Store& store, Cf cf, std::string lower, std::string upper);
-  BoundedIterator(const BoundedIterator&) = delete;
-  BoundedIterator& operator=(const BoundedIterator&) = delete;
-
-  rocksdb::Iterator* operator->() const { return it_.get(); }
-  // Positions at the first key of the range.
-  void SeekToFirst() { it_->Seek(lower_slice_); }
-
- private:
-  const std::string lower_, upper_;
-  const rocksdb::Slice lower_slice_, upper_slice_;
-  std::unique_ptr<rocksdb::Iterator> it_;
 };
 
 class Store {

@@ -28,6 +28,9 @@
 #include "engine/assert.h"
 #include "engine/codec.h"
 #include "engine/engine_core.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/scan.h"
 #include "wharf/admin.h"
 
 namespace wharf {
@@ -41,7 +44,6 @@ using internal::WriteOp;
 namespace {
 
 constexpr int kConflictAttempts = 3;
-constexpr size_t kCursorSuffixBytes = 1 + 4;  // 0x00 · partition u32
 
 // What one partition's trim would do.
 struct Plan {
@@ -51,14 +53,6 @@ struct Plan {
   uint64_t bytes = 0;
   std::vector<CheckOp> checks;  // every cursor of the partition, as read
 };
-
-// The first 4 bytes of every outbox key of `partition`: sorts before OutboxKey(partition, 0) and
-// after every key of the partitions before it.
-std::string PartitionPrefix(uint32_t partition) {
-  std::string prefix;
-  codec::PutFixed32BE(&prefix, partition);
-  return prefix;
-}
 
 // Flushes the outbox memtable (see the RocksDB 7.8 note above).
 Status FlushOutbox(EngineCore& core) {
@@ -79,20 +73,18 @@ Status PlanPartition(const EngineCore& core, uint32_t partition, Plan* plan) {
   // Consumers in key order; a consumer with cursors elsewhere but none here is at 0 here.
   std::map<std::string, std::optional<std::string>> cursors;
   {
-    std::unique_ptr<rocksdb::Iterator> it(
-        store->db()->NewIterator(rocksdb::ReadOptions(), store->cf(internal::kCursors)));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      std::string_view key = it->key().ToStringView();
-      if (key.size() <= kCursorSuffixBytes || key[key.size() - kCursorSuffixBytes] != '\0') {
-        return Status::Corruption("cursor key of " + std::to_string(key.size()) +
+    tables::Scan scan(store->db(), store->cf(internal::kCursors), tables::WholeFamily());
+    for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+      std::string_view consumer;
+      uint32_t key_partition = 0;
+      if (!tables::cursors::DecodeKey(scan.key(), &consumer, &key_partition)) {
+        return Status::Corruption("cursor key of " + std::to_string(scan.key().size()) +
                                   " bytes is malformed");
       }
-      auto& slot = cursors[std::string(key.substr(0, key.size() - kCursorSuffixBytes))];
-      if (codec::DecodeFixed32BE(key.data() + key.size() - 4) == partition) {
-        slot = it->value().ToString();
-      }
+      auto& slot = cursors[std::string(consumer)];
+      if (key_partition == partition) slot = std::string(scan.value());
     }
-    Status s = FromRocks(it->status(), "read cursors");
+    Status s = FromRocks(scan.status(), "read cursors");
     if (!s.ok()) return s;
   }
   plan->consumer_count = cursors.size();
@@ -101,29 +93,27 @@ Status PlanPartition(const EngineCore& core, uint32_t partition, Plan* plan) {
   for (const auto& [consumer, sealed] : cursors) {
     uint64_t fact_id = 0, epoch = 0;
     if (sealed) {
-      Status s = codec::DecodeCursor(*sealed, &fact_id, &epoch);
+      Status s = tables::cursors::DecodeValue(*sealed, &fact_id, &epoch);
       if (!s.ok()) {
         return Status::Corruption("cursor of " + consumer + "/" + std::to_string(partition) + ": " +
                                   s.message());
       }
     }
     point = std::min(point, fact_id);
-    plan->checks.push_back(CheckOp{internal::kCursors, codec::CursorKey(consumer, partition),
+    plan->checks.push_back(CheckOp{internal::kCursors, tables::cursors::Key(consumer, partition),
                                    sealed,
                                    "cursor of " + consumer + "/" + std::to_string(partition)});
   }
   plan->trim_point = point;
   if (point == 0) return Status::OK();
 
-  std::string lower = codec::OutboxKey(partition, 0);
-  std::string upper = point == UINT64_MAX ? codec::OutboxKey(partition + 1, 0)
-                                          : codec::OutboxKey(partition, point + 1);
-  internal::BoundedIterator it(*store, internal::kOutbox, lower, upper);
-  for (it.SeekToFirst(); it->Valid(); it->Next()) {
+  tables::Scan scan(store->db(), store->cf(internal::kOutbox),
+                    tables::outbox::Range(partition, 0, point));
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     ++plan->fact_count;
-    plan->bytes += it->key().size() + it->value().size();
+    plan->bytes += scan.key().size() + scan.value().size();
   }
-  return FromRocks(it->status(), "read outbox");
+  return FromRocks(scan.status(), "read outbox");
 }
 
 // Trims one partition; retries a few times when a cursor changed between the read and the commit.
@@ -143,15 +133,13 @@ Status TrimPartitionOf(EngineCore& core, uint32_t partition, TrimPartition* trim
     *consumer_count = std::max(*consumer_count, plan.consumer_count);
     trimmed->trim_point = plan.trim_point;
     if (plan.fact_count == 0) return Status::OK();  // nothing passed, or trimmed already
-    std::string end = plan.trim_point == UINT64_MAX
-                          ? codec::OutboxKey(partition + 1, 0)
-                          : codec::OutboxKey(partition, plan.trim_point + 1);
+    tables::KeyRange range = tables::outbox::TrimRange(partition, plan.trim_point);
     rep.checks = std::move(plan.checks);
     rep.writes.push_back(WriteOp{internal::kOutbox,
                                  /*is_delete=*/true,
-                                 PartitionPrefix(partition),
+                                 std::move(range.lower),
                                  {},
-                                 /*range_end=*/std::move(end)});
+                                 /*range_end=*/std::move(range.upper)});
     Status s = core.Commit(&rep);
     if (s.IsConflict() && attempt < kConflictAttempts) continue;
     if (!s.ok()) return s;

@@ -10,6 +10,9 @@
 #include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "engine/runtime_impl.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/outbox.h"
 #include "engine/txn_rep.h"
 #include "test_util.h"
 #include "wharf/runtime.h"
@@ -39,8 +42,8 @@ class AdminTest : public ::testing::Test {
   }
   Status WriteCursor(std::string_view consumer, uint32_t partition, uint64_t fact_id,
                      uint64_t epoch = 0) {
-    return WriteRaw(internal::kCursors, codec::CursorKey(consumer, partition),
-                    codec::EncodeCursor(fact_id, epoch));
+    return WriteRaw(internal::kCursors, tables::cursors::Key(consumer, partition),
+                    tables::cursors::EncodeValue(fact_id, epoch));
   }
   uint64_t Cursor(std::string_view consumer, uint32_t partition) {
     uint64_t fact_id = 0;
@@ -111,9 +114,9 @@ TEST_F(AdminTest, ListAndGetCursors) {
 // A cursor record whose checksum does not match is reported as Corruption naming the cursor,
 // never returned as a position.
 TEST_F(AdminTest, CorruptCursorIsReported) {
-  std::string sealed = codec::EncodeCursor(5, 0);
+  std::string sealed = tables::cursors::EncodeValue(5, 0);
   sealed.back() ^= 1;
-  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("bad", 1), sealed));
+  ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("bad", 1), sealed));
   std::vector<CursorInfo> cursors;
   Status s = ListCursors(*engine_, &cursors);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
@@ -245,12 +248,13 @@ TEST_F(AdminTest, ListDeadLetters) {
   fact.key = "k";
   fact.payload = "boom";
   fact.partition = 2;
-  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("b", 9),
-                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
-  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("a", 12),
-                     codec::EncodeDeadLetter("store-rejected", codec::EncodeFact(fact))));
-  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("a", 3),
-                     codec::EncodeDeadLetter("cascade-exceeded", codec::EncodeFact(fact))));
+  ASSERT_OK(WriteRaw(internal::kDead, tables::dead_letters::Key("b", 9),
+                     tables::dead_letters::EncodeValue("handler-failed", codec::EncodeFact(fact))));
+  ASSERT_OK(WriteRaw(internal::kDead, tables::dead_letters::Key("a", 12),
+                     tables::dead_letters::EncodeValue("store-rejected", codec::EncodeFact(fact))));
+  ASSERT_OK(
+      WriteRaw(internal::kDead, tables::dead_letters::Key("a", 3),
+               tables::dead_letters::EncodeValue("cascade-exceeded", codec::EncodeFact(fact))));
   std::vector<DeadLetter> letters;
   ASSERT_OK(ListDeadLetters(*engine_, "", &letters));
   ASSERT_EQ(letters.size(), 3u);
@@ -268,9 +272,9 @@ TEST_F(AdminTest, ListDeadLetters) {
   ASSERT_OK(ListDeadLetters(*engine_, "nobody", &letters));
   EXPECT_TRUE(letters.empty());
 
-  std::string damaged = codec::EncodeDeadLetter("x", codec::EncodeFact(fact));
+  std::string damaged = tables::dead_letters::EncodeValue("x", codec::EncodeFact(fact));
   damaged[damaged.size() / 2] ^= 0x40;
-  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", 1), damaged));
+  ASSERT_OK(WriteRaw(internal::kDead, tables::dead_letters::Key("c", 1), damaged));
   Status s = ListDeadLetters(*engine_, "c", &letters);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE(ListDeadLetters(*engine_, "", nullptr).IsInvalidArgument());
@@ -354,11 +358,11 @@ TEST_F(AdminTest, RetryDeadLettersReplacesRetryHeaders) {
   fact.key = KeyIn(3);
   fact.payload = "p";
   fact.headers = {{"wharf-retry-for", "old"}, {"wharf-retry-of", "1"}, {"x", "y"}};
-  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", 7),
-                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+  ASSERT_OK(WriteRaw(internal::kDead, tables::dead_letters::Key("c", 7),
+                     tables::dead_letters::EncodeValue("handler-failed", codec::EncodeFact(fact))));
   fact.headers.clear();
-  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", 9),
-                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+  ASSERT_OK(WriteRaw(internal::kDead, tables::dead_letters::Key("c", 9),
+                     tables::dead_letters::EncodeValue("handler-failed", codec::EncodeFact(fact))));
   std::vector<RetriedLetter> retried;
   ASSERT_OK(RetryDeadLetters(*engine_, "c", {}, &retried));
   ASSERT_EQ(retried.size(), 2u);
@@ -398,7 +402,7 @@ TEST_F(AdminTest, TrimPassedRemovesWhatEveryConsumerPassed) {
   ASSERT_EQ(report.partitions.size(), 4u);
   EXPECT_EQ(report.partitions[0].trim_point, ids[0][1]);
   EXPECT_EQ(report.partitions[0].fact_count, 2u);
-  EXPECT_GT(report.partitions[0].bytes, 2 * codec::kOutboxKeyBytes);
+  EXPECT_GT(report.partitions[0].bytes, 2 * tables::outbox::kKeyBytes);
   EXPECT_EQ(report.partitions[1].fact_count, 4u);
   EXPECT_EQ(report.partitions[2].trim_point, 0u);
   EXPECT_EQ(report.partitions[2].fact_count, 0u);

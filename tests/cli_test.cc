@@ -20,6 +20,10 @@
 #include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "engine/store.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/leases.h"
+#include "engine/store/tables/meta.h"
 #include "engine/txn_rep.h"
 #include "test_util.h"
 #include "wharf/admin.h"
@@ -279,31 +283,36 @@ class CliTest : public ::testing::Test {
     Emit("OrderCreated", KeyIn(3), std::string("\x00\xff\x01", 3));
     Emit("ReviewPosted", KeyIn(0), "{\"stars\":5}");
     Emit("OrderCreated", KeyIn(1), "later", /*deliver_at_ms=*/engine_->core()->NowMs() + 3600000);
-    ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("store-requests", 0),
-                       codec::EncodeCursor(1, 3)));
-    ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("store-requests", 1),
-                       codec::EncodeCursor(2, 3)));
+    ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 0),
+                       tables::cursors::EncodeValue(1, 3)));
+    ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 1),
+                       tables::cursors::EncodeValue(2, 3)));
     Fact fact;
     fact.type = "OrderCreated";
     fact.payload = "poison";
     fact.partition = 0;
-    ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("store-requests", 3),
-                       codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
-    ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("mailer", 4),
-                       codec::EncodeDeadLetter("store-rejected", codec::EncodeFact(fact))));
+    ASSERT_OK(
+        WriteRaw(internal::kDead, tables::dead_letters::Key("store-requests", 3),
+                 tables::dead_letters::EncodeValue("handler-failed", codec::EncodeFact(fact))));
+    ASSERT_OK(
+        WriteRaw(internal::kDead, tables::dead_letters::Key("mailer", 4),
+                 tables::dead_letters::EncodeValue("store-rejected", codec::EncodeFact(fact))));
     const int64_t now_ms = engine_->core()->NowMs();
     const uint64_t open_epoch = engine_->core()->store()->open_epoch();
-    ASSERT_OK(WriteRaw(internal::kLeases, "store-requests",
-                       codec::EncodeLease({"instance-a", 3, now_ms + 3600000, open_epoch})));
-    ASSERT_OK(WriteRaw(internal::kLeases, codec::LeaseFenceKey("store-requests"),
-                       codec::EncodeLeaseFence("instance-a", 3)));
-    ASSERT_OK(WriteRaw(internal::kLeases, "mailer", codec::EncodeLease({"", 2, 0, open_epoch})));
+    ASSERT_OK(
+        WriteRaw(internal::kLeases, "store-requests",
+                 tables::leases::EncodeValue({"instance-a", 3, now_ms + 3600000, open_epoch})));
+    ASSERT_OK(WriteRaw(internal::kLeases, tables::leases::FenceKey("store-requests"),
+                       tables::leases::EncodeFence("instance-a", 3)));
+    ASSERT_OK(
+        WriteRaw(internal::kLeases, "mailer", tables::leases::EncodeValue({"", 2, 0, open_epoch})));
     ASSERT_OK(WriteRaw(internal::kLeases, "old-reader",
-                       codec::EncodeLease({"instance-b", 1, now_ms - 1000, open_epoch})));
-    ASSERT_OK(WriteRaw(internal::kLeases, codec::HeartbeatKey("instance-a"),
-                       codec::EncodeLease({"instance-a", 0, now_ms + 3600000, open_epoch})));
-    ASSERT_OK(WriteRaw(internal::kLeases, codec::HeartbeatKey("instance-b"),
-                       codec::EncodeLease({"instance-b", 0, now_ms - 1000, open_epoch})));
+                       tables::leases::EncodeValue({"instance-b", 1, now_ms - 1000, open_epoch})));
+    ASSERT_OK(
+        WriteRaw(internal::kLeases, tables::leases::HeartbeatKey("instance-a"),
+                 tables::leases::EncodeValue({"instance-a", 0, now_ms + 3600000, open_epoch})));
+    ASSERT_OK(WriteRaw(internal::kLeases, tables::leases::HeartbeatKey("instance-b"),
+                       tables::leases::EncodeValue({"instance-b", 0, now_ms - 1000, open_epoch})));
   }
 
   std::vector<CursorInfo> CursorsOf(const std::string& consumer) {
@@ -425,7 +434,7 @@ TEST_F(CliTest, UnopenableDatabasesExitTwo) {
   // A newer format version (written through the committer) is refused by every command.
   std::string body;
   codec::PutFixed64BE(&body, internal::kFormatVersion + 1);
-  ASSERT_OK(WriteRaw(internal::kMeta, internal::kMetaFormatVersion, codec::Seal(body)));
+  ASSERT_OK(WriteRaw(internal::kMeta, tables::meta::kFormatVersion, codec::Seal(body)));
   CloseEngine();
   r = RunDb({"stat"});
   EXPECT_EQ(r.code, 2);
@@ -743,8 +752,8 @@ TEST_F(CliTest, BinaryKeysAreShownEscaped) {
   fact.type = "T";
   fact.key = key;
   fact.payload = "poison";
-  ASSERT_OK(WriteRaw(internal::kDead, codec::DeadKey("c", result.first_fact_id),
-                     codec::EncodeDeadLetter("handler-failed", codec::EncodeFact(fact))));
+  ASSERT_OK(WriteRaw(internal::kDead, tables::dead_letters::Key("c", result.first_fact_id),
+                     tables::dead_letters::EncodeValue("handler-failed", codec::EncodeFact(fact))));
 
   Result r = RunDb({"tail"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -920,8 +929,10 @@ TEST_F(CliTest, Trim) {
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "in use by another process");
   // A second consumer, ahead of store-requests in partition 0 and behind it in partition 1.
-  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("mailer", 0), codec::EncodeCursor(3, 0)));
-  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("mailer", 1), codec::EncodeCursor(0, 0)));
+  ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("mailer", 0),
+                     tables::cursors::EncodeValue(3, 0)));
+  ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("mailer", 1),
+                     tables::cursors::EncodeValue(0, 0)));
   CloseEngine();
   r = RunDb({"trim"});
   EXPECT_EQ(r.code, 1);
@@ -1112,7 +1123,7 @@ TEST_F(CliTest, LeaseListAndRelease) {
                   ->store()
                   ->db()
                   ->Get(rocksdb::ReadOptions(), engine_->core()->store()->cf(internal::kLeases),
-                        codec::LeaseFenceKey("store-requests"), &fence)
+                        tables::leases::FenceKey("store-requests"), &fence)
                   .ok());
 }
 
@@ -1131,9 +1142,9 @@ TEST_F(CliTest, CorruptLeaseIsReported) {
 // A record whose checksum fails is reported as Corruption (exit 1), never printed as data.
 TEST_F(CliTest, CorruptRecordIsReported) {
   Build();
-  std::string sealed = codec::EncodeCursor(1, 0);
+  std::string sealed = tables::cursors::EncodeValue(1, 0);
   sealed.back() ^= 1;
-  ASSERT_OK(WriteRaw(internal::kCursors, codec::CursorKey("broken", 2), sealed));
+  ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("broken", 2), sealed));
   Result r = RunDb({"cursor", "list"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "corruption");

@@ -13,6 +13,9 @@
 #include "engine/engine_core.h"
 #include "engine/inspect.h"
 #include "engine/store.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/state.h"
 #include "io/fault_fs.h"
 #include "io/wal_fs.h"
 #include "test_util.h"
@@ -553,11 +556,11 @@ TEST_P(EngineTest, ChecksumMismatchIsReportedAsCorruption) {
   WithRawDb(dir_.db(), [&](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
     auto* outbox = handles[1 + internal::kOutbox];
     auto* state = handles[1 + internal::kState];
-    std::string key = codec::OutboxKey(partition, 1), record;
+    std::string key = tables::outbox::Key(partition, 1), record;
     ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), outbox, key, &record).ok());
     record.back() ^= 0x01;  // one flipped bit in the payload
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), outbox, key, record).ok());
-    std::string state_key = codec::StateKey("t", "k"), value;
+    std::string state_key = tables::state::Key("t", "k"), value;
     ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), state, state_key, &value).ok());
     value[3] ^= 0x40;  // inside the checksum
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), state, state_key, value).ok());
@@ -582,7 +585,7 @@ TEST_P(EngineTest, NewerFormatVersionIsRefused) {
     std::string body;
     codec::PutFixed64BE(&body, internal::kFormatVersion + 1);
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[1 + internal::kMeta],
-                        internal::kMetaFormatVersion, codec::Seal(body))
+                        tables::meta::kFormatVersion, codec::Seal(body))
                     .ok());
   });
   Status s = Engine::Open(dir_.db(), Options(), &engine_);

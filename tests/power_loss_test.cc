@@ -15,6 +15,8 @@
 #include "engine/codec.h"
 #include "engine/engine_core.h"
 #include "engine/store.h"
+#include "engine/store/tables/scan.h"
+#include "engine/store/tables/state.h"
 #include "io/fault_fs.h"
 #include "io/wal_fs.h"
 #include "test_util.h"
@@ -83,10 +85,12 @@ class PowerLossTest : public ::testing::TestWithParam<IoBackend> {
     // this way.
     std::set<TxnId> rows;
     {
-      const std::string lower = codec::StateKey("rows", ""), upper = codec::StateKey("rowt", "");
-      internal::BoundedIterator it(*engine_->core()->store(), internal::kState, lower, upper);
-      for (it.SeekToFirst(); it->Valid(); it->Next()) {
-        std::string key = it->key().ToString().substr(lower.size());
+      const std::string lower = tables::state::Key("rows", ""),
+                        upper = tables::state::Key("rowt", "");
+      internal::Store* store = engine_->core()->store();
+      tables::Scan it(store->db(), store->cf(internal::kState), tables::KeyRange{lower, upper});
+      for (it.SeekToFirst(); it.Valid(); it.Next()) {
+        std::string key(it.key().substr(lower.size()));
         TxnId id{};
         if (std::sscanf(key.c_str(), "p%d-%d", &id.producer, &id.seq) != 2) {
           problems.push_back("foreign state row " + key);
@@ -94,7 +98,7 @@ class PowerLossTest : public ::testing::TestWithParam<IoBackend> {
         }
         rows.insert(id);
       }
-      if (!it->status().ok()) problems.push_back("state scan: " + it->status().ToString());
+      if (!it.status().ok()) problems.push_back("state scan: " + it.status().ToString());
     }
     for (const auto& [id, parts] : facts_of) {
       // Whole: all facts of the transaction and its state row.

@@ -1,13 +1,17 @@
-// Fuzz target: the record and key decoders of engine/codec (what a damaged store hands them).
-// Each input is decoded twice: as a sealed record (envelope checks first), and as a record body
-// sealed here with a valid checksum, so the fuzzer reaches the body parsers behind the checksum.
-// A record that decodes must encode back to the same body (round trip).
+// Fuzz target: the record and key decoders of engine/codec and engine/store/tables (what a damaged
+// store hands them). Each input is decoded twice: as a sealed record (envelope checks first), and
+// as a record body sealed here with a valid checksum, so the fuzzer reaches the body parsers behind
+// the checksum. A record that decodes must encode back to the same body (round trip).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "engine/codec.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/leases.h"
+#include "engine/store/tables/outbox.h"
 
 namespace {
 
@@ -26,17 +30,19 @@ void DecodeAll(std::string_view sealed) {
     }
   }
   uint64_t fact_id = 0, epoch = 0;
-  if (DecodeCursor(sealed, &fact_id, &epoch).ok()) {
+  namespace tables = wharf::tables;
+  if (tables::cursors::DecodeValue(sealed, &fact_id, &epoch).ok()) {
     uint64_t id2 = 0, epoch2 = 0;
-    if (!DecodeCursor(EncodeCursor(fact_id, epoch), &id2, &epoch2).ok() || id2 != fact_id ||
-        epoch2 != epoch) {
+    if (!tables::cursors::DecodeValue(tables::cursors::EncodeValue(fact_id, epoch), &id2, &epoch2)
+             .ok() ||
+        id2 != fact_id || epoch2 != epoch) {
       __builtin_trap();
     }
   }
   std::string reason;
-  (void)DecodeDeadLetter(sealed, &reason, &fact);
-  LeaseRecord lease;
-  (void)DecodeLease(sealed, &lease);
+  (void)tables::dead_letters::DecodeValue(sealed, &reason, &fact);
+  tables::leases::Record lease;
+  (void)tables::leases::DecodeValue(sealed, &lease);
   std::string_view body;
   (void)Unseal(sealed, &body);
 }
@@ -49,12 +55,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   DecodeAll(wharf::codec::Seal(input));
   // Keys: outbox keys are fixed-size (the store never hands over another size); integers in
   // big-endian decode back to what encoded them.
-  if (size >= wharf::codec::kOutboxKeyBytes) {
-    std::string_view key = input.substr(0, wharf::codec::kOutboxKeyBytes);
+  if (size >= wharf::tables::outbox::kKeyBytes) {
+    std::string_view key = input.substr(0, wharf::tables::outbox::kKeyBytes);
     uint32_t partition = 0;
     uint64_t lsn = 0;
-    wharf::codec::DecodeOutboxKey(key, &partition, &lsn);
-    if (wharf::codec::OutboxKey(partition, lsn) != key) __builtin_trap();
+    if (!wharf::tables::outbox::DecodeKey(key, &partition, &lsn)) __builtin_trap();
+    if (wharf::tables::outbox::Key(partition, lsn) != key) __builtin_trap();
   }
   (void)wharf::codec::PartitionOfKey(input, 1 + (size % 4096));
   return 0;

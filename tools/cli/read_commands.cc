@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/inspect.h"
+#include "engine/store/tables/leases.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 
@@ -188,7 +189,7 @@ bool Current(uint64_t record_epoch, int64_t expires_at_ms, const LeaseView& view
 
 // "held" (an owner, not expired), "expired" (an owner, but past its expiry or granted under an
 // earlier open: free to take), "released" (no owner).
-const char* LeaseState(const codec::LeaseRecord& lease, const LeaseView& view, int64_t now_ms) {
+const char* LeaseState(const tables::leases::Record& lease, const LeaseView& view, int64_t now_ms) {
   if (lease.owner.empty()) return "released";
   return Current(lease.open_epoch, lease.expires_at_ms, view, now_ms) ? "held" : "expired";
 }

@@ -8,6 +8,8 @@
 
 #include "engine/codec.h"
 #include "engine/engine_core.h"
+#include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/leases.h"
 #include "engine/txn_rep.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
@@ -206,8 +208,8 @@ int DeadPurge(const Context& context, const std::string& consumer,
         std::find(fact_ids.begin(), fact_ids.end(), letter.fact.id) == fact_ids.end()) {
       continue;
     }
-    rep.writes.push_back(
-        internal::WriteOp{internal::kDead, true, codec::DeadKey(consumer, letter.fact.id), ""});
+    rep.writes.push_back(internal::WriteOp{
+        internal::kDead, true, tables::dead_letters::Key(consumer, letter.fact.id), ""});
   }
   size_t purged = rep.writes.size();
   s = engine->core()->Commit(&rep);
@@ -325,16 +327,17 @@ int LeaseRelease(const Context& context, const std::string& consumer) {
   std::unique_ptr<Engine> engine;
   if (int code = OpenEngine(context, &engine)) return code;
   internal::Store* store = engine->core()->store();
+  // TODO(issue 18, CLI step): an admin API for this; the CLI builds the transaction itself.
+  const std::string key = tables::leases::Key(consumer);
   std::string sealed;
   rocksdb::Status read =
-      store->db()->Get(rocksdb::ReadOptions(), store->cf(internal::kLeases), consumer, &sealed);
+      store->db()->Get(rocksdb::ReadOptions(), store->cf(internal::kLeases), key, &sealed);
   if (read.IsNotFound()) return Fail(kExitError, "consumer '" + consumer + "' holds no lease");
   if (!read.ok()) return Fail(kExitError, "read lease: " + read.ToString());
   // Deleted only if nobody changed it since this read.
   internal::TxnRep rep;
-  rep.checks.push_back(
-      internal::CheckOp{internal::kLeases, consumer, sealed, "lease of " + consumer});
-  rep.writes.push_back(internal::WriteOp{internal::kLeases, true, consumer, ""});
+  rep.checks.push_back(internal::CheckOp{internal::kLeases, key, sealed, "lease of " + consumer});
+  rep.writes.push_back(internal::WriteOp{internal::kLeases, true, key, ""});
   Status s = engine->core()->Commit(&rep);
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return Fail(kExitError, s.ToString());
