@@ -255,6 +255,25 @@ void EngineCore::RemoveLeaseWaker(const void* owner) {
   std::erase_if(lease_wakers_, [owner](const auto& waker) { return waker.first == owner; });
 }
 
+void EngineCore::AttachConsumers(const std::vector<std::string>& ids) {
+  std::lock_guard lock(attached_consumers_mutex_);
+  attached_consumers_.insert(ids.begin(), ids.end());
+}
+
+void EngineCore::DetachConsumers(const std::vector<std::string>& ids) {
+  std::lock_guard lock(attached_consumers_mutex_);
+  for (const std::string& id : ids) {
+    auto it = attached_consumers_.find(id);
+    WHARF_ASSERT(it != attached_consumers_.end());  // detached only what it attached
+    attached_consumers_.erase(it);
+  }
+}
+
+std::multiset<std::string> EngineCore::AttachedConsumers() const {
+  std::lock_guard lock(attached_consumers_mutex_);
+  return attached_consumers_;
+}
+
 void EngineCore::WakeLeaseHolders(const void* except) {
   std::lock_guard lock(lease_wakers_mutex_);
   for (const auto& [owner, wake] : lease_wakers_) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -91,6 +92,13 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   void AddListener(DurableListener* listener);
   void RemoveListener(DurableListener* listener);
 
+  // Consumer ids registered by the runtimes attached to this engine (a multiset: two runtimes may
+  // register the same id). A stored cursor whose consumer is in none of them is owned by no
+  // running runtime (renamed or retired; see the runtime's consumer-starts-at-zero warning).
+  void AttachConsumers(const std::vector<std::string>& ids);
+  void DetachConsumers(const std::vector<std::string>& ids);
+  std::multiset<std::string> AttachedConsumers() const;
+
   // Runtime instances attached to this engine (all in this process: only one engine can hold the
   // database) register a waker; when one releases leases or joins, the others look at the leases
   // at once instead of at their next renewal.
@@ -122,6 +130,9 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   std::mutex listeners_mutex_;
   std::vector<DurableListener*> listeners_;
   std::vector<DurableFact> durable_scratch_;  // guarded by listeners_mutex_
+
+  mutable std::mutex attached_consumers_mutex_;
+  std::multiset<std::string> attached_consumers_;  // guarded by attached_consumers_mutex_
 
   std::mutex lease_wakers_mutex_;
   std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;

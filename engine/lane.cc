@@ -43,10 +43,28 @@ const char* OutcomeTraceName(Outcome outcome) {
 
 bool RuntimeImpl::HasWork(const Lane& lane) const {
   if (lane.poison_id != 0) return true;
+  const uint64_t wanted = lane.wanted_to.load(std::memory_order_acquire);
+  for (size_t i = 0; i < lane.partitions.size(); ++i) {
+    if (wanted > lane.scanned_to[i] && cache_->high(lane.partitions[i]) > lane.scanned_to[i]) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool RuntimeImpl::HasUnscanned(const Lane& lane) const {
+  if (lane.poison_id != 0) return true;
   for (size_t i = 0; i < lane.partitions.size(); ++i) {
     if (cache_->high(lane.partitions[i]) > lane.scanned_to[i]) return true;
   }
   return false;
+}
+
+void RuntimeImpl::Want(Lane* lane, uint64_t fact_id) {
+  uint64_t current = lane->wanted_to.load(std::memory_order_relaxed);
+  while (current < fact_id &&
+         !lane->wanted_to.compare_exchange_weak(current, fact_id, std::memory_order_release)) {
+  }
 }
 
 Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr>* entries) {
@@ -396,6 +414,8 @@ Status RuntimeImpl::LoadCursors(Lane* lane) {
     lane->scanned_to[i] = fact_id;
   }
   lane->dirty_since_ms = 0;
+  // Whatever is durable beyond the cursors may hold facts the consumer takes: look at it.
+  Want(lane, core_->committer()->durable_lsn());
   return Status::OK();
 }
 

@@ -165,30 +165,47 @@ Status RuntimeImpl::CheckIdentities() {
   return Status::OK();
 }
 
+// A consumer with no cursor starts at zero; that is a likely mistake (a renamed consumer) only
+// when it would replay facts it takes and cursors exist that no runtime attached to the engine
+// owns (this one included: it attached its consumers before calling this).
 void RuntimeImpl::WarnStartsAtZero() {
-  if (core_->committer()->durable_lsn() == 0) return;  // nothing to replay
   std::vector<std::string> ids;
   // Only a warning: a read error leaves it out.
   if (!tables::cursors::ListConsumers(core_->store()->db(), core_->store()->cf(kCursors), &ids)
            .ok()) {
     return;
   }
-  std::set<std::string> stored(ids.begin(), ids.end());
-  std::set<std::string> registered;
-  for (const auto& consumer : consumers_) registered.insert(consumer->id);
+  const std::set<std::string> stored(ids.begin(), ids.end());
+  const std::multiset<std::string> attached = core_->AttachedConsumers();
   std::string unowned;
   for (const std::string& id : stored) {
-    if (!registered.count(id)) unowned += (unowned.empty() ? "" : ", ") + id;
+    if (!attached.contains(id)) unowned += (unowned.empty() ? "" : ", ") + id;
   }
   if (unowned.empty()) return;
   for (const auto& consumer : consumers_) {
-    if (consumer->kind == ConsumerKind::kTap || stored.count(consumer->id)) continue;
+    if (consumer->kind == ConsumerKind::kTap || stored.contains(consumer->id)) continue;
+    if (!WouldReplay(*consumer)) continue;
     Trace(TraceEvent::Level::kWarning, "consumer-starts-at-zero", consumer.get(), 0,
           "consumer '" + consumer->id +
               "' has no cursor and will replay the outbox from the start, while the store holds "
               "cursors no registered consumer owns (" +
               unowned + "); renamed? copy the old cursor: wharf cursor copy OLD " + consumer->id);
   }
+}
+
+bool RuntimeImpl::WouldReplay(const Consumer& consumer) const {
+  constexpr size_t kReplayProbeFacts = 1024;
+  const uint32_t partitions = core_->options().partitions;
+  for (uint32_t partition = 0; partition < partitions; ++partition) {
+    std::vector<Fact> facts;
+    // Only a warning: a read error counts as "would replay".
+    if (!core_->ReadFacts(partition, 1, UINT64_MAX, kReplayProbeFacts, &facts).ok()) return true;
+    if (facts.size() == kReplayProbeFacts) return true;
+    for (const Fact& fact : facts) {
+      if (consumer.Takes(fact)) return true;
+    }
+  }
+  return false;
 }
 
 void RuntimeImpl::AssignWorkers(const std::vector<std::unique_ptr<Lane>>& lanes,
@@ -253,13 +270,24 @@ Status RuntimeImpl::BuildLanes() {
     }
   }
   AssignWorkers(lanes, worker_count);
+  std::vector<std::string> consumer_ids;
+  for (const auto& consumer : consumers_) consumer_ids.push_back(consumer->id);
+  core_->AttachConsumers(consumer_ids);  // detached with the listener (Stop)
   WarnStartsAtZero();
   lanes_ = std::move(lanes);
+  lanes_by_partition_.assign(partitions, {});
+  for (const auto& lane : lanes_) {
+    for (uint32_t partition : lane->partitions)
+      lanes_by_partition_[partition].push_back(lane.get());
+  }
   cache_ = std::make_unique<TailCache>(partitions, core_->options().tail_cache_facts);
   // Listen first, then set the cache's horizon: no durable fact can fall between the two.
   core_->AddListener(this);
   attached_ = true;
-  cache_->Reset(core_->committer()->durable_lsn());
+  const uint64_t durable = core_->committer()->durable_lsn();
+  cache_->Reset(durable);
+  // Facts durable before the listener was attached were never announced: look at them.
+  for (const auto& lane : lanes_) Want(lane.get(), durable);
   lanes_built_ = true;
   return Status::OK();
 }
@@ -338,7 +366,12 @@ Status RuntimeImpl::Stop() {
   // Cursors are persisted: hand the consumers over (an abandoned instance keeps nothing alive,
   // its leases simply expire).
   if (!workers_.empty() && core_->CheckOpen().ok() && !abandoned_.load()) ReleaseAllLeases();
-  if (attached_) core_->RemoveListener(this);
+  if (attached_) {
+    core_->RemoveListener(this);
+    std::vector<std::string> consumer_ids;
+    for (const auto& consumer : consumers_) consumer_ids.push_back(consumer->id);
+    core_->DetachConsumers(consumer_ids);
+  }
   attached_ = false;
   return Status::OK();
 }
@@ -358,6 +391,15 @@ void RuntimeImpl::WorkerLoop(Worker* worker) {
     return std::any_of(worker->lanes.begin(), worker->lanes.end(),
                        [](const Lane* lane) { return lane->in_flight.load(); });
   };
+  auto wait = [worker](int64_t timeout_ms) {
+    if (timeout_ms < 0) {
+      worker->wake.wait();
+    } else {
+      worker->wake.wait(std::max<int64_t>(timeout_ms, 1) * 1000);
+    }
+    worker->wakeups.fetch_add(1, std::memory_order_relaxed);
+  };
+  const int64_t persist_ms = options_.cursor_persist_ms;
   while (true) {
     ApplyCompletions(worker);
     if (stopping_.load()) break;
@@ -366,7 +408,7 @@ void RuntimeImpl::WorkerLoop(Worker* worker) {
       if (pause_requested_) {
         lock.unlock();
         while (in_flight()) {
-          worker->wake.wait(1000);
+          wait(1000);
           ApplyCompletions(worker);
         }
         lock.lock();
@@ -378,26 +420,43 @@ void RuntimeImpl::WorkerLoop(Worker* worker) {
       }
     }
     bool did_work = false;
-    int64_t now_ms = SteadyMs();
-    int64_t next_ms = now_ms + 100;
-    for (Lane* lane : worker->lanes) {
-      if (lane->in_flight || !lane->consumer->owned.load()) continue;
-      if (!ReloadIfReacquired(lane)) continue;
-      if (lane->retry_at_ms > now_ms) {
-        next_ms = std::min(next_ms, lane->retry_at_ms);
-        continue;
-      }
-      if (HasWork(*lane)) {
-        did_work |= RunBatch(lane, /*blocking=*/false);
+    const int64_t now_ms = SteadyMs();
+    int64_t next_ms = INT64_MAX;  // the earliest deadline of this worker's lanes
+    // Facts none of the lanes takes: skip them once their deadline is due (with their cursors
+    // then persisted within cursor_persist_ms of the first one's arrival).
+    int64_t skip_since_ms = worker->skip_since_ms.load();
+    if (skip_since_ms != 0) {
+      if (now_ms >= skip_since_ms + persist_ms / 2 &&
+          worker->skip_since_ms.compare_exchange_strong(skip_since_ms, 0)) {
+        for (Lane* lane : worker->lanes) {
+          if (HasUnscanned(*lane)) lane->skipping = true;
+        }
       } else {
-        did_work |= PersistIfDue(lane, /*force=*/false, /*blocking=*/false);
+        next_ms = std::min(next_ms, skip_since_ms + persist_ms / 2);
+        skip_since_ms = 0;
       }
     }
-    if (!did_work) worker->wake.wait(std::max<int64_t>(next_ms - now_ms, 1) * 1000);
+    for (Lane* lane : worker->lanes) {
+      if (lane->in_flight || !lane->consumer->owned.load()) continue;
+      if (ReloadIfReacquired(lane) && lane->retry_at_ms <= now_ms) {
+        if (HasWork(*lane) || (lane->skipping && HasUnscanned(*lane))) {
+          did_work |= RunBatch(lane, /*blocking=*/false);
+          if (skip_since_ms != 0 && lane->dirty_since_ms > skip_since_ms) {
+            lane->dirty_since_ms = skip_since_ms;  // skipped facts waited since then
+          }
+        } else {
+          lane->skipping = false;
+          did_work |= PersistIfDue(lane, /*force=*/false, /*blocking=*/false);
+        }
+      }
+      if (lane->retry_at_ms > now_ms) next_ms = std::min(next_ms, lane->retry_at_ms);
+      if (lane->dirty_since_ms != 0) next_ms = std::min(next_ms, lane->dirty_since_ms + persist_ms);
+    }
+    if (!did_work) wait(next_ms == INT64_MAX ? -1 : next_ms - now_ms);
   }
   // Stop: let the batches in flight finish, then persist what was skipped in memory.
   while (in_flight()) {
-    worker->wake.wait(1000);
+    wait(1000);
     ApplyCompletions(worker);
   }
   if (core_->CheckOpen().ok() && !abandoned_.load()) {
@@ -452,7 +511,7 @@ Status RuntimeImpl::Drain() {
     for (const auto& owned : lanes_) {
       Lane* lane = owned.get();
       if (!ReloadIfReacquired(lane)) continue;
-      while (!stuck.count(lane) && HasWork(*lane)) {
+      while (!stuck.count(lane) && HasUnscanned(*lane)) {
         lane->retry_at_ms = 0;
         bool ran = RunBatch(lane, /*blocking=*/true);
         if (lane->retry_at_ms > SteadyMs()) {
@@ -563,7 +622,28 @@ void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFa
     decoded.push_back(std::move(fact));
   }
   cache_->Append(durable_lsn, decoded);
-  if (!threads_ready_.load(std::memory_order_acquire)) return;
+  // Per fact type, the newest fact of the round in each partition.
+  std::unordered_map<std::string_view, std::vector<uint64_t>> newest;
+  for (const FactPtr& fact : decoded) {
+    std::vector<uint64_t>& ids = newest[fact->type];
+    if (ids.empty()) ids.assign(lanes_by_partition_.size(), 0);
+    ids[fact->partition] = std::max(ids[fact->partition], fact->id);
+  }
+  // Lanes whose consumer takes one of them want it; their workers wake now. Lanes of the other
+  // consumers wait for their worker's skip deadline.
+  const bool ready = threads_ready_.load(std::memory_order_acquire);
+  std::vector<uint8_t> wake(ready ? workers_.size() : 0, 0), skip(wake.size(), 0);
+  for (const auto& [type, ids] : newest) {
+    for (size_t partition = 0; partition < ids.size(); ++partition) {
+      if (ids[partition] == 0) continue;
+      for (Lane* lane : lanes_by_partition_[partition]) {
+        const bool takes = lane->consumer->Takes(type);
+        if (takes) Want(lane, ids[partition]);
+        if (lane->worker < wake.size()) (takes ? wake : skip)[lane->worker] = 1;
+      }
+    }
+  }
+  if (!ready) return;
   for (const auto& tap : taps_) {
     if (tap->severed.load()) continue;
     for (const FactPtr& fact : decoded) {
@@ -577,11 +657,20 @@ void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFa
     }
     tap->wake.signal();
   }
-  WakeWorkers();
+  const int64_t now_ms = SteadyMs();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Worker* worker = workers_[i].get();
+    int64_t none = 0;
+    // A new skip period also needs a signal, once: the worker sets its wait to the deadline.
+    bool skip_started = skip[i] && worker->skip_since_ms.compare_exchange_strong(none, now_ms);
+    if (wake[i] || skip_started) worker->wake.signal();
+  }
 }
 
 void RuntimeImpl::OnGap(uint64_t durable_lsn) {
   cache_->Reset(durable_lsn);
+  // Facts up to durable_lsn were not announced: every lane looks at them.
+  for (const auto& lane : lanes_) Want(lane.get(), durable_lsn);
   WakeWorkers();
 }
 

@@ -110,6 +110,12 @@ struct Lane {
   int64_t dirty_since_ms = 0;  // SteadyMs since position > persisted (0: clean)
   uint32_t worker = 0;
   std::atomic<bool> caught_up{false};
+  // Wake-ups. The durable listener raises `wanted_to` to the newest durable fact of the lane's
+  // partitions that its consumer takes and wakes the lane's worker; facts it does not take wake
+  // nobody (seed 000). The worker runs the lane while wanted_to > scanned_to; facts it does not
+  // take are skipped later, in one pass (`skipping`), when the worker's skip deadline is due.
+  std::atomic<uint64_t> wanted_to{0};
+  bool skipping = false;  // worker only: skip to the durable end, even with nothing wanted
 };
 
 struct TapState {
@@ -125,7 +131,15 @@ struct Worker {
   uint32_t index = 0;
   std::vector<Lane*> lanes;
   MpscQueue<LaneCompletion> completions;
+  // Signalled for everything a sleeping worker must look at: a durable fact one of its lanes
+  // takes, a commit completion, a lease acquisition, a gap, pause and stop. Deadlines (retry
+  // backoff, cursor persistence, skips) are the worker's own wait timeouts. There is no poll.
   moodycamel::LightweightSemaphore wake{0, kWakeSpins};
+  // SteadyMs when facts that none of its lanes takes first arrived since its last skip pass (0:
+  // none): the worker skips them by skip_since_ms + cursor_persist_ms / 2 and persists the
+  // advanced cursors by skip_since_ms + cursor_persist_ms.
+  std::atomic<int64_t> skip_since_ms{0};
+  std::atomic<uint64_t> wakeups{0};  // returns from waiting (tests count them)
   std::thread thread;
 };
 
@@ -149,6 +163,12 @@ class RuntimeImpl : public DurableListener {
   }
   const std::string& instance() const { return options_.instance; }
   const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const { return consumers_; }
+  // Returns from waiting, summed over the workers.
+  uint64_t wakeups_for_testing() const {
+    uint64_t sum = 0;
+    for (const auto& worker : workers_) sum += worker->wakeups.load();
+    return sum;
+  }
 
   void Trace(TraceEvent::Level level, std::string name, const Consumer* consumer, uint64_t fact_id,
              std::string reason);
@@ -160,6 +180,9 @@ class RuntimeImpl : public DurableListener {
  private:
   Status CheckIdentities();
   void WarnStartsAtZero();
+  // True when the outbox holds a fact `consumer` takes, i.e. a consumer without cursors would
+  // replay it. Reads at most kReplayProbeFacts facts per partition; past them it assumes so.
+  bool WouldReplay(const Consumer& consumer) const;
   // Sets each lane's worker (options_.assignment), evenly.
   void AssignWorkers(const std::vector<std::unique_ptr<Lane>>& lanes, uint32_t worker_count) const;
   Status BuildLanes();
@@ -168,7 +191,12 @@ class RuntimeImpl : public DurableListener {
   void Detach();
 
   // Lane processing (lane.cc).
+  // Facts the consumer takes (or a poison fact) are waiting.
   bool HasWork(const Lane& lane) const;
+  // Any durable fact of the lane's partitions is not passed yet (taken or not).
+  bool HasUnscanned(const Lane& lane) const;
+  // Raises lane.wanted_to to at least `fact_id`.
+  static void Want(Lane* lane, uint64_t fact_id);
   // Collects, runs the handlers and commits the lane's next batch. Returns false if there was
   // nothing to deliver. With `blocking`, waits for the commit and applies its completion.
   bool RunBatch(Lane* lane, bool blocking);
@@ -220,6 +248,7 @@ class RuntimeImpl : public DurableListener {
 
   std::vector<std::unique_ptr<Consumer>> consumers_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::vector<Lane*>> lanes_by_partition_;  // fixed once the listener is attached
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<TapState>> taps_;
   std::unique_ptr<TailCache> cache_;

@@ -233,15 +233,28 @@ TEST_F(LeaseTest, ReclaimAfterRestartAndApiOnlyInstance) {
   RuntimeOptions api_only;
   api_only.workers = 0;
   Runtime api(engine_.get(), api_only);
-  ASSERT_OK(api.Project("c0", {"A"}, [](const Fact&, Effects&) { return Outcome::kHandled; }));
+  std::atomic<int> api_calls{0};
+  ASSERT_OK(api.Project("c0", {"A"}, [&](const Fact&, Effects&) {
+    api_calls++;
+    return Outcome::kHandled;
+  }));
   ASSERT_OK(api.Start());
   EXPECT_EQ(Held(api), 0);
+  // Delivering nothing means no handler call and no cursor moved, not only no lease held.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(api_calls.load(), 0);
+  std::vector<CursorInfo> cursors;
+  ASSERT_OK(ListCursors(*engine_, &cursors));
+  for (const CursorInfo& cursor : cursors) {
+    EXPECT_EQ(cursor.fact_id, 0u) << cursor.consumer << "/" << cursor.partition;
+  }
   auto b = MakeInstance("b", 2, 120'000, 60'000);
   ASSERT_OK(b->Start());
   ASSERT_TRUE(WaitFor([&] { return Held(*b) == 2; }));
   ASSERT_TRUE(WaitFor([&] { return AllCounted(2); }));
   ASSERT_OK(b->Stop());
   ExpectExactlyOnce(2);
+  EXPECT_EQ(api_calls.load(), 0);
 }
 
 }  // namespace

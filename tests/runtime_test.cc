@@ -2,12 +2,15 @@
 // drain, stop/restart, taps.
 #include "wharf/runtime.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "engine/engine_core.h"
+#include "engine/runtime_impl.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 
@@ -482,6 +485,42 @@ TEST_F(RuntimeTest, IdentityRules) {
   EXPECT_TRUE(runtime.Start().IsInvalidArgument());
 }
 
+// consumer-starts-at-zero is not raised for a new consumer of a second runtime while the other
+// runtime owns the existing cursors, nor when the outbox holds no fact the new consumer takes
+// (e.g. after a full trim, or only facts of other types); it is raised for a real rename.
+TEST_F(RuntimeTest, StartsAtZeroWarnsOnlyForARealReplay) {
+  auto noop = [](const Fact&) { return Outcome::kHandled; };
+  Commit("A", "k", "x");
+  {
+    Runtime first(engine_.get(), Options(0));
+    ASSERT_OK(first.Subscribe("first", {"A"}, noop));
+    ASSERT_OK(first.Drain());  // "first" has cursors now
+    Runtime second(engine_.get(), Options(0));
+    ASSERT_OK(second.Subscribe("second", {"A"}, noop));
+    ASSERT_OK(second.Start());  // "first" is owned by the other runtime: no rename
+    EXPECT_EQ(traces_.Count("consumer-starts-at-zero"), 0);
+  }
+  {
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Subscribe("takes-only-c", {"C"}, noop));
+    ASSERT_OK(runtime.Start());  // cursors nobody owns, but no fact of type C to replay
+    EXPECT_EQ(traces_.Count("consumer-starts-at-zero"), 0);
+  }
+  {
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Subscribe("renamed", {"A"}, noop));
+    ASSERT_OK(runtime.Start());  // would replay the A fact while "first" is owned by nobody
+    EXPECT_EQ(traces_.Count("consumer-starts-at-zero"), 1);
+  }
+  TrimReport trimmed;
+  ASSERT_OK(TrimPassed(*engine_, &trimmed));
+  ASSERT_GT(trimmed.fact_count, 0u);
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Subscribe("after-trim", {"A"}, noop));
+  ASSERT_OK(runtime.Start());  // the outbox is empty: nothing to replay
+  EXPECT_EQ(traces_.Count("consumer-starts-at-zero"), 1);
+}
+
 // Options that cannot work are refused as a whole, at parsing and at Start/Drain, naming the
 // options and their values: more workers than kWorkersMax (creating a million threads took
 // 17 s before failing), a backoff whose initial delay is above its maximum, a zero interval.
@@ -606,19 +645,89 @@ TEST_F(RuntimeTest, SlowTapIsSevered) {
   EXPECT_EQ(traces_.Count("tap-severed"), 1);
 }
 
-// A caught-up subscriber is woken by new durable facts, without a poll interval.
+// A caught-up subscriber is woken by new durable facts, without a poll interval: the delay from
+// an acknowledged commit to the handler is far below any poll (a lost wake-up would leave the
+// fact undelivered, since no deadline wakes the worker with cursor_persist_ms this long).
 TEST_F(RuntimeTest, CaughtUpConsumerIsWokenByCommits) {
   std::atomic<int> seen{0};
-  Runtime runtime(engine_.get(), Options(2));
+  RuntimeOptions options = Options(2);
+  options.cursor_persist_ms = 600'000;
+  Runtime runtime(engine_.get(), options);
   ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact&) {
     seen++;
     return Outcome::kHandled;
   }));
   ASSERT_OK(runtime.Start());
+  std::vector<int64_t> delays_us;
   for (int i = 1; i <= 50; ++i) {
     Commit("A", "k" + std::to_string(i), "x");
+    const auto acknowledged = std::chrono::steady_clock::now();
     ASSERT_TRUE(WaitFor([&] { return seen.load() == i; }, 5000)) << i;
+    delays_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - acknowledged)
+                            .count());
   }
+  std::nth_element(delays_us.begin(), delays_us.begin() + 25, delays_us.end());
+  EXPECT_LT(delays_us[25], 50'000) << "median commit-to-handler delay in µs";
+}
+
+// Facts of a type no consumer of a worker takes do not wake that worker for each commit (seed
+// 000: a commit wakes only the consumers that take the new types); they are skipped later, in one
+// pass.
+TEST_F(RuntimeTest, CommitsOfTypesNobodyTakesDoNotWakeWorkers) {
+  std::atomic<int> seen{0};
+  RuntimeOptions options = Options(1);
+  options.cursor_persist_ms = 600'000;
+  Runtime runtime(engine_.get(), options);
+  ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact&) {
+    seen++;
+    return Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Start());
+  Commit("A", "k", "x");
+  ASSERT_TRUE(WaitFor([&] { return seen.load() == 1; }));
+  internal::RuntimeImpl* impl = internal::RuntimeTestPeer::Impl(runtime);
+  const uint64_t before = impl->wakeups_for_testing();
+  for (int i = 0; i < 100; ++i) Commit("B", "k" + std::to_string(i), "not taken");
+  // One signal starts the skip period; a spurious return or two is tolerated, 100 is not.
+  EXPECT_LT(impl->wakeups_for_testing() - before, 10u);
+  Commit("A", "k", "y");
+  ASSERT_TRUE(WaitFor([&] { return seen.load() == 2; }, 5000));
+}
+
+// Cursors advanced over facts the consumer does not take are persisted within
+// cursor_persist_ms, by the worker's own deadline (no commit of a taken type follows).
+TEST_F(RuntimeTest, SkippedFactsArePersistedWithinCursorPersistMs) {
+  RuntimeOptions options = Options(1);
+  options.cursor_persist_ms = 50;
+  Runtime runtime(engine_.get(), options);
+  ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact&) { return Outcome::kHandled; }));
+  ASSERT_OK(runtime.Start());
+  uint64_t last = 0;
+  for (int i = 0; i < 10; ++i) last = Commit("B", "k", "not taken");
+  const uint32_t partition = engine_->PartitionOf("k");
+  uint64_t cursor = 0;
+  EXPECT_TRUE(WaitFor(
+      [&] { return GetCursor(*engine_, "s", partition, &cursor).ok() && cursor == last; }, 10'000))
+      << "persisted cursor " << cursor << ", last skipped fact " << last;
+}
+
+// A started runtime releases due timers by itself (TimerLoop, every timer_tick_ms).
+TEST_F(RuntimeTest, StartedRuntimeReleasesDueTimers) {
+  std::atomic<int> seen{0};
+  RuntimeOptions options = Options(1);
+  options.timer_tick_ms = 5;
+  Runtime runtime(engine_.get(), options);
+  ASSERT_OK(runtime.Subscribe("s", {"A"}, [&](const Fact&) {
+    seen++;
+    return Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Start());
+  Commit("A", "k", "later", now_ms_.load() + 5'000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(seen.load(), 0);  // not due yet
+  now_ms_ += 5'000;
+  EXPECT_TRUE(WaitFor([&] { return seen.load() == 1; }, 10'000));
 }
 
 }  // namespace
