@@ -203,21 +203,37 @@ Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
   return Status::OK();
 }
 
-Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, Backlog* backlog) {
+bool TakenFilter::Takes(const Fact& fact) const {
+  if (!types.contains(fact.type)) return false;
+  for (const auto& [header, value] : fact.headers) {
+    if (header == kRetryForHeader) return value == consumer;
+  }
+  return true;
+}
+
+Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, const TakenFilter* filter,
+                               Backlog* backlog) {
   *backlog = Backlog();
   if (partition >= partitions_) return Status::InvalidArgument("partition out of range");
   if (after_id == UINT64_MAX) return Status::OK();
   tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, after_id + 1));
   for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
-    if (backlog->fact_count == 0) {
-      Fact fact;
-      Status s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &fact);
-      if (!s.ok()) return s;
-      backlog->oldest_commit_ms = fact.commit_ms;
-    }
     ++backlog->fact_count;
+    if (filter == nullptr && backlog->taken_count > 0) {
+      ++backlog->taken_count;
+      continue;
+    }
+    Fact fact;
+    Status s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &fact);
+    if (!s.ok()) return s;
+    if (filter != nullptr && !filter->Takes(fact)) continue;
+    if (backlog->taken_count++ == 0) backlog->oldest_commit_ms = fact.commit_ms;
   }
   return FromRocks(scan.status(), "read outbox");
+}
+
+Status Inspector::ConsumerTypes(std::map<std::string, std::vector<std::string>>* consumers) {
+  return tables::meta::ListConsumerTypes(db_.get(), handles_[kMeta], consumers);
 }
 
 Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,

@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,10 +67,20 @@ struct TimerStat {
   int64_t next_due_ms = 0;  // 0 when there is none
 };
 
-// Facts after a cursor: how many, and the first one's commit time (the oldest undelivered).
+// What a consumer takes, as its runtime registered it (meta "consumer:" records): its types, and
+// the facts re-emitted for it alone by `wharf dead retry` (which every other consumer skips).
+struct TakenFilter {
+  std::string consumer;
+  std::set<std::string, std::less<>> types;
+  bool Takes(const Fact& fact) const;
+};
+
+// Facts after a cursor: how many in all, how many the consumer takes, and the commit time of the
+// oldest one it takes (the oldest undelivered).
 struct Backlog {
   uint64_t fact_count = 0;
-  int64_t oldest_commit_ms = 0;  // 0 when fact_count == 0
+  uint64_t taken_count = 0;      // == fact_count without a filter
+  int64_t oldest_commit_ms = 0;  // 0 when taken_count == 0
 };
 
 class Inspector {
@@ -96,8 +108,12 @@ class Inspector {
   Status DeclaredTypes(std::vector<std::string>* types);
   // One entry per partition, in order (a full scan of the outbox with bounded iterators).
   Status PartitionStats(std::vector<PartitionStat>* stats);
-  // Facts of `partition` after `after_id` (with id > after_id).
-  Status BacklogAfter(uint32_t partition, uint64_t after_id, Backlog* backlog);
+  // Facts of `partition` after `after_id` (with id > after_id); with a filter, also those it takes
+  // (each fact is then decoded: slower than counting keys).
+  Status BacklogAfter(uint32_t partition, uint64_t after_id, const TakenFilter* filter,
+                      Backlog* backlog);
+  // The registered consumers (by id) and the types each takes.
+  Status ConsumerTypes(std::map<std::string, std::vector<std::string>>* consumers);
   // Up to `count_max` facts of `partition` with id >= from_id, in id order.
   Status ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
                    std::vector<Fact>* facts);

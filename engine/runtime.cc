@@ -2,6 +2,7 @@
 // Lane processing itself is in lane.cc.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -10,6 +11,7 @@
 #include "engine/codec.h"
 #include "engine/runtime_impl.h"
 #include "engine/store/tables/cursors.h"
+#include "engine/store/tables/meta.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/timers.h"
 #include "io/thread_name.h"
@@ -165,6 +167,27 @@ Status RuntimeImpl::CheckIdentities() {
   return Status::OK();
 }
 
+// Stores the types each durable consumer takes (meta "consumer:" records), so that offline tools
+// count a consumer's lag in the facts it takes. One commit, and only when a registration changed.
+Status RuntimeImpl::RegisterConsumers() {
+  std::map<std::string, std::vector<std::string>> stored;
+  Status s =
+      tables::meta::ListConsumerTypes(core_->store()->db(), core_->store()->cf(kMeta), &stored);
+  if (!s.ok()) return s;
+  TxnRep rep;
+  for (const auto& consumer : consumers_) {
+    if (consumer->kind == ConsumerKind::kTap) continue;
+    std::vector<std::string> types(consumer->types.begin(), consumer->types.end());
+    std::sort(types.begin(), types.end());
+    auto it = stored.find(consumer->id);
+    if (it != stored.end() && it->second == types) continue;
+    rep.writes.push_back(WriteOp{kMeta, false, tables::meta::ConsumerKey(consumer->id),
+                                 tables::meta::EncodeConsumerTypes(types)});
+  }
+  if (rep.writes.empty()) return Status::OK();
+  return core_->Commit(&rep);
+}
+
 // A consumer with no cursor starts at zero; that is a likely mistake (a renamed consumer) only
 // when it would replay facts it takes and cursors exist that no runtime attached to the engine
 // owns (this one included: it attached its consumers before calling this).
@@ -240,6 +263,7 @@ void RuntimeImpl::AssignWorkers(const std::vector<std::unique_ptr<Lane>>& lanes,
 Status RuntimeImpl::BuildLanes() {
   if (lanes_built_) return Status::OK();
   Status s = CheckIdentities();
+  if (s.ok()) s = RegisterConsumers();
   if (!s.ok()) return s;
   uint32_t partitions = core_->options().partitions;
   uint32_t worker_count = std::max<uint32_t>(options_.workers, 1);

@@ -179,6 +179,7 @@ class RuntimeImpl : public DurableListener {
 
  private:
   Status CheckIdentities();
+  Status RegisterConsumers();
   void WarnStartsAtZero();
   // True when the outbox holds a fact `consumer` takes, i.e. a consumer without cursors would
   // replay it. Reads at most kReplayProbeFacts facts per partition; past them it assumes so.

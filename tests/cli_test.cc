@@ -562,6 +562,34 @@ TEST_F(CliTest, ReadsNextToRunningRuntime) {
   EXPECT_EQ(CursorsOf("order-totals")[1].fact_id, 2u);  // unchanged
 }
 
+// Lag counts the facts a consumer takes (its runtime registered its types); the facts it will
+// only skip are shown apart, as facts behind.
+TEST_F(CliTest, LagCountsOnlyTakenFacts) {
+  ASSERT_OK(engine_->DeclareTypes({"OrderCreated", "Shipped"}));
+  Emit("Shipped", KeyIn(2), "delivered before");
+  {
+    Runtime runtime(engine_.get(), RuntimeOptions{});
+    ASSERT_OK(
+        runtime.Subscribe("shipping", {"Shipped"}, [](const Fact&) { return Outcome::kHandled; }));
+    ASSERT_OK(runtime.Drain());  // registers it and persists its cursor in partition 2
+  }
+  for (int i = 0; i < 500; ++i) Emit("OrderCreated", KeyIn(i % kPartitions), "not taken");
+  Emit("Shipped", KeyIn(0), "taken");
+  Emit("Shipped", KeyIn(1), "taken");
+  Result r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue stat = ParseJson(r.out);
+  ASSERT_EQ(stat["consumers"].items.size(), 1u);
+  const JsonValue& consumer = stat["consumers"][0];
+  EXPECT_TRUE(consumer["registered"].b());
+  EXPECT_EQ(consumer["fact_lag"].u(), 2u);
+  EXPECT_EQ(consumer["facts_behind"].u(), 502u);
+  EXPECT_EQ(consumer["partitions"][0]["fact_lag"].u(), 1u);
+  r = RunDb({"cursor", "get", "shipping"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "2 facts to deliver (502 facts behind in all)");
+}
+
 // cursor list and get read the live database; an unknown consumer is a data error.
 TEST_F(CliTest, CursorListAndGet) {
   Build();

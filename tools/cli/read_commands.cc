@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "engine/inspect.h"
@@ -61,7 +62,11 @@ struct LaneReport {
 struct ConsumerReport {
   std::string consumer;
   uint64_t cursor_count = 0;
+  // Facts after its cursors that it takes (as its runtime registered its types; without a
+  // registration, every fact), and all facts after its cursors.
+  bool registered = false;
   uint64_t fact_lag = 0;
+  uint64_t facts_behind = 0;
   int64_t oldest_commit_ms = 0;  // of the oldest undelivered fact; 0 when caught up
   uint64_t fact_id_min = UINT64_MAX;
   uint64_t fact_id_max = 0;
@@ -90,12 +95,24 @@ Status BuildReports(Inspector& inspector, const std::vector<CursorInfo>& cursors
     lane.epoch = cursor.epoch;
     ++report.cursor_count;
   }
+  std::map<std::string, std::vector<std::string>> registrations;
+  Status s = inspector.ConsumerTypes(&registrations);
+  if (!s.ok()) return s;
   for (ConsumerReport& report : *reports) {
+    std::optional<internal::TakenFilter> filter;
+    if (auto it = registrations.find(report.consumer); it != registrations.end()) {
+      filter.emplace();
+      filter->consumer = report.consumer;
+      filter->types.insert(it->second.begin(), it->second.end());
+      report.registered = true;
+    }
     for (LaneReport& lane : report.lanes) {
-      Status s = inspector.BacklogAfter(lane.partition, lane.fact_id, &lane.backlog);
+      s = inspector.BacklogAfter(lane.partition, lane.fact_id, filter ? &*filter : nullptr,
+                                 &lane.backlog);
       if (!s.ok()) return s;
-      report.fact_lag += lane.backlog.fact_count;
-      if (lane.backlog.fact_count > 0 &&
+      report.fact_lag += lane.backlog.taken_count;
+      report.facts_behind += lane.backlog.fact_count;
+      if (lane.backlog.taken_count > 0 &&
           (report.oldest_commit_ms == 0 ||
            lane.backlog.oldest_commit_ms < report.oldest_commit_ms)) {
         report.oldest_commit_ms = lane.backlog.oldest_commit_ms;
@@ -121,7 +138,9 @@ void ConsumerJson(Json& json, const ConsumerReport& report, int64_t now_ms, bool
   json.Key("cursor_count").Uint(report.cursor_count);
   json.Key("fact_id_min").Uint(report.fact_id_min);
   json.Key("fact_id_max").Uint(report.fact_id_max);
+  json.Key("registered").Bool(report.registered);
   json.Key("fact_lag").Uint(report.fact_lag);
+  json.Key("facts_behind").Uint(report.facts_behind);
   AgeJson(json, report.oldest_commit_ms, now_ms);
   if (lanes) {
     json.Key("partitions").BeginArray();
@@ -130,7 +149,8 @@ void ConsumerJson(Json& json, const ConsumerReport& report, int64_t now_ms, bool
       json.Key("has_cursor").Bool(lane.has_cursor);
       json.Key("fact_id").Uint(lane.fact_id);
       json.Key("epoch").Uint(lane.epoch);
-      json.Key("fact_lag").Uint(lane.backlog.fact_count);
+      json.Key("fact_lag").Uint(lane.backlog.taken_count);
+      json.Key("facts_behind").Uint(lane.backlog.fact_count);
       AgeJson(json, lane.backlog.oldest_commit_ms, now_ms);
       json.EndObject();
     }
@@ -140,27 +160,30 @@ void ConsumerJson(Json& json, const ConsumerReport& report, int64_t now_ms, bool
 }
 
 Table ConsumerTable(const std::vector<ConsumerReport>& reports, int64_t now_ms) {
-  Table table({"CONSUMER", "CURSORS", "MIN_ID", "MAX_ID", "LAG_FACTS", "OLDEST_AGE_MS"},
-              {false, true, true, true, true, true});
+  Table table(
+      {"CONSUMER", "CURSORS", "MIN_ID", "MAX_ID", "LAG_FACTS", "BEHIND_FACTS", "OLDEST_AGE_MS"},
+      {false, true, true, true, true, true, true});
   for (const ConsumerReport& report : reports) {
     table.Add({report.consumer, std::to_string(report.cursor_count),
                std::to_string(report.fact_id_min), std::to_string(report.fact_id_max),
-               std::to_string(report.fact_lag), Age(report.oldest_commit_ms, now_ms)});
+               std::to_string(report.fact_lag), std::to_string(report.facts_behind),
+               Age(report.oldest_commit_ms, now_ms)});
   }
   return table;
 }
 
 // Per-partition rows of every consumer: partitions with a cursor or with a backlog.
 Table LaneTable(const std::vector<ConsumerReport>& reports, int64_t now_ms) {
-  Table table({"CONSUMER", "PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "OLDEST_AGE_MS"},
-              {false, true, true, true, true, true});
+  Table table(
+      {"CONSUMER", "PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "BEHIND_FACTS", "OLDEST_AGE_MS"},
+      {false, true, true, true, true, true, true});
   for (const ConsumerReport& report : reports) {
     for (const LaneReport& lane : report.lanes) {
       if (!lane.has_cursor && lane.backlog.fact_count == 0) continue;
       table.Add({report.consumer, std::to_string(lane.partition),
                  lane.has_cursor ? std::to_string(lane.fact_id) : "-",
                  lane.has_cursor ? std::to_string(lane.epoch) : "-",
-                 std::to_string(lane.backlog.fact_count),
+                 std::to_string(lane.backlog.taken_count), std::to_string(lane.backlog.fact_count),
                  Age(lane.backlog.oldest_commit_ms, now_ms)});
     }
   }
@@ -406,15 +429,16 @@ int CursorGet(const Context& context, const std::string& consumer) {
     PrintJson(json);
     return kExitOk;
   }
-  Table table({"PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "OLDEST_AGE_MS"},
-              {true, true, true, true, true});
+  Table table({"PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "BEHIND_FACTS", "OLDEST_AGE_MS"},
+              {true, true, true, true, true, true});
   for (const LaneReport& lane : reports[0].lanes) {
     table.Add({std::to_string(lane.partition), lane.has_cursor ? std::to_string(lane.fact_id) : "-",
                lane.has_cursor ? std::to_string(lane.epoch) : "-",
-               std::to_string(lane.backlog.fact_count),
+               std::to_string(lane.backlog.taken_count), std::to_string(lane.backlog.fact_count),
                Age(lane.backlog.oldest_commit_ms, now_ms)});
   }
-  Print(fmt::format("consumer {}: {} facts behind\n", consumer, reports[0].fact_lag) +
+  Print(fmt::format("consumer {}: {} facts to deliver ({} facts behind in all)\n", consumer,
+                    reports[0].fact_lag, reports[0].facts_behind) +
         table.Render());
   return kExitOk;
 }

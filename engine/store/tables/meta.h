@@ -2,11 +2,15 @@
 //   "format_version", "partitions", "ordering", "last_lsn", "open_epoch"
 //                    → sealed u64 BE
 //   "type:" · name   → sealed empty body (a declared fact type)
+//   "consumer:" · id → sealed u16 count · (u16 length · type)*: the fact types a durable consumer
+//                      takes, written when a runtime registers it (so that `wharf stat` counts
+//                      its lag in the facts it takes, without the application's code)
 #pragma once
 
 #include <rocksdb/db.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,8 +26,14 @@ inline constexpr const char* kOrdering = "ordering";
 inline constexpr const char* kLastLsn = "last_lsn";
 inline constexpr const char* kOpenEpoch = "open_epoch";  // incremented by every open
 inline constexpr std::string_view kTypePrefix = "type:";
+inline constexpr std::string_view kConsumerPrefix = "consumer:";
 
 std::string TypeKey(std::string_view type);
+std::string ConsumerKey(std::string_view consumer);
+
+// A consumer registration: the sorted fact types it takes.
+std::string EncodeConsumerTypes(const std::vector<std::string>& types);
+Status DecodeConsumerTypes(std::string_view sealed, std::vector<std::string>* types);
 
 // A sealed u64 record.
 std::string EncodeU64(uint64_t value);
@@ -32,5 +42,9 @@ Status DecodeU64(std::string_view body, std::string_view name, uint64_t* value);
 
 // The declared types (keys "type:" · name), in order.
 Status ListTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::vector<std::string>* types);
+
+// Every registered consumer and the types it takes, by consumer id.
+Status ListConsumerTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                         std::map<std::string, std::vector<std::string>>* consumers);
 
 }  // namespace wharf::tables::meta
