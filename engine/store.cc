@@ -14,6 +14,7 @@
 #include "engine/memtable_rep.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
+#include "io/db_dir.h"
 #include "io/info_log.h"
 #include "io/wal_fs.h"
 
@@ -169,18 +170,17 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   // WAL fdatasync never waits behind tens of MiB of dirty SST pages.
   db_options.bytes_per_sync = 1u << 20;
 
-  // A directory holding a RocksDB database without Wharf's families is not ours: refuse it
-  // instead of adding families to somebody else's data.
-  std::vector<std::string> existing;
-  rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(db_options, path, &existing);
-  bool created = !listed.ok();
-  if (listed.ok() &&
-      std::find(existing.begin(), existing.end(), kCfNames[kMeta]) == existing.end()) {
-    return Status::InvalidArgument(path + " holds a RocksDB database that is not a Wharf database");
+  // The directory's lock, and what it holds: a database, nothing, or an interrupted creation
+  // (engine/store_dir.cc). Existing databases have their structure and WALs checked first.
+  OpenPlan plan;
+  Status prepared = store->PrepareDirectory(path, options, db_options, base.get(), &plan);
+  if (!prepared.ok()) {
+    store->AbandonOpen(plan);
+    return prepared;
   }
-  if (created && !options.create_if_missing) {
-    return Status::NotFound(path + " holds no Wharf database (create_if_missing=false)");
-  }
+  const bool created = plan.creating;
+  db_options.create_if_missing = created;
+  db_options.create_missing_column_families = created;
 
   // One block cache for every family (RocksDB would give each its own 32 MiB).
   rocksdb::BlockBasedTableOptions table_options;
@@ -199,10 +199,11 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw_db);
   if (!s.ok()) {
+    store->AbandonOpen(plan);
     if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
       return Status::IOError("database " + path + " is in use by another engine: " + s.ToString());
     }
-    return FromRocks(s, "open " + path);
+    return store->ExplainOpenFailure(path, plan, FromRocks(s, "open " + path));
   }
   store->db_.reset(raw_db);
   // handles[0] is the default family, which Wharf does not use; DB::Close releases it.
@@ -212,8 +213,9 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
 
   Status meta = store->LoadOrInitMeta(options, created);
   if (meta.ok()) meta = store->BumpOpenEpoch();
+  if (meta.ok()) meta = store->FinishOpen(plan);
   if (!meta.ok()) {
-    store->Close().PermitUncheckedError();
+    store->AbandonOpen(plan);
     return meta;
   }
   *out = std::move(store);
@@ -344,14 +346,20 @@ bool Store::SwitchWal() {
 Status Store::Close() {
   // First: the spares' thread may be flushing through db_ (SwitchWal).
   wal_fs_->StopSpares();
-  if (!db_) return Status::OK();
+  if (!db_) {
+    dir_.reset();
+    return Status::OK();
+  }
   Status status;
   for (auto*& handle : handles_) {
     if (handle) db_->DestroyColumnFamilyHandle(handle);
     handle = nullptr;
   }
+  // Every WAL byte synced before the clean-close record says so (engine/store_dir.cc).
+  Status synced = FromRocks(db_->FlushWAL(/*sync=*/true), "sync the WAL at close");
   status = FromRocks(db_->Close(), "close");
   db_.reset();
+  RecordClose(status.ok() && synced.ok());
   return status;
 }
 

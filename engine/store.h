@@ -9,13 +9,16 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/wal_check.h"
 #include "wharf/options.h"
 #include "wharf/status.h"
 
 namespace wharf::io {
+class DbDir;
 class WalFileSystem;
 class DurabilityObserver;
 }  // namespace wharf::io
@@ -33,6 +36,12 @@ struct StoreHooks {
   // Base file system under the WAL-aware wrapper (tests pass the fault-injecting one).
   std::shared_ptr<rocksdb::FileSystem> base_fs;
   io::DurabilityObserver* observer = nullptr;
+};
+
+// What Store::Open found in the directory before RocksDB opened it (engine/store_dir.cc).
+struct OpenPlan {
+  bool creating = false;               // a new database (or an interrupted creation, again)
+  std::optional<WalDamage> torn_tail;  // a torn WAL tail point-in-time recovery drops
 };
 
 class Store {
@@ -62,14 +71,30 @@ class Store {
   // previous switch's flush is still running.
   bool SwitchWal();
   // Closes RocksDB. Memtables are not flushed (RocksDB's default): the next open replays the WAL
-  // they came from. Idempotent.
+  // they came from. After a successful close every WAL is synced and recorded as such
+  // (io/db_dir.h, clean close). Idempotent.
   Status Close();
+
+  // Moves the id counter (meta last_lsn) up to `floor` if it is below, durably: ids up to it
+  // are never handed out again. Used after WAL records were dropped whose ids are unknown.
+  Status RaiseLastLsn(uint64_t floor);
 
  private:
   Store() = default;
   Status LoadOrInitMeta(const EngineOptions& options, bool created);
   Status BumpOpenEpoch();
+  // engine/store_dir.cc: the directory's lock and checks before RocksDB opens, and after.
+  Status PrepareDirectory(const std::string& path, const EngineOptions& options,
+                          const rocksdb::DBOptions& db_options, rocksdb::FileSystem* fs,
+                          OpenPlan* plan);
+  Status ExplainOpenFailure(const std::string& path, const OpenPlan& plan, Status failure) const;
+  Status FinishOpen(const OpenPlan& plan);
+  // Closes after a failed open; a failed creation leaves no file behind.
+  void AbandonOpen(const OpenPlan& plan);
+  // Writes the clean-close record when `clean`, then releases the directory.
+  void RecordClose(bool clean);
 
+  std::unique_ptr<io::DbDir> dir_;  // held from before RocksDB opens until after it closed
   std::shared_ptr<io::WalFileSystem> wal_fs_;
   std::unique_ptr<rocksdb::Env> env_;
   std::unique_ptr<rocksdb::DB> db_;
