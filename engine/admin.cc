@@ -376,4 +376,29 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
   return Status::OK();
 }
 
+Status RecoverDamagedWal(const std::string& path, const EngineOptions& options,
+                         RecoverReport* report) {
+  if (report == nullptr) return Status::InvalidArgument("report output pointer is null");
+  *report = RecoverReport();
+  EngineOptions existing = options;
+  existing.create_if_missing = false;  // a salvage never creates
+  internal::WalSalvage salvage;
+  internal::StoreHooks hooks;
+  hooks.salvage = &salvage;
+  std::unique_ptr<Engine> engine;
+  Status s = EngineCore::Open(path, existing, hooks, &engine);
+  if (!s.ok()) return s;
+  s = engine->Close();
+  if (!s.ok()) return s;
+  report->damaged = salvage.damaged;
+  if (salvage.damaged) {
+    report->damage = salvage.damage.Where();
+    report->records_after = salvage.ids.lost_records;
+    report->facts_after = salvage.ids.lost_facts;
+    report->bytes_from_damage = salvage.damage.bytes_after;
+    report->id_floor = salvage.id_floor;
+  }
+  return Status::OK();
+}
+
 }  // namespace wharf

@@ -173,12 +173,16 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   // The directory's lock, and what it holds: a database, nothing, or an interrupted creation
   // (engine/store_dir.cc). Existing databases have their structure and WALs checked first.
   OpenPlan plan;
+  plan.salvage = hooks.salvage;
   Status prepared = store->PrepareDirectory(path, options, db_options, base.get(), &plan);
   if (!prepared.ok()) {
     store->AbandonOpen(plan);
     return prepared;
   }
   const bool created = plan.creating;
+  if (plan.salvage != nullptr && plan.salvage->damaged) {
+    db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kSkipAnyCorruptedRecords;
+  }
   db_options.create_if_missing = created;
   db_options.create_missing_column_families = created;
 

@@ -36,12 +36,15 @@ struct StoreHooks {
   // Base file system under the WAL-aware wrapper (tests pass the fault-injecting one).
   std::shared_ptr<rocksdb::FileSystem> base_fs;
   io::DurabilityObserver* observer = nullptr;
+  // Non-null: a salvage open (engine/wal_check.h); it reports here what it found.
+  WalSalvage* salvage = nullptr;
 };
 
 // What Store::Open found in the directory before RocksDB opened it (engine/store_dir.cc).
 struct OpenPlan {
   bool creating = false;               // a new database (or an interrupted creation, again)
   std::optional<WalDamage> torn_tail;  // a torn WAL tail point-in-time recovery drops
+  WalSalvage* salvage = nullptr;       // a salvage open (StoreHooks::salvage)
 };
 
 class Store {

@@ -20,7 +20,9 @@ namespace wharf::internal {
 Status Store::PrepareDirectory(const std::string& path, const EngineOptions& options,
                                const rocksdb::DBOptions& db_options, rocksdb::FileSystem* fs,
                                OpenPlan* plan) {
+  WalSalvage* const salvage = plan->salvage;
   *plan = OpenPlan();
+  plan->salvage = salvage;
   Status s = io::DbDir::Lock(fs, path, options.create_if_missing, &dir_);
   if (!s.ok()) {
     if (s.IsNotFound())
@@ -70,7 +72,13 @@ Status Store::PrepareDirectory(const std::string& path, const EngineOptions& opt
   s = CheckWals(fs, path, dir_->ReadCleanClose(), &check);
   if (!s.ok()) return s;
   if (check.damage && check.damage->BeforeDurablePoint()) {
-    return Status::Corruption(RefusalMessage(path, *check.damage));
+    if (salvage == nullptr) return Status::Corruption(RefusalMessage(path, *check.damage));
+    salvage->damaged = true;
+    salvage->damage = *check.damage;
+    s = ReadWalIds(fs, check, &salvage->ids);
+    if (!s.ok()) return s;
+    salvage->id_floor = salvage->ids.IdFloor(*check.damage);
+    return Status::OK();
   }
   plan->torn_tail = check.damage;
   return Status::OK();
@@ -94,6 +102,10 @@ Status Store::FinishOpen(const OpenPlan& plan) {
   if (plan.creating) return dir_->FinishCreation();
   // RocksDB replayed the WALs the record lists; this open writes to a new one.
   dir_->RemoveCleanClose();
+  if (plan.salvage != nullptr && plan.salvage->damaged) {
+    // RocksDB flushed what it replayed and dropped the damaged WAL; ids stay above the floor.
+    return RaiseLastLsn(std::max(plan.salvage->id_floor, recovered_last_lsn_ + 1));
+  }
   if (!plan.torn_tail) return Status::OK();
   // The dropped bytes held no acknowledged commit (nothing intact followed them), but their ids
   // may have been assigned: never assign them again.

@@ -92,4 +92,15 @@ struct WalIds {
 };
 Status ReadWalIds(rocksdb::FileSystem* fs, const WalCheck& check, WalIds* ids);
 
+// An operator-invoked salvage (`wharf recover`, admin.h RecoverDamagedWal): an open that, instead
+// of refusing damage before the durable point, replays every intact WAL record (dropping only the
+// damaged ones: each is a whole group of transactions, never part of one) and raises the id
+// counter above every id the dropped bytes may have held. Filled by the open.
+struct WalSalvage {
+  bool damaged = false;  // false: nothing to salvage, the open was an ordinary one
+  WalDamage damage;
+  WalIds ids;
+  uint64_t id_floor = 0;  // ids from here on are handed out after the salvage
+};
+
 }  // namespace wharf::internal

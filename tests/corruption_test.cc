@@ -8,6 +8,7 @@
 #include <set>
 
 #include "test_util.h"
+#include "wharf/admin.h"
 #include "wharf/engine.h"
 
 namespace wharf {
@@ -110,6 +111,44 @@ TEST_F(CorruptionTest, FlippedWalByteIsReportedNamingTheFile) {
     ExpectReportedOrIntact(wal);
     return;
   }
+}
+
+// The operator's salvage: after a refused open, RecoverDamagedWal keeps the intact records, drops
+// the damaged one, and no id is ever handed out twice.
+TEST_F(CorruptionTest, RecoverSalvagesAndNeverReusesIds) {
+  Build(/*flush_to_sst=*/false);
+  fs::path wal = Largest(".log");
+  ASSERT_FALSE(wal.empty());
+  Flip(wal, fs::file_size(wal) / 2);
+  std::unique_ptr<Engine> engine;
+  ASSERT_TRUE(Engine::Open(dir_.db(), Options(), &engine).IsCorruption());
+  RecoverReport report;
+  ASSERT_OK(RecoverDamagedWal(dir_.db(), Options(), &report));
+  EXPECT_TRUE(report.damaged);
+  EXPECT_NE(report.damage.find(wal.filename().string()), std::string::npos) << report.damage;
+  EXPECT_GT(report.facts_after, 0u);
+  EXPECT_GE(report.id_floor, *acknowledged_.rbegin());
+  ASSERT_OK(Engine::Open(dir_.db(), Options(), &engine));
+  std::set<uint64_t> found;
+  for (uint32_t p = 0; p < 2; ++p) {
+    std::vector<Fact> facts;
+    ASSERT_OK(engine->ReadFacts(p, 0, 10 * kCommits, &facts));
+    for (const Fact& fact : facts) found.insert(fact.id);
+  }
+  // Only the damaged part is gone (the reader skips the rest of the damaged record's 32 KiB WAL
+  // block), not the half of the log after it that point-in-time recovery would drop.
+  EXPECT_GT(found.size(), acknowledged_.size() * 3 / 4);
+  EXPECT_LT(found.size(), acknowledged_.size());
+  Txn txn = engine->Begin();
+  ASSERT_OK(txn.Emit("A", "after", "x"));
+  CommitResult result;
+  ASSERT_OK(txn.Commit(&result));
+  EXPECT_GT(result.first_fact_id, report.id_floor);
+  EXPECT_GT(result.first_fact_id, *acknowledged_.rbegin()) << "a fact id was reused";
+  ASSERT_OK(engine->Close());
+  // The salvage is done: a second one finds nothing to do.
+  ASSERT_OK(RecoverDamagedWal(dir_.db(), Options(), &report));
+  EXPECT_FALSE(report.damaged);
 }
 
 TEST_F(CorruptionTest, FlippedManifestByteIsReported) {

@@ -58,6 +58,7 @@ int DeadList(const Context& context, const std::string& consumer);
 int DeadPurge(const Context& context, const std::string& consumer,
               const std::vector<uint64_t>& fact_ids, bool yes);
 int Trim(const Context& context, bool yes);
+int Recover(const Context& context, bool yes);
 int DeadRetry(const Context& context, const std::string& consumer,
               const std::vector<uint64_t>& fact_ids, bool yes);
 int LeaseList(const Context& context);

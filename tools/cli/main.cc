@@ -224,6 +224,17 @@ int Run(int argc, char** argv) {
   trim->add_flag("--yes", yes, "Confirm the change");
   trim->callback(needs_db([&] { return Trim(context, yes); }));
 
+  // recover
+  auto* recover = app.add_subcommand(
+      "recover", "Salvage a database whose write-ahead log is damaged before its durable point");
+  recover->footer(
+      "For an open refused with Corruption naming a WAL file and offset. Replays every intact\n"
+      "record and drops the damaged ones (whole groups of transactions), moves the fact id\n"
+      "counter past every id they may have held, and reports what it found. What they held is\n"
+      "lost: restore from a copy instead if you have one. Needs exclusive access.");
+  recover->add_flag("--yes", yes, "Confirm the change");
+  recover->callback(needs_db([&] { return Recover(context, yes); }));
+
   // lease
   auto* lease = app.add_subcommand("lease", "Leases: list, release");
   lease->require_subcommand(1);

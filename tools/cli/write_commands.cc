@@ -357,4 +357,38 @@ int LeaseRelease(const Context& context, const std::string& consumer) {
   return kExitOk;
 }
 
+int Recover(const Context& context, bool yes) {
+  if (!yes) {
+    return Fail(kExitError,
+                "recover drops the damaged records of the write-ahead log, for good; add --yes to "
+                "confirm (nothing was changed)");
+  }
+  EngineOptions options;
+  options.partitions = 0;  // whatever the database holds
+  RecoverReport report;
+  Status s = RecoverDamagedWal(context.db, options, &report);
+  if (!s.ok()) return Fail(kExitCannotOpen, "cannot recover " + context.db + ": " + s.ToString());
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("damaged").Bool(report.damaged);
+    json.Key("damage").String(report.damage);
+    json.Key("records_after").Uint(report.records_after);
+    json.Key("facts_after").Uint(report.facts_after);
+    json.Key("bytes_from_damage").Uint(report.bytes_from_damage);
+    Print(json.Key("id_floor").Uint(report.id_floor).EndObject().str() + "\n");
+    return kExitOk;
+  }
+  if (!report.damaged) {
+    Print("no damage found: the database opens as it is (nothing was changed)\n");
+    return kExitOk;
+  }
+  Print(fmt::format(
+      "{}\nsalvaged: the damaged records were dropped (what they held is lost); {} intact records "
+      "after the damage ({} facts) were kept; {} WAL bytes followed the damage\nfact ids are "
+      "handed out above {} from now on, never twice\n",
+      report.damage, report.records_after, report.facts_after, report.bytes_from_damage,
+      report.id_floor));
+  return kExitOk;
+}
+
 }  // namespace wharf::cli

@@ -105,4 +105,23 @@ using TrimProgressFn = std::function<void(uint32_t done, uint32_t total)>;
 // a concurrent commit would slip between (engine/trim.cc).
 Status TrimPassed(Engine& engine, TrimReport* report, const TrimProgressFn& progress = {});
 
+// Salvage (`wharf recover`): for a database whose open is refused with Corruption because its
+// write-ahead log is damaged before the durable point. Opens it replaying every intact WAL record
+// and dropping the damaged ones (each a whole group of transactions, never part of one), moves
+// the id counter above every id the dropped bytes may have held (ids are never handed out
+// twice), and closes it. What the damaged records held is lost: consumers whose cursor updates
+// were in them redeliver (at least once); projections lose effects and cursor together.
+// Operator-invoked only, with exclusive use (the database must not be open). A database without
+// such damage is opened and closed unchanged (damaged == false).
+struct RecoverReport {
+  bool damaged = false;
+  std::string damage;              // "WAL file P is damaged at offset N (reason)"
+  uint64_t records_after = 0;      // intact records after the damage, replayed
+  uint64_t facts_after = 0;        // facts in them
+  uint64_t bytes_from_damage = 0;  // WAL bytes from the damage on (damaged and intact)
+  uint64_t id_floor = 0;           // fact ids handed out from now on are above it
+};
+Status RecoverDamagedWal(const std::string& path, const EngineOptions& options,
+                         RecoverReport* report);
+
 }  // namespace wharf
