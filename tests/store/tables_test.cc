@@ -141,14 +141,16 @@ TEST(TablesTest, DeadLetterKeysAndValuesRoundTrip) {
 
 TEST(TablesTest, LeaseKeysAreClassifiedAndMalformedOnesRefused) {
   leases::KeyKind kind;
-  std::string_view name;
-  ASSERT_TRUE(leases::DecodeKey(leases::Key("orders"), &kind, &name));
+  std::string_view name;  // views into the key it was decoded from: keep each key alive
+  const std::string lease = leases::Key("orders"), fence = leases::FenceKey("orders"),
+                    heartbeat = leases::HeartbeatKey("host-1");
+  ASSERT_TRUE(leases::DecodeKey(lease, &kind, &name));
   EXPECT_EQ(kind, leases::KeyKind::kLease);
   EXPECT_EQ(name, "orders");
-  ASSERT_TRUE(leases::DecodeKey(leases::FenceKey("orders"), &kind, &name));
+  ASSERT_TRUE(leases::DecodeKey(fence, &kind, &name));
   EXPECT_EQ(kind, leases::KeyKind::kFence);
   EXPECT_EQ(name, "orders");
-  ASSERT_TRUE(leases::DecodeKey(leases::HeartbeatKey("host-1"), &kind, &name));
+  ASSERT_TRUE(leases::DecodeKey(heartbeat, &kind, &name));
   EXPECT_EQ(kind, leases::KeyKind::kHeartbeat);
   EXPECT_EQ(name, "host-1");
   EXPECT_FALSE(leases::DecodeKey("", &kind, &name));
