@@ -190,7 +190,8 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
     if (target_count > 0 && !force) {
       return Status::InvalidArgument("consumer '" + std::string(to) + "' already has " +
                                      std::to_string(target_count) +
-                                     " cursors (force to overwrite them)");
+                                     " cursors (force to overwrite them)")
+          .WithSubCode(Status::SubCode::kAlreadyExists);
     }
     AddCursorChecks(from, source, &rep);
     AddCursorChecks(to, target, &rep);

@@ -242,7 +242,12 @@ Status Committer::CheckPreconditions(const TxnRep& rep) {
     std::optional<std::string> actual;
     if (s.ok()) actual = std::move(stored);
     if (actual != check.expected) {
-      return Status::Conflict(check.what + " changed since the transaction read it");
+      // A changed fence is a lost lease; a changed cursor, a cursor moved meanwhile (lanes reload).
+      const Status::SubCode why = check.cf == kLeases    ? Status::SubCode::kLeaseFenced
+                                  : check.cf == kCursors ? Status::SubCode::kCursorMoved
+                                                         : Status::SubCode::kNone;
+      return Status::Conflict(check.what + " changed since the transaction read it")
+          .WithSubCode(why);
     }
   }
   return Status::OK();

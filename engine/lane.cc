@@ -341,7 +341,7 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
     return;
   }
   if (status.IsClosed()) return;
-  if (status.IsConflict() && status.message().starts_with("lease epoch")) {
+  if (status.IsConflict() && status.subcode() == Status::SubCode::kLeaseFenced) {
     // Another instance acquired the consumer while this batch ran: its commit is refused, so the
     // facts are applied once, by the new holder. (If this instance has re-acquired it since, its
     // newer lease stands; only the stale batch is dropped.)

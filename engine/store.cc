@@ -204,9 +204,8 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   rocksdb::Status s = rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw_db);
   if (!s.ok()) {
     store->AbandonOpen(plan);
-    if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
-      return Status::IOError("database " + path + " is in use by another engine: " + s.ToString());
-    }
+    // No "in use" case here: the directory's flock (io/db_dir.h), taken before, says that with
+    // Status::SubCode::kDatabaseLocked.
     return store->ExplainOpenFailure(path, plan, FromRocks(s, "open " + path));
   }
   store->db_.reset(raw_db);

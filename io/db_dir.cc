@@ -129,7 +129,8 @@ Status DbDir::Lock(rocksdb::FileSystem* fs, const std::string& path, bool create
       ::close(fd);
       if (error == EWOULDBLOCK) {
         return Status::IOError("database " + path +
-                               " is in use by another engine (open, or being opened or created)");
+                               " is in use by another engine (open, or being opened or created)")
+            .WithSubCode(Status::SubCode::kDatabaseLocked);
       }
       return Status::IOError("lock " + path + ": " + std::strerror(error));
     }

@@ -139,7 +139,10 @@ TEST(CAbiOpen, ErrorPaths) {
   EXPECT_TRUE(std::string(backend) == "uring" || std::string(backend) == "posix") << backend;
   wharf_engine* second = nullptr;
   EXPECT_WHARF(WHARF_IO_ERROR, wharf_open(dir.db().c_str(), nullptr, &second));  // the lock
+  EXPECT_EQ(wharf_last_subcode(), WHARF_SUBCODE_DATABASE_LOCKED) << LastError();
   EXPECT_EQ(second, nullptr);
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_open(dir.db().c_str(), "bogus=1", &second));
+  EXPECT_EQ(wharf_last_subcode(), WHARF_SUBCODE_NONE);  // a failure without one resets it
   EXPECT_WHARF(WHARF_OK, wharf_close(engine));
 }
 

@@ -35,7 +35,9 @@ class CorruptionTest : public ::testing::Test {
     ASSERT_OK(engine->DeclareTypes({"A"}));
     for (int i = 0; i < kCommits; ++i) {
       Txn txn = engine->Begin();
-      ASSERT_OK(txn.Emit("A", "k" + std::to_string(i), std::string(200, 'x')));
+      // With SSTs wanted: ~600 KiB through 64 KiB memtables, so that flushes surely ran.
+      ASSERT_OK(
+          txn.Emit("A", "k" + std::to_string(i), std::string(flush_to_sst ? 2000 : 200, 'x')));
       CommitResult result;
       ASSERT_OK(txn.Commit(&result));
       acknowledged_.insert(result.first_fact_id);

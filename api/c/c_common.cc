@@ -90,6 +90,7 @@ bool Compatible(Kind have, Kind want) {
 }
 
 thread_local std::string t_last_error;
+thread_local wharf_subcode t_last_subcode = WHARF_SUBCODE_NONE;
 thread_local int t_callback_depth = 0;
 
 }  // namespace
@@ -271,6 +272,7 @@ wharf_status ToC(Status::Code code) {
 }
 
 wharf_status SetError(const char* function, wharf_status code, std::string_view message) noexcept {
+  t_last_subcode = WHARF_SUBCODE_NONE;
   try {
     std::string text(function);
     text += ": ";
@@ -283,7 +285,11 @@ wharf_status SetError(const char* function, wharf_status code, std::string_view 
 }
 
 wharf_status Fail(const char* function, const Status& status) noexcept {
-  return SetError(function, ToC(status.code()), status.message());
+  wharf_status code = SetError(function, ToC(status.code()), status.message());
+  const int subcode = static_cast<int>(status.subcode());
+  t_last_subcode = subcode <= WHARF_SUBCODE_ALREADY_EXISTS ? static_cast<wharf_subcode>(subcode)
+                                                           : WHARF_SUBCODE_NONE;
+  return code;
 }
 
 }  // namespace wharf::capi
@@ -295,6 +301,8 @@ const char* wharf_version(void) { return WHARF_VERSION; }
 int32_t wharf_version_number(void) { return WHARF_VERSION_NUMBER; }
 
 const char* wharf_last_error(void) { return wharf::capi::t_last_error.c_str(); }
+
+wharf_subcode wharf_last_subcode(void) { return wharf::capi::t_last_subcode; }
 
 const char* wharf_errstr(wharf_status status) {
   int value = static_cast<int>(status);

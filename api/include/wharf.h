@@ -121,6 +121,16 @@ typedef enum wharf_status {
   WHARF_INTERNAL = 9          /* a bug in wharf; please report it with wharf_last_error() */
 } wharf_status;
 
+/* Why, where the status alone does not say enough to act on (C++ Status::SubCode). Programs
+** branch on status and subcode, never on the message text. Values are never renumbered. */
+typedef enum wharf_subcode {
+  WHARF_SUBCODE_NONE = 0,
+  WHARF_SUBCODE_LEASE_FENCED = 1,    /* CONFLICT: the consumer's lease moved to another holder */
+  WHARF_SUBCODE_CURSOR_MOVED = 2,    /* CONFLICT: a cursor changed since it was read */
+  WHARF_SUBCODE_DATABASE_LOCKED = 3, /* IO_ERROR: another engine holds the database */
+  WHARF_SUBCODE_ALREADY_EXISTS = 4   /* INVALID_ARGUMENT: the target exists (e.g. cursor copy) */
+} wharf_subcode;
+
 /* What a handler did with a fact. */
 typedef enum wharf_outcome {
   WHARF_HANDLED = 0,  /* done: the cursor passes the fact (together with the effects) */
@@ -140,6 +150,10 @@ typedef enum wharf_trace_level {
 ** (successful calls leave it unchanged; "" when there was none). BORROWED: valid until the next
 ** failing wharf call on this thread. Thread-safe (per-thread storage). */
 WHARF_EXPORT const char* wharf_last_error(void);
+
+/* The subcode of the last call on THIS thread that returned something other than WHARF_OK
+** (WHARF_SUBCODE_NONE when it had none). Same lifetime rules as wharf_last_error(). */
+WHARF_EXPORT wharf_subcode wharf_last_subcode(void);
 
 /* Static text for a status code ("invalid argument", ...; "unknown status" for other values).
 ** Thread-safe. */
@@ -388,7 +402,8 @@ typedef void (*wharf_trace_fn)(void* ctx, wharf_trace_level level, const char* n
 
 /* Called by a project/react/subscribe handler, on the thread running it, before it returns
 ** WHARF_REJECTED, WHARF_FAILED or WHARF_RETRY: `reason` (NUL-terminated, COPIED; cut at 4096
-** bytes) says why. It becomes the reason of the trace event and of the dead letter ("handler-failed:
+** bytes) says why. It becomes the reason of the trace event and of the dead letter
+*("handler-failed:
 ** <reason>", shown by `wharf dead list`). The last call of a handler call counts; without one the
 ** reason is the outcome's name ("failed"). `fact` is the handle the handler received: it names the
 ** call. WHARF_INVALID_ARGUMENT: `fact` is not live (its handler returned) or `reason` is NULL. */

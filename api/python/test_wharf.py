@@ -47,6 +47,11 @@ class TestBasics(unittest.TestCase):
 
 
 class TestCommitAndRead(EngineTestCase):
+    def test_second_engine_is_refused_with_a_subcode(self):
+        with self.assertRaises(wharf.WharfError) as caught:
+            wharf.Engine(self.path, {"partitions": 4})
+        self.assertEqual(caught.exception.subcode, wharf.SUBCODE_DATABASE_LOCKED)
+
     def test_commit_and_read(self):
         with self.engine.begin() as txn:
             txn.put("orders", "o-1", b'{"cents": 1250}')

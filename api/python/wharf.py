@@ -82,15 +82,25 @@ Options = Union[None, str, Dict[str, object]]
 
 
 class WharfError(Exception):
-    """A call into Wharf failed. `code` is the C ABI's wharf_status, `message` its text."""
+    """A call into Wharf failed. `code` is the C ABI's wharf_status, `message` its text, and
+    `subcode` the C ABI's wharf_subcode (SUBCODE_* below): branch on codes, never on the text."""
 
     code = -1
+    subcode = 0
 
-    def __init__(self, message: str, code: Optional[int] = None):
+    def __init__(self, message: str, code: Optional[int] = None, subcode: int = 0):
         super().__init__(message)
         self.message = message
+        self.subcode = subcode
         if code is not None:
             self.code = code
+
+
+SUBCODE_NONE = 0
+SUBCODE_LEASE_FENCED = 1
+SUBCODE_CURSOR_MOVED = 2
+SUBCODE_DATABASE_LOCKED = 3
+SUBCODE_ALREADY_EXISTS = 4
 
 
 class InvalidArgument(WharfError, ValueError):
@@ -201,6 +211,7 @@ _SIGNATURES = {
     "wharf_version": (c_char_p, []),
     "wharf_version_number": (c_int32, []),
     "wharf_last_error": (c_char_p, []),
+    "wharf_last_subcode": (c_int, []),
     "wharf_errstr": (c_char_p, [c_int]),
     "wharf_free": (None, [c_void_p]),
     "wharf_open": (_status, [c_char_p, c_char_p, POINTER(_P)]),
@@ -281,7 +292,7 @@ def _check(status: int) -> None:
     if status == 0:
         return
     message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
-    raise _ERRORS.get(status, WharfError)(message, status)
+    raise _ERRORS.get(status, WharfError)(message, status, _lib.wharf_last_subcode())
 
 
 def _bytes(value: Optional[Bytes], what: str) -> bytes:
@@ -579,7 +590,7 @@ def _commit_impl(ctx, status, first_id, last_id):
     error = None
     if status != 0:
         message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
-        error = _ERRORS.get(status, WharfError)(message, status)
+        error = _ERRORS.get(status, WharfError)(message, status, _lib.wharf_last_subcode())
     try:
         callback(error, first_id, last_id)
     except Exception:

@@ -26,8 +26,7 @@ int OpenEngine(const Context& context, std::unique_ptr<Engine>* engine) {
   options.queue_capacity = 16;
   Status s = Engine::Open(context.db, options, engine);
   if (s.ok()) return kExitOk;
-  if (s.IsIOError() && (s.message().find("in use") != std::string::npos ||
-                        s.message().find("lock") != std::string::npos)) {
+  if (s.subcode() == Status::SubCode::kDatabaseLocked) {
     return Fail(kExitCannotOpen, "database " + context.db +
                                      " is in use by another process; stop it first (nothing was "
                                      "changed)");
@@ -105,7 +104,7 @@ int CursorCopy(const Context& context, const std::string& from, const std::strin
   if (int code = OpenEngine(context, &engine)) return code;
   Status s = CopyCursor(*engine, from, to, force);
   if (s.IsNotFound()) return Fail(kExitError, "consumer '" + from + "' has no cursors to copy");
-  if (s.IsInvalidArgument() && s.message().find("already has") != std::string::npos) {
+  if (s.subcode() == Status::SubCode::kAlreadyExists) {
     return Fail(kExitError, "consumer '" + to +
                                 "' already has cursors; add --force to overwrite them (nothing "
                                 "was changed)");

@@ -29,6 +29,17 @@ class [[nodiscard]] Status {
     kInternal = 9,         // a bug in Wharf; please report it
   };
 
+  // Why, where the code alone does not say enough to act on (as RocksDB's Status::SubCode). Code
+  // branches on the code and subcode, never on message text, which may be reworded at any time.
+  // Part of the C ABI (wharf_status_subcode); never renumbered.
+  enum class SubCode : uint8_t {
+    kNone = 0,
+    kLeaseFenced = 1,     // Conflict: the consumer's lease epoch changed (another holder took it)
+    kCursorMoved = 2,     // Conflict: a cursor changed since the transaction read it
+    kDatabaseLocked = 3,  // IOError: another engine (in this process or another) holds it
+    kAlreadyExists = 4,   // InvalidArgument: the target exists (e.g. cursor copy without force)
+  };
+
   Status() = default;  // OK
 
   static Status OK() { return Status(); }
@@ -57,6 +68,13 @@ class [[nodiscard]] Status {
   bool IsConflict() const { return code_ == Code::kConflict; }
   // True when repeating the same operation later may succeed (e.g. disk full, then space freed).
   bool retryable() const { return retryable_; }
+  SubCode subcode() const { return subcode_; }
+  // This status with `subcode` (the code, message and retryability unchanged).
+  Status WithSubCode(SubCode subcode) const {
+    Status s = *this;
+    s.subcode_ = subcode;
+    return s;
+  }
 
   const std::string& message() const { return message_; }
   // "<code name>: <message>", or "OK".
@@ -70,6 +88,7 @@ class [[nodiscard]] Status {
   Status(Code code, std::string_view msg) : code_(code), message_(msg) {}
 
   Code code_ = Code::kOk;
+  SubCode subcode_ = SubCode::kNone;
   bool retryable_ = false;
   std::string message_;
 };
