@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/codec.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/outbox.h"
 #include "wharf/fact.h"
 

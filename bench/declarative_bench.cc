@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "declarative/model.h"
+#include "engine/declarative/model.h"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/scratch_dir.h"
-#include "engine/engine_core.h"
+#include "engine/core/engine_core.h"
 #include "wharf/engine.h"
 
 namespace {

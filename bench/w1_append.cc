@@ -5,7 +5,7 @@
 
 #include "bench/engine_options.h"
 #include "bench/producer_driver.h"
-#include "engine/engine_core.h"
+#include "engine/core/engine_core.h"
 #include "wharf/engine.h"
 
 namespace wharf::bench {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <vector>
 
-#include "io/log_scan.h"
+#include "io/wal/log_scan.h"
 
 namespace wharf::io {
 namespace {

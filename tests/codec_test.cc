@@ -1,6 +1,6 @@
 // Record codec: fact records of format version 2 (scheduled_id, the committer's O(1) commit_ms
 // stamp) and the version-1 records written before them, which must still decode.
-#include "engine/codec.h"
+#include "engine/store/codec.h"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <set>
 
-#include "declarative/model.h"
-#include "declarative/yaml_tree.h"
+#include "engine/declarative/model.h"
+#include "engine/declarative/yaml_tree.h"
 #include "test_util.h"
 #include "wharf.h"
 #include "wharf/runtime.h"

@@ -9,15 +9,15 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/codec.h"
-#include "engine/engine_core.h"
-#include "engine/inspect.h"
-#include "engine/store.h"
+#include "engine/store/codec.h"
+#include "engine/core/engine_core.h"
+#include "engine/store/inspect.h"
+#include "engine/store/store.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/state.h"
-#include "io/fault_fs.h"
-#include "io/wal_fs.h"
+#include "io/fault/fault_fs.h"
+#include "io/wal/wal_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 

@@ -1,6 +1,6 @@
 // Tests for FaultInjectionFileSystem: that it keeps exactly the bytes and names a power loss would
 // keep, refuses everything after the cut, simulates a full disk, and drives a real RocksDB.
-#include "io/fault_fs.h"
+#include "io/fault/fault_fs.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/runtime_impl.h"
+#include "engine/runtime/runtime_impl.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/runtime.h"

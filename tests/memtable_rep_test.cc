@@ -1,6 +1,6 @@
 // Tests for the skip-list memtable (engine/memtable_rep.h), driven through a real RocksDB whose
 // memtable never flushes: every read below is served by the list alone. A std::map is the model.
-#include "engine/memtable_rep.h"
+#include "engine/store/memtable_rep.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>

@@ -12,13 +12,13 @@
 #include <set>
 #include <thread>
 
-#include "engine/codec.h"
-#include "engine/engine_core.h"
-#include "engine/store.h"
+#include "engine/store/codec.h"
+#include "engine/core/engine_core.h"
+#include "engine/store/store.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/state.h"
-#include "io/fault_fs.h"
-#include "io/wal_fs.h"
+#include "io/fault/fault_fs.h"
+#include "io/wal/wal_fs.h"
 #include "test_util.h"
 
 namespace wharf {

@@ -18,8 +18,8 @@
 #include <set>
 #include <thread>
 
-#include "engine/engine_core.h"
-#include "io/fault_fs.h"
+#include "engine/core/engine_core.h"
+#include "io/fault/fault_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/runtime.h"

@@ -9,8 +9,8 @@
 #include <set>
 #include <thread>
 
-#include "engine/engine_core.h"
-#include "engine/runtime_impl.h"
+#include "engine/core/engine_core.h"
+#include "engine/runtime/runtime_impl.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 

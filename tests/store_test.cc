@@ -1,7 +1,7 @@
 // Store's side of the WAL spares: a switch is declined while the previous switch's flush of the
 // meta family is still running (another would fill the family's last write buffer and stall every
 // commit until that flush ends).
-#include "engine/store.h"
+#include "engine/store/store.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>

@@ -1,6 +1,6 @@
 // Tests of the sync backends behind io/sync_backend.h. Every case runs on both implementations;
 // the io_uring one is skipped where the kernel refuses a ring (seccomp, sysctl, old kernel).
-#include "io/sync_backend.h"
+#include "io/sync/sync_backend.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "io/posix_sync_backend.h"
-#include "io/uring_sync_backend.h"
+#include "io/sync/posix_sync_backend.h"
+#include "io/sync/uring_sync_backend.h"
 
 namespace wharf::io {
 namespace {

@@ -1,6 +1,6 @@
 // WalSpare's switch requests: one the store cannot serve now is asked again, until it succeeds or
 // the spare is taken by a WAL that switched on its own.
-#include "io/wal_spare.h"
+#include "io/wal/wal_spare.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <string>
 
-#include "api/cc/option_string.h"
-#include "declarative/model.h"
+#include "engine/base/option_string.h"
+#include "engine/declarative/model.h"
 
 namespace wharf {
 namespace {

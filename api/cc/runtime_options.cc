@@ -1,8 +1,8 @@
 // Parsing of runtime option strings ("instance=a;workers=2;..."), shared by the C ABI and CLI.
 #include <charconv>
 
-#include "api/cc/option_string.h"
-#include "declarative/model.h"
+#include "engine/base/option_string.h"
+#include "engine/declarative/model.h"
 #include "wharf/runtime.h"
 
 namespace wharf {

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/codec.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/leases.h"

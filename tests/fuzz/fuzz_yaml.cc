@@ -1,4 +1,4 @@
-// Fuzz target: the declarative YAML loader (declarative/): parse, validate, prove, and the keyed
+// Fuzz target: the declarative YAML loader (engine/declarative/): parse, validate, prove, and the keyed
 // partitioning hook of whatever model results. Every error must carry a position inside the text
 // (or 0:0 for the whole file), and nothing may hang or grow without bound.
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "declarative/model.h"
+#include "engine/declarative/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace wharf::declarative;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/codec.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/leases.h"

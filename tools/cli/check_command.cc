@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "declarative/model.h"
+#include "engine/declarative/model.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 

@@ -17,7 +17,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "engine/store.h"
+#include "engine/store/store.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <thread>
 
-#include "engine/inspect.h"
+#include "engine/store/inspect.h"
 #include "engine/store/tables/leases.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"

@@ -1,8 +1,8 @@
 #include "engine/store/tables/cursors.h"
 
-#include "engine/assert.h"
-#include "engine/codec.h"
-#include "engine/store.h"
+#include "engine/base/assert.h"
+#include "engine/store/codec.h"
+#include "engine/store/store.h"
 
 namespace wharf::tables::cursors {
 

@@ -1,7 +1,7 @@
 #include "engine/store/tables/dead_letters.h"
 
-#include "engine/codec.h"
-#include "engine/store.h"
+#include "engine/store/codec.h"
+#include "engine/store/store.h"
 #include "engine/store/tables/cursors.h"
 
 namespace wharf::tables::dead_letters {

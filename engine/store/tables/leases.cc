@@ -1,7 +1,7 @@
 #include "engine/store/tables/leases.h"
 
-#include "engine/assert.h"
-#include "engine/codec.h"
+#include "engine/base/assert.h"
+#include "engine/store/codec.h"
 
 namespace wharf::tables::leases {
 std::string FenceKey(std::string_view consumer) {

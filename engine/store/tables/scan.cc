@@ -1,6 +1,6 @@
 #include "engine/store/tables/scan.h"
 
-#include "engine/assert.h"
+#include "engine/base/assert.h"
 
 namespace wharf::tables {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/store.h"
+#include "engine/store/store.h"
 #include "wharf/status.h"
 
 namespace wharf::tables {

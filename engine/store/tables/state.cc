@@ -1,6 +1,6 @@
 #include "engine/store/tables/state.h"
 
-#include "engine/assert.h"
+#include "engine/base/assert.h"
 
 namespace wharf::tables::state {
 

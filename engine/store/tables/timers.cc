@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "engine/assert.h"
-#include "engine/codec.h"
+#include "engine/base/assert.h"
+#include "engine/store/codec.h"
 
 namespace wharf::tables::timers {
 

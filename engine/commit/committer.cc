@@ -1,0 +1,704 @@
+#include "engine/commit/committer.h"
+
+#include <rocksdb/write_batch.h>
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/base/assert.h"
+#include "engine/store/codec.h"
+#include "engine/base/futex.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/timers.h"
+#include "engine/base/thread_name.h"
+#include "io/wal/wal_fs.h"
+
+namespace wharf::internal {
+namespace {
+
+// Transactions taken off the queue per iteration; one WriteBatch per iteration at most.
+constexpr size_t kDequeueMax = 256;
+// The longest the committer holds back a sync round to gather the producers of the last round.
+constexpr int64_t kGatherMaxUs = 2000;
+// After a gathering that timed out, rounds start as soon as the disk is free for this many rounds.
+constexpr int kRoundsWithoutGathering = 16;
+// True on threads that run engine callbacks: waiting for queue space there would deadlock.
+thread_local bool tls_engine_thread = false;
+
+// Recovery after a failed write or sync (Recover) is attempted at most this often.
+constexpr auto kResumeInterval = std::chrono::milliseconds(100);
+// Room wanted beyond the memtables' size before recovery flushes them: the MANIFEST edit, the
+// new WAL's first writes.
+constexpr uint64_t kResumeHeadroomBytes = 1u << 20;
+
+std::string MiB(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(bytes) / (1u << 20));
+  return text;
+}
+
+// What the file system of `db` has free for this process: the least of RocksDB's figure (which a
+// fault-injecting file system sets to 0) and statvfs's f_bavail. RocksDB counts f_bfree, which
+// also holds blocks ext4 keeps back (root's 5 %, and up to 16 MiB for its own metadata).
+bool UsableFreeBytes(rocksdb::DB* db, uint64_t* free_bytes) {
+  if (!db->GetEnv()->GetFreeSpace(db->GetName(), free_bytes).ok()) return false;
+  struct statvfs st {};
+  if (::statvfs(db->GetName().c_str(), &st) == 0) {
+    *free_bytes = std::min<uint64_t>(*free_bytes, uint64_t{st.f_bavail} * st.f_frsize);
+  }
+  return true;
+}
+
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct Committer::Round {
+  io::WalFileSystem::SyncPlan plan;
+  std::vector<Group> groups;
+  size_t commits = 0;
+  std::chrono::steady_clock::time_point started;
+};
+
+Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
+                     DurableSink* sink)
+    : store_(store),
+      backend_(backend),
+      options_(options),
+      sink_(sink),
+      queue_(options.queue_capacity + kDequeueMax) {
+  next_lsn_ = store->recovered_last_lsn() + 1;
+  last_lsn_ = store->recovered_last_lsn();
+  durable_lsn_ = store->recovered_last_lsn();
+}
+
+Committer::~Committer() { Stop(); }
+
+void Committer::Start() {
+  last_sync_ = std::chrono::steady_clock::now();
+  thread_ = std::thread([this] {
+    io::NameThisThread("wharf-commit");
+    tls_engine_thread = true;
+    Run();
+  });
+}
+
+bool Committer::IsEngineThread() const { return tls_engine_thread; }
+
+int64_t Committer::NowMs() const { return options_.clock_ms ? options_.clock_ms() : WallClockMs(); }
+
+// Marks the current thread as an engine thread while it runs engine callbacks (restored after).
+class EngineThreadScope {
+ public:
+  EngineThreadScope() : was_(tls_engine_thread) { tls_engine_thread = true; }
+  ~EngineThreadScope() { tls_engine_thread = was_; }
+
+ private:
+  bool was_;
+};
+
+bool Committer::TryCommitInline(TxnRep* rep) {
+  if (rep->callback || options_.durability != Durability::kSync) return false;
+  if (failed_.load(std::memory_order_relaxed) || sync_in_flight_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  // Alone: no transaction queued, written or syncing (each holds a slot until it is done).
+  uint32_t idle = 0;
+  if (!outstanding_.compare_exchange_strong(idle, 1)) return false;
+  if (!accepting_.load() || !write_mu_.try_lock()) {
+    ReleaseSlot();
+    return false;
+  }
+  // From here on the transaction is taken: whatever happens, it ends through Finish.
+  std::shared_ptr<Round> round;
+  {
+    std::lock_guard write_lock(write_mu_, std::adopt_lock);
+    WriteBatchOf(&rep, 1);
+    std::lock_guard lock(sync_mu_);
+    // A round still finishing (or a failure) keeps the group for the committer thread, which the
+    // end of that round wakes.
+    if (!sync_in_flight_.load() && !failed_.load()) round = TakeRoundLocked(/*force=*/true);
+  }
+  if (round != nullptr) {
+    EngineThreadScope engine_thread;  // durable-fact listeners run here
+    if (!StartRound(round, /*inline_ok=*/true)) EndRound(/*start_next=*/false);
+  }
+  return true;
+}
+
+void Committer::ReleaseSlot() {
+  outstanding_.fetch_sub(1);
+  if (space_waiters_.load() > 0 || stopping_.load()) outstanding_.notify_all();
+}
+
+Status Committer::Submit(TxnRep* rep) {
+  // Nothing else in flight: write and sync on this thread, as RocksDB's write leader does. It
+  // saves the two thread hand-offs (to the committer and back), most of a lone commit's latency
+  // beyond the fdatasync itself.
+  if (TryCommitInline(rep)) return Status::OK();
+  // Take a slot: at most queue_capacity transactions submitted and not yet acknowledged.
+  uint32_t current = outstanding_.load();
+  while (true) {
+    if (current >= options_.queue_capacity) {
+      if (options_.when_full == WhenFull::kError || tls_engine_thread) {
+        return Status::Busy("commit queue is full (" + std::to_string(options_.queue_capacity) +
+                            " transactions waiting)");
+      }
+      space_waiters_.fetch_add(1);
+      outstanding_.wait(current);
+      space_waiters_.fetch_sub(1);
+      current = outstanding_.load();
+      continue;
+    }
+    if (outstanding_.compare_exchange_weak(current, current + 1)) break;
+  }
+  // Seen after our increment in the seq_cst order, Stop() keeps running until we are processed.
+  if (!accepting_.load()) {
+    ReleaseSlot();
+    return Status::Closed("engine is closed");
+  }
+  bool enqueued = queue_.enqueue(rep);
+  WHARF_ASSERT(enqueued);
+  wake_.signal();
+  return Status::OK();
+}
+
+void Committer::Stop() {
+  accepting_ = false;
+  stopping_ = true;
+  wake_.signal();
+  if (thread_.joinable()) thread_.join();
+  // Readers still waiting for a group that never became durable (a failed sync) must not sleep
+  // through the close.
+  stopped_.store(true);
+  NotifyReaders();
+}
+
+CommitterStats Committer::stats() const {
+  return {commits_.load(), facts_.load(),         groups_.load(),
+          syncs_.load(),   sync_us_total_.load(), failures_.load()};
+}
+
+void Committer::Run() {
+  std::vector<TxnRep*> batch(kDequeueMax);
+  while (true) {
+    if (failed_.load() && !sync_in_flight_.load()) {
+      // Written after a round that failed: a later successful fdatasync proves nothing about
+      // them (the kernel may have dropped the dirty pages), so their outcome is unknown.
+      std::vector<Group> unknown;
+      Status cause;
+      {
+        std::lock_guard lock(sync_mu_);
+        unknown.swap(unsynced_);
+        cause = failure_;
+      }
+      for (const Group& group : unknown) {
+        FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
+                                              "WAL write or sync failed (" +
+                                                  cause.message() + ")",
+                                              cause.retryable()));
+      }
+    }
+    size_t count = 0;
+    {
+      std::lock_guard write_lock(write_mu_);  // shared with inline commits (TryCommitInline)
+      count = queue_.try_dequeue_bulk(batch.data(), kDequeueMax);
+      if (count > 0) WriteBatchOf(batch.data(), count);
+      if (!failed_.load()) MaybeSubmitSync(/*force=*/false);
+    }
+    if (count > 0) continue;
+    if (stopping_.load() && outstanding_.load() == 0) break;
+    if (options_.durability == Durability::kBuffered && !sync_in_flight_.load()) {
+      wake_.wait(int64_t{options_.buffered_sync_ms} * 1000);
+      MaybeSubmitSync(/*force=*/stopping_.load());
+    } else {
+      const int64_t gather_us = GatherWaitUs();
+      if (gather_us >= 0) {
+        wake_.wait(gather_us);
+      } else {
+        wake_.wait();
+      }
+    }
+  }
+  // Let the last buffered bytes reach the disk before the store closes.
+  if (options_.durability == Durability::kBuffered && !failed_.load()) {
+    MaybeSubmitSync(/*force=*/true);
+    while (sync_in_flight_.load()) wake_.wait();
+  }
+}
+
+Status Committer::CheckPreconditions(const TxnRep& rep) {
+  for (const CheckOp& check : rep.checks) {
+    std::string stored;
+    rocksdb::Status s =
+        store_->db()->Get(rocksdb::ReadOptions(), store_->cf(check.cf), check.key, &stored);
+    if (!s.ok() && !s.IsNotFound()) return FromRocks(s, "check " + check.what);
+    std::optional<std::string> actual;
+    if (s.ok()) actual = std::move(stored);
+    if (actual != check.expected) {
+      // A changed fence is a lost lease; a changed cursor, a cursor moved meanwhile (lanes reload).
+      const Status::SubCode why = check.cf == kLeases    ? Status::SubCode::kLeaseFenced
+                                  : check.cf == kCursors ? Status::SubCode::kCursorMoved
+                                                         : Status::SubCode::kNone;
+      return Status::Conflict(check.what + " changed since the transaction read it")
+          .WithSubCode(why);
+    }
+  }
+  return Status::OK();
+}
+
+void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
+  if (failed_) {
+    Status recovered = Recover();
+    if (!recovered.ok()) {
+      FinishAll(std::vector<TxnRep*>(reps, reps + count), recovered);
+      return;
+    }
+  }
+  rocksdb::WriteBatch batch;
+  Group group;
+  uint64_t next_lsn = next_lsn_;
+  size_t facts = 0;
+  batch_checked_keys_.clear();
+  outbox_puts_.clear();
+  // Outbox records go into the batch in key order, just before it is written (or before a trim's
+  // range deletion of the outbox): consecutive inserts of one partition then reuse the memtable's
+  // insert hint, where arrival order (16 partitions interleaved) makes the skip list search again.
+  // Keys are unique (LSNs), so the order changes nothing else.
+  auto append_outbox_puts = [&] {
+    std::sort(outbox_puts_.begin(), outbox_puts_.end(), [](const OutboxPut& a, const OutboxPut& b) {
+      return a.partition != b.partition ? a.partition < b.partition : a.lsn < b.lsn;
+    });
+    for (const OutboxPut& put : outbox_puts_) {
+      batch.Put(store_->cf(kOutbox), tables::outbox::Key(put.partition, put.lsn), *put.record);
+    }
+    outbox_puts_.clear();
+  };
+  auto write_pending = [&]() -> bool {
+    if (group.reps.empty()) return true;
+    append_outbox_puts();
+    if (next_lsn != next_lsn_)
+      batch.Put(store_->cf(kMeta), tables::meta::kLastLsn, tables::meta::EncodeU64(next_lsn - 1));
+    // Numbered before RocksDB sees it: a reader that saw any of its writes reads write_seq_
+    // afterwards and waits for this group (WaitDurable).
+    group.seq = write_seq_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    rocksdb::WriteOptions write_options;
+    write_options.sync = false;
+    Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
+    if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
+    // LSNs are never reused, even when the write failed: its outcome is unknown.
+    next_lsn_ = next_lsn;
+    last_lsn_.store(next_lsn - 1, std::memory_order_release);
+    groups_.fetch_add(1, std::memory_order_relaxed);
+    if (!s.ok()) {
+      {
+        std::lock_guard lock(sync_mu_);
+        failed_ = true;
+        failure_ = s;
+      }
+      FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
+                                            s.retryable()));
+      NotifyReaders();  // waiting for this group: it will not become durable on its own
+      group = Group();
+      batch.Clear();
+      return false;
+    }
+    group.last_lsn = next_lsn - 1;
+    if (options_.durability == Durability::kBuffered) {
+      durable_lsn_.store(group.last_lsn, std::memory_order_release);
+      PublishDurable(group.seq);
+      sink_->OnDurable(group.last_lsn, group.reps);
+      for (TxnRep* rep : group.reps) Finish(rep);
+    } else {
+      std::lock_guard lock(sync_mu_);
+      unsynced_.push_back(std::move(group));
+    }
+    group = Group();
+    batch.Clear();
+    batch_checked_keys_.clear();
+    facts = 0;
+    return true;
+  };
+
+  for (size_t i = 0; i < count; ++i) {
+    TxnRep* rep = reps[i];
+    // A check on a key this batch already writes must see that write: write the batch first.
+    for (const CheckOp& check : rep->checks) {
+      if (batch_checked_keys_.count(check.key)) {
+        write_pending();
+        break;
+      }
+    }
+    if (failed_) {
+      Status cause;
+      {
+        std::lock_guard lock(sync_mu_);
+        cause = failure_;
+      }
+      rep->status = Status::IOError(
+          "nothing was written: an earlier write in this group failed (" + cause.message() + ")",
+          cause.retryable());
+      Finish(rep);
+      continue;
+    }
+    Status checked = CheckPreconditions(*rep);
+    if (!checked.ok()) {
+      rep->status = checked;
+      Finish(rep);
+      continue;
+    }
+    if (!rep->facts.empty()) {
+      rep->result.first_fact_id = next_lsn;
+      // The moment it commits: one clock reading per transaction, when it takes its place in the
+      // log (its ids), just before its group is written; the sync follows within a round.
+      const int64_t commit_ms = NowMs();
+      for (FactOp& fact : rep->facts) {
+        if (fact.stamp_commit_ms) codec::StampCommitMs(&fact.record, commit_ms);
+        uint64_t lsn = next_lsn++;
+        if (fact.deliver_at_ms > 0) {
+          batch.Put(store_->cf(kTimers), tables::timers::Key(fact.deliver_at_ms, lsn), fact.record);
+        } else {
+          outbox_puts_.push_back({fact.partition, lsn, &fact.record});
+        }
+      }
+      rep->result.last_fact_id = next_lsn - 1;
+      facts += rep->facts.size();
+    }
+    for (const WriteOp& write : rep->writes) {
+      if (write.cf == kOutbox) append_outbox_puts();  // keep the batch's order for the outbox
+      if (write.is_delete && !write.range_end.empty()) {
+        // Only trimming deletes ranges, and only outbox keys outside its insert hint's domain:
+        // RocksDB 7.8 would mix a range tombstone into a hinted family's point-key hints
+        // (store.cc).
+        WHARF_ASSERT(write.cf == kOutbox);
+        batch.DeleteRange(store_->cf(write.cf), write.key, write.range_end);
+      } else if (write.is_delete) {
+        batch.Delete(store_->cf(write.cf), write.key);
+      } else {
+        batch.Put(store_->cf(write.cf), write.key, write.value);
+      }
+      if (write.cf == kCursors || write.cf == kLeases) batch_checked_keys_.insert(write.key);
+    }
+    group.reps.push_back(rep);
+    if (facts >= options_.group_facts_max) write_pending();
+  }
+  write_pending();
+}
+
+void Committer::MaybeSubmitSync(bool force) {
+  std::shared_ptr<Round> round;
+  {
+    std::lock_guard lock(sync_mu_);
+    if (failed_.load() || sync_in_flight_.load()) return;
+    round = TakeRoundLocked(force);
+  }
+  if (round != nullptr && !StartRound(round, /*inline_ok=*/true)) EndRound(/*start_next=*/false);
+}
+
+int64_t Committer::GatherWaitUs() {
+  std::lock_guard lock(sync_mu_);
+  if (unsynced_.empty() || sync_in_flight_.load() || failed_.load()) return -1;
+  const auto left = gather_deadline_ - std::chrono::steady_clock::now();
+  return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(left).count());
+}
+
+std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (unsynced_.empty() && !force) {
+    if (options_.durability != Durability::kBuffered) return nullptr;
+    if (now - last_sync_ < std::chrono::milliseconds(options_.buffered_sync_ms)) return nullptr;
+  }
+  size_t unsynced_commits = 0;
+  for (const Group& group : unsynced_) unsynced_commits += group.reps.size();
+  if (!force && unsynced_commits < gather_target_) {
+    // Gathering: the producers the last round acknowledged are probably about to commit again.
+    // Syncing without them would split the producers into two cohorts that alternate between
+    // rounds, each commit waiting for two syncs instead of one.
+    if (now < gather_deadline_) return nullptr;
+    // They took longer than a sync: their work between commits outweighs the sync, and rounds
+    // that overlap it (the two cohorts) are faster. Stop gathering for a while.
+    rounds_without_gathering_ = kRoundsWithoutGathering;
+  }
+  auto round = std::make_shared<Round>();
+  store_->wal_fs()->PlanSync(&round->plan);
+  if (round->plan.empty() && unsynced_.empty()) {
+    last_sync_ = std::chrono::steady_clock::now();
+    return nullptr;
+  }
+  round->groups = std::move(unsynced_);
+  unsynced_.clear();
+  round->commits = unsynced_commits;
+  round->started = now;
+  last_sync_ = round->started;
+  sync_in_flight_.store(true, std::memory_order_release);
+  return round;
+}
+
+bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) {
+  if (inline_ok && round->groups.size() == 1 && round->groups[0].reps.size() == 1 &&
+      outstanding_.load() == 1) {
+    // A lone commit and nothing behind it: there is nothing to pipeline, so sync right here and
+    // save the hand-offs to the backend's threads (RocksDB's own sync=true path does the same).
+    OnRoundDone(round, io::SyncInline(round->plan.ops), /*on_backend=*/false);
+    return true;
+  }
+  Status s = backend_->Submit(round->plan.ops, [this, round](int errno_value) {
+    OnRoundDone(round, errno_value, /*on_backend=*/true);
+  });
+  if (s.ok()) return true;
+  // The backend refused the round: nothing was synced.
+  {
+    std::lock_guard lock(sync_mu_);
+    failed_ = true;
+    failure_ = s;
+  }
+  store_->wal_fs()->CompleteSync(round->plan, EIO).PermitUncheckedError();
+  for (const Group& group : round->groups) FinishAll(group.reps, s);
+  return false;
+}
+
+void Committer::EndRound(bool start_next) {
+  std::shared_ptr<Round> next;
+  bool committer_needed;
+  {
+    std::lock_guard lock(sync_mu_);
+    sync_in_flight_.store(false, std::memory_order_release);
+    if (start_next && !failed_.load() && options_.durability == Durability::kSync) {
+      next = TakeRoundLocked(/*force=*/false);
+    }
+    // Groups waiting for a round, failures and shutdown are the committer thread's to handle. A
+    // wake-up for nothing would cost a lone inline commit a context switch on the other core.
+    committer_needed =
+        next == nullptr && (!unsynced_.empty() || failed_.load() || stopping_.load() ||
+                            options_.durability == Durability::kBuffered);
+  }
+  if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) {
+    EndRound(/*start_next=*/false);
+    return;
+  }
+  if (committer_needed) wake_.signal();
+  // Readers waiting for groups of a failed round try the recovery themselves (WaitDurable).
+  if (failed_.load()) NotifyReaders();
+}
+
+void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend) {
+  EngineThreadScope engine_thread;
+  Status status = store_->wal_fs()->CompleteSync(round->plan, errno_value);
+  auto elapsed = std::chrono::steady_clock::now() - round->started;
+  syncs_.fetch_add(1, std::memory_order_relaxed);
+  sync_us_total_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
+                           std::memory_order_relaxed);
+  // On the backend's thread, start the next round before acknowledging this one: the disk then
+  // works on the groups written meanwhile while the woken producers compete for the CPU, instead
+  // of idling until the committer thread is scheduled again. The round in flight passes straight
+  // to the next one, whose completion the backend reports on this same thread after this call
+  // returns, so rounds are still acknowledged in order. A round synced inline (on a producer's or
+  // the committer's thread) must not do this: the next round's completion could then run on the
+  // backend's thread at the same time as these acknowledgements, and overtake them.
+  std::shared_ptr<Round> next;
+  {
+    std::lock_guard lock(sync_mu_);
+    // Gather the next round until as many commits as this one acknowledges are written, for at
+    // most about one sync's time (an estimate of what waiting could cost).
+    const auto elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+    sync_ewma_us_ = (sync_ewma_us_ * 7 + elapsed_us) / 8;
+    if (rounds_without_gathering_ > 0) {
+      --rounds_without_gathering_;
+      gather_target_ = 0;
+    } else {
+      gather_target_ = round->commits;
+    }
+    gather_deadline_ = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(std::min<int64_t>(sync_ewma_us_, kGatherMaxUs));
+    if (!status.ok()) {
+      failed_ = true;
+      failure_ = status;
+    } else if (on_backend && !failed_.load() && options_.durability == Durability::kSync) {
+      next = TakeRoundLocked(/*force=*/false);
+    }
+  }
+  if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) next = nullptr;
+  // The whole round is durable: waiting readers are told once, not once per group.
+  if (status.ok() && !round->groups.empty()) PublishDurable(round->groups.back().seq);
+  for (const Group& group : round->groups) {
+    if (status.ok()) {
+      durable_lsn_.store(group.last_lsn, std::memory_order_release);
+      sink_->OnDurable(group.last_lsn, group.reps);
+      for (TxnRep* rep : group.reps) Finish(rep);
+    } else {
+      FinishAll(group.reps,
+                Status::IOError(status.message() + "; the outcome of this commit is unknown"));
+    }
+  }
+  // With no next round, the in-flight flag is cleared only now, after the acknowledgements, so a
+  // later round can never report its groups durable before this one's; groups written meanwhile
+  // start the next round from here.
+  if (next == nullptr) EndRound(/*start_next=*/status.ok());
+}
+
+void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
+  failures_.fetch_add(reps.size(), std::memory_order_relaxed);
+  for (TxnRep* rep : reps) {
+    rep->status = status;
+    rep->result = CommitResult();
+    Finish(rep);
+  }
+}
+
+void Committer::Finish(TxnRep* rep) {
+  if (rep->status.ok()) {
+    commits_.fetch_add(1, std::memory_order_relaxed);
+    facts_.fetch_add(rep->facts.size(), std::memory_order_relaxed);
+  }
+  // Free the slot before waking the producer: it may commit again at once and must find room.
+  ReleaseSlot();
+  if (rep->callback) {
+    // Async: the committer owns the rep.
+    rep->callback(rep->status, rep->result);
+    delete rep;
+  } else {
+    rep->done.store(1, std::memory_order_release);
+    FutexWakeAll(&rep->done);
+  }
+}
+
+Status Committer::Recover() {
+  // After a failed WAL write or sync, what the WAL holds is unknown. Clear RocksDB's background
+  // error and flush the memtables to synced SST files: everything written so far (including
+  // transactions whose commit reported an unknown outcome) is then durable, whole.
+  rocksdb::DB* db = store_->db();
+  Status failure;
+  {
+    std::lock_guard lock(sync_mu_);
+    failure = failure_;
+  }
+  auto still_failing = [&](const std::string& why) {
+    std::string cause = failure.ok() ? "a WAL sync failed" : failure.message();
+    return Status::IOError(cause + "; not recovered yet (" + why + ")", true);
+  };
+  // Every attempt flushes every memtable, and on a disk still full writes (and deletes) partial
+  // SST files: attempts are spaced kResumeInterval apart, and skipped while the file system has
+  // less room than the memtables hold (the flush would fail).
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_recover_at_ < kResumeInterval) return last_recover_failure_;
+  last_recover_at_ = now;
+  uint64_t free_bytes = 0, memtable_bytes = 0;
+  if (UsableFreeBytes(db, &free_bytes) &&
+      db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables,
+                                   &memtable_bytes) &&
+      free_bytes < memtable_bytes + kResumeHeadroomBytes) {
+    last_recover_failure_ =
+        still_failing(MiB(free_bytes) + " MiB free; flushing the memtables needs about " +
+                      MiB(memtable_bytes + kResumeHeadroomBytes) + " MiB: free more space");
+    return last_recover_failure_;
+  }
+  // Busy: RocksDB's own recovery is running (Wharf declines it: store.cc).
+  rocksdb::Status s = db->Resume();
+  if (s.ok() || s.IsNotSupported()) {
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    for (int cf = 0; cf < kCfCount; ++cf) handles.push_back(store_->cf(static_cast<Cf>(cf)));
+    rocksdb::FlushOptions flush_options;
+    flush_options.wait = true;
+    s = db->Flush(flush_options, handles);
+  }
+  if (!s.ok()) {
+    last_recover_failure_ = still_failing(s.ToString());
+    return last_recover_failure_;
+  }
+  {
+    std::lock_guard lock(sync_mu_);
+    failed_ = false;
+    failure_ = Status::OK();
+  }
+  last_recover_at_ = {};
+  durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
+  PublishDurable(write_seq_.load());  // every group written so far is in synced tables now
+  sink_->OnGap(last_lsn_.load());
+  return Status::OK();
+}
+
+void Committer::PublishDurable(uint64_t seq) {
+  WHARF_DASSERT(seq <= write_seq_.load());
+  uint64_t current = durable_seq_.load(std::memory_order_relaxed);
+  while (current < seq && !durable_seq_.compare_exchange_weak(current, seq)) {
+  }
+  // Bump the word after the sequence, then look for sleepers: a reader counts itself in
+  // read_waiters_ before it reads the word, so either it sees the new word or we see it (both
+  // sequentially consistent).
+  NotifyReaders();
+}
+
+void Committer::NotifyReaders() {
+  durable_word_.fetch_add(1, std::memory_order_seq_cst);
+  if (read_waiters_.load(std::memory_order_seq_cst) > 0) FutexWakeAll(&durable_word_);
+}
+
+Status Committer::WaitDurable(uint64_t seq) {
+  WHARF_DASSERT(seq <= write_seq_.load());
+  // The common case: nothing the read could have seen is in flight. Two loads, no syscall.
+  if (durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+  if (tls_engine_thread) {
+    // The committer thread, or a sync completion running callbacks: the round this read waits
+    // for may need this very thread to finish.
+    return Status::InvalidArgument(
+        "a state read on an engine thread (a commit callback) would wait for a sync that this "
+        "thread has to complete; read outside the callback");
+  }
+  // A sync in flight finishes on its own; a failed committer needs a recovery, tried here at
+  // most once per kFailedPollUs (a round that had still been in flight may end meanwhile).
+  constexpr int64_t kFailedPollUs = 1000;
+  while (true) {
+    read_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t word = durable_word_.load(std::memory_order_seq_cst);
+    const bool durable = durable_seq_.load(std::memory_order_seq_cst) >= seq;
+    const bool failed = failed_.load();
+    if (!durable && !failed && !stopped_.load()) FutexWait(&durable_word_, word);
+    read_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+    if (durable || durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+    if (stopped_.load()) {
+      return Status::Closed("engine closed before the state read was known durable");
+    }
+    if (failed) {
+      Status recovered = RecoverForRead();
+      if (!recovered.ok()) return recovered;
+      if (durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+      FutexWaitOnce(&durable_word_, durable_word_.load(), kFailedPollUs);
+    }
+  }
+}
+
+Status Committer::RecoverForRead() {
+  std::lock_guard write_lock(write_mu_);
+  // Only when nothing is in flight: the round's completion decides what it made durable.
+  if (!failed_.load() || sync_in_flight_.load()) return Status::OK();
+  // As the committer thread does before it recovers (Run): groups written after the failure have
+  // an unknown outcome and are answered so, never acknowledged by a later round (which would also
+  // move durable_lsn_ back below what the recovery raises it to).
+  std::vector<Group> unknown;
+  Status cause;
+  {
+    std::lock_guard lock(sync_mu_);
+    unknown.swap(unsynced_);
+    cause = failure_;
+  }
+  {
+    EngineThreadScope engine_thread;  // commit callbacks may run here
+    for (const Group& group : unknown) {
+      FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
+                                            "WAL write or sync failed (" +
+                                                cause.message() + ")",
+                                            cause.retryable()));
+    }
+  }
+  Status recovered = Recover();
+  if (recovered.ok()) wake_.signal();  // groups written meanwhile can start their round
+  return recovered;
+}
+
+}  // namespace wharf::internal

@@ -1,0 +1,202 @@
+// Committer: the single writer. Producers hand TxnReps over a lock-free queue; one committer thread
+// checks each transaction's preconditions, stamps LSNs, writes whole groups as one RocksDB
+// WriteBatch (sync=false) and pushes the WAL buffer to its file (FlushWAL(false)); then it submits
+// one sync round (fdatasync of the WAL files, via io::SyncBackend) covering every group written so
+// far. While that round is in flight the committer keeps writing the next groups; the round's
+// completion, on the backend's thread, starts the next round, then raises the durable LSN and
+// acknowledges the waiters. A blocking commit that finds nothing else in flight skips the queue:
+// its own thread writes and syncs it (TryCommitInline).
+//
+// Rounds are gathered: after a round of N commits, the next one waits (at most about a sync's
+// time) until N commits are written, so that producers woken together share the next sync.
+//
+// States of a transaction:
+//   queued     in queue_, counted in outstanding_
+//   written    in a WriteBatch that reached the WAL file (unsynced_ groups)
+//   syncing    its group belongs to the round in flight
+//   done       status set, `done` flag raised (and callback run): outstanding_ decremented
+//
+// Thread safety: Submit is thread-safe. Writing groups requires write_mu_ (the committer thread,
+// or an inline commit); the sync pipeline (unsynced_, round state) is guarded by sync_mu_ and is
+// shared with OnRoundDone, which runs on the backend's thread or inline.
+// Durable reads: every group gets a write sequence number (write_seq_) before it reaches RocksDB;
+// durable_seq_ is the highest one whose group is durable. A read outside the committer notes
+// write_seq() after reading, and WaitDurable() blocks (on a futex, only if a group it may have seen
+// is still in flight) until durable_seq_ covers it: at most the round in flight and the next.
+//
+// Invariants: at most one sync round in flight; durable_seq_ only grows and never exceeds
+// write_seq_; durable_lsn_ only grows and never exceeds
+// last_lsn_; a transaction is acknowledged only after a round that covers its bytes completed
+// (durability=sync) or after its group reached the WAL file (durability=buffered); rounds are
+// acknowledged in the order they were started.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
+#include <concurrentqueue/lightweightsemaphore.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/commit/mpsc_queue.h"
+#include "engine/store/store.h"
+#include "engine/commit/txn_rep.h"
+#include "io/sync/sync_backend.h"
+
+namespace wharf::internal {
+
+// Told when transactions became durable, before their waiters are acknowledged. Runs on the sync
+// backend's thread (or the committer's, in buffered mode); must be quick.
+class DurableSink {
+ public:
+  virtual ~DurableSink() = default;
+  virtual void OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) = 0;
+  // After recovery from a failed write, facts up to `durable_lsn` may be durable without having
+  // passed through OnDurable (their commits reported an unknown outcome): caches must not assume
+  // they saw every durable fact.
+  virtual void OnGap(uint64_t durable_lsn) = 0;
+};
+
+struct CommitterStats {
+  uint64_t commits = 0;
+  uint64_t facts = 0;
+  uint64_t groups = 0;  // WriteBatches written
+  uint64_t syncs = 0;   // sync rounds completed
+  uint64_t sync_us_total = 0;
+  uint64_t failures = 0;
+};
+
+inline constexpr int kWakeSpins = 100;
+
+class Committer {
+ public:
+  Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
+            DurableSink* sink);
+  ~Committer();
+
+  void Start();
+  // Enqueues `rep`. Busy when the queue is full and when_full=error (or when waiting would
+  // deadlock: called from an engine thread); Closed after Stop began.
+  Status Submit(TxnRep* rep);
+  // Finishes every queued transaction, waits for the last sync, joins the thread. Idempotent.
+  void Stop();
+
+  uint64_t durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
+  // Groups handed to RocksDB so far (numbered from 1). Read it after reading the store: every
+  // write the read could have seen belongs to a group numbered at most this.
+  uint64_t write_seq() const { return write_seq_.load(std::memory_order_seq_cst); }
+  // Blocks until every group numbered <= `seq` is durable (acknowledged as such: durability=
+  // buffered counts a group durable once written). Returns at once when nothing is in flight.
+  // IOError when a failed write or sync cannot be recovered from (the groups' fate is unknown);
+  // Closed when the engine closed first. Must not be called on an engine thread while a group it
+  // waits for could need that thread to become durable (the committer, a commit callback).
+  Status WaitDurable(uint64_t seq);
+  uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_acquire); }
+  CommitterStats stats() const;
+  // Producers blocked in Submit waiting for queue space (when_full=block).
+  uint32_t space_waiters() const { return space_waiters_.load(); }
+  bool IsEngineThread() const;
+
+ private:
+  struct Group {
+    std::vector<TxnRep*> reps;
+    uint64_t last_lsn = 0;
+    uint64_t seq = 0;  // write_seq_ of this group
+  };
+  struct Round;
+
+  void Run();
+  // The engine's wall clock (EngineOptions::clock_ms, else the system clock).
+  int64_t NowMs() const;
+  // The fast path of Submit for a blocking commit when nothing else is in flight. True when it
+  // took the transaction (written, and synced here or handed to the pipeline).
+  bool TryCommitInline(TxnRep* rep);
+  void ReleaseSlot();
+  void WriteBatchOf(TxnRep* const* reps, size_t count);
+  Status CheckPreconditions(const TxnRep& rep);
+  void MaybeSubmitSync(bool force);
+  std::shared_ptr<Round> TakeRoundLocked(bool force);
+  // False when the backend refused the round (its groups were failed; the caller ends the round).
+  bool StartRound(const std::shared_ptr<Round>& round, bool inline_ok);
+  // Clears the in-flight flag; with `start_next`, starts a round of the groups written meanwhile.
+  void EndRound(bool start_next);
+  // How long the committer may sleep before the gathered round must start; -1: no limit.
+  int64_t GatherWaitUs();
+  // `on_backend`: called by the backend's completion (not synced inline on the calling thread).
+  void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend);
+  // Raises durable_seq_ to `seq` (never lowers it) and wakes readers waiting in WaitDurable.
+  void PublishDurable(uint64_t seq);
+  // Wakes readers in WaitDurable to look again (a durable group, a failure, the stop).
+  void NotifyReaders();
+  // For a reader that found the committer failed: recovers now (as the next commit would) unless
+  // a round is still in flight. OK when recovered or not ours to do yet.
+  Status RecoverForRead();
+  void Finish(TxnRep* rep);
+  void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
+  // After a failure: resumes RocksDB and flushes every memtable (at most every 100 ms, and only
+  // while the disk has room for the flush); OK once writes may go on. REQUIRES: write_mu_ held.
+  Status Recover();
+
+  Store* const store_;
+  io::SyncBackend* const backend_;
+  const EngineOptions options_;
+  DurableSink* const sink_;
+
+  MpscQueue<TxnRep*> queue_;
+  // Few spins before sleeping: on two cores a long spin steals the CPU from the producers whose
+  // commits it waits for.
+  moodycamel::LightweightSemaphore wake_{0, kWakeSpins};
+  std::atomic<uint32_t> outstanding_{0};  // submitted, not yet done
+  std::atomic<uint32_t> space_waiters_{0};
+  std::atomic<bool> accepting_{true};
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+
+  // Whoever writes groups holds write_mu_: the committer thread, or a producer committing
+  // inline (TryCommitInline) while the committer is idle.
+  std::mutex write_mu_;
+  std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
+  struct OutboxPut {
+    uint32_t partition;
+    uint64_t lsn;
+    const std::string* record;  // in a TxnRep of the group
+  };
+  std::vector<OutboxPut> outbox_puts_;  // of the batch being built, added in key order
+  uint64_t next_lsn_ = 1;
+  // The last recovery attempt (Recover) and its outcome, returned until the next attempt is due.
+  // Guarded by write_mu_.
+  std::chrono::steady_clock::time_point last_recover_at_{};
+  Status last_recover_failure_;
+
+  // The sync pipeline, shared by the committer (which adds written groups) and the round
+  // completions (which start the next round). Flags are atomics so they can be peeked unlocked;
+  // they change only with sync_mu_ held.
+  std::mutex sync_mu_;
+  std::vector<Group> unsynced_;
+  // Round gathering (see TakeRoundLocked): the next round waits for this many commits, until
+  // the deadline.
+  size_t gather_target_ = 0;
+  int rounds_without_gathering_ = 0;
+  std::chrono::steady_clock::time_point gather_deadline_;
+  int64_t sync_ewma_us_ = 0;  // moving average of sync round durations
+  std::chrono::steady_clock::time_point last_sync_;
+  Status failure_;  // the write or sync failure that set failed_, for later commits' errors
+  std::atomic<bool> failed_{false};  // a write or sync failed: recover before writing again
+  std::atomic<bool> sync_in_flight_{false};
+  std::atomic<uint64_t> last_lsn_{0};
+  std::atomic<uint64_t> durable_lsn_{0};
+  std::atomic<uint64_t> write_seq_{0};     // groups begun (written to RocksDB or failed)
+  std::atomic<uint64_t> durable_seq_{0};   // groups known durable
+  std::atomic<uint32_t> durable_word_{0};  // futex: bumped after every durable_seq_ change
+  std::atomic<uint32_t> read_waiters_{0};  // readers asleep (or about to be) on durable_word_
+  std::atomic<bool> stopped_{false};       // the committer thread has ended
+  std::atomic<uint64_t> commits_{0}, facts_{0}, groups_{0}, syncs_{0}, sync_us_total_{0},
+      failures_{0};
+};
+
+}  // namespace wharf::internal

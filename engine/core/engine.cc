@@ -1,0 +1,216 @@
+// Engine and Txn: the public C++ surface over EngineCore.
+#include "wharf/engine.h"
+
+#include "engine/store/codec.h"
+#include "engine/core/engine_core.h"
+#include "engine/store/tables/state.h"
+
+namespace wharf {
+
+using internal::EngineCore;
+using internal::TxnRep;
+using internal::ValidateName;
+
+Status Engine::Open(const std::string& path, const EngineOptions& options,
+                    std::unique_ptr<Engine>* engine) {
+  if (engine == nullptr) return Status::InvalidArgument("engine output pointer is null");
+  return EngineCore::Open(path, options, internal::StoreHooks(), engine);
+}
+
+Engine::Engine(std::shared_ptr<EngineCore> core) : core_(std::move(core)) {}
+Engine::~Engine() { Close().PermitUncheckedError(); }
+Status Engine::Close() { return core_->Close(); }
+
+Status Engine::DeclareTypes(const std::vector<std::string>& types) {
+  return core_->DeclareTypes(types);
+}
+std::vector<std::string> Engine::DeclaredTypes() const { return core_->DeclaredTypes(); }
+bool Engine::IsDeclared(std::string_view type) const { return core_->IsDeclared(type); }
+Txn Engine::Begin() { return core_->Begin(); }
+
+Status Engine::Get(std::string_view table, std::string_view key, std::string* value) const {
+  return core_->GetState(table, key, value);
+}
+
+Status Engine::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
+                         std::vector<Fact>* facts) const {
+  return core_->ReadFacts(partition, from_id, UINT64_MAX, count_max, facts);
+}
+
+uint64_t Engine::durable_lsn() const { return core_->committer()->durable_lsn(); }
+uint64_t Engine::last_lsn() const { return core_->committer()->last_lsn(); }
+uint32_t Engine::partitions() const { return core_->options().partitions; }
+Ordering Engine::ordering() const {
+  return core_->options().ordering.value_or(Ordering::kPartition);
+}
+uint32_t Engine::PartitionOf(std::string_view key) const { return core_->PartitionFor(key); }
+const char* Engine::io_backend() const { return core_->io_backend(); }
+const std::string& Engine::path() const { return core_->path(); }
+
+// ---------------------------------------------------------------------------------------------
+// Txn
+
+namespace {
+
+Status AlreadyCommitted() {
+  return Status::InvalidArgument("transaction was already committed (or moved from)");
+}
+
+}  // namespace
+
+Txn::Txn(std::shared_ptr<EngineCore> core)
+    : core_(std::move(core)), rep_(std::make_unique<TxnRep>()) {}
+Txn::Txn(Txn&&) noexcept = default;
+Txn& Txn::operator=(Txn&&) noexcept = default;
+Txn::~Txn() = default;
+
+size_t Txn::fact_count() const { return rep_ ? rep_->facts.size() : 0; }
+size_t Txn::write_count() const { return rep_ ? rep_->writes.size() : 0; }
+
+namespace {
+
+Status CheckTxn(const std::shared_ptr<EngineCore>& core, const TxnRep* rep, size_t added_bytes) {
+  if (rep == nullptr || rep->committed) return AlreadyCommitted();
+  Status s = core->CheckOpen();
+  if (!s.ok()) return s;
+  if (rep->bytes + added_bytes > core->txn_bytes_max()) {
+    return Status::InvalidArgument("transaction would carry more than " +
+                                   std::to_string(core->txn_bytes_max()) + " bytes");
+  }
+  return Status::OK();
+}
+
+Status CheckValue(std::string_view what, std::string_view value) {
+  if (value.size() > kValueBytesMax) {
+    return Status::InvalidArgument(std::string(what) + " of " + std::to_string(value.size()) +
+                                   " bytes is longer than the limit of " +
+                                   std::to_string(kValueBytesMax));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status Txn::Put(std::string_view table, std::string_view key, std::string_view value) {
+  Status s = CheckTxn(core_, rep_.get(), table.size() + key.size() + value.size());
+  if (s.ok()) s = ValidateName("table name", table, kTableBytesMax);
+  if (s.ok()) s = internal::ValidateStateKey(key);
+  if (s.ok()) s = CheckValue("value", value);
+  if (!s.ok()) return s;
+  rep_->writes.push_back(
+      {internal::kState, false, tables::state::Key(table, key), codec::Seal(value)});
+  rep_->bytes += table.size() + key.size() + value.size();
+  return Status::OK();
+}
+
+Status Txn::Delete(std::string_view table, std::string_view key) {
+  Status s = CheckTxn(core_, rep_.get(), table.size() + key.size());
+  if (s.ok()) s = ValidateName("table name", table, kTableBytesMax);
+  if (s.ok()) s = internal::ValidateStateKey(key);
+  if (!s.ok()) return s;
+  rep_->writes.push_back({internal::kState, true, tables::state::Key(table, key), {}});
+  rep_->bytes += table.size() + key.size();
+  return Status::OK();
+}
+
+namespace internal {
+
+Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
+                      std::string_view payload, const EmitOptions& options, std::string_view source,
+                      uint32_t depth) {
+  const std::shared_ptr<EngineCore>& core_ = txn.core_;
+  std::unique_ptr<TxnRep>& rep_ = EngineCore::MutableRepOf(txn);
+  size_t bytes = type.size() + key.size() + payload.size();
+  for (const auto& [name, value] : options.headers) bytes += name.size() + value.size();
+  Status s = CheckTxn(core_, rep_.get(), bytes);
+  if (s.ok()) s = ValidateName("fact type", type, kTypeBytesMax);
+  if (s.ok() && key.size() > kKeyBytesMax) {
+    s = Status::InvalidArgument("fact key of " + std::to_string(key.size()) +
+                                " bytes is longer than the limit of " +
+                                std::to_string(kKeyBytesMax));
+  }
+  if (s.ok() && payload.empty()) s = Status::InvalidArgument("fact payload is empty");
+  if (s.ok()) s = CheckValue("fact payload", payload);
+  if (s.ok() && options.headers.size() > kHeaderCountMax) {
+    s = Status::InvalidArgument("fact has " + std::to_string(options.headers.size()) +
+                                " headers; the limit is " + std::to_string(kHeaderCountMax));
+  }
+  for (const auto& header : options.headers) {
+    if (!s.ok()) break;
+    s = ValidateName("header name", header.first, kTypeBytesMax);
+    if (s.ok()) s = CheckValue("header value", header.second);
+  }
+  if (s.ok() && options.deliver_at_ms < 0) {
+    s = Status::InvalidArgument("deliver_at_ms is negative");
+  }
+  if (s.ok() && !core_->IsDeclared(type)) {
+    s = Status::InvalidArgument("fact type '" + std::string(type) +
+                                "' is not declared (Engine::DeclareTypes)");
+  }
+  if (!s.ok()) return s;
+  std::string mapped_key;
+  if (const auto& extract = core_->options().key_from_payload) {
+    std::string error;
+    if (extract(type, payload, &mapped_key, &error)) {
+      key = mapped_key;
+    } else if (!error.empty()) {
+      return Status::InvalidArgument("fact of type '" + std::string(type) +
+                                     "': partition key: " + error);
+    }
+  }
+  Fact fact;
+  fact.partition = core_->PartitionFor(key);
+  fact.type = type;
+  fact.key = key;
+  fact.payload = payload;
+  fact.headers = options.headers;
+  fact.v = options.v;
+  fact.source = source;
+  fact.depth = depth;
+  fact.commit_ms = 0;  // stamped by the committer when the transaction commits
+  fact.deliver_at_ms = options.deliver_at_ms;
+  rep_->facts.push_back({fact.partition, options.deliver_at_ms, codec::EncodeFact(fact)});
+  rep_->bytes += bytes;
+  return Status::OK();
+}
+
+}  // namespace internal
+
+Status Txn::Emit(std::string_view type, std::string_view key, std::string_view payload,
+                 const EmitOptions& options) {
+  return internal::EmitWithOrigin(*this, type, key, payload, options, "", 0);
+}
+
+Status Txn::Get(std::string_view table, std::string_view key, std::string* value) const {
+  return core_->GetState(table, key, value);
+}
+
+Status Txn::Commit(CommitResult* result) {
+  Status s = CheckTxn(core_, rep_.get(), 0);
+  if (!s.ok()) return s;
+  rep_->committed = true;
+  if (rep_->writes.empty() && rep_->facts.empty()) {
+    if (result) *result = CommitResult();
+    return Status::OK();
+  }
+  s = core_->Commit(rep_.get());
+  if (result) *result = rep_->result;
+  return s;
+}
+
+Status Txn::CommitAsync(CommitCallback callback) {
+  Status s = CheckTxn(core_, rep_.get(), 0);
+  if (!s.ok()) return s;
+  if (!callback) return Status::InvalidArgument("CommitAsync needs a callback");
+  rep_->committed = true;
+  rep_->callback = std::move(callback);
+  TxnRep* rep = rep_.release();
+  s = core_->Commit(rep);
+  if (!s.ok()) {
+    // Not accepted: the callback will not run and the rep is ours again.
+    rep_.reset(rep);
+  }
+  return s;
+}
+
+}  // namespace wharf

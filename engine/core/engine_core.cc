@@ -1,0 +1,304 @@
+#include "engine/core/engine_core.h"
+
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/base/assert.h"
+#include "engine/store/codec.h"
+#include "engine/base/futex.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/scan.h"
+#include "engine/store/tables/state.h"
+
+namespace wharf::internal {
+
+namespace {
+
+// Offset of the first byte that does not start a well-formed UTF-8 sequence (overlong forms,
+// surrogates and code points above U+10FFFF included), or npos when `text` is valid UTF-8.
+size_t FirstInvalidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = [&](size_t at) { return static_cast<uint8_t>(text[at]); };
+    uint8_t lead = byte(i);
+    size_t length = lead < 0x80           ? 1
+                    : (lead >> 5) == 0x6  ? 2
+                    : (lead >> 4) == 0xe  ? 3
+                    : (lead >> 3) == 0x1e ? 4
+                                          : 0;
+    if (length == 0 || length > text.size() - i) return i;
+    uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
+    for (size_t k = 1; k < length; ++k) {
+      if ((byte(i + k) & 0xc0) != 0x80) return i;
+      code = (code << 6) | (byte(i + k) & 0x3f);
+    }
+    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kMinimum[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max) {
+  if (name.empty()) return Status::InvalidArgument(std::string(what) + " is empty");
+  if (name.size() > bytes_max) {
+    return Status::InvalidArgument(std::string(what) + " of " + std::to_string(name.size()) +
+                                   " bytes is longer than the limit of " +
+                                   std::to_string(bytes_max));
+  }
+  if (size_t at = name.find('\0'); at != std::string_view::npos) {
+    return Status::InvalidArgument(std::string(what) + " " + DescribeBytes(name) +
+                                   " contains a NUL byte (at byte " + std::to_string(at) +
+                                   "): names cannot hold one");
+  }
+  if (size_t at = FirstInvalidUtf8(name); at != std::string_view::npos) {
+    return Status::InvalidArgument(std::string(what) + " " + DescribeBytes(name) +
+                                   " is not valid UTF-8 (at byte " + std::to_string(at) + ")");
+  }
+  return Status::OK();
+}
+
+Status ValidateStateKey(std::string_view key) {
+  if (key.empty()) return Status::InvalidArgument("key is empty");
+  if (key.size() > kKeyBytesMax) {
+    return Status::InvalidArgument("key of " + std::to_string(key.size()) +
+                                   " bytes is longer than the limit of " +
+                                   std::to_string(kKeyBytesMax));
+  }
+  return Status::OK();
+}
+
+std::string DescribeBytes(std::string_view bytes) {
+  bool printable = FirstInvalidUtf8(bytes) == std::string_view::npos &&
+                   std::none_of(bytes.begin(), bytes.end(), [](char c) {
+                     return static_cast<uint8_t>(c) < 0x20 || c == 0x7f || c == '\'';
+                   });
+  if (printable) return "'" + std::string(bytes) + "'";
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex = "0x";
+  for (char c : bytes) {
+    hex.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
+    hex.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
+  }
+  return hex;
+}
+
+Status EngineCore::Open(const std::string& path, const EngineOptions& options,
+                        const StoreHooks& hooks, std::unique_ptr<Engine>* engine) {
+  if (options.queue_capacity == 0) return Status::InvalidArgument("queue_capacity must be >= 1");
+  if (options.group_facts_max == 0) return Status::InvalidArgument("group_facts_max must be >= 1");
+  std::shared_ptr<EngineCore> core(new EngineCore());
+  core->path_ = path;
+  core->options_ = options;
+  Status s = io::SyncBackend::Create(options.io, &core->backend_);
+  if (!s.ok()) return s;
+  s = Store::Open(path, options, hooks, &core->store_);
+  if (!s.ok()) return s;
+  core->options_.partitions = core->store_->partitions();
+  core->options_.ordering = core->store_->ordering();  // always set once open
+  for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
+  core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
+                                                 core->options_, core.get());
+  core->committer_->Start();
+  engine->reset(new Engine(std::move(core)));
+  return Status::OK();
+}
+
+EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
+
+Status EngineCore::Close() {
+  if (closed_.exchange(true)) return Status::OK();
+  // Queued commits finish first; then no reader may be inside the store while it closes.
+  if (committer_) committer_->Stop();
+  std::unique_lock lock(close_mutex_);
+  Status s = store_ ? store_->Close() : Status::OK();
+  backend_.reset();
+  return s;
+}
+
+Status EngineCore::CheckOpen() const {
+  return closed_.load() ? Status::Closed("engine is closed") : Status::OK();
+}
+
+int64_t EngineCore::NowMs() const {
+  if (options_.clock_ms) return options_.clock_ms();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status EngineCore::Commit(TxnRep* rep) {
+  // An async rep belongs to the committer once submitted (it may be deleted at once): decide
+  // everything about it before handing it over.
+  const bool async = static_cast<bool>(rep->callback);
+  if (!async && committer_->IsEngineThread()) {
+    return Status::InvalidArgument(
+        "Commit() called from a commit callback or engine thread would deadlock; use "
+        "CommitAsync()");
+  }
+  Status s = CheckOpen();
+  if (s.ok()) s = committer_->Submit(rep);
+  if (!s.ok() || async) return s;
+  FutexWait(&rep->done, 0);
+  return rep->status;
+}
+
+Status EngineCore::DeclareTypes(const std::vector<std::string>& types) {
+  auto txn = std::make_unique<TxnRep>();
+  for (const std::string& type : types) {
+    Status s = ValidateName("fact type", type, kTypeBytesMax);
+    if (!s.ok()) return s;
+    if (IsDeclared(type)) continue;
+    txn->writes.push_back({kMeta, false, tables::meta::TypeKey(type), codec::Seal("")});
+  }
+  if (txn->writes.empty()) return CheckOpen();
+  Status s = Commit(txn.get());
+  if (!s.ok()) return s;
+  std::unique_lock lock(types_mutex_);
+  for (const std::string& type : types) types_.insert(type);
+  return Status::OK();
+}
+
+bool EngineCore::IsDeclared(std::string_view type) const {
+  std::shared_lock lock(types_mutex_);
+  return types_.find(type) != types_.end();
+}
+
+std::vector<std::string> EngineCore::DeclaredTypes() const {
+  std::shared_lock lock(types_mutex_);
+  std::vector<std::string> types(types_.begin(), types_.end());
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
+uint32_t EngineCore::PartitionFor(std::string_view key) const {
+  if (!key.empty()) return codec::PartitionOfKey(key, options_.partitions);
+  if (options_.ordering != Ordering::kNone) return 0;
+  // Unkeyed facts of an unordered outbox are spread so that consumers can use every partition.
+  thread_local uint32_t next = 0;
+  return next++ % options_.partitions;
+}
+
+Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
+                             std::vector<Fact>* facts) const {
+  auto guard = ReadGuard();
+  Status s = CheckOpen();
+  if (!s.ok()) return s;
+  if (partition >= options_.partitions) {
+    return Status::InvalidArgument("partition " + std::to_string(partition) + " >= partitions " +
+                                   std::to_string(options_.partitions));
+  }
+  to_id = std::min(to_id, committer_->durable_lsn());
+  if (from_id > to_id || count_max == 0) return Status::OK();
+  // Bounded on both sides so tombstones of trimmed ranges are never scanned.
+  tables::Scan scan(store_->db(), store_->cf(kOutbox),
+                    tables::outbox::Range(partition, from_id, to_id));
+  for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
+    s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
+    if (!s.ok()) return s;
+  }
+  return FromRocks(scan.status(), "read outbox");
+}
+
+Status EngineCore::GetState(std::string_view table, std::string_view key, std::string* value,
+                            bool durable_only) const {
+  Status s = ValidateName("table name", table, kTableBytesMax);
+  if (s.ok()) s = ValidateStateKey(key);
+  if (!s.ok()) return s;
+  uint64_t seen_seq = 0;
+  {
+    auto guard = ReadGuard();
+    s = CheckOpen();
+    if (!s.ok()) return s;
+    s = store_->Get(kState, tables::state::Key(table, key), value);
+    // After the read: covers every group whose writes it could have seen (numbered before they
+    // reach RocksDB).
+    seen_seq = committer_->write_seq();
+  }
+  if (durable_only) {
+    // Outside the read guard: Close() waits for the committer, which may be what we wait for.
+    Status durable = committer_->WaitDurable(seen_seq);
+    if (!durable.ok()) {
+      value->clear();
+      return durable;
+    }
+  }
+  if (s.IsNotFound()) {
+    return Status::NotFound("no key " + DescribeBytes(key) + " in table '" + std::string(table) +
+                            "'");
+  }
+  return s;
+}
+
+void EngineCore::AddListener(DurableListener* listener) {
+  std::lock_guard lock(listeners_mutex_);
+  listeners_.push_back(listener);
+}
+
+void EngineCore::RemoveListener(DurableListener* listener) {
+  std::lock_guard lock(listeners_mutex_);
+  std::erase(listeners_, listener);
+}
+
+void EngineCore::AddLeaseWaker(const void* owner, std::function<void()> wake) {
+  std::lock_guard lock(lease_wakers_mutex_);
+  lease_wakers_.emplace_back(owner, std::move(wake));
+}
+
+void EngineCore::RemoveLeaseWaker(const void* owner) {
+  std::lock_guard lock(lease_wakers_mutex_);
+  std::erase_if(lease_wakers_, [owner](const auto& waker) { return waker.first == owner; });
+}
+
+void EngineCore::AttachConsumers(const std::vector<std::string>& ids) {
+  std::lock_guard lock(attached_consumers_mutex_);
+  attached_consumers_.insert(ids.begin(), ids.end());
+}
+
+void EngineCore::DetachConsumers(const std::vector<std::string>& ids) {
+  std::lock_guard lock(attached_consumers_mutex_);
+  for (const std::string& id : ids) {
+    auto it = attached_consumers_.find(id);
+    WHARF_ASSERT(it != attached_consumers_.end());  // detached only what it attached
+    attached_consumers_.erase(it);
+  }
+}
+
+std::multiset<std::string> EngineCore::AttachedConsumers() const {
+  std::lock_guard lock(attached_consumers_mutex_);
+  return attached_consumers_;
+}
+
+void EngineCore::WakeLeaseHolders(const void* except) {
+  std::lock_guard lock(lease_wakers_mutex_);
+  for (const auto& [owner, wake] : lease_wakers_) {
+    if (owner != except) wake();
+  }
+}
+
+void EngineCore::OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) {
+  std::lock_guard lock(listeners_mutex_);
+  if (listeners_.empty()) return;
+  durable_scratch_.clear();
+  for (const TxnRep* rep : reps) {
+    uint64_t lsn = rep->result.first_fact_id;
+    for (const FactOp& fact : rep->facts) {
+      if (fact.deliver_at_ms == 0) durable_scratch_.push_back({lsn, fact.partition, fact.record});
+      ++lsn;
+    }
+  }
+  for (DurableListener* listener : listeners_)
+    listener->OnFactsDurable(durable_lsn, durable_scratch_);
+}
+
+void EngineCore::OnGap(uint64_t durable_lsn) {
+  std::lock_guard lock(listeners_mutex_);
+  for (DurableListener* listener : listeners_) listener->OnGap(durable_lsn);
+}
+
+}  // namespace wharf::internal

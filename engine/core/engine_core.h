@@ -1,0 +1,156 @@
+// EngineCore: what an open Engine is made of (store, sync backend, committer, declared types) and
+// the internal surface the runtime and tools build on. Not part of the stable API.
+//
+// Thread safety: thread-safe. Close() waits for readers in flight (close_mutex_) and for every
+// queued commit; afterwards every call returns Closed.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/commit/committer.h"
+#include "engine/store/store.h"
+#include "engine/commit/txn_rep.h"
+#include "io/sync/sync_backend.h"
+#include "wharf/engine.h"
+
+namespace wharf::internal {
+
+// A fact that just became durable, as handed to listeners. Views are valid during the call only.
+struct DurableFact {
+  uint64_t lsn;
+  uint32_t partition;
+  std::string_view record;  // sealed (see codec::DecodeFact)
+};
+
+// Told about facts as they become durable (on the sync backend's thread; must be quick).
+class DurableListener {
+ public:
+  virtual ~DurableListener() = default;
+  virtual void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) = 0;
+  // Facts up to durable_lsn may be durable without having been announced (after recovery).
+  virtual void OnGap(uint64_t durable_lsn) = 0;
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+};
+
+class EngineCore : public DurableSink, public std::enable_shared_from_this<EngineCore> {
+ public:
+  static Status Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
+                     std::unique_ptr<Engine>* engine);
+  ~EngineCore() override;
+
+  Status Close();
+  // OK while open, else Closed. Callers that read the store hold a ReadGuard.
+  Status CheckOpen() const;
+  std::shared_lock<std::shared_mutex> ReadGuard() const { return std::shared_lock(close_mutex_); }
+
+  Store* store() const { return store_.get(); }
+  Committer* committer() const { return committer_.get(); }
+  const EngineOptions& options() const { return options_; }
+  const std::string& path() const { return path_; }
+  const char* io_backend() const { return backend_->name(); }
+  int64_t NowMs() const;
+  // What one transaction may carry (kTxnBytesMax; tests lower it to exercise the limit without
+  // allocating 64 MiB objects, whose page faults take seconds on small VMs).
+  size_t txn_bytes_max() const { return txn_bytes_max_.load(std::memory_order_relaxed); }
+  void SetTxnBytesMaxForTesting(size_t bytes) { txn_bytes_max_.store(bytes); }
+
+  // Hands a transaction to the committer and, unless it is async, waits for its outcome.
+  Status Commit(TxnRep* rep);
+  static TxnRep* RepOf(Txn& txn) { return txn.rep_.get(); }
+  static EngineCore* CoreOf(Txn& txn) { return txn.core_.get(); }
+  static std::unique_ptr<TxnRep>& MutableRepOf(Txn& txn) { return txn.rep_; }
+  Txn Begin() { return Txn(shared_from_this()); }
+
+  Status DeclareTypes(const std::vector<std::string>& types);
+  bool IsDeclared(std::string_view type) const;
+  std::vector<std::string> DeclaredTypes() const;
+
+  uint32_t PartitionFor(std::string_view key) const;
+  Status ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
+                   std::vector<Fact>* facts) const;
+  // Reads a state row. With `durable_only` (every read from outside a consumer) it then waits
+  // until every group the read could have seen is durable (Committer::WaitDurable), so it never
+  // returns state a crash could take back. Without it (a handler's Effects::Get) it returns what
+  // is written: the handler's own effects commit after it, so they are durable only with it.
+  Status GetState(std::string_view table, std::string_view key, std::string* value,
+                  bool durable_only = true) const;
+  static EngineCore* CoreOf(const Txn& txn) { return txn.core_.get(); }
+
+  void AddListener(DurableListener* listener);
+  void RemoveListener(DurableListener* listener);
+
+  // Consumer ids registered by the runtimes attached to this engine (a multiset: two runtimes may
+  // register the same id). A stored cursor whose consumer is in none of them is owned by no
+  // running runtime (renamed or retired; see the runtime's consumer-starts-at-zero warning).
+  void AttachConsumers(const std::vector<std::string>& ids);
+  void DetachConsumers(const std::vector<std::string>& ids);
+  std::multiset<std::string> AttachedConsumers() const;
+
+  // Runtime instances attached to this engine (all in this process: only one engine can hold the
+  // database) register a waker; when one releases leases or joins, the others look at the leases
+  // at once instead of at their next renewal.
+  void AddLeaseWaker(const void* owner, std::function<void()> wake);
+  void RemoveLeaseWaker(const void* owner);
+  void WakeLeaseHolders(const void* except);
+
+  // DurableSink
+  void OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) override;
+  void OnGap(uint64_t durable_lsn) override;
+
+ private:
+  EngineCore() = default;
+
+  std::string path_;
+  EngineOptions options_;
+  std::unique_ptr<io::SyncBackend> backend_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Committer> committer_;
+
+  std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};
+
+  mutable std::shared_mutex close_mutex_;
+  std::atomic<bool> closed_{false};
+
+  mutable std::shared_mutex types_mutex_;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> types_;
+
+  std::mutex listeners_mutex_;
+  std::vector<DurableListener*> listeners_;
+  std::vector<DurableFact> durable_scratch_;  // guarded by listeners_mutex_
+
+  mutable std::mutex attached_consumers_mutex_;
+  std::multiset<std::string> attached_consumers_;  // guarded by attached_consumers_mutex_
+
+  std::mutex lease_wakers_mutex_;
+  std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;
+};
+
+// Validation shared by Txn, the runtime and the admin functions.
+//
+// Names (fact types, table names, consumer ids, header names): 1..bytes_max bytes of valid UTF-8
+// without a NUL byte. They reach JSON output and metric labels (hence UTF-8), and travel through
+// the C ABI as NUL-terminated strings; table names and consumer ids also end at a 0x00 in the
+// store's keys (`table · 0x00 · key`, `consumer · 0x00 · partition`). InvalidArgument naming
+// `what` otherwise.
+Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max);
+// State keys: 1..kKeyBytesMax bytes, any bytes (NUL included: the table name before the 0x00
+// separator holds none, so the key after it needs no restriction).
+Status ValidateStateKey(std::string_view key);
+// Bytes for a message: 'text' when printable ASCII/UTF-8 without control bytes, else 0x + hex (so
+// that a binary key never cuts or garbles a C string or a terminal line).
+std::string DescribeBytes(std::string_view bytes);
+
+}  // namespace wharf::internal

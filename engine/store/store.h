@@ -1,0 +1,112 @@
+// Store: the only code that opens RocksDB. One database directory = one RocksDB instance with a
+// column family per kind of record (see engine/store/tables/ for keys and values) and a meta family
+// holding the format version, the outbox declaration, declared types and the last assigned LSN.
+//
+// Thread safety: the DB handle is thread-safe; Store itself is immutable after Open.
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/store/wal_check.h"
+#include "wharf/options.h"
+#include "wharf/status.h"
+
+namespace wharf::io {
+class DbDir;
+class WalFileSystem;
+class DurabilityObserver;
+}  // namespace wharf::io
+
+namespace wharf::internal {
+
+enum Cf : uint8_t { kOutbox = 0, kCursors, kLeases, kTimers, kDead, kState, kMeta, kCfCount };
+const char* CfName(Cf cf);
+
+inline constexpr uint32_t kFormatVersion = 1;
+
+Status FromRocks(const rocksdb::Status& status, const std::string& context);
+
+struct StoreHooks {
+  // Base file system under the WAL-aware wrapper (tests pass the fault-injecting one).
+  std::shared_ptr<rocksdb::FileSystem> base_fs;
+  io::DurabilityObserver* observer = nullptr;
+  // Non-null: a salvage open (engine/wal_check.h); it reports here what it found.
+  WalSalvage* salvage = nullptr;
+};
+
+// What Store::Open found in the directory before RocksDB opened it (engine/store_dir.cc).
+struct OpenPlan {
+  bool creating = false;               // a new database (or an interrupted creation, again)
+  std::optional<WalDamage> torn_tail;  // a torn WAL tail point-in-time recovery drops
+  WalSalvage* salvage = nullptr;       // a salvage open (StoreHooks::salvage)
+};
+
+class Store {
+ public:
+  // Opens or creates; checks and records the format version and the outbox declaration
+  // (partitions/ordering in `options` are resolved against what is stored).
+  static Status Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
+                     std::unique_ptr<Store>* store);
+  ~Store();
+
+  rocksdb::DB* db() const { return db_.get(); }
+  rocksdb::ColumnFamilyHandle* cf(Cf cf) const { return handles_[cf]; }
+  io::WalFileSystem* wal_fs() const { return wal_fs_.get(); }
+  uint32_t partitions() const { return partitions_; }
+  Ordering ordering() const { return ordering_; }
+  uint64_t recovered_last_lsn() const { return recovered_last_lsn_; }
+  // Which open of the database this is: leases granted under an earlier one are void (their
+  // holders cannot be alive, since only one engine can hold the database).
+  uint64_t open_epoch() const { return open_epoch_; }
+  const std::vector<std::string>& recovered_types() const { return recovered_types_; }
+
+  // Reads and unseals a value. NotFound when absent; Corruption on a bad envelope.
+  Status Get(Cf cf, const rocksdb::Slice& key, std::string* value) const;
+
+  // Makes RocksDB start a new WAL file (which takes the ready WAL spare) by flushing the meta
+  // family. Called on the spares' thread (and by tests). Returns false when it cannot now: the
+  // previous switch's flush is still running.
+  bool SwitchWal();
+  // Closes RocksDB. Memtables are not flushed (RocksDB's default): the next open replays the WAL
+  // they came from. After a successful close every WAL is synced and recorded as such
+  // (io/db_dir.h, clean close). Idempotent.
+  Status Close();
+
+  // Moves the id counter (meta last_lsn) up to `floor` if it is below, durably: ids up to it
+  // are never handed out again. Used after WAL records were dropped whose ids are unknown.
+  Status RaiseLastLsn(uint64_t floor);
+
+ private:
+  Store() = default;
+  Status LoadOrInitMeta(const EngineOptions& options, bool created);
+  Status BumpOpenEpoch();
+  // engine/store_dir.cc: the directory's lock and checks before RocksDB opens, and after.
+  Status PrepareDirectory(const std::string& path, const EngineOptions& options,
+                          const rocksdb::DBOptions& db_options, rocksdb::FileSystem* fs,
+                          OpenPlan* plan);
+  Status ExplainOpenFailure(const std::string& path, const OpenPlan& plan, Status failure) const;
+  Status FinishOpen(const OpenPlan& plan);
+  // Closes after a failed open; a failed creation leaves no file behind.
+  void AbandonOpen(const OpenPlan& plan);
+  // Writes the clean-close record when `clean`, then releases the directory.
+  void RecordClose(bool clean);
+
+  std::unique_ptr<io::DbDir> dir_;  // held from before RocksDB opens until after it closed
+  std::shared_ptr<io::WalFileSystem> wal_fs_;
+  std::unique_ptr<rocksdb::Env> env_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::array<rocksdb::ColumnFamilyHandle*, kCfCount> handles_{};
+  uint32_t partitions_ = 0;
+  Ordering ordering_ = Ordering::kPartition;
+  uint64_t recovered_last_lsn_ = 0;
+  uint64_t open_epoch_ = 0;
+  std::vector<std::string> recovered_types_;
+};
+
+}  // namespace wharf::internal

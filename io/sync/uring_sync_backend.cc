@@ -1,0 +1,321 @@
+#include "io/sync/uring_sync_backend.h"
+
+#include <liburing.h>
+// <linux/fs.h>, pulled in by liburing.h, defines BLOCK_SIZE; keep it from leaking any further.
+#undef BLOCK_SIZE
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "engine/base/thread_name.h"
+
+namespace wharf::io {
+namespace {
+
+// Entries of the submission queue, and the most syncs of a round in the kernel at once. liburing
+// sizes the completion queue at twice this, so completions can never overflow it.
+constexpr unsigned kDepth = 64;
+static_assert(kDepth > 0 && (kDepth & (kDepth - 1)) == 0, "io_uring rings are powers of two");
+
+// user_data of the NOP that wakes the reaper for shutdown; never the address of an Op.
+constexpr uint64_t kWakeReaper = ~uint64_t{0};
+
+// Thread-safe, unlike strerror.
+std::string ErrnoText(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
+
+const char* SetupHint(int error) {
+  switch (error) {
+    case EPERM:
+      return " (io_uring disabled by seccomp or sysctl kernel.io_uring_disabled?)";
+    case ENOSYS:
+      return " (kernel built without io_uring, or io_uring_setup blocked by seccomp?)";
+    case ENOMEM:
+      return " (RLIMIT_MEMLOCK too low for the ring? kernels before 5.12 charge it)";
+    case EMFILE:
+    case ENFILE:
+      return " (out of file descriptors)";
+    case EINVAL:
+      return " (kernel too old?)";
+    default:
+      return "";
+  }
+}
+
+// Sets up `ring` and checks the opcodes this backend uses. On failure `ring` is torn down again.
+Status InitRing(io_uring* ring) {
+  const int rc = io_uring_queue_init(kDepth, ring, 0);
+  if (rc < 0) {
+    return Status::NotSupported("io_uring_setup failed: " + ErrnoText(-rc) + SetupHint(-rc));
+  }
+  io_uring_probe* probe = io_uring_get_probe_ring(ring);
+  if (probe == nullptr) {
+    io_uring_queue_exit(ring);
+    return Status::NotSupported(
+        "io_uring cannot list its supported operations (kernel older than 5.6?)");
+  }
+  const bool supported = io_uring_opcode_supported(probe, IORING_OP_FSYNC) &&
+                         io_uring_opcode_supported(probe, IORING_OP_NOP);
+  io_uring_free_probe(probe);
+  if (!supported) {
+    io_uring_queue_exit(ring);
+    return Status::NotSupported("io_uring lacks IORING_OP_FSYNC on this kernel");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+struct UringSyncBackend::Impl {
+  struct Round;
+  enum class Kind : uint8_t { kDataSync, kSync, kNop };
+  // One entry of a round; its address is the user_data of its SQE.
+  struct Op {
+    Round* round;
+    int fd;
+    Kind kind;
+  };
+  struct Round {
+    std::vector<Op> ops;  // never resized once built: SQEs point into it
+    RoundCallback callback;
+    size_t next = 0;         // ops[next..] have not been issued yet
+    unsigned in_flight = 0;  // issued, completion not seen yet
+    int first_error = 0;
+    bool finished = false;  // the callback was taken; completions arriving later are stale
+  };
+
+  static void Record(Round* r, int error) {
+    if (r->first_error == 0) r->first_error = error;
+  }
+
+  bool Queue(Round* r, const Op* op);
+  bool Flush(Round* r);
+  void IssueMore(Round* r);
+  void FinishIfDone(Round* r, std::unique_lock<std::mutex>& lock);
+  void OnCompletion(Op* op, int res);
+  void Abandon(int error);
+  void Reap();
+
+  io_uring ring{};  // SQ side guarded by mu; the CQ side belongs to the reaper alone
+  std::mutex mu;
+  std::condition_variable idle;  // signalled when `round` becomes null
+  std::unique_ptr<Round> round;  // the round in flight, or null
+  bool stopping = false;         // the destructor runs: no new rounds
+  int broken = 0;                // errno that made the ring unusable; 0 while it works
+  bool reaper_gone = false;      // the reaper returned after a fatal wait error
+  // Rounds finished after the ring broke. Entries the kernel never consumed may still be submitted
+  // by the destructor's wake-up, and their completions must find live (finished) rounds.
+  std::vector<std::unique_ptr<Round>> retired;
+  std::thread reaper;
+};
+
+// Puts one SQE for `op` (null: the reaper's wake-up NOP) into the SQ. When the SQ is full, submits
+// what it holds and retries; false only when that submission failed (the ring is broken).
+bool UringSyncBackend::Impl::Queue(Round* r, const Op* op) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr && Flush(r)) sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) return false;
+  if (op == nullptr) {
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, kWakeReaper);
+    return true;
+  }
+  switch (op->kind) {
+    case Kind::kDataSync:
+      io_uring_prep_fsync(sqe, op->fd, IORING_FSYNC_DATASYNC);
+      break;
+    case Kind::kSync:
+      io_uring_prep_fsync(sqe, op->fd, 0);
+      break;
+    case Kind::kNop:
+      io_uring_prep_nop(sqe);
+      break;
+  }
+  io_uring_sqe_set_data(sqe, const_cast<Op*>(op));
+  return true;
+}
+
+// Hands every queued SQE to the kernel. On a fatal error marks the ring broken and takes the
+// entries the kernel did not consume out of r's count (they will never complete on their own).
+bool UringSyncBackend::Impl::Flush(Round* r) {
+  while (io_uring_sq_ready(&ring) > 0) {
+    const int rc = io_uring_submit(&ring);
+    if (rc > 0 || rc == -EINTR) continue;
+    if (rc == 0 || rc == -EAGAIN || rc == -EBUSY) {
+      // The kernel is short of request memory or completions are backed up. The reaper drains
+      // completions without taking mu, so waiting here with mu held still makes progress.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    broken = -rc;
+    if (r != nullptr) {
+      r->in_flight -= io_uring_sq_ready(&ring);
+      Record(r, broken);
+    }
+    return false;
+  }
+  return true;
+}
+
+// Issues r's next ops while fewer than kDepth are in the kernel, then submits. Ops that can no
+// longer be issued (broken ring) count as failed with the ring's error.
+void UringSyncBackend::Impl::IssueMore(Round* r) {
+  while (broken == 0 && r->next < r->ops.size() && r->in_flight < kDepth) {
+    if (!Queue(r, &r->ops[r->next])) break;
+    ++r->next;
+    ++r->in_flight;
+  }
+  if (broken == 0) Flush(r);
+  if (broken != 0 && r->next < r->ops.size()) {
+    Record(r, broken);
+    r->next = r->ops.size();
+  }
+}
+
+// When every op of r has completed, retires r and runs its callback (after releasing `lock`, so
+// that the callback may submit the next round).
+void UringSyncBackend::Impl::FinishIfDone(Round* r, std::unique_lock<std::mutex>& lock) {
+  if (r->in_flight != 0 || r->next < r->ops.size()) return;
+  r->finished = true;
+  const int error = r->first_error;
+  RoundCallback callback = std::move(r->callback);
+  std::unique_ptr<Round> done = std::move(round);
+  if (broken != 0) retired.push_back(std::move(done));
+  idle.notify_all();
+  lock.unlock();
+  done.reset();
+  callback(error);
+}
+
+void UringSyncBackend::Impl::OnCompletion(Op* op, int res) {
+  std::unique_lock lock(mu);
+  Round* r = op->round;
+  if (r->finished) return;  // an entry given up when the ring broke, submitted after all
+  // An interrupted or refused sync says nothing about the disk: issue the same one again.
+  const bool retry = res == -EINTR || res == -EAGAIN;
+  if (!retry || broken != 0 || !Queue(r, op)) {
+    --r->in_flight;
+    if (res < 0) Record(r, -res);
+  }
+  IssueMore(r);
+  FinishIfDone(r, lock);
+}
+
+// The completion queue cannot be waited on any more: the round in flight fails with `error` (its
+// syncs may or may not have happened, so it must not count as durable).
+void UringSyncBackend::Impl::Abandon(int error) {
+  std::unique_lock lock(mu);
+  broken = error;
+  reaper_gone = true;
+  if (round == nullptr) return;
+  Round* r = round.get();
+  Record(r, error);
+  r->in_flight = 0;
+  r->next = r->ops.size();
+  FinishIfDone(r, lock);
+}
+
+void UringSyncBackend::Impl::Reap() {
+  for (;;) {
+    io_uring_cqe* cqe = nullptr;
+    const int rc = io_uring_wait_cqe(&ring, &cqe);
+    if (rc == -EINTR) continue;
+    if (rc < 0) {
+      Abandon(-rc);
+      return;
+    }
+    const uint64_t data = cqe->user_data;
+    const int res = cqe->res;
+    io_uring_cqe_seen(&ring, cqe);
+    if (data == kWakeReaper) return;
+    OnCompletion(reinterpret_cast<Op*>(data), res);
+  }
+}
+
+Status UringSyncBackend::Probe() {
+  io_uring ring{};
+  Status status = InitRing(&ring);
+  if (status.ok()) io_uring_queue_exit(&ring);
+  return status;
+}
+
+Status UringSyncBackend::Create(std::unique_ptr<SyncBackend>* backend) {
+  auto impl = std::make_unique<Impl>();
+  Status status = InitRing(&impl->ring);
+  if (!status.ok()) return status;
+  Impl* raw = impl.get();
+  impl->reaper = std::thread([raw] {
+    NameThisThread("wharf-uring");
+    raw->Reap();
+  });
+  backend->reset(new UringSyncBackend(std::move(impl)));
+  return Status::OK();
+}
+
+UringSyncBackend::UringSyncBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+UringSyncBackend::~UringSyncBackend() {
+  Impl& im = *impl_;
+  std::unique_lock lock(im.mu);
+  // Refuse new rounds first, so a callback that keeps resubmitting cannot delay shutdown forever.
+  im.stopping = true;
+  im.idle.wait(lock, [&im] { return im.round == nullptr; });
+  // The reaper sleeps in io_uring_wait_cqe, which only a completion ends.
+  const bool woken = im.reaper_gone || (im.Queue(nullptr, nullptr) && im.Flush(nullptr));
+  lock.unlock();
+  if (!woken) {
+    // The ring refused the wake-up (it broke earlier), so the reaper can never return. Leaking it
+    // with its ring beats hanging the caller forever.
+    im.reaper.detach();
+    static_cast<void>(impl_.release());
+    return;
+  }
+  // The last callback may still be running on the reaper; join waits for it.
+  im.reaper.join();
+  io_uring_queue_exit(&im.ring);
+}
+
+Status UringSyncBackend::Submit(std::vector<SyncOp> ops, RoundCallback callback) {
+  if (!callback) return Status::InvalidArgument("SyncBackend::Submit: empty callback");
+  auto round = std::make_unique<Impl::Round>();
+  Impl::Round* r = round.get();
+  r->callback = std::move(callback);
+  if (ops.empty()) {
+    // A NOP carries the empty round through the ring, so its callback too runs on the reaper.
+    r->ops.push_back({r, -1, Impl::Kind::kNop});
+  } else {
+    r->ops.reserve(ops.size());
+    for (const SyncOp& op : ops) {
+      r->ops.push_back({r, op.fd, op.data_only ? Impl::Kind::kDataSync : Impl::Kind::kSync});
+    }
+  }
+
+  Impl& im = *impl_;
+  std::lock_guard lock(im.mu);
+  if (im.stopping) return Status::Closed("io_uring sync backend is shutting down");
+  if (im.broken != 0) return Status::IOError("io_uring ring is unusable: " + ErrnoText(im.broken));
+  if (im.round != nullptr) {
+    return Status::Internal("SyncBackend::Submit while a round is in flight");
+  }
+  im.round = std::move(round);
+  im.IssueMore(r);
+  // Completions are handled under mu, so none can have come yet: in_flight == 0 means nothing
+  // reached the kernel and no callback would ever run. Refuse the round instead.
+  if (r->in_flight == 0) {
+    r->finished = true;
+    im.retired.push_back(std::move(im.round));
+    return Status::IOError("io_uring_submit failed: " + ErrnoText(im.broken));
+  }
+  return Status::OK();
+}
+
+}  // namespace wharf::io
