@@ -12,8 +12,8 @@
 #include "bench/producer_driver.h"
 #include "bench/w1_append.h"
 #include "bench/w1_shape.h"
-#include "engine/store/codec.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
 

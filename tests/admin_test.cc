@@ -7,13 +7,13 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/store/codec.h"
+#include "engine/commit/txn_rep.h"
 #include "engine/core/engine_core.h"
 #include "engine/runtime/runtime_impl.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/outbox.h"
-#include "engine/commit/txn_rep.h"
 #include "test_util.h"
 #include "wharf/runtime.h"
 

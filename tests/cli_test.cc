@@ -17,14 +17,14 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/store/codec.h"
+#include "engine/commit/txn_rep.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/leases.h"
 #include "engine/store/tables/meta.h"
-#include "engine/commit/txn_rep.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/runtime.h"

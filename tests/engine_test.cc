@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/store/codec.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "engine/store/inspect.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/meta.h"

@@ -12,8 +12,8 @@
 #include <set>
 #include <thread>
 
-#include "engine/store/codec.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/state.h"

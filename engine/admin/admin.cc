@@ -18,8 +18,8 @@
 #include <optional>
 
 #include "engine/base/assert.h"
-#include "engine/store/codec.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/outbox.h"

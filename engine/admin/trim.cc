@@ -26,8 +26,8 @@
 #include <map>
 
 #include "engine/base/assert.h"
-#include "engine/store/codec.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/scan.h"

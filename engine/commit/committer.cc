@@ -7,12 +7,12 @@
 #include <cstdio>
 
 #include "engine/base/assert.h"
-#include "engine/store/codec.h"
 #include "engine/base/futex.h"
+#include "engine/base/thread_name.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/timers.h"
-#include "engine/base/thread_name.h"
 #include "io/wal/wal_fs.h"
 
 namespace wharf::internal {

@@ -44,8 +44,8 @@
 #include <vector>
 
 #include "engine/commit/mpsc_queue.h"
-#include "engine/store/store.h"
 #include "engine/commit/txn_rep.h"
+#include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 
 namespace wharf::internal {

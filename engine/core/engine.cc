@@ -1,8 +1,8 @@
 // Engine and Txn: the public C++ surface over EngineCore.
 #include "wharf/engine.h"
 
-#include "engine/store/codec.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/state.h"
 
 namespace wharf {

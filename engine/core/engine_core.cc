@@ -6,8 +6,8 @@
 #include <chrono>
 
 #include "engine/base/assert.h"
-#include "engine/store/codec.h"
 #include "engine/base/futex.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/scan.h"

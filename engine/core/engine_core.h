@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "engine/commit/committer.h"
-#include "engine/store/store.h"
 #include "engine/commit/txn_rep.h"
+#include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/engine.h"
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <exception>
 
-#include "engine/store/codec.h"
 #include "engine/runtime/runtime_impl.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 

@@ -8,13 +8,13 @@
 #include <random>
 #include <set>
 
-#include "engine/store/codec.h"
+#include "engine/base/thread_name.h"
 #include "engine/runtime/runtime_impl.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/timers.h"
-#include "engine/base/thread_name.h"
 
 namespace wharf {
 

@@ -28,11 +28,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/store/codec.h"
-#include "engine/core/engine_core.h"
 #include "engine/commit/mpsc_queue.h"
-#include "engine/store/tables/leases.h"
+#include "engine/core/engine_core.h"
 #include "engine/runtime/tail_cache.h"
+#include "engine/store/codec.h"
+#include "engine/store/tables/leases.h"
 #include "wharf/admin.h"
 #include "wharf/runtime.h"
 

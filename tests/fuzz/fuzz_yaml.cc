@@ -1,6 +1,6 @@
-// Fuzz target: the declarative YAML loader (engine/declarative/): parse, validate, prove, and the keyed
-// partitioning hook of whatever model results. Every error must carry a position inside the text
-// (or 0:0 for the whole file), and nothing may hang or grow without bound.
+// Fuzz target: the declarative YAML loader (engine/declarative/): parse, validate, prove, and the
+// keyed partitioning hook of whatever model results. Every error must carry a position inside the
+// text (or 0:0 for the whole file), and nothing may hang or grow without bound.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "engine/store/codec.h"
+#include "engine/commit/txn_rep.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/leases.h"
-#include "engine/commit/txn_rep.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "wharf/admin.h"
