@@ -67,11 +67,11 @@ struct Committer::Round {
 };
 
 Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
-                     DurableSink* sink)
+                     DurableListener* listener)
     : store_(store),
       backend_(backend),
       options_(options),
-      sink_(sink),
+      listener_(listener),
       queue_(options.queue_capacity + kDequeueMax) {
   next_lsn_ = store->recovered_last_lsn() + 1;
   last_lsn_ = store->recovered_last_lsn();
@@ -313,7 +313,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     if (options_.durability == Durability::kBuffered) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
       PublishDurable(group.seq);
-      sink_->OnDurable(group.last_lsn, group.reps);
+      AnnounceDurable(group);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
       std::lock_guard lock(sync_mu_);
@@ -529,7 +529,7 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
   for (const Group& group : round->groups) {
     if (status.ok()) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
-      sink_->OnDurable(group.last_lsn, group.reps);
+      AnnounceDurable(group);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
       FinishAll(group.reps,
@@ -549,6 +549,22 @@ void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status
     rep->result = CommitResult();
     Finish(rep);
   }
+}
+
+void Committer::AnnounceDurable(const Group& group) {
+  // Per thread: announcements come from the backend's thread, the committer's or an inline
+  // committer's, never two at once on one thread.
+  thread_local std::vector<DurableFact> facts;
+  facts.clear();
+  for (const TxnRep* rep : group.reps) {
+    uint64_t lsn = rep->result.first_fact_id;
+    for (const FactOp& fact : rep->facts) {
+      if (fact.deliver_at_ms == 0) facts.push_back({lsn, fact.partition, fact.record});
+      ++lsn;
+    }
+    WHARF_DASSERT(rep->facts.empty() || lsn - 1 <= group.last_lsn);
+  }
+  listener_->OnFactsDurable(group.last_lsn, facts);
 }
 
 void Committer::Finish(TxnRep* rep) {
@@ -619,7 +635,7 @@ Status Committer::Recover() {
   last_recover_at_ = {};
   durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
   PublishDurable(write_seq_.load());  // every group written so far is in synced tables now
-  sink_->OnGap(last_lsn_.load());
+  listener_->OnGap(last_lsn_.load());
   return Status::OK();
 }
 

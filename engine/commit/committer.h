@@ -43,24 +43,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/commit/durable_listener.h"
 #include "engine/commit/mpsc_queue.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 
 namespace wharf::internal {
-
-// Told when transactions became durable, before their waiters are acknowledged. Runs on the sync
-// backend's thread (or the committer's, in buffered mode); must be quick.
-class DurableSink {
- public:
-  virtual ~DurableSink() = default;
-  virtual void OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) = 0;
-  // After recovery from a failed write, facts up to `durable_lsn` may be durable without having
-  // passed through OnDurable (their commits reported an unknown outcome): caches must not assume
-  // they saw every durable fact.
-  virtual void OnGap(uint64_t durable_lsn) = 0;
-};
 
 struct CommitterStats {
   uint64_t commits = 0;
@@ -74,7 +63,7 @@ struct CommitterStats {
 class Committer {
  public:
   Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
-            DurableSink* sink);
+            DurableListener* listener);
   ~Committer();
 
   void Start();
@@ -134,6 +123,8 @@ class Committer {
   // For a reader that found the committer failed: recovers now (as the next commit would) unless
   // a round is still in flight. OK when recovered or not ours to do yet.
   Status RecoverForRead();
+  // Tells the listener that `group` is durable (before its waiters are acknowledged).
+  void AnnounceDurable(const Group& group);
   void Finish(TxnRep* rep);
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
   // After a failure: resumes RocksDB and flushes every memtable (at most every 100 ms, and only
@@ -143,7 +134,7 @@ class Committer {
   Store* const store_;
   io::SyncBackend* const backend_;
   const EngineOptions options_;
-  DurableSink* const sink_;
+  DurableListener* const listener_;
 
   MpscQueue<TxnRep*> queue_;
   // Few spins before sleeping: on two cores a long spin steals the CPU from the producers whose

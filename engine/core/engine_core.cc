@@ -281,19 +281,9 @@ void EngineCore::WakeLeaseHolders(const void* except) {
   }
 }
 
-void EngineCore::OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) {
+void EngineCore::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) {
   std::lock_guard lock(listeners_mutex_);
-  if (listeners_.empty()) return;
-  durable_scratch_.clear();
-  for (const TxnRep* rep : reps) {
-    uint64_t lsn = rep->result.first_fact_id;
-    for (const FactOp& fact : rep->facts) {
-      if (fact.deliver_at_ms == 0) durable_scratch_.push_back({lsn, fact.partition, fact.record});
-      ++lsn;
-    }
-  }
-  for (DurableListener* listener : listeners_)
-    listener->OnFactsDurable(durable_lsn, durable_scratch_);
+  for (DurableListener* listener : listeners_) listener->OnFactsDurable(durable_lsn, facts);
 }
 
 void EngineCore::OnGap(uint64_t durable_lsn) {

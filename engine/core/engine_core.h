@@ -24,28 +24,14 @@
 
 namespace wharf::internal {
 
-// A fact that just became durable, as handed to listeners. Views are valid during the call only.
-struct DurableFact {
-  uint64_t lsn;
-  uint32_t partition;
-  std::string_view record;  // sealed (see codec::DecodeFact)
-};
-
-// Told about facts as they become durable (on the sync backend's thread; must be quick).
-class DurableListener {
- public:
-  virtual ~DurableListener() = default;
-  virtual void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) = 0;
-  // Facts up to durable_lsn may be durable without having been announced (after recovery).
-  virtual void OnGap(uint64_t durable_lsn) = 0;
-};
-
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
 };
 
-class EngineCore : public DurableSink, public std::enable_shared_from_this<EngineCore> {
+// The engine core is the committer's DurableListener and fans each notice out to the listeners
+// attached to it (runtimes).
+class EngineCore : public DurableListener, public std::enable_shared_from_this<EngineCore> {
  public:
   static Status Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
                      std::unique_ptr<Engine>* engine);
@@ -106,8 +92,8 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
   void RemoveLeaseWaker(const void* owner);
   void WakeLeaseHolders(const void* except);
 
-  // DurableSink
-  void OnDurable(uint64_t durable_lsn, const std::vector<TxnRep*>& reps) override;
+  // DurableListener (the committer's): tells every attached listener.
+  void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) override;
   void OnGap(uint64_t durable_lsn) override;
 
  private:
@@ -129,7 +115,6 @@ class EngineCore : public DurableSink, public std::enable_shared_from_this<Engin
 
   std::mutex listeners_mutex_;
   std::vector<DurableListener*> listeners_;
-  std::vector<DurableFact> durable_scratch_;  // guarded by listeners_mutex_
 
   mutable std::mutex attached_consumers_mutex_;
   std::multiset<std::string> attached_consumers_;  // guarded by attached_consumers_mutex_

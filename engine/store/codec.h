@@ -45,9 +45,14 @@ void PutString16(std::string* dst, std::string_view text);
 // Appends the envelope header for `body` and then `body`.
 void Seal(std::string_view body, std::string* dst);
 std::string Seal(std::string_view body);
+// Whether a decoder verifies a record's checksum. kTrusted is only for bytes that never left this
+// process's memory since they were sealed (a durable notice of the producer's own record).
+enum class Verify : uint8_t { kChecksum, kTrusted };
+
 // Verifies version (1 or 2) and checksum; on success *body views into `sealed` and *version (if
 // not null) is the record's format version.
-Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version = nullptr);
+Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version = nullptr,
+              Verify verify = Verify::kChecksum);
 // Seals in place: `record` was built with kEnvelopeBytes of room at the front (see FactEncoder).
 void SealInPlace(std::string* record);
 
@@ -55,8 +60,8 @@ void SealInPlace(std::string* record);
 std::string EncodeFact(const Fact& fact);
 // Rewrites the commit_ms of a sealed version-2 fact record, updating its checksum in O(1).
 void StampCommitMs(std::string* record, int64_t commit_ms);
-// Decodes a sealed record (checksum verified). `id` is left to the caller.
-Status DecodeFact(std::string_view sealed, Fact* fact);
+// Decodes a sealed record (checksum verified unless kTrusted). `id` is left to the caller.
+Status DecodeFact(std::string_view sealed, Fact* fact, Verify verify = Verify::kChecksum);
 
 // xxh3_64 of the key modulo `partitions`.
 uint32_t PartitionOfKey(std::string_view key, uint32_t partitions);
