@@ -71,8 +71,6 @@ struct CommitterStats {
   uint64_t failures = 0;
 };
 
-inline constexpr int kWakeSpins = 100;
-
 class Committer {
  public:
   Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,

@@ -19,6 +19,9 @@
 
 namespace wharf::internal {
 
+// Spins before a LightweightSemaphore waiting for a hand-off blocks in the kernel.
+inline constexpr int kWakeSpins = 100;
+
 #if defined(__SANITIZE_THREAD__)
 
 template <typename T>

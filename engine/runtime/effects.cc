@@ -1,6 +1,7 @@
 // Effects: what projection and reaction handlers write, forwarded to the batch's transaction.
+#include "engine/runtime/effects.h"
+
 #include "engine/base/assert.h"
-#include "engine/runtime/runtime_impl.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/state.h"
 

@@ -1,9 +1,14 @@
 // Lane processing: collect a batch, run handlers under the failure policy, commit effects and the
 // cursor advance atomically, and apply the commit's outcome.
+#include "engine/runtime/lane.h"
+
 #include <algorithm>
 #include <exception>
 
-#include "engine/runtime/runtime_impl.h"
+#include "engine/base/assert.h"
+#include "engine/core/engine_core.h"
+#include "engine/runtime/effects.h"
+#include "engine/runtime/leases.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
@@ -29,10 +34,22 @@ namespace {
 // Facts read per partition per batch, at most (taken or skipped).
 constexpr size_t kReadChunkMin = 64;
 
-void Truncate(TxnRep* rep, size_t writes, size_t facts, size_t bytes) {
-  rep->writes.resize(writes);
-  rep->facts.resize(facts);
-  rep->bytes = bytes;
+}  // namespace
+
+// The size of a transaction before a fact's effects: what Truncate() restores.
+struct TxnMark {
+  size_t writes = 0;
+  size_t facts = 0;
+  size_t bytes = 0;
+};
+
+namespace {
+
+void Truncate(TxnRep* rep, const TxnMark& mark) {
+  WHARF_DASSERT(rep->writes.size() >= mark.writes && rep->facts.size() >= mark.facts);
+  rep->writes.resize(mark.writes);
+  rep->facts.resize(mark.facts);
+  rep->bytes = mark.bytes;
 }
 
 const char* OutcomeTraceName(Outcome outcome) {
@@ -41,45 +58,87 @@ const char* OutcomeTraceName(Outcome outcome) {
 
 }  // namespace
 
-bool RuntimeImpl::HasWork(const Lane& lane) const {
-  if (lane.poison_id != 0) return true;
-  const uint64_t wanted = lane.wanted_to.load(std::memory_order_acquire);
-  for (size_t i = 0; i < lane.partitions.size(); ++i) {
-    if (wanted > lane.scanned_to[i] && cache_->high(lane.partitions[i]) > lane.scanned_to[i]) {
+Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t> partitions)
+    : context_(context), consumer_(consumer), partitions_(std::move(partitions)) {
+  WHARF_ASSERT(consumer_->durable() && !partitions_.empty());
+  const size_t n = partitions_.size();
+  position_.assign(n, 0);
+  persisted_.assign(n, 0);
+  persisted_bytes_.assign(n, std::nullopt);
+  scanned_to_.assign(n, 0);
+  pending_position_.assign(n, 0);
+  pending_scanned_.assign(n, 0);
+}
+
+void Lane::BeginBatch() {
+  batch_owned_ = consumer_->owned.load();
+  batch_epoch_ = consumer_->epoch.load();
+}
+
+void Lane::BackOff() {
+  backoff_ms_ = backoff_ms_ == 0 ? context_.options->backoff_initial_ms
+                                 : std::min(backoff_ms_ * 2, context_.options->backoff_max_ms);
+  retry_at_ms_ = SteadyMs() + backoff_ms_;
+}
+
+size_t Lane::IndexOf(uint32_t partition) const {
+  auto it = std::find(partitions_.begin(), partitions_.end(), partition);
+  WHARF_ASSERT(it != partitions_.end());  // a lane reads only its own partitions
+  return static_cast<size_t>(it - partitions_.begin());
+}
+
+bool Lane::ReloadIfReacquired() {
+  uint64_t generation = consumer_->generation.load();
+  if (loaded_generation_ == generation) return true;
+  Status s = LoadCursors();
+  if (!s.ok()) {
+    (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0, s.ToString());
+    retry_at_ms_ = SteadyMs() + context_.options->backoff_max_ms;
+    return false;
+  }
+  loaded_generation_ = generation;
+  return true;
+}
+
+bool Lane::HasWork() const {
+  if (poison_id_ != 0) return true;
+  const uint64_t wanted = wanted_to_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (wanted > scanned_to_[i] && context_.cache->high(partitions_[i]) > scanned_to_[i]) {
       return true;
     }
   }
   return false;
 }
 
-bool RuntimeImpl::HasUnscanned(const Lane& lane) const {
-  if (lane.poison_id != 0) return true;
-  for (size_t i = 0; i < lane.partitions.size(); ++i) {
-    if (cache_->high(lane.partitions[i]) > lane.scanned_to[i]) return true;
+bool Lane::HasUnscanned() const {
+  if (poison_id_ != 0) return true;
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (context_.cache->high(partitions_[i]) > scanned_to_[i]) return true;
   }
   return false;
 }
 
-void RuntimeImpl::Want(Lane* lane, uint64_t fact_id) {
-  uint64_t current = lane->wanted_to.load(std::memory_order_relaxed);
+void Lane::Want(uint64_t fact_id) {
+  uint64_t current = wanted_to_.load(std::memory_order_relaxed);
   while (current < fact_id &&
-         !lane->wanted_to.compare_exchange_weak(current, fact_id, std::memory_order_release)) {
+         !wanted_to_.compare_exchange_weak(current, fact_id, std::memory_order_release)) {
   }
 }
 
-Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr>* entries) {
-  const uint64_t durable = core_->committer()->durable_lsn();
+Status Lane::CollectBatch(uint32_t limit, std::vector<FactPtr>* entries) {
+  const uint64_t durable = context_.core->committer()->durable_lsn();
   const size_t chunk = std::max<size_t>(kReadChunkMin, limit);
   uint64_t cutoff = durable;
-  for (size_t i = 0; i < lane->partitions.size(); ++i) {
-    uint32_t partition = lane->partitions[i];
-    uint64_t from = lane->position[i] + 1;
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    uint32_t partition = partitions_[i];
+    uint64_t from = position_[i] + 1;
     uint64_t covered = 0;
-    if (!cache_->Read(partition, from, durable, chunk, entries, &covered)) {
+    if (!context_.cache->Read(partition, from, durable, chunk, entries, &covered)) {
       // One allocation for the chunk: each entry shares the vector's ownership (aliasing).
       auto facts = std::make_shared<std::vector<Fact>>();
       facts->reserve(chunk);
-      Status s = core_->ReadFacts(partition, from, durable, chunk, facts.get());
+      Status s = context_.core->ReadFacts(partition, from, durable, chunk, facts.get());
       if (!s.ok()) return s;
       for (const Fact& fact : *facts) entries->push_back(FactPtr(facts, &fact));
       covered = facts->size() == chunk ? facts->back().id : durable;
@@ -87,7 +146,7 @@ Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr
     cutoff = std::min(cutoff, covered);
   }
   // Merge the partitions (global ordering) and keep what every partition is complete up to.
-  if (lane->partitions.size() > 1) {
+  if (partitions_.size() > 1) {
     std::sort(entries->begin(), entries->end(),
               [](const FactPtr& a, const FactPtr& b) { return a->id < b->id; });
   }
@@ -97,14 +156,14 @@ Status RuntimeImpl::CollectBatch(Lane* lane, uint32_t limit, std::vector<FactPtr
   // Stop after `limit` facts the consumer takes.
   uint32_t taken = 0;
   for (size_t i = 0; i < entries->size(); ++i) {
-    if (lane->consumer->Takes(*(*entries)[i]) && ++taken == limit) {
+    if (consumer_->Takes(*(*entries)[i]) && ++taken == limit) {
       if (i + 1 < entries->size()) cutoff = (*entries)[i]->id;
       entries->resize(i + 1);
       break;
     }
   }
-  for (size_t i = 0; i < lane->partitions.size(); ++i) {
-    lane->pending_scanned[i] = std::max(lane->scanned_to[i], cutoff);
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    pending_scanned_[i] = std::max(scanned_to_[i], cutoff);
   }
   return Status::OK();
 }
@@ -132,173 +191,189 @@ std::string Bounded(std::string text) {
 
 }  // namespace
 
-bool RuntimeImpl::RunBatch(Lane* lane, bool blocking) {
-  Consumer* consumer = lane->consumer;
-  uint64_t furthest = *std::max_element(lane->position.begin(), lane->position.end());
-  uint32_t limit = furthest < lane->single_until ? 1 : consumer->batch_facts;
-  BeginBatch(lane);
-  std::vector<FactPtr> entries;
-  Status s = CollectBatch(lane, limit, &entries);
-  if (!s.ok()) {
-    Trace(TraceEvent::Level::kError, "read-failed", consumer, 0, s.ToString());
-    lane->retry_at_ms = SteadyMs() + options_.backoff_max_ms;
-    return false;
+// What a handler call produced.
+struct HandlerCall {
+  Outcome outcome = Outcome::kFailed;
+  std::string error;  // the handler threw
+  std::string given;  // the reason it gave (SetFailureReason)
+  bool batch_full = false;
+  std::string failure_name;  // an effect the store refused ("store-rejected", ...)
+  Status failure;
+  // What the handler said, else the throw, else what it returned.
+  std::string Reason(const char* fallback) const {
+    return Bounded(!given.empty() ? given : !error.empty() ? error : std::string(fallback));
   }
-  lane->pending_position = lane->position;
-  if (entries.empty()) {
-    lane->scanned_to = lane->pending_scanned;
-    return false;
-  }
+};
 
-  Txn txn = core_->Begin();
-  TxnRep* rep = EngineCore::RepOf(txn);
+HandlerCall Lane::CallHandler(const Fact& fact, Txn* txn) {
+  HandlerCall call;
+  EffectsImpl effects_impl(txn, consumer_, &fact);
+  try {
+    ReasonScope scope(&call.given);
+    if (consumer_->kind == ConsumerKind::kSubscriber) {
+      call.outcome = consumer_->subscribe(fact);
+    } else {
+      Effects effects = effects_impl.MakeEffects();
+      call.outcome = consumer_->project(fact, effects);
+    }
+  } catch (const std::exception& e) {
+    call.error = std::string("handler threw: ") + e.what();
+  } catch (...) {
+    call.error = "handler threw a non-standard exception";
+  }
+  call.batch_full = effects_impl.batch_full();
+  call.failure_name = effects_impl.failure_name();
+  call.failure = effects_impl.failure();
+  return call;
+}
+
+Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
+  TxnRep* rep = EngineCore::RepOf(*txn);
+  if (fact.id == poison_id_) {
+    // Committed alone, the store still refused this fact's effects: settle it without them.
+    std::string reason = "the store refused this fact's effects (" + poison_reason_ +
+                         "); it is settled as failed without them";
+    AddDeadLetter(rep, fact, "store-rejected", reason, /*counted=*/false);
+    (*context_.trace)(TraceEvent::Level::kWarning, "store-rejected", consumer_, fact.id,
+                      std::move(reason));
+    return Step::kPassed;
+  }
+  const TxnMark mark{rep->writes.size(), rep->facts.size(), rep->bytes};
+  const HandlerCall call = CallHandler(fact, txn);
+  if (call.batch_full) {
+    // Earlier facts of the batch filled the transaction: commit them, run this one next.
+    Truncate(rep, mark);
+    return Step::kBatchFull;
+  }
+  const bool threw = !call.error.empty();
+  if (consumer_->kind == ConsumerKind::kSubscriber) {
+    if (call.outcome == Outcome::kHandled && !threw) return Step::kPassed;
+    if (call.outcome == Outcome::kRejected && !threw) {
+      return SettleFailed(rep, mark, fact, "handler-rejected", call.Reason("rejected"));
+    }
+    (*context_.trace)(TraceEvent::Level::kWarning, "subscriber-failed", consumer_, fact.id,
+                      call.Reason(call.outcome == Outcome::kRetry ? "retry" : "failed"));
+    return Step::kRetryLater;
+  }
+  if (call.outcome == Outcome::kHandled && !threw && call.failure_name.empty()) {
+    return Step::kPassed;
+  }
+  Truncate(rep, mark);  // a failed fact's effects are not applied
+  if (call.outcome == Outcome::kRetry && !threw) {
+    (*context_.trace)(TraceEvent::Level::kInfo, "handler-retry", consumer_, fact.id,
+                      call.Reason("retry requested"));
+    return Step::kRetryLater;
+  }
+  if (!call.failure_name.empty()) {
+    return SettleFailed(rep, mark, fact, call.failure_name, Bounded(call.failure.ToString()));
+  }
+  return SettleFailed(rep, mark, fact, OutcomeTraceName(call.outcome),
+                      call.Reason(call.outcome == Outcome::kRejected ? "rejected" : "failed"));
+}
+
+Lane::Step Lane::SettleFailed(TxnRep* rep, const TxnMark& mark, const Fact& fact,
+                              const std::string& name, std::string reason) {
+  if (!AddDeadLetter(rep, fact, name, reason)) {
+    Truncate(rep, mark);
+    return Step::kBatchFull;
+  }
+  (*context_.trace)(TraceEvent::Level::kWarning, name, consumer_, fact.id, std::move(reason));
+  return Step::kPassed;
+}
+
+bool Lane::RunBatch(bool blocking) {
+  const uint64_t furthest = *std::max_element(position_.begin(), position_.end());
+  const uint32_t limit = furthest < single_until_ ? 1 : consumer_->batch_facts;
+  BeginBatch();
+  std::vector<FactPtr> entries;
+  Status s = CollectBatch(limit, &entries);
+  if (!s.ok()) {
+    (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0, s.ToString());
+    retry_at_ms_ = SteadyMs() + context_.options->backoff_max_ms;
+    return false;
+  }
+  pending_position_ = position_;
+  if (entries.empty()) {
+    scanned_to_ = pending_scanned_;
+    return false;
+  }
+  WHARF_DASSERT(entries.size() <= std::max<size_t>(kReadChunkMin, limit) * partitions_.size());
+
+  Txn txn = context_.core->Begin();
   bool stopped = false;  // a fact must be retried later: back off
   bool full = false;     // the transaction is full: the next batch starts at once
-  uint32_t taken = 0;
+  uint32_t taken = 0;    // facts the consumer takes that the batch settles or stopped at
   for (const FactPtr& entry : entries) {
     const Fact& fact = *entry;
-    size_t index = std::find(lane->partitions.begin(), lane->partitions.end(), fact.partition) -
-                   lane->partitions.begin();
-    if (!consumer->Takes(fact)) {
-      lane->pending_position[index] = fact.id;
+    const size_t index = IndexOf(fact.partition);
+    WHARF_DASSERT(fact.id > pending_position_[index]);  // in id order, after the position
+    if (!consumer_->Takes(fact)) {
+      pending_position_[index] = fact.id;
       continue;
     }
-    if (fact.id == lane->poison_id) {
-      // Committed alone, the store still refused this fact's effects: settle it without them.
-      std::string reason = "the store refused this fact's effects (" + lane->poison_reason +
-                           "); it is settled as failed without them";
-      AddDeadLetter(lane, rep, fact, "store-rejected", reason, /*counted=*/false);
-      Trace(TraceEvent::Level::kWarning, "store-rejected", consumer, fact.id, std::move(reason));
-      lane->pending_position[index] = fact.id;
-      ++taken;
-      continue;
-    }
-    Outcome outcome = Outcome::kFailed;
-    std::string error, given;
-    size_t writes = rep->writes.size(), facts = rep->facts.size(), bytes = rep->bytes;
-    EffectsImpl effects_impl(&txn, consumer, &fact);
-    try {
-      ReasonScope scope(&given);
-      if (consumer->kind == ConsumerKind::kSubscriber) {
-        outcome = consumer->subscribe(fact);
-      } else {
-        Effects effects = effects_impl.MakeEffects();
-        outcome = consumer->project(fact, effects);
-      }
-    } catch (const std::exception& e) {
-      error = std::string("handler threw: ") + e.what();
-    } catch (...) {
-      error = "handler threw a non-standard exception";
-    }
-    if (effects_impl.batch_full()) {
-      // Earlier facts of the batch filled the transaction: commit them, run this one next.
-      Truncate(rep, writes, facts, bytes);
+    const Step step = Deliver(fact, &txn);
+    if (step == Step::kBatchFull) {
       full = true;
       break;
     }
     ++taken;
-    // What the handler said, else the throw, else what it returned.
-    auto reason = [&](const char* fallback) {
-      return Bounded(!given.empty() ? given : !error.empty() ? error : std::string(fallback));
-    };
-    if (consumer->kind == ConsumerKind::kSubscriber) {
-      if (outcome == Outcome::kHandled && error.empty()) {
-        lane->pending_position[index] = fact.id;
-      } else if (outcome == Outcome::kRejected && error.empty()) {
-        if (!AddDeadLetter(lane, rep, fact, "handler-rejected", reason("rejected"))) {
-          Truncate(rep, writes, facts, bytes);
-          --taken;
-          full = true;
-          break;
-        }
-        Trace(TraceEvent::Level::kWarning, "handler-rejected", consumer, fact.id,
-              reason("rejected"));
-        lane->pending_position[index] = fact.id;
-      } else {
-        Trace(TraceEvent::Level::kWarning, "subscriber-failed", consumer, fact.id,
-              reason(outcome == Outcome::kRetry ? "retry" : "failed"));
-        stopped = true;
-        break;
-      }
-      continue;
-    }
-    if (outcome == Outcome::kHandled && error.empty() && effects_impl.failure_name().empty()) {
-      lane->pending_position[index] = fact.id;
-      continue;
-    }
-    Truncate(rep, writes, facts, bytes);
-    if (outcome == Outcome::kRetry && error.empty()) {
-      Trace(TraceEvent::Level::kInfo, "handler-retry", consumer, fact.id,
-            reason("retry requested"));
+    if (step == Step::kRetryLater) {
       stopped = true;
       break;
     }
-    std::string name = !effects_impl.failure_name().empty() ? effects_impl.failure_name()
-                                                            : OutcomeTraceName(outcome);
-    std::string why = !effects_impl.failure_name().empty()
-                          ? Bounded(effects_impl.failure().ToString())
-                          : reason(outcome == Outcome::kRejected ? "rejected" : "failed");
-    if (!AddDeadLetter(lane, rep, fact, name, why)) {
-      --taken;
-      full = true;
-      break;
-    }
-    Trace(TraceEvent::Level::kWarning, name, consumer, fact.id, std::move(why));
-    lane->pending_position[index] = fact.id;
+    pending_position_[index] = fact.id;
   }
-  if (stopped) {
-    lane->backoff_ms = lane->backoff_ms == 0
-                           ? options_.backoff_initial_ms
-                           : std::min(lane->backoff_ms * 2, options_.backoff_max_ms);
-    lane->retry_at_ms = SteadyMs() + lane->backoff_ms;
-  }
+  if (stopped) BackOff();
+  return FinishBatch(&txn, taken, stopped, full, blocking);
+}
+
+bool Lane::FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool blocking) {
   if (stopped || full) {
-    lane->pending_scanned = lane->pending_position;  // look again from where we stopped
+    pending_scanned_ = pending_position_;  // look again from where we stopped
   }
-  lane->pending_taken = taken;
-  lane->pending_last_id = 0;
-  for (uint64_t id : lane->pending_position)
-    lane->pending_last_id = std::max(lane->pending_last_id, id);
-  if (lane->pending_position == lane->position && rep->writes.empty()) {
+  pending_taken_ = taken;
+  pending_last_id_ = *std::max_element(pending_position_.begin(), pending_position_.end());
+  TxnRep* rep = EngineCore::RepOf(*txn);
+  if (pending_position_ == position_ && rep->writes.empty()) {
     return !stopped;  // stopped at the first fact: nothing to commit
   }
   if (taken == 0 && !stopped) {
     // Only skipped facts: advance in memory; persisted within cursor_persist_ms or on stop.
-    lane->position = lane->pending_position;
-    lane->scanned_to = lane->pending_scanned;
-    if (lane->dirty_since_ms == 0) lane->dirty_since_ms = SteadyMs();
+    position_ = pending_position_;
+    scanned_to_ = pending_scanned_;
+    if (dirty_since_ms_ == 0) dirty_since_ms_ = SteadyMs();
     return true;
   }
-  AddCursorWrites(lane, rep);
-  Status committed = CommitLane(lane, &txn, blocking);
+  AddCursorWrites(rep);
+  Status committed = CommitBatch(txn, blocking);
   return committed.ok() || !stopped;
 }
 
-void RuntimeImpl::AddCursorWrites(Lane* lane, TxnRep* rep) {
-  AddFence(lane, rep);
-  const uint64_t epoch = lane->batch_epoch;
-  lane->pending_epoch = epoch;
-  for (size_t i = 0; i < lane->partitions.size(); ++i) {
-    if (lane->pending_position[i] == lane->persisted[i]) continue;
-    std::string key = tables::cursors::Key(lane->consumer->id, lane->partitions[i]);
-    rep->checks.push_back(
-        {kCursors, key, lane->persisted_bytes[i],
-         "cursor of " + lane->consumer->id + "/" + std::to_string(lane->partitions[i])});
+void Lane::AddCursorWrites(TxnRep* rep) {
+  // Drain() ignores leases: only a batch started under the lease is fenced by it.
+  if (batch_owned_) AddLeaseFence(context_.options->instance, consumer_->id, batch_epoch_, rep);
+  const uint64_t epoch = batch_epoch_;
+  pending_epoch_ = epoch;
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (pending_position_[i] == persisted_[i]) continue;
+    std::string key = tables::cursors::Key(consumer_->id, partitions_[i]);
+    rep->checks.push_back({kCursors, key, persisted_bytes_[i],
+                           "cursor of " + consumer_->id + "/" + std::to_string(partitions_[i])});
     rep->writes.push_back({kCursors, false, std::move(key),
-                           tables::cursors::EncodeValue(lane->pending_position[i], epoch)});
+                           tables::cursors::EncodeValue(pending_position_[i], epoch)});
   }
 }
 
-bool RuntimeImpl::AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::string_view name,
-                                std::string_view reason, bool counted) {
-  WriteOp write{kDead, false, tables::dead_letters::Key(lane->consumer->id, fact.id),
+bool Lane::AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name,
+                         std::string_view reason, bool counted) {
+  WriteOp write{kDead, false, tables::dead_letters::Key(consumer_->id, fact.id),
                 tables::dead_letters::EncodeValue(std::string(name) + ": " + std::string(reason),
                                                   codec::EncodeFact(fact))};
   const size_t bytes = write.key.size() + write.value.size();
   if (counted) {
     // A dead letter is part of what the transaction carries. One that only earlier facts of the
     // batch leave no room for ends the batch before its fact.
-    const size_t bytes_max = core_->txn_bytes_max();
+    const size_t bytes_max = context_.core->txn_bytes_max();
     if (rep->bytes > 0 && rep->bytes + bytes > bytes_max && bytes <= bytes_max) return false;
     rep->bytes += bytes;
   }
@@ -306,38 +381,37 @@ bool RuntimeImpl::AddDeadLetter(Lane* lane, TxnRep* rep, const Fact& fact, std::
   return true;
 }
 
-Status RuntimeImpl::CommitLane(Lane* lane, Txn* txn, bool blocking) {
-  lane->in_flight = true;
+Status Lane::CommitBatch(Txn* txn, bool blocking) {
+  in_flight_ = true;
   if (blocking) {
     Status s = txn->Commit();
-    Complete(lane, s);
+    Complete(s);
     return s;
   }
-  Worker* worker = workers_[lane->worker].get();
-  Status s = txn->CommitAsync([worker, lane](const Status& status, const CommitResult&) {
-    worker->completions.enqueue({lane, status});
-    worker->wake.signal();
-  });
-  if (!s.ok()) Complete(lane, s);
+  WHARF_ASSERT(completions_ != nullptr);  // a lane run by a worker has its worker's sink
+  Status s =
+      txn->CommitAsync([sink = completions_, this](const Status& status, const CommitResult&) {
+        sink->Post({this, status});
+      });
+  if (!s.ok()) Complete(s);
   return s;
 }
 
-void RuntimeImpl::Complete(Lane* lane, const Status& status) {
-  lane->in_flight = false;
-  Consumer* consumer = lane->consumer;
+void Lane::Complete(const Status& status) {
+  in_flight_ = false;
+  Consumer* consumer = consumer_;
   if (status.ok()) {
-    for (size_t i = 0; i < lane->partitions.size(); ++i) {
-      if (lane->pending_position[i] != lane->persisted[i]) {
-        lane->persisted_bytes[i] =
-            tables::cursors::EncodeValue(lane->pending_position[i], lane->pending_epoch);
+    for (size_t i = 0; i < partitions_.size(); ++i) {
+      if (pending_position_[i] != persisted_[i]) {
+        persisted_bytes_[i] = tables::cursors::EncodeValue(pending_position_[i], pending_epoch_);
       }
     }
-    lane->position = lane->pending_position;
-    lane->persisted = lane->pending_position;
-    lane->scanned_to = lane->pending_scanned;
-    lane->dirty_since_ms = 0;
-    if (lane->retry_at_ms <= SteadyMs()) lane->backoff_ms = 0;
-    if (lane->poison_id != 0 && lane->pending_last_id >= lane->poison_id) lane->poison_id = 0;
+    position_ = pending_position_;
+    persisted_ = pending_position_;
+    scanned_to_ = pending_scanned_;
+    dirty_since_ms_ = 0;
+    if (retry_at_ms_ <= SteadyMs()) backoff_ms_ = 0;
+    if (poison_id_ != 0 && pending_last_id_ >= poison_id_) poison_id_ = 0;
     return;
   }
   if (status.IsClosed()) return;
@@ -345,77 +419,76 @@ void RuntimeImpl::Complete(Lane* lane, const Status& status) {
     // Another instance acquired the consumer while this batch ran: its commit is refused, so the
     // facts are applied once, by the new holder. (If this instance has re-acquired it since, its
     // newer lease stands; only the stale batch is dropped.)
-    if (consumer->epoch.load() == lane->batch_epoch) consumer->owned.store(false);
-    Trace(TraceEvent::Level::kWarning, "refused-stale-epoch", consumer, 0, status.message());
+    if (consumer->epoch.load() == batch_epoch_) consumer->owned.store(false);
+    (*context_.trace)(TraceEvent::Level::kWarning, "refused-stale-epoch", consumer, 0,
+                      status.message());
     return;
   }
   if (status.IsConflict()) {
     // Somebody else moved the cursor (an operator, or another instance): start from theirs.
-    Trace(TraceEvent::Level::kWarning, "cursor-conflict", consumer, 0, status.message());
-    Status loaded = LoadCursors(lane);
-    if (!loaded.ok()) lane->retry_at_ms = SteadyMs() + options_.backoff_max_ms;
+    (*context_.trace)(TraceEvent::Level::kWarning, "cursor-conflict", consumer, 0,
+                      status.message());
+    Status loaded = LoadCursors();
+    if (!loaded.ok()) retry_at_ms_ = SteadyMs() + context_.options->backoff_max_ms;
     return;
   }
   if (status.IsInvalidArgument() || status.IsCorruption()) {
     // The store refuses these bytes and would again: narrow down to the fact that causes it.
-    if (lane->pending_taken > 1) {
-      Trace(TraceEvent::Level::kInfo, "batch-refused", consumer, 0,
-            status.message() + "; retrying one fact at a time");
-      lane->single_until = lane->pending_last_id;
+    if (pending_taken_ > 1) {
+      (*context_.trace)(TraceEvent::Level::kInfo, "batch-refused", consumer, 0,
+                        status.message() + "; retrying one fact at a time");
+      single_until_ = pending_last_id_;
     } else {
-      lane->poison_id = lane->pending_last_id;
-      lane->poison_reason = status.ToString();
+      poison_id_ = pending_last_id_;
+      poison_reason_ = status.ToString();
     }
     return;
   }
   // Transient (I/O error, busy): keep the cursor and retry after a backoff.
-  lane->backoff_ms = lane->backoff_ms == 0
-                         ? options_.backoff_initial_ms
-                         : std::min(lane->backoff_ms * 2, options_.backoff_max_ms);
-  lane->retry_at_ms = SteadyMs() + lane->backoff_ms;
-  Trace(TraceEvent::Level::kWarning, "transient-error", consumer, 0, status.ToString());
+  BackOff();
+  (*context_.trace)(TraceEvent::Level::kWarning, "transient-error", consumer, 0, status.ToString());
 }
 
-bool RuntimeImpl::PersistIfDue(Lane* lane, bool force, bool blocking) {
-  if (lane->in_flight || lane->dirty_since_ms == 0) return false;
-  if (!force && SteadyMs() - lane->dirty_since_ms < options_.cursor_persist_ms) return false;
-  BeginBatch(lane);
-  Txn txn = core_->Begin();
-  lane->pending_position = lane->position;
-  lane->pending_scanned = lane->scanned_to;
-  lane->pending_taken = 0;
-  lane->pending_last_id = 0;
-  AddCursorWrites(lane, EngineCore::RepOf(txn));
+bool Lane::PersistIfDue(bool force, bool blocking) {
+  if (in_flight_ || dirty_since_ms_ == 0) return false;
+  if (!force && SteadyMs() - dirty_since_ms_ < context_.options->cursor_persist_ms) return false;
+  BeginBatch();
+  Txn txn = context_.core->Begin();
+  pending_position_ = position_;
+  pending_scanned_ = scanned_to_;
+  pending_taken_ = 0;
+  pending_last_id_ = 0;
+  AddCursorWrites(EngineCore::RepOf(txn));
   if (EngineCore::RepOf(txn)->writes.empty()) {
-    lane->dirty_since_ms = 0;
+    dirty_since_ms_ = 0;
     return false;
   }
-  CommitLane(lane, &txn, blocking).PermitUncheckedError();
+  CommitBatch(&txn, blocking).PermitUncheckedError();
   return true;
 }
 
-Status RuntimeImpl::LoadCursors(Lane* lane) {
-  for (size_t i = 0; i < lane->partitions.size(); ++i) {
-    std::string key = tables::cursors::Key(lane->consumer->id, lane->partitions[i]), stored;
-    rocksdb::Status s = core_->store()->db()->Get(rocksdb::ReadOptions(),
-                                                  core_->store()->cf(kCursors), key, &stored);
+Status Lane::LoadCursors() {
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    std::string key = tables::cursors::Key(consumer_->id, partitions_[i]), stored;
+    rocksdb::Status s = context_.core->store()->db()->Get(
+        rocksdb::ReadOptions(), context_.core->store()->cf(kCursors), key, &stored);
     uint64_t fact_id = 0, epoch = 0;
     if (s.IsNotFound()) {
-      lane->persisted_bytes[i].reset();
+      persisted_bytes_[i].reset();
     } else if (!s.ok()) {
-      return FromRocks(s, "read cursor of " + lane->consumer->id);
+      return FromRocks(s, "read cursor of " + consumer_->id);
     } else {
       Status decoded = tables::cursors::DecodeValue(stored, &fact_id, &epoch);
       if (!decoded.ok()) return decoded;
-      lane->persisted_bytes[i] = std::move(stored);
+      persisted_bytes_[i] = std::move(stored);
     }
-    lane->persisted[i] = fact_id;
-    lane->position[i] = fact_id;
-    lane->scanned_to[i] = fact_id;
+    persisted_[i] = fact_id;
+    position_[i] = fact_id;
+    scanned_to_[i] = fact_id;
   }
-  lane->dirty_since_ms = 0;
+  dirty_since_ms_ = 0;
   // Whatever is durable beyond the cursors may hold facts the consumer takes: look at it.
-  Want(lane, core_->committer()->durable_lsn());
+  Want(context_.core->committer()->durable_lsn());
   return Status::OK();
 }
 

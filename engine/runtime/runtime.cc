@@ -1,20 +1,17 @@
-// Runtime: registration, identity checks, workers, Drain/Stop, timers, taps and tracing.
-// Lane processing itself is in lane.cc.
-#include <xxhash.h>
-
+// Runtime: the public facade, and RuntimeImpl's registration, identity checks, lanes, lifecycle
+// and durable listener (runtime_impl.h lists where each other part lives).
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
 #include <set>
 
-#include "engine/base/thread_name.h"
+#include "engine/base/assert.h"
+#include "engine/runtime/assignment.h"
 #include "engine/runtime/runtime_impl.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/meta.h"
-#include "engine/store/tables/scan.h"
-#include "engine/store/tables/timers.h"
 
 namespace wharf {
 
@@ -68,19 +65,6 @@ std::string RandomUuid() {
   return text;
 }
 
-// Lamping & Veach's jump consistent hash: a lane keeps its worker when the pool grows unless it
-// must move, and lanes spread evenly.
-uint32_t JumpHash(uint64_t key, uint32_t buckets) {
-  int64_t bucket = -1, next = 0;
-  while (next < static_cast<int64_t>(buckets)) {
-    bucket = next;
-    key = key * 2862933555777941757ull + 1;
-    next = static_cast<int64_t>(
-        (bucket + 1) * (static_cast<double>(1ll << 31) / static_cast<double>((key >> 33) + 1)));
-  }
-  return static_cast<uint32_t>(bucket);
-}
-
 uint32_t DefaultBatch(ConsumerKind kind) {
   switch (kind) {
     case ConsumerKind::kProjection:
@@ -98,7 +82,12 @@ uint32_t DefaultBatch(ConsumerKind kind) {
 }  // namespace
 
 RuntimeImpl::RuntimeImpl(Engine* engine, RuntimeOptions options)
-    : core_holder_(engine->core()), core_(core_holder_.get()), options_(std::move(options)) {
+    : core_holder_(engine->core()),
+      core_(core_holder_.get()),
+      options_(std::move(options)),
+      trace_(options_.trace),
+      workers_(core_, &options_, &abandoned_),
+      taps_(&trace_) {
   if (options_.instance.empty()) options_.instance = RandomUuid();
 }
 
@@ -208,11 +197,11 @@ void RuntimeImpl::WarnStartsAtZero() {
   for (const auto& consumer : consumers_) {
     if (consumer->kind == ConsumerKind::kTap || stored.contains(consumer->id)) continue;
     if (!WouldReplay(*consumer)) continue;
-    Trace(TraceEvent::Level::kWarning, "consumer-starts-at-zero", consumer.get(), 0,
-          "consumer '" + consumer->id +
-              "' has no cursor and will replay the outbox from the start, while the store holds "
-              "cursors no registered consumer owns (" +
-              unowned + "); renamed? copy the old cursor: wharf cursor copy OLD " + consumer->id);
+    trace_(TraceEvent::Level::kWarning, "consumer-starts-at-zero", consumer.get(), 0,
+           "consumer '" + consumer->id +
+               "' has no cursor and will replay the outbox from the start, while the store holds "
+               "cursors no registered consumer owns (" +
+               unowned + "); renamed? copy the old cursor: wharf cursor copy OLD " + consumer->id);
   }
 }
 
@@ -231,33 +220,29 @@ bool RuntimeImpl::WouldReplay(const Consumer& consumer) const {
   return false;
 }
 
-void RuntimeImpl::AssignWorkers(const std::vector<std::unique_ptr<Lane>>& lanes,
-                                uint32_t worker_count) const {
-  if (options_.assignment == Assignment::kRoundRobin) {
-    for (size_t i = 0; i < lanes.size(); ++i) {
-      lanes[i]->worker = static_cast<uint32_t>(i % worker_count);
-    }
-    return;
+Status RuntimeImpl::MakeLanes(Consumer* consumer, const LaneContext& context,
+                              std::vector<std::unique_ptr<Lane>>* lanes) const {
+  const uint32_t partitions = core_->options().partitions;
+  std::vector<std::vector<uint32_t>> groups;
+  if (consumer->options.ordering == Ordering::kGlobal) {
+    groups.emplace_back();
+    for (uint32_t p = 0; p < partitions; ++p) groups.back().push_back(p);
+  } else {
+    for (uint32_t p = 0; p < partitions; ++p) groups.push_back({p});
   }
-  // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam): in the order of their
-  // hashes, each lane goes to its jump-hash worker unless that one already has its even share,
-  // then to the next worker with room. Plain jump hashing of 16 lanes on 2 workers often splits
-  // them 10/6, and the busier worker then delays every lane it holds.
-  std::vector<std::pair<uint64_t, Lane*>> hashed;
-  for (const auto& lane : lanes) {
-    std::string key = lane->consumer->id + '\0' + std::to_string(lane->partitions[0]);
-    hashed.emplace_back(XXH3_64bits(key.data(), key.size()), lane.get());
+  for (auto& group : groups) {
+    auto lane = std::make_unique<Lane>(context, consumer, std::move(group));
+    Status s = lane->LoadCursors();
+    if (!s.ok()) return s;
+    lanes->push_back(std::move(lane));
   }
-  std::sort(hashed.begin(), hashed.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  const size_t share = (lanes.size() + worker_count - 1) / worker_count;
-  std::vector<size_t> load(worker_count, 0);
-  for (auto& [hash, lane] : hashed) {
-    uint32_t worker = JumpHash(hash, worker_count);
-    while (load[worker] >= share) worker = (worker + 1) % worker_count;
-    ++load[worker];
-    lane->worker = worker;
-  }
+  return Status::OK();
+}
+
+std::vector<std::string> RuntimeImpl::ConsumerIds() const {
+  std::vector<std::string> ids;
+  for (const auto& consumer : consumers_) ids.push_back(consumer->id);
+  return ids;
 }
 
 Status RuntimeImpl::BuildLanes() {
@@ -265,53 +250,33 @@ Status RuntimeImpl::BuildLanes() {
   Status s = CheckIdentities();
   if (s.ok()) s = RegisterConsumers();
   if (!s.ok()) return s;
-  uint32_t partitions = core_->options().partitions;
-  uint32_t worker_count = std::max<uint32_t>(options_.workers, 1);
+  const uint32_t partitions = core_->options().partitions;
+  // The cache's horizon is set once the listener is attached (below); until then it is empty.
+  cache_ = std::make_unique<TailCache>(partitions, core_->options().tail_cache_facts);
+  const LaneContext context{core_, cache_.get(), &options_, &trace_};
   std::vector<std::unique_ptr<Lane>> lanes;
   for (const auto& consumer : consumers_) {
-    if (consumer->kind == ConsumerKind::kTap) continue;
-    std::vector<std::vector<uint32_t>> groups;
-    if (consumer->options.ordering == Ordering::kGlobal) {
-      groups.emplace_back();
-      for (uint32_t p = 0; p < partitions; ++p) groups.back().push_back(p);
-    } else {
-      for (uint32_t p = 0; p < partitions; ++p) groups.push_back({p});
-    }
-    for (auto& group : groups) {
-      auto lane = std::make_unique<Lane>();
-      lane->consumer = consumer.get();
-      size_t n = group.size();
-      lane->partitions = std::move(group);
-      lane->position.assign(n, 0);
-      lane->persisted.assign(n, 0);
-      lane->persisted_bytes.assign(n, std::nullopt);
-      lane->scanned_to.assign(n, 0);
-      lane->pending_position.assign(n, 0);
-      lane->pending_scanned.assign(n, 0);
-      s = LoadCursors(lane.get());
-      if (!s.ok()) return s;
-      lanes.push_back(std::move(lane));
-    }
+    if (!consumer->durable()) continue;
+    s = MakeLanes(consumer.get(), context, &lanes);
+    if (!s.ok()) return s;
   }
-  AssignWorkers(lanes, worker_count);
-  std::vector<std::string> consumer_ids;
-  for (const auto& consumer : consumers_) consumer_ids.push_back(consumer->id);
-  core_->AttachConsumers(consumer_ids);  // detached with the listener (Stop)
+  AssignWorkers(options_.assignment, lanes, std::max<uint32_t>(options_.workers, 1));
+  core_->AttachConsumers(ConsumerIds());  // detached with the listener (Stop)
   WarnStartsAtZero();
   lanes_ = std::move(lanes);
   lanes_by_partition_.assign(partitions, {});
   for (const auto& lane : lanes_) {
-    for (uint32_t partition : lane->partitions)
+    for (uint32_t partition : lane->partitions()) {
       lanes_by_partition_[partition].push_back(lane.get());
+    }
   }
-  cache_ = std::make_unique<TailCache>(partitions, core_->options().tail_cache_facts);
   // Listen first, then set the cache's horizon: no durable fact can fall between the two.
   core_->AddListener(this);
   attached_ = true;
   const uint64_t durable = core_->committer()->durable_lsn();
   cache_->Reset(durable);
   // Facts durable before the listener was attached were never announced: look at them.
-  for (const auto& lane : lanes_) Want(lane.get(), durable);
+  for (const auto& lane : lanes_) lane->Want(durable);
   lanes_built_ = true;
   return Status::OK();
 }
@@ -324,200 +289,53 @@ Status RuntimeImpl::Start() {
   if (!s.ok()) return s;
   started_ = true;
   if (options_.workers == 0) return Status::OK();  // API-only instance: delivers nothing
-  for (uint32_t i = 0; i < options_.workers; ++i) {
-    auto worker = std::make_unique<Worker>();
-    worker->index = i;
-    for (const auto& lane : lanes_) {
-      if (lane->worker == i) worker->lanes.push_back(lane.get());
-    }
-    workers_.push_back(std::move(worker));
-  }
-  for (const auto& consumer : consumers_) {
-    if (consumer->kind != ConsumerKind::kTap) continue;
-    auto tap = std::make_unique<TapState>();
-    tap->consumer = consumer.get();
-    taps_.push_back(std::move(tap));
-  }
+  workers_.Start(options_.workers, lanes_);
+  taps_.Start(consumers_);
   threads_ready_.store(true, std::memory_order_release);
-  for (const auto& worker : workers_) {
-    worker->thread = std::thread([this, w = worker.get()] {
-      io::NameThisThread("wharf-worker-" + std::to_string(w->index));
-      WorkerLoop(w);
-    });
+  timers_.emplace(core_, options_.timer_tick_ms, &trace_);
+  timers_->Start();
+  std::vector<Consumer*> durable;
+  for (const auto& consumer : consumers_) {
+    if (consumer->durable()) durable.push_back(consumer.get());
   }
-  for (const auto& tap : taps_) {
-    tap->thread = std::thread([this, t = tap.get()] {
-      io::NameThisThread("wharf-tap");
-      TapLoop(t);
-    });
-  }
-  timer_thread_ = std::thread([this] {
-    io::NameThisThread("wharf-timers");
-    TimerLoop();
-  });
-  lease_thread_ = std::thread([this] {
-    io::NameThisThread("wharf-leases");
-    LeaseLoop();
-  });
+  LeaseKeeper::Hooks hooks{[this] { workers_.WakeAll(); },
+                           [this](const Consumer* consumer) { WaitForBatches(consumer); }};
+  leases_ = std::make_unique<LeaseKeeper>(core_, &options_, &trace_, std::move(durable),
+                                          std::move(hooks));
+  if (leases_paused_) leases_->PauseForTesting();
+  leases_->Start();
   return Status::OK();
+}
+
+void RuntimeImpl::WaitForBatches(const Consumer* consumer) const {
+  for (const auto& lane : lanes_) {
+    while (lane->consumer() == consumer && lane->in_flight()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
 }
 
 Status RuntimeImpl::Stop() {
   if (stopping_.exchange(true)) return Status::OK();
-  {
-    std::lock_guard lock(lease_mutex_);
-    lease_cv_.notify_all();
-  }
-  if (lease_thread_.joinable()) lease_thread_.join();
-  WakeWorkers();
-  for (const auto& worker : workers_) {
-    if (worker->thread.joinable()) worker->thread.join();
-  }
-  {
-    std::lock_guard lock(timer_mutex_);
-    timer_cv_.notify_all();
-  }
-  if (timer_thread_.joinable()) timer_thread_.join();
-  for (const auto& tap : taps_) {
-    tap->wake.signal();
-    if (tap->thread.joinable()) tap->thread.join();
-  }
+  if (leases_) leases_->Stop();
+  workers_.Stop();
+  if (timers_) timers_->Stop();
+  taps_.Stop();
+  const bool orderly = core_->CheckOpen().ok() && !abandoned_.load();
   // Cursors advanced over skipped facts in memory (workers persisted theirs; a runtime that was
   // only drained persists here).
-  if (workers_.empty() && core_->CheckOpen().ok() && !abandoned_.load()) {
-    for (const auto& lane : lanes_) PersistIfDue(lane.get(), /*force=*/true, /*blocking=*/true);
+  if (workers_.size() == 0 && orderly) {
+    for (const auto& lane : lanes_) lane->PersistIfDue(/*force=*/true, /*blocking=*/true);
   }
   // Cursors are persisted: hand the consumers over (an abandoned instance keeps nothing alive,
   // its leases simply expire).
-  if (!workers_.empty() && core_->CheckOpen().ok() && !abandoned_.load()) ReleaseAllLeases();
+  if (leases_ && orderly) leases_->ReleaseAll();
   if (attached_) {
     core_->RemoveListener(this);
-    std::vector<std::string> consumer_ids;
-    for (const auto& consumer : consumers_) consumer_ids.push_back(consumer->id);
-    core_->DetachConsumers(consumer_ids);
+    core_->DetachConsumers(ConsumerIds());
   }
   attached_ = false;
   return Status::OK();
-}
-
-void RuntimeImpl::WakeWorkers() {
-  if (!threads_ready_.load(std::memory_order_acquire)) return;
-  for (const auto& worker : workers_) worker->wake.signal();
-}
-
-void RuntimeImpl::ApplyCompletions(Worker* worker) {
-  LaneCompletion completion;
-  while (worker->completions.try_dequeue(completion)) Complete(completion.lane, completion.status);
-}
-
-void RuntimeImpl::WorkerLoop(Worker* worker) {
-  auto in_flight = [worker] {
-    return std::any_of(worker->lanes.begin(), worker->lanes.end(),
-                       [](const Lane* lane) { return lane->in_flight.load(); });
-  };
-  auto wait = [worker](int64_t timeout_ms) {
-    if (timeout_ms < 0) {
-      worker->wake.wait();
-    } else {
-      worker->wake.wait(std::max<int64_t>(timeout_ms, 1) * 1000);
-    }
-    worker->wakeups.fetch_add(1, std::memory_order_relaxed);
-  };
-  const int64_t persist_ms = options_.cursor_persist_ms;
-  while (true) {
-    ApplyCompletions(worker);
-    if (stopping_.load()) break;
-    {
-      std::unique_lock lock(pause_mutex_);
-      if (pause_requested_) {
-        lock.unlock();
-        while (in_flight()) {
-          wait(1000);
-          ApplyCompletions(worker);
-        }
-        lock.lock();
-        ++paused_count_;
-        pause_cv_.notify_all();
-        pause_cv_.wait(lock, [this] { return !pause_requested_; });
-        --paused_count_;
-        continue;
-      }
-    }
-    bool did_work = false;
-    const int64_t now_ms = SteadyMs();
-    int64_t next_ms = INT64_MAX;  // the earliest deadline of this worker's lanes
-    // Facts none of the lanes takes: skip them once their deadline is due (with their cursors
-    // then persisted within cursor_persist_ms of the first one's arrival).
-    int64_t skip_since_ms = worker->skip_since_ms.load();
-    if (skip_since_ms != 0) {
-      if (now_ms >= skip_since_ms + persist_ms / 2 &&
-          worker->skip_since_ms.compare_exchange_strong(skip_since_ms, 0)) {
-        for (Lane* lane : worker->lanes) {
-          if (HasUnscanned(*lane)) lane->skipping = true;
-        }
-      } else {
-        next_ms = std::min(next_ms, skip_since_ms + persist_ms / 2);
-        skip_since_ms = 0;
-      }
-    }
-    for (Lane* lane : worker->lanes) {
-      if (lane->in_flight || !lane->consumer->owned.load()) continue;
-      if (ReloadIfReacquired(lane) && lane->retry_at_ms <= now_ms) {
-        if (HasWork(*lane) || (lane->skipping && HasUnscanned(*lane))) {
-          did_work |= RunBatch(lane, /*blocking=*/false);
-          if (skip_since_ms != 0 && lane->dirty_since_ms > skip_since_ms) {
-            lane->dirty_since_ms = skip_since_ms;  // skipped facts waited since then
-          }
-        } else {
-          lane->skipping = false;
-          did_work |= PersistIfDue(lane, /*force=*/false, /*blocking=*/false);
-        }
-      }
-      if (lane->retry_at_ms > now_ms) next_ms = std::min(next_ms, lane->retry_at_ms);
-      if (lane->dirty_since_ms != 0) next_ms = std::min(next_ms, lane->dirty_since_ms + persist_ms);
-    }
-    if (!did_work) wait(next_ms == INT64_MAX ? -1 : next_ms - now_ms);
-  }
-  // Stop: let the batches in flight finish, then persist what was skipped in memory.
-  while (in_flight()) {
-    wait(1000);
-    ApplyCompletions(worker);
-  }
-  if (core_->CheckOpen().ok() && !abandoned_.load()) {
-    for (Lane* lane : worker->lanes) {
-      if (lane->consumer->owned.load()) PersistIfDue(lane, /*force=*/true, /*blocking=*/true);
-    }
-  }
-}
-
-bool RuntimeImpl::ReloadIfReacquired(Lane* lane) {
-  uint64_t generation = lane->consumer->generation.load();
-  if (lane->loaded_generation == generation) return true;
-  Status s = LoadCursors(lane);
-  if (!s.ok()) {
-    Trace(TraceEvent::Level::kError, "read-failed", lane->consumer, 0, s.ToString());
-    lane->retry_at_ms = SteadyMs() + options_.backoff_max_ms;
-    return false;
-  }
-  lane->loaded_generation = generation;
-  return true;
-}
-
-void RuntimeImpl::PauseWorkers() {
-  if (workers_.empty()) return;
-  std::unique_lock lock(pause_mutex_);
-  pause_requested_ = true;
-  lock.unlock();
-  WakeWorkers();
-  lock.lock();
-  pause_cv_.wait(lock, [this] { return paused_count_ == workers_.size(); });
-}
-
-void RuntimeImpl::ResumeWorkers() {
-  if (workers_.empty()) return;
-  std::lock_guard lock(pause_mutex_);
-  pause_requested_ = false;
-  pause_cv_.notify_all();
 }
 
 Status RuntimeImpl::Drain() {
@@ -525,7 +343,7 @@ Status RuntimeImpl::Drain() {
   Status s = core_->CheckOpen();
   if (s.ok()) s = BuildLanes();
   if (!s.ok()) return s;
-  PauseWorkers();
+  workers_.Pause();
   Status result;
   std::set<Lane*> stuck;
   for (int round = 0;; ++round) {
@@ -534,14 +352,14 @@ Status RuntimeImpl::Drain() {
     bool progress = false;
     for (const auto& owned : lanes_) {
       Lane* lane = owned.get();
-      if (!ReloadIfReacquired(lane)) continue;
-      while (!stuck.count(lane) && HasUnscanned(*lane)) {
-        lane->retry_at_ms = 0;
-        bool ran = RunBatch(lane, /*blocking=*/true);
-        if (lane->retry_at_ms > SteadyMs()) {
+      if (!lane->ReloadIfReacquired()) continue;
+      while (!stuck.count(lane) && lane->HasUnscanned()) {
+        lane->ClearRetry();
+        bool ran = lane->RunBatch(/*blocking=*/true);
+        if (lane->retry_at_ms() > SteadyMs()) {
           // The handler asked to retry or the store failed transiently: report, don't spin.
           stuck.insert(lane);
-          result = Status::Busy("consumer '" + lane->consumer->id +
+          result = Status::Busy("consumer '" + lane->consumer()->id +
                                 "' could not deliver everything pending (retrying handler or "
                                 "transient store error); see its trace events");
         }
@@ -551,88 +369,13 @@ Status RuntimeImpl::Drain() {
     }
     if (!progress) break;
   }
-  for (const auto& lane : lanes_) PersistIfDue(lane.get(), /*force=*/true, /*blocking=*/true);
-  ResumeWorkers();
+  for (const auto& lane : lanes_) lane->PersistIfDue(/*force=*/true, /*blocking=*/true);
+  workers_.Resume();
   return result;
 }
 
 Status RuntimeImpl::ReleaseDueTimers(size_t* released) {
-  if (released) *released = 0;
-  Status s = core_->CheckOpen();
-  if (!s.ok()) return s;
-  constexpr size_t kReleaseMax = 1000;
-  while (true) {
-    tables::Scan scan(core_->store()->db(), core_->store()->cf(kTimers),
-                      tables::timers::DueRange(core_->NowMs()));
-    Txn txn = core_->Begin();
-    TxnRep* rep = EngineCore::RepOf(txn);
-    for (scan.SeekToFirst(); scan.Valid() && rep->facts.size() < kReleaseMax; scan.Next()) {
-      Fact fact;
-      s = codec::DecodeFact(scan.value(), &fact);
-      if (!s.ok()) return Status::Corruption("timer: " + s.message());
-      int64_t due_ms = 0;
-      // Released at a new id; it carries the id its producer was given (the timer's), and keeps
-      // its commit time.
-      if (!tables::timers::DecodeKey(scan.key(), &due_ms, &fact.scheduled_id)) {
-        return Status::Corruption("timer key of " + std::to_string(scan.key().size()) + " bytes");
-      }
-      std::string key(scan.key()), record(scan.value());
-      rep->checks.push_back({kTimers, key, std::move(record), "timer"});
-      rep->writes.push_back({kTimers, true, std::move(key), {}});
-      rep->facts.push_back({fact.partition, 0, codec::EncodeFact(fact), /*stamp_commit_ms=*/false});
-    }
-    s = FromRocks(scan.status(), "read timers");
-    if (!s.ok()) return s;
-    size_t count = rep->facts.size();
-    if (count == 0) return Status::OK();
-    s = txn.Commit();
-    if (s.IsConflict()) continue;  // another instance released some of them: look again
-    if (!s.ok()) return s;
-    if (released) *released += count;
-    if (count < kReleaseMax) return Status::OK();
-  }
-}
-
-void RuntimeImpl::TimerLoop() {
-  std::unique_lock lock(timer_mutex_);
-  while (!stopping_.load()) {
-    timer_cv_.wait_for(lock, std::chrono::milliseconds(options_.timer_tick_ms));
-    if (stopping_.load()) break;
-    lock.unlock();
-    Status s = ReleaseDueTimers(nullptr);
-    if (!s.ok() && !s.IsClosed()) {
-      Trace(TraceEvent::Level::kWarning, "timer-release-failed", nullptr, 0, s.ToString());
-    }
-    lock.lock();
-  }
-}
-
-void RuntimeImpl::TapLoop(TapState* tap) {
-  while (!stopping_.load()) {
-    tap->wake.wait(100'000);
-    FactPtr fact;
-    while (!tap->severed.load() && tap->inbox.try_dequeue(fact)) {
-      tap->queued.fetch_sub(1);
-      try {
-        tap->consumer->tap(*fact);
-      } catch (const std::exception& e) {
-        Trace(TraceEvent::Level::kWarning, "handler-failed", tap->consumer, fact->id,
-              std::string("tap handler threw: ") + e.what());
-      } catch (...) {
-        Trace(TraceEvent::Level::kWarning, "handler-failed", tap->consumer, fact->id,
-              "tap handler threw a non-standard exception");
-      }
-    }
-    if (tap->severed.load()) {
-      while (tap->inbox.try_dequeue(fact)) {
-      }
-      Trace(TraceEvent::Level::kWarning, "tap-severed", tap->consumer, 0,
-            "tap fell behind by more than " +
-                std::to_string(tap->consumer->options.tap_inbox_facts) + " facts and was severed");
-      if (tap->consumer->options.on_severed) tap->consumer->options.on_severed();
-      return;
-    }
-  }
+  return internal::ReleaseDueTimers(core_, released);
 }
 
 void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) {
@@ -646,9 +389,18 @@ void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFa
     decoded.push_back(std::move(fact));
   }
   cache_->Append(durable_lsn, decoded);
+  if (!threads_ready_.load(std::memory_order_acquire)) {
+    NotifyWorkers(decoded);  // only raises the lanes' wanted_to: no worker runs yet
+    return;
+  }
+  taps_.Dispatch(decoded);
+  NotifyWorkers(decoded);
+}
+
+void RuntimeImpl::NotifyWorkers(const std::vector<FactPtr>& facts) {
   // Per fact type, the newest fact of the round in each partition.
   std::unordered_map<std::string_view, std::vector<uint64_t>> newest;
-  for (const FactPtr& fact : decoded) {
+  for (const FactPtr& fact : facts) {
     std::vector<uint64_t>& ids = newest[fact->type];
     if (ids.empty()) ids.assign(lanes_by_partition_.size(), 0);
     ids[fact->partition] = std::max(ids[fact->partition], fact->id);
@@ -661,57 +413,20 @@ void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFa
     for (size_t partition = 0; partition < ids.size(); ++partition) {
       if (ids[partition] == 0) continue;
       for (Lane* lane : lanes_by_partition_[partition]) {
-        const bool takes = lane->consumer->Takes(type);
-        if (takes) Want(lane, ids[partition]);
-        if (lane->worker < wake.size()) (takes ? wake : skip)[lane->worker] = 1;
+        const bool takes = lane->consumer()->Takes(type);
+        if (takes) lane->Want(ids[partition]);
+        if (lane->worker() < wake.size()) (takes ? wake : skip)[lane->worker()] = 1;
       }
     }
   }
-  if (!ready) return;
-  for (const auto& tap : taps_) {
-    if (tap->severed.load()) continue;
-    for (const FactPtr& fact : decoded) {
-      if (!tap->consumer->Takes(*fact)) continue;
-      if (tap->queued.load() >= tap->consumer->options.tap_inbox_facts) {
-        tap->severed.store(true);  // never grow memory for a tap that cannot keep up
-        break;
-      }
-      tap->queued.fetch_add(1);
-      tap->inbox.enqueue(fact);
-    }
-    tap->wake.signal();
-  }
-  const int64_t now_ms = SteadyMs();
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    Worker* worker = workers_[i].get();
-    int64_t none = 0;
-    // A new skip period also needs a signal, once: the worker sets its wait to the deadline.
-    bool skip_started = skip[i] && worker->skip_since_ms.compare_exchange_strong(none, now_ms);
-    if (wake[i] || skip_started) worker->wake.signal();
-  }
+  if (ready) workers_.Notify(wake, skip);
 }
 
 void RuntimeImpl::OnGap(uint64_t durable_lsn) {
   cache_->Reset(durable_lsn);
   // Facts up to durable_lsn were not announced: every lane looks at them.
-  for (const auto& lane : lanes_) Want(lane.get(), durable_lsn);
-  WakeWorkers();
-}
-
-void RuntimeImpl::Trace(TraceEvent::Level level, std::string name, const Consumer* consumer,
-                        uint64_t fact_id, std::string reason) {
-  TraceEvent event{level, std::move(name), consumer ? consumer->id : std::string(), fact_id,
-                   std::move(reason)};
-  if (options_.trace) {
-    options_.trace(event);
-    return;
-  }
-  if (level == TraceEvent::Level::kInfo) return;
-  std::lock_guard lock(trace_mutex_);
-  std::fprintf(stderr, "wharf %s: %s consumer=%s fact=%llu: %s\n",
-               level == TraceEvent::Level::kError ? "error" : "warning", event.name.c_str(),
-               event.consumer.c_str(), static_cast<unsigned long long>(event.fact_id),
-               event.reason.c_str());
+  for (const auto& lane : lanes_) lane->Want(durable_lsn);
+  if (threads_ready_.load(std::memory_order_acquire)) workers_.WakeAll();
 }
 
 }  // namespace internal

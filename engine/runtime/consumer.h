@@ -1,0 +1,68 @@
+// Consumer: one registered projection, reaction, subscriber or tap, as the runtime holds it.
+//
+// Fixed at registration (Runtime::Project/React/Subscribe/Tap) and read by every thread of the
+// runtime afterwards; only the lease state changes, through atomics: the lease thread writes it,
+// workers read it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "wharf/admin.h"
+#include "wharf/runtime.h"
+
+namespace wharf::internal {
+
+// Monotonic milliseconds for backoff and persistence delays (the engine's clock, which tests
+// may freeze, is for commit times, timers and leases).
+inline int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+using wharf::kRetryForHeader;  // wharf/admin.h: the one definition
+
+// Heterogeneous look-up of std::string keys by std::string_view.
+struct StringViewHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+};
+
+struct Consumer {
+  ConsumerKind kind;
+  std::string name;
+  std::string id;  // cursor name
+  std::vector<std::string> type_list;
+  std::unordered_set<std::string, StringViewHash, std::equal_to<>> types;
+  ProjectFn project;  // projections and reactions
+  SubscribeFn subscribe;
+  TapFn tap;
+  ConsumerOptions options;
+  uint32_t batch_facts = 0;
+  uint32_t max_depth = 0;
+  // Lease state. Written by the lease thread; read by workers.
+  std::atomic<bool> owned{false};       // this instance holds the lease: workers deliver it
+  std::atomic<uint64_t> epoch{0};       // the lease epoch fencing its commits
+  std::atomic<uint64_t> generation{0};  // bumped on acquisition: lanes reload their cursors
+
+  bool durable() const { return kind != ConsumerKind::kTap; }  // has cursors and a lease
+  bool Takes(std::string_view type) const { return types.find(type) != types.end(); }
+  // A fact re-emitted for one consumer (`wharf dead retry`) carries kRetryForHeader naming it;
+  // every other consumer skips it.
+  bool Takes(const Fact& fact) const {
+    if (!Takes(fact.type)) return false;
+    for (const auto& [header, value] : fact.headers) {
+      if (header == kRetryForHeader) return value == id;
+    }
+    return true;
+  }
+};
+
+}  // namespace wharf::internal

@@ -1,0 +1,166 @@
+// Lane: one consumer's delivery over one partition (or, for ordering=global, over every
+// partition), with the consumer's position in each of them.
+//
+// A lane processes one batch at a time: collect the next facts after its position (from the tail
+// cache or RocksDB), run the handlers under the failure policy, and commit effects + dead letters
+// + cursor advance as one transaction, with a compare-and-set on the cursors it read and a check
+// of its consumer's lease fence. The commit completes asynchronously: its outcome is posted to the
+// lane's CompletionSink (its worker), which calls Complete() before the lane may start another.
+//
+// Thread safety: a lane's state is touched by one thread at a time — its worker, or the thread
+// running Runtime::Drain() while the workers are paused — except `wanted_to` (raised by the
+// durable listener) and `in_flight` (read by the lease thread handing its consumer over).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/commit/txn_rep.h"
+#include "engine/runtime/consumer.h"
+#include "engine/runtime/tail_cache.h"
+#include "engine/runtime/trace.h"
+#include "wharf/engine.h"
+#include "wharf/runtime.h"
+
+namespace wharf::internal {
+
+class EngineCore;
+class Lane;
+struct HandlerCall;
+struct TxnMark;
+
+// The outcome of a lane's commit, handed back to the lane's worker.
+struct LaneCompletion {
+  Lane* lane;
+  Status status;
+};
+
+// Receives the outcomes of a lane's asynchronous commits (on the committer's thread).
+class CompletionSink {
+ public:
+  virtual ~CompletionSink() = default;
+  virtual void Post(LaneCompletion completion) = 0;
+};
+
+// What a lane uses of its runtime; everything outlives the lane.
+struct LaneContext {
+  EngineCore* core = nullptr;
+  const TailCache* cache = nullptr;
+  const RuntimeOptions* options = nullptr;
+  Tracer* trace = nullptr;
+};
+
+class Lane {
+ public:
+  Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t> partitions);
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  Consumer* consumer() const { return consumer_; }
+  const std::vector<uint32_t>& partitions() const { return partitions_; }
+  // The worker that runs the lane and receives its completions (set before it starts).
+  uint32_t worker() const { return worker_; }
+  void set_worker(uint32_t worker) { worker_ = worker; }
+  void set_completions(CompletionSink* sink) { completions_ = sink; }
+
+  bool in_flight() const { return in_flight_.load(); }
+  int64_t retry_at_ms() const { return retry_at_ms_; }
+  void ClearRetry() { retry_at_ms_ = 0; }
+  // SteadyMs since the position passed facts not yet persisted (0: clean).
+  int64_t dirty_since_ms() const { return dirty_since_ms_; }
+  // Facts skipped since `since_ms` waited since then: persist them by its deadline.
+  void BackdateDirty(int64_t since_ms) {
+    if (since_ms != 0 && dirty_since_ms_ > since_ms) dirty_since_ms_ = since_ms;
+  }
+
+  // Wake-ups. The durable listener raises `wanted_to` to the newest durable fact of the lane's
+  // partitions that its consumer takes and wakes the lane's worker; facts it does not take wake
+  // nobody (seed 000). The worker runs the lane while wanted_to > scanned_to; facts it does not
+  // take are skipped later, in one pass (`skipping`), when the worker's skip deadline is due.
+  // Raises wanted_to to at least `fact_id` (any thread).
+  void Want(uint64_t fact_id);
+  bool skipping() const { return skipping_; }
+  void set_skipping(bool skipping) { skipping_ = skipping; }
+
+  // Facts the consumer takes (or a poison fact) are waiting.
+  bool HasWork() const;
+  // Any durable fact of the lane's partitions is not passed yet (taken or not).
+  bool HasUnscanned() const;
+
+  // (Re)reads the consumer's cursors: the lane's position starts there.
+  Status LoadCursors();
+  // Reloads the cursors after the consumer was (re)acquired. False: could not read them (the
+  // lane then retries after backoff_max_ms).
+  bool ReloadIfReacquired();
+  // Collects, runs the handlers and commits the lane's next batch. Returns false if there was
+  // nothing to deliver. With `blocking`, waits for the commit and applies its completion.
+  bool RunBatch(bool blocking);
+  // Persists a position advanced over skipped facts once cursor_persist_ms passed (or now, with
+  // `force`). Returns true when it started a commit.
+  bool PersistIfDue(bool force, bool blocking);
+  // Applies the outcome of the lane's commit (its worker's thread).
+  void Complete(const Status& status);
+
+ private:
+  // How a fact the consumer takes leaves the batch.
+  enum class Step {
+    kPassed,      // handled, or settled as failed (with its dead letter)
+    kRetryLater,  // the handler asked to retry or a subscriber failed: the batch ends before it
+    kBatchFull,   // only earlier facts of the batch leave no room: it runs first in the next
+  };
+  // Runs the handler on one fact the consumer takes, in the batch's transaction.
+  Step Deliver(const Fact& fact, Txn* txn);
+  HandlerCall CallHandler(const Fact& fact, Txn* txn);
+  // Settles a fact as failed: its dead letter, named `name`, replaces its effects.
+  Step SettleFailed(TxnRep* rep, const TxnMark& mark, const Fact& fact, const std::string& name,
+                    std::string reason);
+  // Commits what the batch settled (or advances in memory over skipped facts only).
+  bool FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool blocking);
+  // Records the lease the next batch runs under (before its handlers run).
+  void BeginBatch();
+  Status CollectBatch(uint32_t limit, std::vector<FactPtr>* entries);
+  Status CommitBatch(Txn* txn, bool blocking);
+  void AddCursorWrites(TxnRep* rep);
+  // Adds the fact's dead letter, recorded with reason "NAME: REASON". `counted`: its bytes count
+  // toward the transaction's (the commit refuses a transaction past kTxnBytesMax). Returns false,
+  // adding nothing, when only the earlier facts of the batch leave no room for it.
+  bool AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name, std::string_view reason,
+                     bool counted = true);
+  void BackOff();
+  size_t IndexOf(uint32_t partition) const;
+
+  const LaneContext context_;
+  Consumer* const consumer_;
+  const std::vector<uint32_t> partitions_;
+  uint32_t worker_ = 0;
+  CompletionSink* completions_ = nullptr;
+
+  // Per partition of `partitions_`:
+  std::vector<uint64_t> position_;   // last fact passed (in memory)
+  std::vector<uint64_t> persisted_;  // last fact passed, as the cursors family holds it
+  std::vector<std::optional<std::string>> persisted_bytes_;  // exact stored cursor (CAS)
+  std::vector<uint64_t> scanned_to_;  // no unpassed fact of the partition at or below this
+  // The batch in flight: positions it commits and how far the lane has then scanned.
+  std::vector<uint64_t> pending_position_;
+  std::vector<uint64_t> pending_scanned_;
+  uint32_t pending_taken_ = 0;    // facts of the batch the consumer takes
+  uint64_t pending_last_id_ = 0;  // id of the last fact the batch passes
+  uint64_t pending_epoch_ = 0;    // lease epoch its cursor writes carry
+  bool batch_owned_ = false;      // the batch started while this instance held the lease
+  uint64_t batch_epoch_ = 0;      // ... at this epoch: its commit is fenced by it
+  uint64_t poison_id_ = 0;        // a fact whose commit the store refused alone: settle it
+  std::string poison_reason_;     // ... and the refusal
+  std::atomic<bool> in_flight_{false};
+  uint64_t loaded_generation_ = 0;  // Consumer::generation its cursors were loaded at
+  int64_t retry_at_ms_ = 0;         // SteadyMs
+  uint32_t backoff_ms_ = 0;
+  uint64_t single_until_ = 0;   // fall back to one fact per batch until passing this id
+  int64_t dirty_since_ms_ = 0;  // SteadyMs since position > persisted (0: clean)
+  std::atomic<uint64_t> wanted_to_{0};
+  bool skipping_ = false;  // worker only: skip to the durable end, even with nothing wanted
+};
+
+}  // namespace wharf::internal
