@@ -203,14 +203,6 @@ Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
   return Status::OK();
 }
 
-bool TakenFilter::Takes(const Fact& fact) const {
-  if (!types.contains(fact.type)) return false;
-  for (const auto& [header, value] : fact.headers) {
-    if (header == kRetryForHeader) return value == consumer;
-  }
-  return true;
-}
-
 Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, const TakenFilter* filter,
                                Backlog* backlog) {
   *backlog = Backlog();
@@ -287,7 +279,8 @@ Status Inspector::Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInf
       instances->push_back(
           InstanceInfo{std::string(name), record.expires_at_ms, record.open_epoch});
     } else {
-      leases->push_back(LeaseInfo{std::string(name), std::move(record)});
+      leases->push_back(LeaseInfo{std::string(name), std::move(record.owner), record.epoch,
+                                  record.expires_at_ms, record.open_epoch});
     }
   }
   return FromRocks(scan.status(), "read leases");

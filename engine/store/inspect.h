@@ -1,5 +1,5 @@
-// Inspector: read-only access to a database directory for tools (the `wharf` CLI), while an
-// application may hold the database open.
+// internal::Inspector: read-only access to a database directory for tools (the `wharf` CLI), while
+// an application may hold the database open.
 //
 // The database is opened as a RocksDB *secondary* instance: it takes no lock, never writes to the
 // primary's files, and sees what the primary has written to its WAL and tables up to the last
@@ -25,10 +25,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/store/codec.h"
-#include "engine/store/tables/leases.h"
 #include "wharf/admin.h"
 #include "wharf/fact.h"
+#include "wharf/inspect.h"
 #include "wharf/options.h"
 #include "wharf/status.h"
 
@@ -40,48 +39,8 @@ class ColumnFamilyHandle;
 
 namespace wharf::internal {
 
-struct PartitionStat {
-  uint32_t partition = 0;
-  uint64_t fact_count = 0;
-  uint64_t bytes = 0;     // keys and values as stored (sealed)
-  uint64_t first_id = 0;  // 0 when the partition holds no fact
-  uint64_t last_id = 0;
-};
-
-// A consumer's lease (leases family key `consumer id`), decoded. Fence records (`consumer id ·
-// 0x00 'e'`) are internal to the runtime and not listed.
-struct LeaseInfo {
-  std::string consumer;
-  tables::leases::Record record;  // owner "" : released
-};
-
-// A runtime instance's heartbeat (leases family key `0x00 'i' · instance id`).
-struct InstanceInfo {
-  std::string instance;
-  int64_t expires_at_ms = 0;
-  uint64_t open_epoch = 0;  // the engine open it was written under
-};
-
-struct TimerStat {
-  uint64_t count = 0;
-  int64_t next_due_ms = 0;  // 0 when there is none
-};
-
-// What a consumer takes, as its runtime registered it (meta "consumer:" records): its types, and
-// the facts re-emitted for it alone by `wharf dead retry` (which every other consumer skips).
-struct TakenFilter {
-  std::string consumer;
-  std::set<std::string, std::less<>> types;
-  bool Takes(const Fact& fact) const;
-};
-
-// Facts after a cursor: how many in all, how many the consumer takes, and the commit time of the
-// oldest one it takes (the oldest undelivered).
-struct Backlog {
-  uint64_t fact_count = 0;
-  uint64_t taken_count = 0;      // == fact_count without a filter
-  int64_t oldest_commit_ms = 0;  // 0 when taken_count == 0
-};
+// The result types (PartitionStat, LeaseInfo, InstanceInfo, TimerStat, TakenFilter, Backlog) are
+// public: wharf/inspect.h, whose wharf::Inspector wraps this one.
 
 class Inspector {
  public:

@@ -17,9 +17,9 @@
 #include <cstdlib>
 #include <exception>
 
-#include "engine/store/store.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
+#include "wharf/inspect.h"
 
 #ifndef WHARF_VERSION_STRING
 #define WHARF_VERSION_STRING "unknown"
@@ -69,12 +69,12 @@ int Version(const Context& context) {
   if (context.json) {
     Json json;
     json.BeginObject().Key("version").String(WHARF_VERSION_STRING);
-    json.Key("format_version").Uint(internal::kFormatVersion);
+    json.Key("format_version").Uint(FormatVersion());
     json.Key("rocksdb_version").String(rocksdb_version).EndObject();
     std::printf("%s\n", json.str().c_str());
   } else {
-    std::printf("wharf %s (database format %u, RocksDB %s)\n", WHARF_VERSION_STRING,
-                internal::kFormatVersion, rocksdb_version.c_str());
+    std::printf("wharf %s (database format %llu, RocksDB %s)\n", WHARF_VERSION_STRING,
+                static_cast<unsigned long long>(FormatVersion()), rocksdb_version.c_str());
   }
   return kExitOk;
 }

@@ -1,5 +1,5 @@
 // Read-only commands: stat, cursor list/get, tail, dead list, lease list. They read a secondary
-// instance (engine/inspect.h) and never take the database's lock.
+// instance (wharf/inspect.h) and never take the database's lock.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,15 +10,11 @@
 #include <optional>
 #include <thread>
 
-#include "engine/store/inspect.h"
-#include "engine/store/tables/leases.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
+#include "wharf/inspect.h"
 
 namespace wharf::cli {
-
-using internal::Backlog;
-using internal::Inspector;
 
 namespace {
 
@@ -99,7 +95,7 @@ Status BuildReports(Inspector& inspector, const std::vector<CursorInfo>& cursors
   Status s = inspector.ConsumerTypes(&registrations);
   if (!s.ok()) return s;
   for (ConsumerReport& report : *reports) {
-    std::optional<internal::TakenFilter> filter;
+    std::optional<TakenFilter> filter;
     if (auto it = registrations.find(report.consumer); it != registrations.end()) {
       filter.emplace();
       filter->consumer = report.consumer;
@@ -195,8 +191,8 @@ const char* OrderingName(Ordering ordering) { return ToString(ordering); }
 // Leases and instance heartbeats as stored, with the database's current open epoch: a record
 // written under an earlier open is void (its writer is gone), like an expired one.
 struct LeaseView {
-  std::vector<internal::LeaseInfo> leases;
-  std::vector<internal::InstanceInfo> instances;
+  std::vector<LeaseInfo> leases;
+  std::vector<InstanceInfo> instances;
   uint64_t open_epoch = 0;  // 0: unknown (every epoch counts as current)
 };
 
@@ -212,12 +208,12 @@ bool Current(uint64_t record_epoch, int64_t expires_at_ms, const LeaseView& view
 
 // "held" (an owner, not expired), "expired" (an owner, but past its expiry or granted under an
 // earlier open: free to take), "released" (no owner).
-const char* LeaseState(const tables::leases::Record& lease, const LeaseView& view, int64_t now_ms) {
+const char* LeaseState(const LeaseInfo& lease, const LeaseView& view, int64_t now_ms) {
   if (lease.owner.empty()) return "released";
   return Current(lease.open_epoch, lease.expires_at_ms, view, now_ms) ? "held" : "expired";
 }
 
-bool InstanceAlive(const internal::InstanceInfo& instance, const LeaseView& view, int64_t now_ms) {
+bool InstanceAlive(const InstanceInfo& instance, const LeaseView& view, int64_t now_ms) {
   return Current(instance.open_epoch, instance.expires_at_ms, view, now_ms);
 }
 
@@ -226,10 +222,10 @@ void LeasesJson(Json& json, const LeaseView& view, int64_t now_ms) {
   json.Key("leases").BeginArray();
   for (const auto& lease : view.leases) {
     json.BeginObject().Key("consumer").String(lease.consumer);
-    json.Key("owner").String(lease.record.owner).Key("epoch").Uint(lease.record.epoch);
-    json.Key("expires_at_ms").Int(lease.record.expires_at_ms);
-    json.Key("open_epoch").Uint(lease.record.open_epoch);
-    json.Key("state").String(LeaseState(lease.record, view, now_ms)).EndObject();
+    json.Key("owner").String(lease.owner).Key("epoch").Uint(lease.epoch);
+    json.Key("expires_at_ms").Int(lease.expires_at_ms);
+    json.Key("open_epoch").Uint(lease.open_epoch);
+    json.Key("state").String(LeaseState(lease, view, now_ms)).EndObject();
   }
   json.EndArray().Key("instances").BeginArray();
   for (const auto& instance : view.instances) {
@@ -248,10 +244,9 @@ std::string LeaseTables(const LeaseView& view, int64_t now_ms) {
     Table table({"CONSUMER", "OWNER", "EPOCH", "EXPIRES", "STATE"},
                 {false, false, true, false, false});
     for (const auto& lease : view.leases) {
-      table.Add({Display(lease.consumer),
-                 lease.record.owner.empty() ? "-" : Display(lease.record.owner),
-                 std::to_string(lease.record.epoch), FormatTimeMs(lease.record.expires_at_ms),
-                 LeaseState(lease.record, view, now_ms)});
+      table.Add({Display(lease.consumer), lease.owner.empty() ? "-" : Display(lease.owner),
+                 std::to_string(lease.epoch), FormatTimeMs(lease.expires_at_ms),
+                 LeaseState(lease, view, now_ms)});
     }
     out += table.Render();
   }
@@ -280,11 +275,11 @@ int Stat(const Context& context) {
   if (int code = OpenInspector(context, &inspector)) return code;
   uint64_t last_lsn = 0, dead_count = 0;
   std::vector<std::string> types;
-  std::vector<internal::PartitionStat> partitions;
+  std::vector<PartitionStat> partitions;
   std::vector<CursorInfo> cursors;
   LeaseView lease_view;
   std::vector<ConsumerReport> reports;
-  internal::TimerStat timers;
+  TimerStat timers;
   Status s = inspector->LastLsn(&last_lsn);
   if (s.ok()) s = inspector->DeclaredTypes(&types);
   if (s.ok()) s = inspector->PartitionStats(&partitions);
@@ -352,13 +347,12 @@ int Stat(const Context& context) {
   summary.Add({"declared types", types.empty() ? "-" : type_list});
   summary.Add({"consumers", std::to_string(reports.size())});
   size_t held = std::count_if(
-      lease_view.leases.begin(), lease_view.leases.end(), [&](const internal::LeaseInfo& lease) {
-        return std::string_view(LeaseState(lease.record, lease_view, now_ms)) == "held";
+      lease_view.leases.begin(), lease_view.leases.end(), [&](const LeaseInfo& lease) {
+        return std::string_view(LeaseState(lease, lease_view, now_ms)) == "held";
       });
-  size_t alive = std::count_if(lease_view.instances.begin(), lease_view.instances.end(),
-                               [&](const internal::InstanceInfo& instance) {
-                                 return InstanceAlive(instance, lease_view, now_ms);
-                               });
+  size_t alive = std::count_if(
+      lease_view.instances.begin(), lease_view.instances.end(),
+      [&](const InstanceInfo& instance) { return InstanceAlive(instance, lease_view, now_ms); });
   summary.Add({"leases", fmt::format("{} ({} held)", lease_view.leases.size(), held)});
   summary.Add({"instances", fmt::format("{} ({} alive)", lease_view.instances.size(), alive)});
   summary.Add({"timers pending", timers.count == 0
