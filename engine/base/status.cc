@@ -29,6 +29,7 @@ const char* Status::CodeName(Code code) {
 }
 
 std::string Status::ToString() const {
+  MarkChecked();
   if (ok()) return "OK";
   std::string text = CodeName(code_);
   if (!message_.empty()) {

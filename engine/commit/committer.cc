@@ -261,77 +261,17 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       return;
     }
   }
-  rocksdb::WriteBatch batch;
-  Group group;
-  uint64_t next_lsn = next_lsn_;
-  size_t facts = 0;
+  WHARF_DASSERT(building_.group.reps.empty() && building_.batch.Count() == 0);
+  building_.next_lsn = next_lsn_;
+  building_.facts = 0;
   batch_checked_keys_.clear();
   outbox_puts_.clear();
-  // Outbox records go into the batch in key order, just before it is written (or before a trim's
-  // range deletion of the outbox): consecutive inserts of one partition then reuse the memtable's
-  // insert hint, where arrival order (16 partitions interleaved) makes the skip list search again.
-  // Keys are unique (LSNs), so the order changes nothing else.
-  auto append_outbox_puts = [&] {
-    std::sort(outbox_puts_.begin(), outbox_puts_.end(), [](const OutboxPut& a, const OutboxPut& b) {
-      return a.partition != b.partition ? a.partition < b.partition : a.lsn < b.lsn;
-    });
-    for (const OutboxPut& put : outbox_puts_) {
-      batch.Put(store_->cf(kOutbox), tables::outbox::Key(put.partition, put.lsn), *put.record);
-    }
-    outbox_puts_.clear();
-  };
-  auto write_pending = [&]() -> bool {
-    if (group.reps.empty()) return true;
-    append_outbox_puts();
-    if (next_lsn != next_lsn_)
-      batch.Put(store_->cf(kMeta), tables::meta::kLastLsn, tables::meta::EncodeU64(next_lsn - 1));
-    // Numbered before RocksDB sees it: a reader that saw any of its writes reads write_seq_
-    // afterwards and waits for this group (WaitDurable).
-    group.seq = write_seq_.fetch_add(1, std::memory_order_seq_cst) + 1;
-    rocksdb::WriteOptions write_options;
-    write_options.sync = false;
-    Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
-    if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
-    // LSNs are never reused, even when the write failed: its outcome is unknown.
-    next_lsn_ = next_lsn;
-    last_lsn_.store(next_lsn - 1, std::memory_order_release);
-    groups_.fetch_add(1, std::memory_order_relaxed);
-    if (!s.ok()) {
-      {
-        std::lock_guard lock(sync_mu_);
-        failed_ = true;
-        failure_ = s;
-      }
-      FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
-                                            s.retryable()));
-      NotifyReaders();  // waiting for this group: it will not become durable on its own
-      group = Group();
-      batch.Clear();
-      return false;
-    }
-    group.last_lsn = next_lsn - 1;
-    if (options_.durability == Durability::kBuffered) {
-      durable_lsn_.store(group.last_lsn, std::memory_order_release);
-      PublishDurable(group.seq);
-      AnnounceDurable(group);
-      for (TxnRep* rep : group.reps) Finish(rep);
-    } else {
-      std::lock_guard lock(sync_mu_);
-      unsynced_.push_back(std::move(group));
-    }
-    group = Group();
-    batch.Clear();
-    batch_checked_keys_.clear();
-    facts = 0;
-    return true;
-  };
-
   for (size_t i = 0; i < count; ++i) {
     TxnRep* rep = reps[i];
     // A check on a key this batch already writes must see that write: write the batch first.
     for (const CheckOp& check : rep->checks) {
       if (batch_checked_keys_.count(check.key)) {
-        write_pending();
+        WriteBuilding();
         break;
       }
     }
@@ -353,42 +293,113 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       Finish(rep);
       continue;
     }
-    if (!rep->facts.empty()) {
-      rep->result.first_fact_id = next_lsn;
-      // The moment it commits: one clock reading per transaction, when it takes its place in the
-      // log (its ids), just before its group is written; the sync follows within a round.
-      const int64_t commit_ms = NowMs();
-      for (FactOp& fact : rep->facts) {
-        if (fact.stamp_commit_ms) codec::StampCommitMs(&fact.record, commit_ms);
-        uint64_t lsn = next_lsn++;
-        if (fact.deliver_at_ms > 0) {
-          batch.Put(store_->cf(kTimers), tables::timers::Key(fact.deliver_at_ms, lsn), fact.record);
-        } else {
-          outbox_puts_.push_back({fact.partition, lsn, &fact.record});
-        }
-      }
-      rep->result.last_fact_id = next_lsn - 1;
-      facts += rep->facts.size();
-    }
-    for (const WriteOp& write : rep->writes) {
-      if (write.cf == kOutbox) append_outbox_puts();  // keep the batch's order for the outbox
-      if (write.is_delete && !write.range_end.empty()) {
-        // Only trimming deletes ranges, and only outbox keys outside its insert hint's domain:
-        // RocksDB 7.8 would mix a range tombstone into a hinted family's point-key hints
-        // (store.cc).
-        WHARF_ASSERT(write.cf == kOutbox);
-        batch.DeleteRange(store_->cf(write.cf), write.key, write.range_end);
-      } else if (write.is_delete) {
-        batch.Delete(store_->cf(write.cf), write.key);
-      } else {
-        batch.Put(store_->cf(write.cf), write.key, write.value);
-      }
-      if (write.cf == kCursors || write.cf == kLeases) batch_checked_keys_.insert(write.key);
-    }
-    group.reps.push_back(rep);
-    if (facts >= options_.group_facts_max) write_pending();
+    AddToBuilding(rep);
+    if (building_.facts >= options_.group_facts_max) WriteBuilding();
   }
-  write_pending();
+  WriteBuilding();
+}
+
+void Committer::AddToBuilding(TxnRep* rep) {
+  rocksdb::WriteBatch& batch = building_.batch;
+  if (!rep->facts.empty()) {
+    rep->result.first_fact_id = building_.next_lsn;
+    // The moment it commits: one clock reading per transaction, when it takes its place in the
+    // log (its ids), just before its group is written; the sync follows within a round.
+    const int64_t commit_ms = NowMs();
+    for (FactOp& fact : rep->facts) {
+      if (fact.stamp_commit_ms) codec::StampCommitMs(&fact.record, commit_ms);
+      const uint64_t lsn = building_.next_lsn++;
+      if (fact.deliver_at_ms > 0) {
+        batch.Put(store_->cf(kTimers), tables::timers::Key(fact.deliver_at_ms, lsn), fact.record);
+      } else {
+        outbox_puts_.push_back({fact.partition, lsn, &fact.record});
+      }
+    }
+    rep->result.last_fact_id = building_.next_lsn - 1;
+    WHARF_DASSERT(rep->result.last_fact_id - rep->result.first_fact_id + 1 == rep->facts.size());
+    building_.facts += rep->facts.size();
+  }
+  for (const WriteOp& write : rep->writes) {
+    if (write.cf == kOutbox) AppendOutboxPuts();  // keep the batch's order for the outbox
+    if (write.is_delete && !write.range_end.empty()) {
+      // Only trimming deletes ranges, and only outbox keys outside its insert hint's domain:
+      // RocksDB 7.8 would mix a range tombstone into a hinted family's point-key hints
+      // (store.cc).
+      WHARF_ASSERT(write.cf == kOutbox);
+      batch.DeleteRange(store_->cf(write.cf), write.key, write.range_end);
+    } else if (write.is_delete) {
+      batch.Delete(store_->cf(write.cf), write.key);
+    } else {
+      batch.Put(store_->cf(write.cf), write.key, write.value);
+    }
+    if (write.cf == kCursors || write.cf == kLeases) batch_checked_keys_.insert(write.key);
+  }
+  building_.group.reps.push_back(rep);
+}
+
+// Outbox records go into the batch in key order, just before it is written (or before a trim's
+// range deletion of the outbox): consecutive inserts of one partition then reuse the memtable's
+// insert hint, where arrival order (16 partitions interleaved) makes the skip list search again.
+// Keys are unique (LSNs), so the order changes nothing else.
+void Committer::AppendOutboxPuts() {
+  std::sort(outbox_puts_.begin(), outbox_puts_.end(), [](const OutboxPut& a, const OutboxPut& b) {
+    return a.partition != b.partition ? a.partition < b.partition : a.lsn < b.lsn;
+  });
+  for (const OutboxPut& put : outbox_puts_) {
+    building_.batch.Put(store_->cf(kOutbox), tables::outbox::Key(put.partition, put.lsn),
+                        *put.record);
+  }
+  outbox_puts_.clear();
+}
+
+bool Committer::WriteBuilding() {
+  Group& group = building_.group;
+  rocksdb::WriteBatch& batch = building_.batch;
+  const uint64_t next_lsn = building_.next_lsn;
+  if (group.reps.empty()) return true;
+  WHARF_ASSERT(next_lsn >= next_lsn_);  // LSNs only grow
+  AppendOutboxPuts();
+  if (next_lsn != next_lsn_) {
+    batch.Put(store_->cf(kMeta), tables::meta::kLastLsn, tables::meta::EncodeU64(next_lsn - 1));
+  }
+  // Numbered before RocksDB sees it: a reader that saw any of its writes reads write_seq_
+  // afterwards and waits for this group (WaitDurable).
+  group.seq = write_seq_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  rocksdb::WriteOptions write_options;
+  write_options.sync = false;
+  Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
+  if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
+  // LSNs are never reused, even when the write failed: its outcome is unknown.
+  next_lsn_ = next_lsn;
+  last_lsn_.store(next_lsn - 1, std::memory_order_release);
+  groups_.fetch_add(1, std::memory_order_relaxed);
+  const bool written = s.ok();
+  if (!written) {
+    {
+      std::lock_guard lock(sync_mu_);
+      failed_ = true;
+      failure_ = s;
+    }
+    FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
+                                          s.retryable()));
+    NotifyReaders();  // waiting for this group: it will not become durable on its own
+  } else {
+    group.last_lsn = next_lsn - 1;
+    if (options_.durability == Durability::kBuffered) {
+      durable_lsn_.store(group.last_lsn, std::memory_order_release);
+      PublishDurable(group.seq);
+      AnnounceDurable(group);
+      for (TxnRep* rep : group.reps) Finish(rep);
+    } else {
+      std::lock_guard lock(sync_mu_);
+      unsynced_.push_back(std::move(group));
+    }
+  }
+  building_.group = Group();
+  batch.Clear();
+  batch_checked_keys_.clear();
+  building_.facts = 0;
+  return written;
 }
 
 void Committer::MaybeSubmitSync(bool force) {

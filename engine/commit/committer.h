@@ -33,6 +33,7 @@
 
 #include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
 #include <concurrentqueue/lightweightsemaphore.h>
+#include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <chrono>
@@ -104,7 +105,15 @@ class Committer {
   // took the transaction (written, and synced here or handed to the pipeline).
   bool TryCommitInline(TxnRep* rep);
   void ReleaseSlot();
+  // Writes `reps` as one or more groups (a group ends at group_facts_max facts, or before a
+  // transaction that checks a key the group writes). REQUIRES: write_mu_ held.
   void WriteBatchOf(TxnRep* const* reps, size_t count);
+  // Adds a transaction whose preconditions hold to the group being built (its LSNs stamped).
+  void AddToBuilding(TxnRep* rep);
+  void AppendOutboxPuts();
+  // Writes the group being built to RocksDB and the WAL file; false when the write failed (its
+  // transactions then have an unknown outcome and the committer is failed).
+  bool WriteBuilding();
   Status CheckPreconditions(const TxnRep& rep);
   void MaybeSubmitSync(bool force);
   std::shared_ptr<Round> TakeRoundLocked(bool force);
@@ -157,6 +166,14 @@ class Committer {
   };
   std::vector<OutboxPut> outbox_puts_;  // of the batch being built, added in key order
   uint64_t next_lsn_ = 1;
+  // The group being built by WriteBatchOf (guarded by write_mu_).
+  struct Building {
+    rocksdb::WriteBatch batch;
+    Group group;
+    uint64_t next_lsn = 0;  // the LSN its next fact gets
+    size_t facts = 0;
+  };
+  Building building_;
   // The last recovery attempt (Recover) and its outcome, returned until the next attempt is due.
   // Guarded by write_mu_.
   std::chrono::steady_clock::time_point last_recover_at_{};

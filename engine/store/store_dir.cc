@@ -86,11 +86,13 @@ Status Store::PrepareDirectory(const std::string& path, const EngineOptions& opt
 
 Status Store::ExplainOpenFailure(const std::string& path, const OpenPlan& plan,
                                  Status failure) const {
-  if (plan.torn_tail && failure.IsCorruption() &&
-      failure.message().find("ahead of WALs") != std::string::npos) {
-    // Point-in-time recovery would stop at the torn record, but a family was flushed past it.
+  // With a torn WAL tail, point-in-time recovery stops at the torn record; RocksDB refuses the
+  // open with Corruption when a family was flushed past it. Its message ("... ahead of WALs") has
+  // no subcode to branch on, so any Corruption of such an open names the torn record first and
+  // keeps RocksDB's message after it.
+  if (plan.torn_tail && failure.IsCorruption()) {
     return Status::Corruption(plan.torn_tail->Where() +
-                              ", and column families were flushed past it (" + failure.message() +
+                              ", and RocksDB refused to open past it (" + failure.message() +
                               "); nothing was changed. Run `wharf recover --db " + path +
                               "` to keep what precedes the damage (it reports what is lost)");
   }

@@ -6,11 +6,22 @@
 // allocation), thread-compatible (distinct objects may be used from distinct threads).
 //
 // The numeric codes are part of the C ABI (wharf_status in wharf.h) and are never renumbered.
+//
+// Checked statuses: built with WHARF_ASSERT_STATUS_CHECKED defined (the debug, asan and tsan
+// presets define it), a Status that is destroyed or overwritten before anyone looked at it (ok(),
+// code(), Is...(), message(), ToString(), or PermitUncheckedError() for a deliberate ignore)
+// aborts, naming it: an error nobody checked is a bug. A copy or move hands the duty to check to
+// the new object. The struct's layout is the same with and without the macro, so code built
+// either way links together.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#ifdef WHARF_ASSERT_STATUS_CHECKED
+#include <cstdio>
+#include <cstdlib>
+#endif
 
 namespace wharf {
 
@@ -41,6 +52,45 @@ class [[nodiscard]] Status {
   };
 
   Status() = default;  // OK
+#ifdef WHARF_ASSERT_STATUS_CHECKED
+  Status(const Status& other)
+      : code_(other.code_),
+        subcode_(other.subcode_),
+        retryable_(other.retryable_),
+        message_(other.message_) {
+    other.MarkChecked();
+  }
+  Status(Status&& other) noexcept
+      : code_(other.code_),
+        subcode_(other.subcode_),
+        retryable_(other.retryable_),
+        message_(std::move(other.message_)) {
+    other.MarkChecked();
+  }
+  Status& operator=(const Status& other) {
+    if (this == &other) return *this;
+    MustHaveBeenChecked();
+    code_ = other.code_;
+    subcode_ = other.subcode_;
+    retryable_ = other.retryable_;
+    message_ = other.message_;
+    checked_ = false;
+    other.MarkChecked();
+    return *this;
+  }
+  Status& operator=(Status&& other) noexcept {
+    if (this == &other) return *this;
+    MustHaveBeenChecked();
+    code_ = other.code_;
+    subcode_ = other.subcode_;
+    retryable_ = other.retryable_;
+    message_ = std::move(other.message_);
+    checked_ = false;
+    other.MarkChecked();
+    return *this;
+  }
+  ~Status() { MustHaveBeenChecked(); }
+#endif
 
   static Status OK() { return Status(); }
   static Status InvalidArgument(std::string_view msg) { return {Code::kInvalidArgument, msg}; }
@@ -57,18 +107,40 @@ class [[nodiscard]] Status {
   static Status NotSupported(std::string_view msg) { return {Code::kNotSupported, msg}; }
   static Status Internal(std::string_view msg) { return {Code::kInternal, msg}; }
 
-  bool ok() const { return code_ == Code::kOk; }
-  Code code() const { return code_; }
-  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
-  bool IsNotFound() const { return code_ == Code::kNotFound; }
-  bool IsIOError() const { return code_ == Code::kIOError; }
-  bool IsCorruption() const { return code_ == Code::kCorruption; }
-  bool IsBusy() const { return code_ == Code::kBusy; }
-  bool IsClosed() const { return code_ == Code::kClosed; }
-  bool IsConflict() const { return code_ == Code::kConflict; }
+  bool ok() const {
+    MarkChecked();
+    return code_ == Code::kOk; }
+  Code code() const {
+    MarkChecked();
+    return code_; }
+  bool IsInvalidArgument() const {
+    MarkChecked();
+    return code_ == Code::kInvalidArgument; }
+  bool IsNotFound() const {
+    MarkChecked();
+    return code_ == Code::kNotFound; }
+  bool IsIOError() const {
+    MarkChecked();
+    return code_ == Code::kIOError; }
+  bool IsCorruption() const {
+    MarkChecked();
+    return code_ == Code::kCorruption; }
+  bool IsBusy() const {
+    MarkChecked();
+    return code_ == Code::kBusy; }
+  bool IsClosed() const {
+    MarkChecked();
+    return code_ == Code::kClosed; }
+  bool IsConflict() const {
+    MarkChecked();
+    return code_ == Code::kConflict; }
   // True when repeating the same operation later may succeed (e.g. disk full, then space freed).
-  bool retryable() const { return retryable_; }
-  SubCode subcode() const { return subcode_; }
+  bool retryable() const {
+    MarkChecked();
+    return retryable_; }
+  SubCode subcode() const {
+    MarkChecked();
+    return subcode_; }
   // This status with `subcode` (the code, message and retryability unchanged).
   Status WithSubCode(SubCode subcode) const {
     Status s = *this;
@@ -76,21 +148,37 @@ class [[nodiscard]] Status {
     return s;
   }
 
-  const std::string& message() const { return message_; }
+  const std::string& message() const {
+    MarkChecked();
+    return message_;
+  }
   // "<code name>: <message>", or "OK".
   std::string ToString() const;
   static const char* CodeName(Code code);
 
-  // Marks an error as deliberately ignored (documentation for the reader; no effect).
-  void PermitUncheckedError() const {}
+  // Marks an error as deliberately ignored.
+  void PermitUncheckedError() const { MarkChecked(); }
 
  private:
   Status(Code code, std::string_view msg) : code_(code), message_(msg) {}
+  void MarkChecked() const { checked_ = true; }
+  void MustHaveBeenChecked() const {
+#ifdef WHARF_ASSERT_STATUS_CHECKED
+    if (!checked_) {
+      std::fprintf(stderr, "wharf: a Status was never checked: %s: %s\n", CodeName(code_),
+                   message_.c_str());
+      std::abort();
+    }
+#endif
+  }
 
   Code code_ = Code::kOk;
   SubCode subcode_ = SubCode::kNone;
   bool retryable_ = false;
   std::string message_;
+  // Set when looked at (see "Checked statuses" above); present in every build, used only with
+  // WHARF_ASSERT_STATUS_CHECKED.
+  mutable bool checked_ = false;
 };
 
 }  // namespace wharf
