@@ -142,8 +142,6 @@ bool LeaseKeeper::Tick() {
   if (paused_.load()) return false;
   const int64_t now_ms = core_->NowMs();
   const uint64_t open_epoch = core_->store()->open_epoch();
-  rocksdb::DB* db = core_->store()->db();
-  rocksdb::ColumnFamilyHandle* cf = core_->store()->cf(kLeases);
   {
     Txn heartbeat = core_->Begin();
     EngineCore::RepOf(heartbeat)->writes.push_back(
@@ -153,17 +151,39 @@ bool LeaseKeeper::Tick() {
     if (!heartbeat.Commit().ok()) return false;
   }
   const uint32_t live = LiveInstances(now_ms, open_epoch);
-  const std::vector<Consumer*>& durable = consumers_;
-  const size_t share = (durable.size() + live - 1) / live;
+  const size_t share = (consumers_.size() + live - 1) / live;
+  std::vector<LeaseEntry> mine, free;
+  if (!ReadLeases(now_ms, open_epoch, &mine, &free)) return false;
+  if (mine.size() > share) {
+    while (mine.size() > share) {
+      Release(mine.back().consumer, "lease-handed-over");
+      mine.pop_back();
+    }
+    core_->WakeLeaseHolders(this);
+  }
+  for (LeaseEntry& entry : mine) {
+    tables::leases::Record renewed = entry.record;
+    renewed.expires_at_ms = now_ms + options_->lease_ms;
+    if (!Write(entry.consumer, entry.bytes, renewed, /*fence=*/false).ok()) {
+      entry.consumer->owned.store(false);
+      (*trace_)(TraceEvent::Level::kWarning, "lease-lost", entry.consumer, 0, "renewal refused");
+    }
+  }
+  size_t held = mine.size();
+  for (LeaseEntry& entry : free) {
+    if (held >= share) break;
+    if (Acquire(entry.consumer, entry.bytes, entry.record.epoch + 1).ok()) ++held;
+  }
+  WHARF_DASSERT(held <= share);  // never more than a fair share
+  return held < share;
+}
 
-  struct Entry {
-    Consumer* consumer;
-    std::optional<std::string> bytes;
-    tables::leases::Record record;
-  };
-  std::vector<Entry> mine, free;
-  for (Consumer* consumer : durable) {
-    Entry entry{consumer, std::nullopt, {}};
+bool LeaseKeeper::ReadLeases(int64_t now_ms, uint64_t open_epoch, std::vector<LeaseEntry>* mine,
+                             std::vector<LeaseEntry>* free) {
+  rocksdb::DB* db = core_->store()->db();
+  rocksdb::ColumnFamilyHandle* cf = core_->store()->cf(kLeases);
+  for (Consumer* consumer : consumers_) {
+    LeaseEntry entry{consumer, std::nullopt, {}};
     std::string stored;
     rocksdb::Status s =
         db->Get(rocksdb::ReadOptions(), cf, tables::leases::Key(consumer->id), &stored);
@@ -183,32 +203,12 @@ bool LeaseKeeper::Tick() {
                     "', epoch " + std::to_string(lease.epoch) + ")");
     }
     if (held_by_me && consumer->owned.load()) {
-      mine.push_back(std::move(entry));
+      mine->push_back(std::move(entry));
     } else if (!valid) {
-      free.push_back(std::move(entry));
+      free->push_back(std::move(entry));
     }
   }
-  if (mine.size() > share) {
-    while (mine.size() > share) {
-      Release(mine.back().consumer, "lease-handed-over");
-      mine.pop_back();
-    }
-    core_->WakeLeaseHolders(this);
-  }
-  for (Entry& entry : mine) {
-    tables::leases::Record renewed = entry.record;
-    renewed.expires_at_ms = now_ms + options_->lease_ms;
-    if (!Write(entry.consumer, entry.bytes, renewed, /*fence=*/false).ok()) {
-      entry.consumer->owned.store(false);
-      (*trace_)(TraceEvent::Level::kWarning, "lease-lost", entry.consumer, 0, "renewal refused");
-    }
-  }
-  size_t held = mine.size();
-  for (Entry& entry : free) {
-    if (held >= share) break;
-    if (Acquire(entry.consumer, entry.bytes, entry.record.epoch + 1).ok()) ++held;
-  }
-  return held < share;
+  return true;
 }
 
 }  // namespace wharf::internal

@@ -71,6 +71,16 @@ class LeaseKeeper {
   // One renew period's work: heartbeat, renew, hand over the excess, acquire up to fair share.
   // Returns true when this instance holds less than its fair share and should look again soon.
   bool Tick();
+  // A consumer's lease as read: its stored bytes (for the compare-and-set) and record.
+  struct LeaseEntry {
+    Consumer* consumer;
+    std::optional<std::string> bytes;
+    tables::leases::Record record;
+  };
+  // Sorts the consumers into those this instance holds and those free (none, released, expired
+  // or of an earlier open); notes the ones it lost. False on a read error.
+  bool ReadLeases(int64_t now_ms, uint64_t open_epoch, std::vector<LeaseEntry>* mine,
+                  std::vector<LeaseEntry>* free);
   // Live instances (heartbeats of this open not expired), at least 1.
   uint32_t LiveInstances(int64_t now_ms, uint64_t open_epoch);
   Status Acquire(Consumer* consumer, const std::optional<std::string>& current,

@@ -120,16 +120,12 @@ Status FromRocks(const rocksdb::Status& status, const std::string& context) {
   return Status::IOError(message);
 }
 
-Status Store::Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
-                   std::unique_ptr<Store>* out) {
-  if (path.empty()) return Status::InvalidArgument("database path is empty");
-  std::unique_ptr<Store> store(new Store());
-  auto base = hooks.base_fs ? hooks.base_fs : rocksdb::FileSystem::Default();
-  store->wal_fs_ = std::make_shared<io::WalFileSystem>(base, hooks.observer);
-  store->env_ = rocksdb::NewCompositeEnv(store->wal_fs_);
+namespace {
 
+// RocksDB's options for a Wharf database (every family's are CfOptions).
+rocksdb::DBOptions DbOptionsFor(const EngineOptions& options, rocksdb::Env* env) {
   rocksdb::DBOptions db_options;
-  db_options.env = store->env_.get();
+  db_options.env = env;
   db_options.create_if_missing = options.create_if_missing;
   db_options.create_missing_column_families = true;
   // The committer is the only writer: it writes with sync=false, flushes the WAL buffer itself
@@ -169,6 +165,20 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   // Flushes and compactions write SST files in 1 MiB steps instead of one burst at the end, so a
   // WAL fdatasync never waits behind tens of MiB of dirty SST pages.
   db_options.bytes_per_sync = 1u << 20;
+  return db_options;
+}
+
+}  // namespace
+
+Status Store::Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
+                   std::unique_ptr<Store>* out) {
+  if (path.empty()) return Status::InvalidArgument("database path is empty");
+  std::unique_ptr<Store> store(new Store());
+  auto base = hooks.base_fs ? hooks.base_fs : rocksdb::FileSystem::Default();
+  store->wal_fs_ = std::make_shared<io::WalFileSystem>(base, hooks.observer);
+  store->env_ = rocksdb::NewCompositeEnv(store->wal_fs_);
+
+  rocksdb::DBOptions db_options = DbOptionsFor(options, store->env_.get());
 
   // The directory's lock, and what it holds: a database, nothing, or an interrupted creation
   // (engine/store_dir.cc). Existing databases have their structure and WALs checked first.
