@@ -188,23 +188,7 @@ CommitterStats Committer::stats() const {
 void Committer::Run() {
   std::vector<TxnRep*> batch(kDequeueMax);
   while (true) {
-    if (failed_.load() && !sync_in_flight_.load()) {
-      // Written after a round that failed: a later successful fdatasync proves nothing about
-      // them (the kernel may have dropped the dirty pages), so their outcome is unknown.
-      std::vector<Group> unknown;
-      Status cause;
-      {
-        std::lock_guard lock(sync_mu_);
-        unknown.swap(unsynced_);
-        cause = failure_;
-      }
-      for (const Group& group : unknown) {
-        FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
-                                              "WAL write or sync failed (" +
-                                                  cause.message() + ")",
-                                              cause.retryable()));
-      }
-    }
+    if (failed_.load() && !sync_in_flight_.load()) AnswerUnknownGroups();
     size_t count = 0;
     {
       std::lock_guard write_lock(write_mu_);  // shared with inline commits (TryCommitInline)
@@ -379,6 +363,7 @@ bool Committer::WriteBuilding() {
       std::lock_guard lock(sync_mu_);
       failed_ = true;
       failure_ = s;
+      failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
     }
     FinishAll(group.reps, Status::IOError(s.message() + "; the outcome of this commit is unknown",
                                           s.retryable()));
@@ -468,6 +453,7 @@ bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) 
     std::lock_guard lock(sync_mu_);
     failed_ = true;
     failure_ = s;
+    failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
   }
   store_->wal_fs()->CompleteSync(round->plan, EIO).PermitUncheckedError();
   for (const Group& group : round->groups) FinishAll(group.reps, s);
@@ -530,6 +516,7 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
     if (!status.ok()) {
       failed_ = true;
       failure_ = status;
+      failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
     } else if (on_backend && !failed_.load() && options_.durability == Durability::kSync) {
       next = TakeRoundLocked(/*force=*/false);
     }
@@ -605,6 +592,7 @@ Status Committer::Recover() {
     std::lock_guard lock(sync_mu_);
     failure = failure_;
   }
+  failure.PermitUncheckedError();  // read only to explain a recovery that fails
   auto still_failing = [&](const std::string& why) {
     std::string cause = failure.ok() ? "a WAL sync failed" : failure.message();
     return Status::IOError(cause + "; not recovered yet (" + why + ")", true);
@@ -620,6 +608,7 @@ Status Committer::Recover() {
       db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables,
                                    &memtable_bytes) &&
       free_bytes < memtable_bytes + kResumeHeadroomBytes) {
+    last_recover_failure_.PermitUncheckedError();  // a record, replaced
     last_recover_failure_ =
         still_failing(MiB(free_bytes) + " MiB free; flushing the memtables needs about " +
                       MiB(memtable_bytes + kResumeHeadroomBytes) + " MiB: free more space");
@@ -635,6 +624,7 @@ Status Committer::Recover() {
     s = db->Flush(flush_options, handles);
   }
   if (!s.ok()) {
+    last_recover_failure_.PermitUncheckedError();  // a record, replaced
     last_recover_failure_ = still_failing(s.ToString());
     return last_recover_failure_;
   }
@@ -700,6 +690,23 @@ Status Committer::WaitDurable(uint64_t seq) {
   }
 }
 
+void Committer::AnswerUnknownGroups() {
+  std::vector<Group> unknown;
+  Status cause;
+  {
+    std::lock_guard lock(sync_mu_);
+    unknown.swap(unsynced_);
+    if (unknown.empty()) return;
+    cause = failure_;
+  }
+  for (const Group& group : unknown) {
+    FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
+                                          "WAL write or sync failed (" +
+                                              cause.message() + ")",
+                                          cause.retryable()));
+  }
+}
+
 Status Committer::RecoverForRead() {
   std::lock_guard write_lock(write_mu_);
   // Only when nothing is in flight: the round's completion decides what it made durable.
@@ -707,21 +714,9 @@ Status Committer::RecoverForRead() {
   // As the committer thread does before it recovers (Run): groups written after the failure have
   // an unknown outcome and are answered so, never acknowledged by a later round (which would also
   // move durable_lsn_ back below what the recovery raises it to).
-  std::vector<Group> unknown;
-  Status cause;
-  {
-    std::lock_guard lock(sync_mu_);
-    unknown.swap(unsynced_);
-    cause = failure_;
-  }
   {
     EngineThreadScope engine_thread;  // commit callbacks may run here
-    for (const Group& group : unknown) {
-      FinishAll(group.reps, Status::IOError("the outcome of this commit is unknown: an earlier "
-                                            "WAL write or sync failed (" +
-                                                cause.message() + ")",
-                                            cause.retryable()));
-    }
+    AnswerUnknownGroups();
   }
   Status recovered = Recover();
   if (recovered.ok()) wake_.signal();  // groups written meanwhile can start their round

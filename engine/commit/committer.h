@@ -132,6 +132,10 @@ class Committer {
   // For a reader that found the committer failed: recovers now (as the next commit would) unless
   // a round is still in flight. OK when recovered or not ours to do yet.
   Status RecoverForRead();
+  // Groups written after a failed round: a later successful fdatasync proves nothing about them
+  // (the kernel may have dropped the dirty pages), so they are answered with an unknown outcome.
+  // Called once a round failed and none is in flight.
+  void AnswerUnknownGroups();
   // Tells the listener that `group` is durable (before its waiters are acknowledged).
   void AnnounceDurable(const Group& group);
   void Finish(TxnRep* rep);

@@ -363,17 +363,22 @@ Status Store::Close() {
     dir_.reset();
     return Status::OK();
   }
-  Status status;
   for (auto*& handle : handles_) {
     if (handle) db_->DestroyColumnFamilyHandle(handle);
     handle = nullptr;
   }
   // Every WAL byte synced before the clean-close record says so (engine/store_dir.cc).
   Status synced = FromRocks(db_->FlushWAL(/*sync=*/true), "sync the WAL at close");
-  status = FromRocks(db_->Close(), "close");
+  Status closed = FromRocks(db_->Close(), "close");
   db_.reset();
-  RecordClose(status.ok() && synced.ok());
-  return status;
+  const bool synced_ok = synced.ok(), closed_ok = closed.ok();
+  RecordClose(synced_ok && closed_ok);
+  if (!synced_ok) {
+    // A WAL that could not be synced is the failure that matters: what it held may be lost.
+    closed.PermitUncheckedError();
+    return synced;
+  }
+  return closed;
 }
 
 Store::~Store() { Close().PermitUncheckedError(); }

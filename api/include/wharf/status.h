@@ -8,11 +8,11 @@
 // The numeric codes are part of the C ABI (wharf_status in wharf.h) and are never renumbered.
 //
 // Checked statuses: built with WHARF_ASSERT_STATUS_CHECKED defined (the debug, asan and tsan
-// presets define it), a Status that is destroyed or overwritten before anyone looked at it (ok(),
-// code(), Is...(), message(), ToString(), or PermitUncheckedError() for a deliberate ignore)
-// aborts, naming it: an error nobody checked is a bug. A copy or move hands the duty to check to
-// the new object. The struct's layout is the same with and without the macro, so code built
-// either way links together.
+// presets define it), an error Status that is destroyed or overwritten before anyone looked at it
+// (ok(), code(), Is...(), message(), ToString(), or PermitUncheckedError() for a deliberate
+// ignore) aborts, naming it: an error nobody checked is a bug. (An OK status may go unread.) A
+// copy or move hands the duty to check to the new object. The struct's layout is the same with
+// and without the macro, so code built either way links together.
 #pragma once
 
 #include <cstdint>
@@ -164,7 +164,7 @@ class [[nodiscard]] Status {
   void MarkChecked() const { checked_ = true; }
   void MustHaveBeenChecked() const {
 #ifdef WHARF_ASSERT_STATUS_CHECKED
-    if (!checked_) {
+    if (!checked_ && code_ != Code::kOk) {
       std::fprintf(stderr, "wharf: a Status was never checked: %s: %s\n", CodeName(code_),
                    message_.c_str());
       std::abort();
