@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/admin/consumer_id.h"
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
 #include "engine/store/codec.h"
@@ -31,11 +32,11 @@ using internal::CheckOp;
 using internal::EngineCore;
 using internal::FromRocks;
 using internal::TxnRep;
+using internal::ValidateConsumer;
 using internal::WriteOp;
 
 namespace {
 
-constexpr size_t kConsumerBytesMax = 255;
 constexpr size_t kRetryBatchLetters = 100;  // dead letters re-emitted per transaction
 
 // The sealed cursor value of each partition of one consumer (nullopt: no cursor).
@@ -99,10 +100,6 @@ void AddCursorChecks(std::string_view consumer, const RawCursors& cursors, TxnRe
         CheckOp{internal::kCursors, tables::cursors::Key(consumer, partition), cursors[partition],
                 "cursor of " + std::string(consumer) + "/" + std::to_string(partition)});
   }
-}
-
-Status ValidateConsumer(std::string_view consumer) {
-  return internal::ValidateName("consumer id", consumer, kConsumerBytesMax);
 }
 
 // The id of the last durable fact of `partition` with id <= fact_id, 0 if none.
@@ -375,6 +372,49 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
     }
   }
   return Status::OK();
+}
+
+Status PurgeDeadLetters(Engine& engine, std::string_view consumer,
+                        const std::vector<uint64_t>& fact_ids, uint64_t* purged) {
+  if (purged == nullptr) return Status::InvalidArgument("purged output pointer is null");
+  *purged = 0;
+  Status s = ValidateConsumer(consumer);
+  if (!s.ok()) return s;
+  EngineCore& core = *engine.core();
+  TxnRep rep;
+  {
+    auto guard = core.ReadGuard();
+    std::map<uint64_t, StoredLetter> letters;
+    s = core.CheckOpen();
+    if (s.ok()) s = ReadStoredLetters(core, consumer, &letters);
+    if (!s.ok()) return s;
+    if (letters.empty()) {
+      return Status::NotFound("consumer '" + std::string(consumer) + "' has no dead letters");
+    }
+    for (uint64_t id : fact_ids) {
+      if (!letters.contains(id)) {
+        return Status::NotFound("consumer '" + std::string(consumer) +
+                                "' has no dead letter for fact " + std::to_string(id));
+      }
+    }
+    for (const auto& [id, stored] : letters) {
+      if (!fact_ids.empty() && std::find(fact_ids.begin(), fact_ids.end(), id) == fact_ids.end()) {
+        continue;
+      }
+      std::string key = tables::dead_letters::Key(consumer, id);
+      rep.checks.push_back(
+          CheckOp{internal::kDead, key, stored.sealed,
+                  "dead letter " + std::to_string(id) + " of " + std::string(consumer)});
+      rep.writes.push_back(WriteOp{internal::kDead, true, std::move(key), ""});
+    }
+  }
+  // Every id named is a letter (checked above), so at least one is deleted.
+  WHARF_ASSERT(!rep.writes.empty());
+  WHARF_ASSERT(rep.writes.size() == rep.checks.size());
+  const uint64_t deleted = rep.writes.size();  // the committer may consume the rep
+  s = core.Commit(&rep);
+  if (s.ok()) *purged = deleted;
+  return s;
 }
 
 Status RecoverDamagedWal(const std::string& path, const EngineOptions& options,
