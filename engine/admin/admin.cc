@@ -127,7 +127,7 @@ Status LastFactAtOrBefore(const EngineCore& core, uint32_t partition, uint64_t f
 
 Status ListCursors(Engine& engine, std::vector<CursorInfo>* cursors) {
   if (cursors == nullptr) return Status::InvalidArgument("cursors output pointer is null");
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   auto guard = core.ReadGuard();
   Status s = core.CheckOpen();
   if (!s.ok()) return s;
@@ -139,7 +139,7 @@ Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, 
   if (fact_id == nullptr) return Status::InvalidArgument("fact_id output pointer is null");
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   auto guard = core.ReadGuard();
   s = core.CheckOpen();
   if (!s.ok()) return s;
@@ -170,7 +170,7 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
   if (from == to)
     return Status::InvalidArgument("cannot copy the cursors of '" + std::string(from) +
                                    "' onto themselves");
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -211,7 +211,7 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
 Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -238,7 +238,7 @@ Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
 Status DeleteCursor(Engine& engine, std::string_view consumer) {
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -268,7 +268,7 @@ Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<De
     Status s = ValidateConsumer(consumer);
     if (!s.ok()) return s;
   }
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   auto guard = core.ReadGuard();
   Status s = core.CheckOpen();
   if (!s.ok()) return s;
@@ -312,7 +312,7 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
   retried->clear();
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   std::map<uint64_t, StoredLetter> letters;
   {
     auto guard = core.ReadGuard();
@@ -341,7 +341,7 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
   for (size_t first = 0; first < chosen.size(); first += kRetryBatchLetters) {
     size_t last = std::min(chosen.size(), first + kRetryBatchLetters);
     Txn txn = engine.Begin();
-    TxnRep* rep = EngineCore::RepOf(txn);
+    TxnRep* rep = internal::EngineInternal::Rep(txn);
     for (size_t i = first; i < last; ++i) {
       const Fact& fact = chosen[i]->letter.fact;
       std::string what = "dead letter " + std::to_string(fact.id) + " of " + std::string(consumer);
@@ -354,8 +354,8 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
       }
       options.headers.emplace_back(std::string(kRetryForHeader), std::string(consumer));
       options.headers.emplace_back(std::string(kRetryOfHeader), std::to_string(fact.id));
-      s = internal::EmitWithOrigin(txn, fact.type, fact.key, fact.payload, options, fact.source,
-                                   fact.depth);
+      s = internal::EngineInternal::EmitWithOrigin(txn, fact.type, fact.key, fact.payload, options,
+                                                   fact.source, fact.depth);
       if (s.IsInvalidArgument()) return Status::InvalidArgument(what + ": " + s.message());
       if (!s.ok()) return s;
       std::string key = tables::dead_letters::Key(consumer, fact.id);
@@ -380,7 +380,7 @@ Status PurgeDeadLetters(Engine& engine, std::string_view consumer,
   *purged = 0;
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   TxnRep rep;
   {
     auto guard = core.ReadGuard();

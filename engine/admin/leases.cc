@@ -16,7 +16,7 @@ namespace wharf {
 Status ReleaseLease(Engine& engine, std::string_view consumer) {
   Status s = internal::ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  internal::EngineCore& core = *engine.core();
+  internal::EngineCore& core = *internal::EngineInternal::Core(engine);
   internal::TxnRep rep;
   {
     auto guard = core.ReadGuard();

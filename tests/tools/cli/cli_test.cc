@@ -251,7 +251,7 @@ class CliTest : public ::testing::Test {
   Status WriteRaw(internal::Cf cf, std::string key, std::string value) {
     TxnRep rep;
     rep.writes.push_back(WriteOp{cf, false, std::move(key), std::move(value)});
-    return engine_->core()->Commit(&rep);
+    return internal::EngineInternal::Core(*engine_)->Commit(&rep);
   }
   uint64_t Emit(std::string_view type, std::string_view key, std::string_view payload,
                 int64_t deliver_at_ms = 0) {
@@ -282,7 +282,8 @@ class CliTest : public ::testing::Test {
     Emit("OrderCreated", KeyIn(2), "order four");
     Emit("OrderCreated", KeyIn(3), std::string("\x00\xff\x01", 3));
     Emit("ReviewPosted", KeyIn(0), "{\"stars\":5}");
-    Emit("OrderCreated", KeyIn(1), "later", /*deliver_at_ms=*/engine_->core()->NowMs() + 3600000);
+    Emit("OrderCreated", KeyIn(1), "later",
+         /*deliver_at_ms=*/internal::EngineInternal::Core(*engine_)->NowMs() + 3600000);
     ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 0),
                        tables::cursors::EncodeValue(1, 3)));
     ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 1),
@@ -297,8 +298,8 @@ class CliTest : public ::testing::Test {
     ASSERT_OK(
         WriteRaw(internal::kDead, tables::dead_letters::Key("mailer", 4),
                  tables::dead_letters::EncodeValue("store-rejected", codec::EncodeFact(fact))));
-    const int64_t now_ms = engine_->core()->NowMs();
-    const uint64_t open_epoch = engine_->core()->store()->open_epoch();
+    const int64_t now_ms = internal::EngineInternal::Core(*engine_)->NowMs();
+    const uint64_t open_epoch = internal::EngineInternal::Core(*engine_)->store()->open_epoch();
     ASSERT_OK(
         WriteRaw(internal::kLeases, "store-requests",
                  tables::leases::EncodeValue({"instance-a", 3, now_ms + 3600000, open_epoch})));
@@ -654,7 +655,7 @@ TEST_F(CliTest, CursorCopy) {
 // fact at or before it; an unknown consumer needs --create.
 TEST_F(CliTest, CursorSet) {
   Build();
-  int64_t before_ms = engine_->core()->NowMs() - 1;
+  int64_t before_ms = internal::EngineInternal::Core(*engine_)->NowMs() - 1;
   CloseEngine();
   Result r = RunDb({"cursor", "set", "store-requests", "--to-id", "3"});
   EXPECT_EQ(r.code, 1);
@@ -1111,7 +1112,7 @@ TEST_F(CliTest, LeaseListAndRelease) {
   const JsonValue& held = *leases["store-requests"];
   EXPECT_EQ(held["owner"].text, "instance-a");
   EXPECT_EQ(held["epoch"].u(), 3u);
-  EXPECT_GT(held["expires_at_ms"].i(), engine_->core()->NowMs());
+  EXPECT_GT(held["expires_at_ms"].i(), internal::EngineInternal::Core(*engine_)->NowMs());
   EXPECT_EQ(held["state"].text, "held");
   EXPECT_EQ((*leases["mailer"])["owner"].text, "");
   EXPECT_EQ((*leases["mailer"])["state"].text, "released");
@@ -1147,10 +1148,11 @@ TEST_F(CliTest, LeaseListAndRelease) {
   }
   OpenEngine();
   std::string fence;
-  EXPECT_TRUE(engine_->core()
+  EXPECT_TRUE(internal::EngineInternal::Core(*engine_)
                   ->store()
                   ->db()
-                  ->Get(rocksdb::ReadOptions(), engine_->core()->store()->cf(internal::kLeases),
+                  ->Get(rocksdb::ReadOptions(),
+                        internal::EngineInternal::Core(*engine_)->store()->cf(internal::kLeases),
                         tables::leases::FenceKey("store-requests"), &fence)
                   .ok());
 }
