@@ -27,6 +27,7 @@
 #include "engine/store/tables/meta.h"
 #include "test_util.h"
 #include "wharf/admin.h"
+#include "wharf/inspect.h"
 #include "wharf/runtime.h"
 
 #ifndef WHARF_CLI_PATH
@@ -248,6 +249,26 @@ class CliTest : public ::testing::Test {
     return Run(std::move(args));
   }
 
+  // The engine's clock: the wall clock, as no test sets EngineOptions::clock_ms.
+  static int64_t WallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  // The open epoch of the live engine, read as the CLI reads it (a secondary).
+  uint64_t OpenEpoch() {
+    std::unique_ptr<Inspector> inspector;
+    uint64_t open_epoch = 0;
+    EXPECT_OK(Inspector::Open(dir_.db(), &inspector));
+    if (inspector) {
+      EXPECT_OK(inspector->OpenEpoch(&open_epoch));
+    }
+    EXPECT_GT(open_epoch, 0u);
+    return open_epoch;
+  }
+
+  // Writes state no public API can create (crafted cursors, dead letters, leases, damaged or
+  // future-format records) through the committer, as the engine itself would.
   Status WriteRaw(internal::Cf cf, std::string key, std::string value) {
     TxnRep rep;
     rep.writes.push_back(WriteOp{cf, false, std::move(key), std::move(value)});
@@ -283,7 +304,7 @@ class CliTest : public ::testing::Test {
     Emit("OrderCreated", KeyIn(3), std::string("\x00\xff\x01", 3));
     Emit("ReviewPosted", KeyIn(0), "{\"stars\":5}");
     Emit("OrderCreated", KeyIn(1), "later",
-         /*deliver_at_ms=*/internal::EngineInternal::Core(*engine_)->NowMs() + 3600000);
+         /*deliver_at_ms=*/WallMs() + 3600000);
     ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 0),
                        tables::cursors::EncodeValue(1, 3)));
     ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 1),
@@ -298,8 +319,8 @@ class CliTest : public ::testing::Test {
     ASSERT_OK(
         WriteRaw(internal::kDead, tables::dead_letters::Key("mailer", 4),
                  tables::dead_letters::EncodeValue("store-rejected", codec::EncodeFact(fact))));
-    const int64_t now_ms = internal::EngineInternal::Core(*engine_)->NowMs();
-    const uint64_t open_epoch = internal::EngineInternal::Core(*engine_)->store()->open_epoch();
+    const int64_t now_ms = WallMs();
+    const uint64_t open_epoch = OpenEpoch();
     ASSERT_OK(
         WriteRaw(internal::kLeases, "store-requests",
                  tables::leases::EncodeValue({"instance-a", 3, now_ms + 3600000, open_epoch})));
@@ -433,9 +454,8 @@ TEST_F(CliTest, UnopenableDatabasesExitTwo) {
   EXPECT_CONTAINS(r.err, "not a Wharf database");
 
   // A newer format version (written through the committer) is refused by every command.
-  std::string body;
-  codec::PutFixed64BE(&body, internal::kFormatVersion + 1);
-  ASSERT_OK(WriteRaw(internal::kMeta, tables::meta::kFormatVersion, codec::Seal(body)));
+  ASSERT_OK(WriteRaw(internal::kMeta, tables::meta::kFormatVersion,
+                     tables::meta::EncodeU64(FormatVersion() + 1)));
   CloseEngine();
   r = RunDb({"stat"});
   EXPECT_EQ(r.code, 2);
@@ -655,7 +675,7 @@ TEST_F(CliTest, CursorCopy) {
 // fact at or before it; an unknown consumer needs --create.
 TEST_F(CliTest, CursorSet) {
   Build();
-  int64_t before_ms = internal::EngineInternal::Core(*engine_)->NowMs() - 1;
+  int64_t before_ms = WallMs() - 1;
   CloseEngine();
   Result r = RunDb({"cursor", "set", "store-requests", "--to-id", "3"});
   EXPECT_EQ(r.code, 1);
@@ -1112,7 +1132,7 @@ TEST_F(CliTest, LeaseListAndRelease) {
   const JsonValue& held = *leases["store-requests"];
   EXPECT_EQ(held["owner"].text, "instance-a");
   EXPECT_EQ(held["epoch"].u(), 3u);
-  EXPECT_GT(held["expires_at_ms"].i(), internal::EngineInternal::Core(*engine_)->NowMs());
+  EXPECT_GT(held["expires_at_ms"].i(), WallMs());
   EXPECT_EQ(held["state"].text, "held");
   EXPECT_EQ((*leases["mailer"])["owner"].text, "");
   EXPECT_EQ((*leases["mailer"])["state"].text, "released");
