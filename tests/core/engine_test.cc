@@ -11,7 +11,6 @@
 
 #include "engine/core/engine_core.h"
 #include "engine/store/codec.h"
-#include "engine/store/inspect.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -20,6 +19,7 @@
 #include "io/wal/wal_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
+#include "wharf/inspect.h"
 
 namespace wharf {
 namespace {
@@ -781,8 +781,8 @@ TEST_P(EngineTest, WalSpareZeroTailReadsAsTheEndAfterACrash) {
 // read zeros.
 TEST_P(EngineTest, InspectorFollowsASpareWal) {
   ASSERT_NO_FATAL_FAILURE(OpenAndCommitUntilSpareWal());
-  std::unique_ptr<internal::Inspector> inspector;
-  ASSERT_OK(internal::Inspector::Open(dir_.db(), &inspector));
+  std::unique_ptr<Inspector> inspector;
+  ASSERT_OK(Inspector::Open(dir_.db(), &inspector));
   const uint32_t partition = engine_->PartitionOf("key");
   for (int round = 0; round < 3; ++round) {
     ASSERT_OK(inspector->CatchUp());

@@ -2,33 +2,10 @@
 // paths (NULL handle, NULL or empty consumer, NULL ids with a count, a count above the limit,
 // unknown ids, use after close) and what they change. Dead letters and leases come from a real
 // runtime.
-#include <gtest/gtest.h>
+#include "api/c/c_abi_fixture.h"
 
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <string>
-#include <vector>
-
-#include "tests/test_util.h"
-#include "wharf.h"
-
+namespace wharf::cabi_test {
 namespace {
-
-using wharf::testing::TempDir;
-
-std::string LastError() { return wharf_last_error(); }
-
-#define EXPECT_WHARF(code, expr)                                                               \
-  do {                                                                                         \
-    wharf_status status_ = (expr);                                                             \
-    EXPECT_EQ(status_, code) << #expr << ": " << wharf_errstr(status_) << ": " << LastError(); \
-  } while (0)
-#define ASSERT_WHARF_OK(expr)                                     \
-  do {                                                            \
-    wharf_status status_ = (expr);                                \
-    ASSERT_EQ(status_, WHARF_OK) << #expr << ": " << LastError(); \
-  } while (0)
 
 struct Seen {
   std::mutex mutex;
@@ -36,26 +13,11 @@ struct Seen {
   size_t count = 0;
 };
 
-class CAdminOpsTest : public ::testing::Test {
+// The CAbiTest engine (types A and B); a test that closes it sets engine_ to NULL (a no-op close).
+class CAdminOpsTest : public CAbiTest {
  protected:
-  void SetUp() override {
-    ASSERT_WHARF_OK(wharf_open(dir_.db().c_str(), "partitions=4", &engine_));
-    const char* types[] = {"A"};
-    ASSERT_WHARF_OK(wharf_declare_types(engine_, types, 1));
-  }
-  void TearDown() override {
-    if (engine_ != nullptr) EXPECT_WHARF(WHARF_OK, wharf_close(engine_));
-  }
-
   uint64_t Commit(const std::string& key, const std::string& payload) {
-    wharf_txn* txn = nullptr;
-    EXPECT_EQ(wharf_txn_begin(engine_, &txn), WHARF_OK) << LastError();
-    EXPECT_EQ(wharf_txn_emit(txn, "A", key.data(), key.size(), payload.data(), payload.size()),
-              WHARF_OK)
-        << LastError();
-    uint64_t last = 0;
-    EXPECT_EQ(wharf_txn_commit(txn, &last), WHARF_OK) << LastError();
-    return last;
+    return CAbiTest::Commit("A", key, payload);
   }
 
   // A runtime whose subscriber "mailer" rejects every fact (each becomes a dead letter) runs until
@@ -98,9 +60,6 @@ class CAdminOpsTest : public ::testing::Test {
         << LastError();
     return count;
   }
-
-  TempDir dir_;
-  wharf_engine* engine_ = nullptr;
 };
 
 TEST_F(CAdminOpsTest, DeadPurge) {
@@ -161,3 +120,4 @@ TEST_F(CAdminOpsTest, LeaseRelease) {
 }
 
 }  // namespace
+}  // namespace wharf::cabi_test
