@@ -79,7 +79,7 @@ void BM_Get(benchmark::State& state) {
     });
   }
 
-  const wharf::internal::EngineCore& core = *engine->core();
+  const wharf::internal::EngineCore& core = *wharf::internal::EngineInternal::Core(*engine);
   std::mt19937_64 rng(42);
   std::vector<uint64_t> samples_ns;
   samples_ns.reserve(1 << 20);

@@ -63,7 +63,7 @@ W1Measurement RunW1Wharf(const W1Shape& shape, const std::string& dir) {
   }
   // The committer's own counters (internal API): facts per sync round says how well group commit
   // amortizes the fdatasync, the number the throughput hinges on.
-  const internal::Committer* committer = engine->core()->committer();
+  const internal::Committer* committer = internal::EngineInternal::Core(*engine)->committer();
   const internal::CommitterStats before = committer->stats();
   result = DriveProducers(producers, shape.batch, shape.duration_s);
   const internal::CommitterStats after = committer->stats();

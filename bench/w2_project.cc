@@ -104,7 +104,7 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
       result.error = "wharf project: " + s.ToString();
       return result;
     }
-    const internal::Committer* committer = engine->core()->committer();
+    const internal::Committer* committer = internal::EngineInternal::Core(*engine)->committer();
     const internal::CommitterStats before = committer->stats();
     const double cpu_start_s = ProcessCpuSeconds();
     const uint64_t start_ns = NowNs();

@@ -1,4 +1,4 @@
-// The C ABI's administration half: cursors and dead letters (wharf.h, over wharf/admin.h).
+// The C ABI's administration half: cursors, dead letters and leases (wharf.h, over wharf/admin.h).
 #include "api/c/c_common.h"
 #include "wharf/admin.h"
 
@@ -10,6 +10,9 @@ using wharf::capi::FindEngine;
 using wharf::capi::Guard;
 
 namespace {
+
+// Bounds the id count a caller passes, so a garbage count is refused before it is read.
+constexpr size_t kFactIdsCountMax = size_t{1} << 20;
 
 Status CopyCursor(wharf_engine* engine, const char* from_consumer, const char* to_consumer,
                   uint8_t force) {
@@ -114,6 +117,41 @@ wharf_status wharf_dead_letters(wharf_engine* engine, const char* consumer, whar
       fn(ctx, letter.consumer.c_str(), letter.reason.c_str(), view.get());
     }
     return Status::OK();
+  });
+}
+
+wharf_status wharf_dead_purge(wharf_engine* engine, const char* consumer, const uint64_t* fact_ids,
+                              size_t n_fact_ids, uint64_t* purged) {
+  return Guard("wharf_dead_purge", [&] {
+    std::shared_ptr<EngineState> state;
+    std::string_view name;
+    Status s = FindEngine(engine, &state);
+    if (s.ok()) s = CheckName(consumer, "consumer", &name);
+    if (s.ok() && fact_ids == nullptr && n_fact_ids != 0) {
+      s = Status::InvalidArgument("fact_ids is NULL but n_fact_ids is " +
+                                  std::to_string(n_fact_ids));
+    }
+    if (s.ok() && n_fact_ids > kFactIdsCountMax) {
+      s = Status::InvalidArgument("n_fact_ids " + std::to_string(n_fact_ids) +
+                                  " is above the limit of " + std::to_string(kFactIdsCountMax));
+    }
+    if (!s.ok()) return s;
+    std::vector<uint64_t> ids(fact_ids, fact_ids + n_fact_ids);
+    uint64_t count = 0;
+    s = wharf::PurgeDeadLetters(*state->engine, name, ids, &count);
+    if (s.ok() && purged != nullptr) *purged = count;
+    return s;
+  });
+}
+
+wharf_status wharf_lease_release(wharf_engine* engine, const char* consumer) {
+  return Guard("wharf_lease_release", [&] {
+    std::shared_ptr<EngineState> state;
+    std::string_view name;
+    Status s = FindEngine(engine, &state);
+    if (s.ok()) s = CheckName(consumer, "consumer", &name);
+    if (!s.ok()) return s;
+    return wharf::ReleaseLease(*state->engine, name);
   });
 }
 

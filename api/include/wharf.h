@@ -482,7 +482,7 @@ WHARF_EXPORT wharf_status wharf_runtime_instance(wharf_runtime* rt, const char**
 WHARF_EXPORT void wharf_runtime_free(wharf_runtime* rt);
 
 /* ---------------------------------------------------------------------------------------------
-** ADMINISTRATION: cursors and dead letters
+** ADMINISTRATION: cursors, dead letters and leases
 **
 ** Changes go through the committer (atomic and durable on WHARF_OK). Do not change the cursors of
 ** a consumer that a running runtime delivers. All functions are thread-safe; list callbacks run on
@@ -521,6 +521,24 @@ typedef void (*wharf_dead_letter_fn)(void* ctx, const char* consumer, const char
 ** consumer then fact id. */
 WHARF_EXPORT wharf_status wharf_dead_letters(wharf_engine* engine, const char* consumer,
                                              wharf_dead_letter_fn fn, void* ctx);
+
+/* Deletes dead letters of `consumer` for good, in one transaction: those of the `n_fact_ids` ids
+** in `fact_ids` (n_fact_ids = 0: every one; `fact_ids` may then be NULL), each checked to be
+** unchanged since it was read. *purged (when `purged` is not NULL): how many were deleted.
+**   WHARF_INVALID_ARGUMENT  a bad consumer id, `fact_ids` NULL with n_fact_ids > 0, too many ids
+**   WHARF_NOT_FOUND         the consumer has no dead letters, or an id is none of them (nothing
+**                           changes)
+**   WHARF_CONFLICT          a letter changed meanwhile (nothing changes) */
+WHARF_EXPORT wharf_status wharf_dead_purge(wharf_engine* engine, const char* consumer,
+                                           const uint64_t* fact_ids, size_t n_fact_ids,
+                                           uint64_t* purged);
+
+/* Releases the lease of `consumer` (deletes its lease record if unchanged since read), so any
+** instance may take the consumer at once; a former holder still running is fenced once another
+** takes it. Meant for a holder that is gone (what `wharf lease release` does).
+**   WHARF_NOT_FOUND  the consumer holds no lease
+**   WHARF_CONFLICT   the lease was renewed or taken meanwhile (nothing changes) */
+WHARF_EXPORT wharf_status wharf_lease_release(wharf_engine* engine, const char* consumer);
 
 #ifdef __cplusplus
 } /* extern "C" */

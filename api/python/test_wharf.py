@@ -252,6 +252,59 @@ class TestRuntime(EngineTestCase):
             self.engine.delete_cursor("store-reviews")
 
 
+class TestAdminOps(EngineTestCase):
+    def dead_letters_of_shipper(self, count):
+        for i in range(count):
+            self.commit("OrderPlaced", f"k{i}", "broken")
+        with wharf.Runtime(self.engine, "workers=0") as runtime:
+            @runtime.reaction("shipper", ["OrderPlaced"])
+            def ship(fact, effects):
+                raise ValueError("cannot ship")
+
+            runtime.drain()
+        return sorted(letter.fact.id for letter in self.engine.dead_letters("shipper"))
+
+    def test_purge_dead_letters(self):
+        ids = self.dead_letters_of_shipper(3)
+        self.assertEqual(len(ids), 3)
+        with self.assertRaises(wharf.NotFound) as caught:
+            self.engine.purge_dead_letters("shipper", [ids[-1] + 100])
+        self.assertIn(str(ids[-1] + 100), str(caught.exception))
+        self.assertEqual(len(self.engine.dead_letters("shipper")), 3)  # nothing changed
+        self.assertEqual(self.engine.purge_dead_letters("shipper", [ids[0]]), 1)
+        self.assertEqual(self.engine.purge_dead_letters("shipper"), 2)
+        self.assertEqual(self.engine.dead_letters("shipper"), [])
+        with self.assertRaises(wharf.NotFound):
+            self.engine.purge_dead_letters("shipper")
+        with self.assertRaises(wharf.InvalidArgument) as caught:
+            self.engine.purge_dead_letters("")
+        self.assertIn("consumer", str(caught.exception))
+        with self.assertRaises(wharf.InvalidArgument):
+            self.engine.purge_dead_letters("shipper", [-1])
+
+    def test_release_lease(self):
+        # A started runtime takes the mailer's lease to deliver, and releases it when it stops.
+        delivered = threading.Event()
+        runtime = wharf.Runtime(self.engine, "workers=1")
+
+        def mailer(fact):
+            delivered.set()
+            return wharf.Outcome.HANDLED
+
+        runtime.subscribe("shipper", "OrderPlaced", mailer)
+        runtime.start()
+        self.commit("OrderPlaced", "k", "o-1")
+        self.assertTrue(delivered.wait(60))  # a bound for a hung runtime only
+        runtime.stop()
+        runtime.close()
+        self.engine.release_lease("shipper")
+        with self.assertRaises(wharf.NotFound) as caught:
+            self.engine.release_lease("shipper")
+        self.assertIn("shipper", str(caught.exception))
+        with self.assertRaises(wharf.InvalidArgument):
+            self.engine.release_lease("")
+
+
 class TestErrors(EngineTestCase):
     def test_bad_options(self):
         with self.assertRaises(wharf.InvalidArgument) as caught:

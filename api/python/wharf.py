@@ -275,6 +275,9 @@ _SIGNATURES = {
     "wharf_cursor_delete": (_status, [_P, c_char_p]),
     "wharf_cursor_list": (_status, [_P, _CURSOR_FN, c_void_p]),
     "wharf_dead_letters": (_status, [_P, c_char_p, _DEAD_FN, c_void_p]),
+    "wharf_dead_purge": (_status, [_P, c_char_p, POINTER(c_uint64), c_size_t,
+                                   POINTER(c_uint64)]),
+    "wharf_lease_release": (_status, [_P, c_char_p]),
 }
 
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
@@ -900,6 +903,21 @@ class Engine:
         name = None if consumer is None else _name(consumer, "consumer")
         return _collect(lambda key: _check(_lib.wharf_dead_letters(
             handle, name, _collect_dead_trampoline, key)))
+
+    def purge_dead_letters(self, consumer: str, fact_ids: Iterable[int] = ()) -> int:
+        """Deletes dead letters of `consumer` for good (those of `fact_ids`; empty: every one), in
+        one transaction. Returns how many. NotFound: it has none, or an id is none of them."""
+        ids = [_u64(fact_id, "fact_id") for fact_id in fact_ids]
+        array = (c_uint64 * len(ids))(*ids) if ids else None
+        purged = c_uint64()
+        _check(_lib.wharf_dead_purge(self._live(), _name(consumer, "consumer"), array, len(ids),
+                                     byref(purged)))
+        return purged.value
+
+    def release_lease(self, consumer: str) -> None:
+        """Releases the lease of `consumer` (a holder that is gone), as `wharf lease release`.
+        NotFound: it holds no lease; Conflict: the lease changed meanwhile."""
+        _check(_lib.wharf_lease_release(self._live(), _name(consumer, "consumer")))
 
 
 # -------------------------------------------------------------------------------------------------

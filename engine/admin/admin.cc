@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/admin/consumer_id.h"
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
 #include "engine/store/codec.h"
@@ -31,11 +32,11 @@ using internal::CheckOp;
 using internal::EngineCore;
 using internal::FromRocks;
 using internal::TxnRep;
+using internal::ValidateConsumer;
 using internal::WriteOp;
 
 namespace {
 
-constexpr size_t kConsumerBytesMax = 255;
 constexpr size_t kRetryBatchLetters = 100;  // dead letters re-emitted per transaction
 
 // The sealed cursor value of each partition of one consumer (nullopt: no cursor).
@@ -101,10 +102,6 @@ void AddCursorChecks(std::string_view consumer, const RawCursors& cursors, TxnRe
   }
 }
 
-Status ValidateConsumer(std::string_view consumer) {
-  return internal::ValidateName("consumer id", consumer, kConsumerBytesMax);
-}
-
 // The id of the last durable fact of `partition` with id <= fact_id, 0 if none.
 // REQUIRES: the caller holds the engine's read guard.
 Status LastFactAtOrBefore(const EngineCore& core, uint32_t partition, uint64_t fact_id,
@@ -130,7 +127,7 @@ Status LastFactAtOrBefore(const EngineCore& core, uint32_t partition, uint64_t f
 
 Status ListCursors(Engine& engine, std::vector<CursorInfo>* cursors) {
   if (cursors == nullptr) return Status::InvalidArgument("cursors output pointer is null");
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   auto guard = core.ReadGuard();
   Status s = core.CheckOpen();
   if (!s.ok()) return s;
@@ -142,7 +139,7 @@ Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, 
   if (fact_id == nullptr) return Status::InvalidArgument("fact_id output pointer is null");
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   auto guard = core.ReadGuard();
   s = core.CheckOpen();
   if (!s.ok()) return s;
@@ -173,7 +170,7 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
   if (from == to)
     return Status::InvalidArgument("cannot copy the cursors of '" + std::string(from) +
                                    "' onto themselves");
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -214,7 +211,7 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
 Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -241,7 +238,7 @@ Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
 Status DeleteCursor(Engine& engine, std::string_view consumer) {
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -271,7 +268,7 @@ Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<De
     Status s = ValidateConsumer(consumer);
     if (!s.ok()) return s;
   }
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   auto guard = core.ReadGuard();
   Status s = core.CheckOpen();
   if (!s.ok()) return s;
@@ -315,7 +312,7 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
   retried->clear();
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   std::map<uint64_t, StoredLetter> letters;
   {
     auto guard = core.ReadGuard();
@@ -344,7 +341,7 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
   for (size_t first = 0; first < chosen.size(); first += kRetryBatchLetters) {
     size_t last = std::min(chosen.size(), first + kRetryBatchLetters);
     Txn txn = engine.Begin();
-    TxnRep* rep = EngineCore::RepOf(txn);
+    TxnRep* rep = internal::EngineInternal::Rep(txn);
     for (size_t i = first; i < last; ++i) {
       const Fact& fact = chosen[i]->letter.fact;
       std::string what = "dead letter " + std::to_string(fact.id) + " of " + std::string(consumer);
@@ -357,8 +354,8 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
       }
       options.headers.emplace_back(std::string(kRetryForHeader), std::string(consumer));
       options.headers.emplace_back(std::string(kRetryOfHeader), std::to_string(fact.id));
-      s = internal::EmitWithOrigin(txn, fact.type, fact.key, fact.payload, options, fact.source,
-                                   fact.depth);
+      s = internal::EngineInternal::EmitWithOrigin(txn, fact.type, fact.key, fact.payload, options,
+                                                   fact.source, fact.depth);
       if (s.IsInvalidArgument()) return Status::InvalidArgument(what + ": " + s.message());
       if (!s.ok()) return s;
       std::string key = tables::dead_letters::Key(consumer, fact.id);
@@ -375,6 +372,49 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
     }
   }
   return Status::OK();
+}
+
+Status PurgeDeadLetters(Engine& engine, std::string_view consumer,
+                        const std::vector<uint64_t>& fact_ids, uint64_t* purged) {
+  if (purged == nullptr) return Status::InvalidArgument("purged output pointer is null");
+  *purged = 0;
+  Status s = ValidateConsumer(consumer);
+  if (!s.ok()) return s;
+  EngineCore& core = *internal::EngineInternal::Core(engine);
+  TxnRep rep;
+  {
+    auto guard = core.ReadGuard();
+    std::map<uint64_t, StoredLetter> letters;
+    s = core.CheckOpen();
+    if (s.ok()) s = ReadStoredLetters(core, consumer, &letters);
+    if (!s.ok()) return s;
+    if (letters.empty()) {
+      return Status::NotFound("consumer '" + std::string(consumer) + "' has no dead letters");
+    }
+    for (uint64_t id : fact_ids) {
+      if (!letters.contains(id)) {
+        return Status::NotFound("consumer '" + std::string(consumer) +
+                                "' has no dead letter for fact " + std::to_string(id));
+      }
+    }
+    for (const auto& [id, stored] : letters) {
+      if (!fact_ids.empty() && std::find(fact_ids.begin(), fact_ids.end(), id) == fact_ids.end()) {
+        continue;
+      }
+      std::string key = tables::dead_letters::Key(consumer, id);
+      rep.checks.push_back(
+          CheckOp{internal::kDead, key, stored.sealed,
+                  "dead letter " + std::to_string(id) + " of " + std::string(consumer)});
+      rep.writes.push_back(WriteOp{internal::kDead, true, std::move(key), ""});
+    }
+  }
+  // Every id named is a letter (checked above), so at least one is deleted.
+  WHARF_ASSERT(!rep.writes.empty());
+  WHARF_ASSERT(rep.writes.size() == rep.checks.size());
+  const uint64_t deleted = rep.writes.size();  // the committer may consume the rep
+  s = core.Commit(&rep);
+  if (s.ok()) *purged = deleted;
+  return s;
 }
 
 Status RecoverDamagedWal(const std::string& path, const EngineOptions& options,

@@ -154,7 +154,7 @@ Status TrimPartitionOf(EngineCore& core, uint32_t partition, TrimPartition* trim
 Status TrimPassed(Engine& engine, TrimReport* report, const TrimProgressFn& progress) {
   if (report == nullptr) return Status::InvalidArgument("report output pointer is null");
   *report = TrimReport();
-  EngineCore& core = *engine.core();
+  EngineCore& core = *internal::EngineInternal::Core(engine);
   const uint32_t partitions = core.options().partitions;
   Status s = FlushOutbox(core);
   if (!s.ok()) return s;

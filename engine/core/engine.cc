@@ -115,11 +115,11 @@ Status Txn::Delete(std::string_view table, std::string_view key) {
 
 namespace internal {
 
-Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
-                      std::string_view payload, const EmitOptions& options, std::string_view source,
-                      uint32_t depth) {
+Status EngineInternal::EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
+                                      std::string_view payload, const EmitOptions& options,
+                                      std::string_view source, uint32_t depth) {
   const std::shared_ptr<EngineCore>& core_ = txn.core_;
-  std::unique_ptr<TxnRep>& rep_ = EngineCore::MutableRepOf(txn);
+  std::unique_ptr<TxnRep>& rep_ = txn.rep_;
   size_t bytes = type.size() + key.size() + payload.size();
   for (const auto& [name, value] : options.headers) bytes += name.size() + value.size();
   Status s = CheckTxn(core_, rep_.get(), bytes);
@@ -178,7 +178,7 @@ Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
 
 Status Txn::Emit(std::string_view type, std::string_view key, std::string_view payload,
                  const EmitOptions& options) {
-  return internal::EmitWithOrigin(*this, type, key, payload, options, "", 0);
+  return internal::EngineInternal::EmitWithOrigin(*this, type, key, payload, options, "", 0);
 }
 
 Status Txn::Get(std::string_view table, std::string_view key, std::string* value) const {

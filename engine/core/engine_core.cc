@@ -105,7 +105,7 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get());
   core->committer_->Start();
-  engine->reset(new Engine(std::move(core)));
+  *engine = EngineInternal::NewEngine(std::move(core));
   return Status::OK();
 }
 

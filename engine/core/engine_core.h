@@ -18,6 +18,7 @@
 
 #include "engine/commit/committer.h"
 #include "engine/commit/txn_rep.h"
+#include "engine/core/engine_internal.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/engine.h"
@@ -55,10 +56,10 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   // Hands a transaction to the committer and, unless it is async, waits for its outcome.
   Status Commit(TxnRep* rep);
-  static TxnRep* RepOf(Txn& txn) { return txn.rep_.get(); }
-  static EngineCore* CoreOf(Txn& txn) { return txn.core_.get(); }
-  static std::unique_ptr<TxnRep>& MutableRepOf(Txn& txn) { return txn.rep_; }
-  Txn Begin() { return Txn(shared_from_this()); }
+  // Shorthands of EngineInternal's (engine_internal.h), kept for the runtime's many call sites.
+  static TxnRep* RepOf(Txn& txn) { return EngineInternal::Rep(txn); }
+  static EngineCore* CoreOf(const Txn& txn) { return EngineInternal::CoreOf(txn); }
+  Txn Begin() { return EngineInternal::NewTxn(shared_from_this()); }
 
   Status DeclareTypes(const std::vector<std::string>& types);
   bool IsDeclared(std::string_view type) const;
@@ -73,7 +74,6 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   // is written: the handler's own effects commit after it, so they are durable only with it.
   Status GetState(std::string_view table, std::string_view key, std::string* value,
                   bool durable_only = true) const;
-  static EngineCore* CoreOf(const Txn& txn) { return txn.core_.get(); }
 
   void AddListener(DurableListener* listener);
   void RemoveListener(DurableListener* listener);

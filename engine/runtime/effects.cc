@@ -106,8 +106,9 @@ Status EffectsImpl::Emit(std::string_view type, std::string_view key, std::strin
   size_t bytes = type.size() + key.size() + payload.size();
   for (const auto& [name, value] : options.headers) bytes += name.size() + value.size();
   if (CrossesBecauseOfBatch(bytes)) return BatchFull(EngineCore::CoreOf(*txn_)->txn_bytes_max());
-  return Note(EmitWithOrigin(*txn_, type, key, payload, options, consumer_->id, depth),
-              "store-rejected");
+  return Note(
+      EngineInternal::EmitWithOrigin(*txn_, type, key, payload, options, consumer_->id, depth),
+      "store-rejected");
 }
 
 }  // namespace internal

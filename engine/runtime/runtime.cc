@@ -82,7 +82,7 @@ uint32_t DefaultBatch(ConsumerKind kind) {
 }  // namespace
 
 RuntimeImpl::RuntimeImpl(Engine* engine, RuntimeOptions options)
-    : core_holder_(engine->core()),
+    : core_holder_(EngineInternal::Core(*engine)),
       core_(core_holder_.get()),
       options_(std::move(options)),
       trace_(options_.trace),

@@ -1,4 +1,8 @@
-#include "engine/store/inspect.h"
+// wharf::Inspector (wharf/inspect.h): a RocksDB secondary instance over a database directory, for
+// tools. It takes no lock and never writes to the primary's files; its private files (info log,
+// manifest copy) live in a temporary directory removed by the destructor. Every read goes through
+// the table modules (engine/store/tables/) with bounded scans and verifies each record.
+#include "wharf/inspect.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
@@ -22,7 +26,46 @@
 #include "engine/store/tables/timers.h"
 #include "io/wal/wal_tail_fs.h"
 
-namespace wharf::internal {
+namespace wharf {
+
+namespace internal {
+
+// What an open Inspector holds (the pimpl of wharf::Inspector).
+struct InspectorState {
+  ~InspectorState() {
+    if (db) {
+      for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+      if (default_handle) db->DestroyColumnFamilyHandle(default_handle);
+      db->Close().PermitUncheckedError();
+      db.reset();
+    }
+    if (!secondary_path.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(secondary_path, ignored);
+    }
+  }
+
+  std::string path;
+  std::string secondary_path;
+  std::unique_ptr<rocksdb::Env> env;  // reads live WALs up to their writer's end (wal_tail_fs)
+  std::unique_ptr<rocksdb::DB> db;
+  // Indexed by Cf; the default family (unused by Wharf) is kept apart.
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::ColumnFamilyHandle* default_handle = nullptr;
+  uint64_t format_version = 0;
+  uint32_t partitions = 0;
+  Ordering ordering = Ordering::kPartition;
+};
+
+}  // namespace internal
+
+using internal::Cf;
+using internal::CfName;
+using internal::FromRocks;
+using internal::InspectorState;
+using internal::kCfCount;
+using internal::kFormatVersion;
+
 namespace {
 
 std::string HexOf(std::string_view bytes) {
@@ -35,9 +78,74 @@ std::string HexOf(std::string_view bytes) {
   return out;
 }
 
+Status CatchUpWithPrimary(const InspectorState& state) {
+  return FromRocks(state.db->TryCatchUpWithPrimary(), "catch up with " + state.path);
+}
+
+Status GetMeta(const InspectorState& state, const std::string& key, std::string* body,
+               bool* found) {
+  std::string sealed;
+  rocksdb::Status s =
+      state.db->Get(rocksdb::ReadOptions(), state.handles[internal::kMeta], key, &sealed);
+  *found = s.ok();
+  if (s.IsNotFound()) return Status::OK();
+  if (!s.ok()) return FromRocks(s, "read meta " + key);
+  std::string_view unsealed;
+  Status status = codec::Unseal(sealed, &unsealed);
+  if (!status.ok()) return Status::Corruption("meta " + key + ": " + status.message());
+  body->assign(unsealed);
+  return Status::OK();
+}
+
+Status LoadMeta(InspectorState* state) {
+  std::string body;
+  bool found = false;
+  Status s = GetMeta(*state, tables::meta::kFormatVersion, &body, &found);
+  if (!s.ok()) return s;
+  if (!found) {
+    return Status::InvalidArgument(state->path + " is not a Wharf database (no format version)");
+  }
+  s = tables::meta::DecodeU64(body, tables::meta::kFormatVersion, &state->format_version);
+  if (!s.ok()) return s;
+  if (state->format_version > kFormatVersion) {
+    return Status::NotSupported("database format version " + std::to_string(state->format_version) +
+                                " is newer than this Wharf supports (" +
+                                std::to_string(kFormatVersion) + "): upgrade Wharf");
+  }
+  uint64_t partitions = 0, ordering = 0;
+  for (auto [name, target] : {std::pair{tables::meta::kPartitions, &partitions},
+                              std::pair{tables::meta::kOrdering, &ordering}}) {
+    s = GetMeta(*state, name, &body, &found);
+    if (s.ok() && !found) s = Status::Corruption(std::string("meta ") + name + " is missing");
+    if (s.ok()) s = tables::meta::DecodeU64(body, name, target);
+    if (!s.ok()) return s;
+  }
+  if (partitions == 0 || partitions > kPartitionsMax) {
+    return Status::Corruption("meta partitions holds " + std::to_string(partitions));
+  }
+  if (ordering > static_cast<uint64_t>(Ordering::kNone)) {
+    return Status::Corruption("meta ordering holds " + std::to_string(ordering));
+  }
+  state->partitions = static_cast<uint32_t>(partitions);
+  state->ordering = static_cast<Ordering>(ordering);
+  return Status::OK();
+}
+
 }  // namespace
 
+uint64_t FormatVersion() { return kFormatVersion; }
+
+bool TakenFilter::Takes(const Fact& fact) const {
+  if (!types.contains(fact.type)) return false;
+  // A fact re-emitted from a dead letter goes to the consumer it names, and to no other.
+  for (const auto& [header, value] : fact.headers) {
+    if (header == kRetryForHeader) return value == consumer;
+  }
+  return true;
+}
+
 Status Inspector::Open(const std::string& path, std::unique_ptr<Inspector>* out) {
+  if (out == nullptr) return Status::InvalidArgument("inspector out-parameter is null");
   std::error_code error;
   if (path.empty()) return Status::InvalidArgument("database path is empty");
   if (!std::filesystem::exists(path, error)) {
@@ -66,20 +174,20 @@ Status Inspector::Open(const std::string& path, std::unique_ptr<Inspector>* out)
     }
   }
 
-  std::unique_ptr<Inspector> inspector(new Inspector());
-  inspector->path_ = path;
+  auto state = std::make_unique<InspectorState>();
+  state->path = path;
   // The primary's current WAL may be a spare: zeros after its last record, records written over
   // them later. Read it only up to its writer's end, so that a catch-up reads on from there.
-  inspector->env_ = rocksdb::NewCompositeEnv(
+  state->env = rocksdb::NewCompositeEnv(
       std::make_shared<io::WalTailFileSystem>(rocksdb::FileSystem::Default()));
-  options.env = inspector->env_.get();
+  options.env = state->env.get();
   std::string secondary_template =
       (std::filesystem::temp_directory_path(error) / "wharf-secondary-XXXXXX").string();
   if (mkdtemp(secondary_template.data()) == nullptr) {
     return Status::IOError("cannot create a temporary directory " + secondary_template + ": " +
                            std::strerror(errno));
   }
-  inspector->secondary_path_ = secondary_template;
+  state->secondary_path = secondary_template;
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
@@ -88,104 +196,52 @@ Status Inspector::Open(const std::string& path, std::unique_ptr<Inspector>* out)
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw_db = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenAsSecondary(options, path, inspector->secondary_path_,
+  rocksdb::Status s = rocksdb::DB::OpenAsSecondary(options, path, state->secondary_path,
                                                    descriptors, &handles, &raw_db);
   if (!s.ok()) return FromRocks(s, "open " + path + " for reading");
-  inspector->db_.reset(raw_db);
+  state->db.reset(raw_db);
   WHARF_ASSERT(handles.size() == kCfCount + 1);
-  inspector->default_handle_ = handles[0];
-  inspector->handles_.assign(handles.begin() + 1, handles.end());
+  state->default_handle = handles[0];
+  state->handles.assign(handles.begin() + 1, handles.end());
 
-  Status loaded = inspector->CatchUp();
-  if (loaded.ok()) loaded = inspector->LoadMeta();
+  Status loaded = CatchUpWithPrimary(*state);
+  if (loaded.ok()) loaded = LoadMeta(state.get());
   if (!loaded.ok()) return loaded;
-  *out = std::move(inspector);
+  out->reset(new Inspector(std::move(state)));
   return Status::OK();
 }
 
-Inspector::~Inspector() {
-  if (db_) {
-    for (auto* handle : handles_) db_->DestroyColumnFamilyHandle(handle);
-    if (default_handle_) db_->DestroyColumnFamilyHandle(default_handle_);
-    db_->Close().PermitUncheckedError();
-    db_.reset();
-  }
-  if (!secondary_path_.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove_all(secondary_path_, ignored);
-  }
+Inspector::Inspector(std::unique_ptr<InspectorState> state) : impl_(std::move(state)) {
+  WHARF_ASSERT(impl_ != nullptr && impl_->db != nullptr);
 }
+Inspector::~Inspector() = default;
 
-Status Inspector::CatchUp() {
-  return FromRocks(db_->TryCatchUpWithPrimary(), "catch up with " + path_);
-}
-
-Status Inspector::GetMeta(const std::string& key, std::string* body, bool* found) {
-  std::string sealed;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], key, &sealed);
-  *found = s.ok();
-  if (s.IsNotFound()) return Status::OK();
-  if (!s.ok()) return FromRocks(s, "read meta " + key);
-  std::string_view unsealed;
-  Status status = codec::Unseal(sealed, &unsealed);
-  if (!status.ok()) return Status::Corruption("meta " + key + ": " + status.message());
-  body->assign(unsealed);
-  return Status::OK();
-}
-
-Status Inspector::LoadMeta() {
-  std::string body;
-  bool found = false;
-  Status s = GetMeta(tables::meta::kFormatVersion, &body, &found);
-  if (!s.ok()) return s;
-  if (!found) {
-    return Status::InvalidArgument(path_ + " is not a Wharf database (no format version)");
-  }
-  s = tables::meta::DecodeU64(body, tables::meta::kFormatVersion, &format_version_);
-  if (!s.ok()) return s;
-  if (format_version_ > kFormatVersion) {
-    return Status::NotSupported("database format version " + std::to_string(format_version_) +
-                                " is newer than this Wharf supports (" +
-                                std::to_string(kFormatVersion) + "): upgrade Wharf");
-  }
-  uint64_t partitions = 0, ordering = 0;
-  for (auto [name, target] : {std::pair{tables::meta::kPartitions, &partitions},
-                              std::pair{tables::meta::kOrdering, &ordering}}) {
-    s = GetMeta(name, &body, &found);
-    if (s.ok() && !found) s = Status::Corruption(std::string("meta ") + name + " is missing");
-    if (s.ok()) s = tables::meta::DecodeU64(body, name, target);
-    if (!s.ok()) return s;
-  }
-  if (partitions == 0 || partitions > kPartitionsMax) {
-    return Status::Corruption("meta partitions holds " + std::to_string(partitions));
-  }
-  if (ordering > static_cast<uint64_t>(Ordering::kNone)) {
-    return Status::Corruption("meta ordering holds " + std::to_string(ordering));
-  }
-  partitions_ = static_cast<uint32_t>(partitions);
-  ordering_ = static_cast<Ordering>(ordering);
-  return Status::OK();
-}
+Status Inspector::CatchUp() { return CatchUpWithPrimary(*impl_); }
+const std::string& Inspector::path() const { return impl_->path; }
+uint64_t Inspector::format_version() const { return impl_->format_version; }
+uint32_t Inspector::partitions() const { return impl_->partitions; }
+Ordering Inspector::ordering() const { return impl_->ordering; }
 
 Status Inspector::LastLsn(uint64_t* lsn) {
   std::string body;
   bool found = false;
-  Status s = GetMeta(tables::meta::kLastLsn, &body, &found);
+  Status s = GetMeta(*impl_, tables::meta::kLastLsn, &body, &found);
   if (!s.ok()) return s;
   *lsn = 0;
   return found ? tables::meta::DecodeU64(body, tables::meta::kLastLsn, lsn) : Status::OK();
 }
 
 Status Inspector::DeclaredTypes(std::vector<std::string>* types) {
-  return tables::meta::ListTypes(db_.get(), handles_[kMeta], types);
+  return tables::meta::ListTypes(impl_->db.get(), impl_->handles[internal::kMeta], types);
 }
 
 Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
-  stats->assign(partitions_, PartitionStat());
-  for (uint32_t partition = 0; partition < partitions_; ++partition) {
+  stats->assign(impl_->partitions, PartitionStat());
+  for (uint32_t partition = 0; partition < impl_->partitions; ++partition) {
     PartitionStat& stat = (*stats)[partition];
     stat.partition = partition;
-    tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, 0));
+    tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
+                      tables::outbox::Range(partition, 0));
     for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
       uint32_t key_partition = 0;
       uint64_t id = 0;
@@ -206,9 +262,10 @@ Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
 Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, const TakenFilter* filter,
                                Backlog* backlog) {
   *backlog = Backlog();
-  if (partition >= partitions_) return Status::InvalidArgument("partition out of range");
+  if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
   if (after_id == UINT64_MAX) return Status::OK();
-  tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, after_id + 1));
+  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
+                    tables::outbox::Range(partition, after_id + 1));
   for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     ++backlog->fact_count;
     if (filter == nullptr && backlog->taken_count > 0) {
@@ -225,13 +282,15 @@ Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, const Take
 }
 
 Status Inspector::ConsumerTypes(std::map<std::string, std::vector<std::string>>* consumers) {
-  return tables::meta::ListConsumerTypes(db_.get(), handles_[kMeta], consumers);
+  return tables::meta::ListConsumerTypes(impl_->db.get(), impl_->handles[internal::kMeta],
+                                         consumers);
 }
 
 Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
                             std::vector<Fact>* facts) {
-  if (partition >= partitions_) return Status::InvalidArgument("partition out of range");
-  tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, from_id));
+  if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
+  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
+                    tables::outbox::Range(partition, from_id));
   for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
     Status s =
         tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
@@ -241,8 +300,9 @@ Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_m
 }
 
 Status Inspector::ReadLastFacts(uint32_t partition, size_t count_max, std::vector<Fact>* facts) {
-  if (partition >= partitions_) return Status::InvalidArgument("partition out of range");
-  tables::Scan scan(db_.get(), handles_[kOutbox], tables::outbox::Range(partition, 0));
+  if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
+  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
+                    tables::outbox::Range(partition, 0));
   size_t first = facts->size();
   for (scan.SeekToLast(); scan.Valid() && count_max > 0; scan.Prev(), --count_max) {
     Status s =
@@ -254,13 +314,14 @@ Status Inspector::ReadLastFacts(uint32_t partition, size_t count_max, std::vecto
 }
 
 Status Inspector::Cursors(std::string_view consumer, std::vector<CursorInfo>* cursors) {
-  return tables::cursors::List(db_.get(), handles_[kCursors], consumer, cursors);
+  return tables::cursors::List(impl_->db.get(), impl_->handles[internal::kCursors], consumer,
+                               cursors);
 }
 
 Status Inspector::Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInfo>* instances) {
   leases->clear();
   instances->clear();
-  tables::Scan scan(db_.get(), handles_[kLeases], tables::WholeFamily());
+  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kLeases], tables::WholeFamily());
   for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     tables::leases::KeyKind kind;
     std::string_view name;
@@ -289,7 +350,7 @@ Status Inspector::Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInf
 Status Inspector::OpenEpoch(uint64_t* open_epoch) {
   std::string body;
   bool found = false;
-  Status s = GetMeta(tables::meta::kOpenEpoch, &body, &found);
+  Status s = GetMeta(*impl_, tables::meta::kOpenEpoch, &body, &found);
   if (!s.ok()) return s;
   *open_epoch = 0;
   return found ? tables::meta::DecodeU64(body, tables::meta::kOpenEpoch, open_epoch) : Status::OK();
@@ -297,7 +358,7 @@ Status Inspector::OpenEpoch(uint64_t* open_epoch) {
 
 Status Inspector::Timers(TimerStat* timers) {
   *timers = TimerStat();
-  tables::Scan scan(db_.get(), handles_[kTimers], tables::WholeFamily());
+  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kTimers], tables::WholeFamily());
   for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     int64_t due_ms = 0;
     uint64_t lsn = 0;
@@ -311,14 +372,15 @@ Status Inspector::Timers(TimerStat* timers) {
 }
 
 Status Inspector::DeadLetters(std::string_view consumer, std::vector<DeadLetter>* letters) {
-  return tables::dead_letters::List(db_.get(), handles_[kDead], consumer, letters);
+  return tables::dead_letters::List(impl_->db.get(), impl_->handles[internal::kDead], consumer,
+                                    letters);
 }
 
 Status Inspector::DeadLetterCount(uint64_t* count) {
   *count = 0;
-  tables::Scan scan(db_.get(), handles_[kDead], tables::WholeFamily());
+  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kDead], tables::WholeFamily());
   for (scan.SeekToFirst(); scan.Valid(); scan.Next()) ++*count;
   return FromRocks(scan.status(), "read dead letters");
 }
 
-}  // namespace wharf::internal
+}  // namespace wharf

@@ -1,16 +1,11 @@
 // Commands that change the database: cursor copy/set/delete, dead purge/retry, trim, lease release.
 // They open the Engine exclusively (RocksDB's lock); when another process holds the database they
-// say so and change nothing. Every change goes through the committer (wharf/admin.h or a TxnRep).
+// say so and change nothing. Every change goes through the committer (wharf/admin.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
 
-#include "engine/commit/txn_rep.h"
-#include "engine/core/engine_core.h"
-#include "engine/store/codec.h"
-#include "engine/store/tables/dead_letters.h"
-#include "engine/store/tables/leases.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "wharf/admin.h"
@@ -188,30 +183,12 @@ int DeadPurge(const Context& context, const std::string& consumer,
   }
   std::unique_ptr<Engine> engine;
   if (int code = OpenEngine(context, &engine)) return code;
-  std::vector<DeadLetter> letters;
-  Status s = ListDeadLetters(*engine, consumer, &letters);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
-  if (letters.empty()) return Fail(kExitError, "consumer '" + consumer + "' has no dead letters");
-  internal::TxnRep rep;
-  for (uint64_t fact_id : fact_ids) {
-    bool known = std::any_of(letters.begin(), letters.end(),
-                             [&](const DeadLetter& letter) { return letter.fact.id == fact_id; });
-    if (!known) {
-      return Fail(kExitError, fmt::format("consumer '{}' has no dead letter for fact {} (nothing "
-                                          "was changed)",
-                                          consumer, fact_id));
-    }
+  uint64_t purged = 0;
+  Status s = PurgeDeadLetters(*engine, consumer, fact_ids, &purged);
+  if (s.IsNotFound()) {
+    return Fail(kExitError, s.message() + (fact_ids.empty() ? "" : " (nothing was changed)"));
   }
-  for (const DeadLetter& letter : letters) {
-    if (!fact_ids.empty() &&
-        std::find(fact_ids.begin(), fact_ids.end(), letter.fact.id) == fact_ids.end()) {
-      continue;
-    }
-    rep.writes.push_back(internal::WriteOp{
-        internal::kDead, true, tables::dead_letters::Key(consumer, letter.fact.id), ""});
-  }
-  size_t purged = rep.writes.size();
-  s = engine->core()->Commit(&rep);
+  if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return Fail(kExitError, s.ToString());
   if (context.json) {
     Json json;
@@ -325,19 +302,8 @@ int LeaseRelease(const Context& context, const std::string& consumer) {
   if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
   std::unique_ptr<Engine> engine;
   if (int code = OpenEngine(context, &engine)) return code;
-  internal::Store* store = engine->core()->store();
-  // TODO(issue 18, CLI step): an admin API for this; the CLI builds the transaction itself.
-  const std::string key = tables::leases::Key(consumer);
-  std::string sealed;
-  rocksdb::Status read =
-      store->db()->Get(rocksdb::ReadOptions(), store->cf(internal::kLeases), key, &sealed);
-  if (read.IsNotFound()) return Fail(kExitError, "consumer '" + consumer + "' holds no lease");
-  if (!read.ok()) return Fail(kExitError, "read lease: " + read.ToString());
-  // Deleted only if nobody changed it since this read.
-  internal::TxnRep rep;
-  rep.checks.push_back(internal::CheckOp{internal::kLeases, key, sealed, "lease of " + consumer});
-  rep.writes.push_back(internal::WriteOp{internal::kLeases, true, key, ""});
-  Status s = engine->core()->Commit(&rep);
+  Status s = ReleaseLease(*engine, consumer);
+  if (s.IsNotFound()) return Fail(kExitError, s.message());
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return Fail(kExitError, s.ToString());
   if (context.json) {

@@ -1,6 +1,6 @@
-// Administration of a database: cursors, dead letters and trimming. Used by the CLI, the C ABI and
-// tools. Every change goes through the engine's committer (with a compare-and-set where it replaces
-// a cursor), so it is atomic and durable when OK is returned.
+// Administration of a database: cursors, dead letters, leases and trimming. Used by the CLI, the C
+// ABI and tools. Every change goes through the engine's committer (with a compare-and-set where it
+// replaces a cursor), so it is atomic and durable when OK is returned.
 //
 // Do not change the cursors of a consumer that a running runtime delivers: the runtime's next
 // commit would be refused (Conflict) and it would reload the cursor, but a batch in flight may
@@ -49,6 +49,15 @@ Status DeleteCursor(Engine& engine, std::string_view consumer);
 // Dead letters of `consumer` (empty: all), ordered by consumer then fact id.
 Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<DeadLetter>* out);
 
+// Deletes dead letters of `consumer` for good, in one transaction: those of `fact_ids` (empty:
+// every one), each checked to be unchanged since it was read. *purged: how many were deleted.
+//   InvalidArgument  a bad consumer id (empty, too long, NUL, not UTF-8), a null `purged`
+//   NotFound         the consumer has no dead letters, or one of `fact_ids` is none of them
+//                    (checked before anything changes)
+//   Conflict         a letter changed or went away meanwhile (nothing was deleted)
+Status PurgeDeadLetters(Engine& engine, std::string_view consumer,
+                        const std::vector<uint64_t>& fact_ids, uint64_t* purged);
+
 // Headers of a fact re-emitted from a dead letter (RetryDeadLetters): the runtime delivers it only
 // to the consumer kRetryForHeader names (every other consumer passes it); kRetryOfHeader holds
 // the original fact's id in decimal.
@@ -72,6 +81,17 @@ struct RetriedLetter {
 //                    *retried lists them)
 Status RetryDeadLetters(Engine& engine, std::string_view consumer,
                         const std::vector<uint64_t>& fact_ids, std::vector<RetriedLetter>* retried);
+
+// Releases the lease `consumer`'s runtime holds (or held): deletes its lease record, checked to be
+// unchanged since it was read, so that any instance may take the consumer at once instead of
+// waiting for the lease to expire. The lease fence (owner and epoch of the last acquisition) is
+// kept and rewritten by the next acquisition, so a holder still running is fenced (its commits
+// are refused with Conflict, subcode kLeaseFenced) once another instance takes the consumer.
+// Meant for a holder that is gone (a crashed process); run it with exclusive use, as the CLI does.
+//   InvalidArgument  a bad consumer id (empty, too long, NUL, not UTF-8)
+//   NotFound         the consumer holds no lease record
+//   Conflict         the lease changed (renewed, taken) since it was read: nothing was changed
+Status ReleaseLease(Engine& engine, std::string_view consumer);
 
 // Trimming (SPEC.md §3a): removes the facts every consumer has passed.
 struct TrimPartition {

@@ -30,14 +30,10 @@
 
 namespace wharf {
 
-class Txn;
-struct EmitOptions;
 namespace internal {
 class EngineCore;
 struct TxnRep;
-Status EmitWithOrigin(Txn& txn, std::string_view type, std::string_view key,
-                      std::string_view payload, const EmitOptions& options, std::string_view source,
-                      uint32_t depth);
+struct EngineInternal;  // the library's own access (engine/core/engine_internal.h)
 }  // namespace internal
 
 struct CommitResult {
@@ -90,10 +86,7 @@ class Txn {
   size_t write_count() const;
 
  private:
-  friend class Engine;
-  friend class internal::EngineCore;
-  friend Status internal::EmitWithOrigin(Txn&, std::string_view, std::string_view, std::string_view,
-                                         const EmitOptions&, std::string_view, uint32_t);
+  friend struct internal::EngineInternal;
   explicit Txn(std::shared_ptr<internal::EngineCore> core);
 
   std::shared_ptr<internal::EngineCore> core_;
@@ -156,11 +149,8 @@ class Engine {
   const char* io_backend() const;
   const std::string& path() const;
 
-  // For the runtime and tools in this library; not part of the stable API.
-  const std::shared_ptr<internal::EngineCore>& core() const { return core_; }
-
  private:
-  friend class internal::EngineCore;
+  friend struct internal::EngineInternal;
   explicit Engine(std::shared_ptr<internal::EngineCore> core);
   std::shared_ptr<internal::EngineCore> core_;
 };

@@ -41,7 +41,7 @@
 namespace wharf {
 
 namespace internal {
-class Inspector;
+struct InspectorState;  // engine/store/inspect.cc
 }  // namespace internal
 
 // The newest on-disk format version this build of the library reads and writes. A database of a
@@ -145,8 +145,8 @@ class Inspector {
   Status DeadLetterCount(uint64_t* count);
 
  private:
-  explicit Inspector(std::unique_ptr<internal::Inspector> impl);
-  std::unique_ptr<internal::Inspector> impl_;
+  explicit Inspector(std::unique_ptr<internal::InspectorState> state);
+  std::unique_ptr<internal::InspectorState> impl_;
 };
 
 }  // namespace wharf

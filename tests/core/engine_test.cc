@@ -11,7 +11,6 @@
 
 #include "engine/core/engine_core.h"
 #include "engine/store/codec.h"
-#include "engine/store/inspect.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -20,6 +19,7 @@
 #include "io/wal/wal_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
+#include "wharf/inspect.h"
 
 namespace wharf {
 namespace {
@@ -99,7 +99,7 @@ class EngineTest : public ::testing::TestWithParam<IoBackend> {
   void OpenAndCommitUntilSpareWal() {
     Open(SpareOptions());
     ASSERT_OK(engine_->DeclareTypes({"T"}));
-    const io::WalFileSystem* wal_fs = engine_->core()->store()->wal_fs();
+    const io::WalFileSystem* wal_fs = internal::EngineInternal::Core(*engine_)->store()->wal_fs();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (wal_fs->spare_wals() == 0 && std::chrono::steady_clock::now() < deadline) CommitOne();
     ASSERT_EQ(wal_fs->spare_wals(), 1u) << "no WAL was created from a spare";
@@ -615,7 +615,7 @@ TEST_P(EngineTest, FullQueueIsBusyOrBlocks) {
     });
     if (when_full == WhenFull::kBlock) {
       // It must wait for space: it cannot finish while the slot is held.
-      const internal::Committer* committer = engine_->core()->committer();
+      const internal::Committer* committer = internal::EngineInternal::Core(*engine_)->committer();
       while (!second_done.load() && committer->space_waiters() == 0) std::this_thread::yield();
       EXPECT_FALSE(second_done.load()) << second.ToString();
       gate_.Open();
@@ -669,10 +669,11 @@ TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
   // 1. Acknowledged before any sync: an interval longer than the test means none ran.
   options.buffered_sync_ms = 3'600'000;
   OpenHooked(options);
-  const uint64_t syncs_before = engine_->core()->committer()->stats().syncs;
+  const uint64_t syncs_before =
+      internal::EngineInternal::Core(*engine_)->committer()->stats().syncs;
   ASSERT_NO_FATAL_FAILURE(commit_50("before-interval"));
   EXPECT_EQ(engine_->durable_lsn(), engine_->last_lsn());  // acknowledged = durable (buffered)
-  EXPECT_EQ(engine_->core()->committer()->stats().syncs, syncs_before);
+  EXPECT_EQ(internal::EngineInternal::Core(*engine_)->committer()->stats().syncs, syncs_before);
   EXPECT_GT(fs_->unsynced_bytes(), 0u);
   EXPECT_EQ(cut_and_count("before-interval"), 0u);
 
@@ -683,7 +684,7 @@ TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
   OpenHooked(options);
   ASSERT_NO_FATAL_FAILURE(commit_50("after-interval"));
   // (The round counts itself in stats() just after the file system recorded its sync.)
-  const internal::Committer* committer = engine_->core()->committer();
+  const internal::Committer* committer = internal::EngineInternal::Core(*engine_)->committer();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while ((fs_->unsynced_bytes() > 0 || committer->stats().syncs == 0) &&
          std::chrono::steady_clock::now() < deadline) {
@@ -780,8 +781,8 @@ TEST_P(EngineTest, WalSpareZeroTailReadsAsTheEndAfterACrash) {
 // read zeros.
 TEST_P(EngineTest, InspectorFollowsASpareWal) {
   ASSERT_NO_FATAL_FAILURE(OpenAndCommitUntilSpareWal());
-  std::unique_ptr<internal::Inspector> inspector;
-  ASSERT_OK(internal::Inspector::Open(dir_.db(), &inspector));
+  std::unique_ptr<Inspector> inspector;
+  ASSERT_OK(Inspector::Open(dir_.db(), &inspector));
   const uint32_t partition = engine_->PartitionOf("key");
   for (int round = 0; round < 3; ++round) {
     ASSERT_OK(inspector->CatchUp());

@@ -27,6 +27,7 @@
 #include "engine/store/tables/meta.h"
 #include "test_util.h"
 #include "wharf/admin.h"
+#include "wharf/inspect.h"
 #include "wharf/runtime.h"
 
 #ifndef WHARF_CLI_PATH
@@ -248,10 +249,30 @@ class CliTest : public ::testing::Test {
     return Run(std::move(args));
   }
 
+  // The engine's clock: the wall clock, as no test sets EngineOptions::clock_ms.
+  static int64_t WallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  // The open epoch of the live engine, read as the CLI reads it (a secondary).
+  uint64_t OpenEpoch() {
+    std::unique_ptr<Inspector> inspector;
+    uint64_t open_epoch = 0;
+    EXPECT_OK(Inspector::Open(dir_.db(), &inspector));
+    if (inspector) {
+      EXPECT_OK(inspector->OpenEpoch(&open_epoch));
+    }
+    EXPECT_GT(open_epoch, 0u);
+    return open_epoch;
+  }
+
+  // Writes state no public API can create (crafted cursors, dead letters, leases, damaged or
+  // future-format records) through the committer, as the engine itself would.
   Status WriteRaw(internal::Cf cf, std::string key, std::string value) {
     TxnRep rep;
     rep.writes.push_back(WriteOp{cf, false, std::move(key), std::move(value)});
-    return engine_->core()->Commit(&rep);
+    return internal::EngineInternal::Core(*engine_)->Commit(&rep);
   }
   uint64_t Emit(std::string_view type, std::string_view key, std::string_view payload,
                 int64_t deliver_at_ms = 0) {
@@ -282,7 +303,8 @@ class CliTest : public ::testing::Test {
     Emit("OrderCreated", KeyIn(2), "order four");
     Emit("OrderCreated", KeyIn(3), std::string("\x00\xff\x01", 3));
     Emit("ReviewPosted", KeyIn(0), "{\"stars\":5}");
-    Emit("OrderCreated", KeyIn(1), "later", /*deliver_at_ms=*/engine_->core()->NowMs() + 3600000);
+    Emit("OrderCreated", KeyIn(1), "later",
+         /*deliver_at_ms=*/WallMs() + 3600000);
     ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 0),
                        tables::cursors::EncodeValue(1, 3)));
     ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("store-requests", 1),
@@ -297,8 +319,8 @@ class CliTest : public ::testing::Test {
     ASSERT_OK(
         WriteRaw(internal::kDead, tables::dead_letters::Key("mailer", 4),
                  tables::dead_letters::EncodeValue("store-rejected", codec::EncodeFact(fact))));
-    const int64_t now_ms = engine_->core()->NowMs();
-    const uint64_t open_epoch = engine_->core()->store()->open_epoch();
+    const int64_t now_ms = WallMs();
+    const uint64_t open_epoch = OpenEpoch();
     ASSERT_OK(
         WriteRaw(internal::kLeases, "store-requests",
                  tables::leases::EncodeValue({"instance-a", 3, now_ms + 3600000, open_epoch})));
@@ -432,9 +454,8 @@ TEST_F(CliTest, UnopenableDatabasesExitTwo) {
   EXPECT_CONTAINS(r.err, "not a Wharf database");
 
   // A newer format version (written through the committer) is refused by every command.
-  std::string body;
-  codec::PutFixed64BE(&body, internal::kFormatVersion + 1);
-  ASSERT_OK(WriteRaw(internal::kMeta, tables::meta::kFormatVersion, codec::Seal(body)));
+  ASSERT_OK(WriteRaw(internal::kMeta, tables::meta::kFormatVersion,
+                     tables::meta::EncodeU64(FormatVersion() + 1)));
   CloseEngine();
   r = RunDb({"stat"});
   EXPECT_EQ(r.code, 2);
@@ -654,7 +675,7 @@ TEST_F(CliTest, CursorCopy) {
 // fact at or before it; an unknown consumer needs --create.
 TEST_F(CliTest, CursorSet) {
   Build();
-  int64_t before_ms = engine_->core()->NowMs() - 1;
+  int64_t before_ms = WallMs() - 1;
   CloseEngine();
   Result r = RunDb({"cursor", "set", "store-requests", "--to-id", "3"});
   EXPECT_EQ(r.code, 1);
@@ -1111,7 +1132,7 @@ TEST_F(CliTest, LeaseListAndRelease) {
   const JsonValue& held = *leases["store-requests"];
   EXPECT_EQ(held["owner"].text, "instance-a");
   EXPECT_EQ(held["epoch"].u(), 3u);
-  EXPECT_GT(held["expires_at_ms"].i(), engine_->core()->NowMs());
+  EXPECT_GT(held["expires_at_ms"].i(), WallMs());
   EXPECT_EQ(held["state"].text, "held");
   EXPECT_EQ((*leases["mailer"])["owner"].text, "");
   EXPECT_EQ((*leases["mailer"])["state"].text, "released");
@@ -1147,10 +1168,11 @@ TEST_F(CliTest, LeaseListAndRelease) {
   }
   OpenEngine();
   std::string fence;
-  EXPECT_TRUE(engine_->core()
+  EXPECT_TRUE(internal::EngineInternal::Core(*engine_)
                   ->store()
                   ->db()
-                  ->Get(rocksdb::ReadOptions(), engine_->core()->store()->cf(internal::kLeases),
+                  ->Get(rocksdb::ReadOptions(),
+                        internal::EngineInternal::Core(*engine_)->store()->cf(internal::kLeases),
                         tables::leases::FenceKey("store-requests"), &fence)
                   .ok());
 }

@@ -38,7 +38,7 @@ class AdminTest : public ::testing::Test {
   Status WriteRaw(Cf cf, std::string key, std::string value, bool is_delete = false) {
     TxnRep rep;
     rep.writes.push_back(WriteOp{cf, is_delete, std::move(key), std::move(value)});
-    return engine_->core()->Commit(&rep);
+    return internal::EngineInternal::Core(*engine_)->Commit(&rep);
   }
   Status WriteCursor(std::string_view consumer, uint32_t partition, uint64_t fact_id,
                      uint64_t epoch = 0) {

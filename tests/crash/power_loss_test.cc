@@ -87,7 +87,7 @@ class PowerLossTest : public ::testing::TestWithParam<IoBackend> {
     {
       const std::string lower = tables::state::Key("rows", ""),
                         upper = tables::state::Key("rowt", "");
-      internal::Store* store = engine_->core()->store();
+      internal::Store* store = internal::EngineInternal::Core(*engine_)->store();
       tables::Scan it(store->db(), store->cf(internal::kState), tables::KeyRange{lower, upper});
       for (it.SeekToFirst(); it.Valid(); it.Next()) {
         std::string key(it.key().substr(lower.size()));
@@ -174,7 +174,7 @@ TEST_P(PowerLossTest, AcknowledgedCommitsSurviveRandomCuts) {
     }
     if (cut % 2 == 1) {
       // Every other cut lands while the WAL is a zero-filled spare being overwritten.
-      const io::WalFileSystem* wal_fs = engine_->core()->store()->wal_fs();
+      const io::WalFileSystem* wal_fs = internal::EngineInternal::Core(*engine_)->store()->wal_fs();
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       while (wal_fs->spare_wals() == 0 && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
