@@ -133,13 +133,15 @@ class CommitterTest : public ::testing::Test {
     committer_ = std::make_unique<Committer>(store_.get(), backend_.get(), options_, &listener_);
     committer_->Start();
   }
+  // In EngineCore::Close's order: the backend's thread may still be ending the last round (after
+  // its acknowledgements) when Stop returns, so it is joined before the committer is destroyed.
   void Close() {
     if (committer_ != nullptr) committer_->Stop();
-    committer_.reset();
-    backend_.reset();
     if (store_ != nullptr) {
       EXPECT_OK(store_->Close());
     }
+    backend_.reset();
+    committer_.reset();
     store_.reset();
   }
 
