@@ -208,34 +208,13 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
   return core.Commit(&rep);
 }
 
-Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
-  Status s = ValidateConsumer(consumer);
-  if (!s.ok()) return s;
-  EngineCore& core = *internal::EngineInternal::Core(engine);
-  TxnRep rep;
-  {
-    auto guard = core.ReadGuard();
-    s = core.CheckOpen();
-    if (!s.ok()) return s;
-    RawCursors current;
-    size_t count = 0;
-    s = ReadRawCursors(core, consumer, &current, &count);
-    if (!s.ok()) return s;
-    AddCursorChecks(consumer, current, &rep);
-    for (uint32_t partition = 0; partition < current.size(); ++partition) {
-      uint64_t position = 0;
-      s = LastFactAtOrBefore(core, partition, fact_id, &position);
-      if (!s.ok()) return s;
-      rep.writes.push_back(
-          WriteOp{internal::kCursors, false, tables::cursors::Key(consumer, partition),
-                  tables::cursors::EncodeValue(position, EpochOf(current[partition]))});
-    }
-  }
-  WHARF_DASSERT(rep.writes.size() == core.options().partitions);
-  return core.Commit(&rep);
-}
+namespace {
 
-Status DeleteCursor(Engine& engine, std::string_view consumer) {
+// Changes `consumer`'s cursors in one transaction: reads them under the engine's read guard, checks
+// in the transaction that they are unchanged since, and lets `change` add the writes
+// (change(core, current cursors, how many exist, rep) -> Status).
+template <typename Change>
+Status ChangeCursors(Engine& engine, std::string_view consumer, const Change& change) {
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
   EngineCore& core = *internal::EngineInternal::Core(engine);
@@ -248,18 +227,47 @@ Status DeleteCursor(Engine& engine, std::string_view consumer) {
     size_t count = 0;
     s = ReadRawCursors(core, consumer, &current, &count);
     if (!s.ok()) return s;
-    if (count == 0) {
-      return Status::NotFound("consumer '" + std::string(consumer) + "' has no cursors");
-    }
+    s = change(core, current, count, &rep);
+    if (!s.ok()) return s;
     AddCursorChecks(consumer, current, &rep);
-    for (uint32_t partition = 0; partition < current.size(); ++partition) {
-      if (!current[partition]) continue;
-      rep.writes.push_back(
-          WriteOp{internal::kCursors, true, tables::cursors::Key(consumer, partition), ""});
-    }
   }
   WHARF_DASSERT(!rep.writes.empty());
   return core.Commit(&rep);
+}
+
+}  // namespace
+
+Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
+  return ChangeCursors(
+      engine, consumer,
+      [&](const EngineCore& core, const RawCursors& current, size_t, TxnRep* rep) -> Status {
+        for (uint32_t partition = 0; partition < current.size(); ++partition) {
+          uint64_t position = 0;
+          Status s = LastFactAtOrBefore(core, partition, fact_id, &position);
+          if (!s.ok()) return s;
+          rep->writes.push_back(
+              WriteOp{internal::kCursors, false, tables::cursors::Key(consumer, partition),
+                      tables::cursors::EncodeValue(position, EpochOf(current[partition]))});
+        }
+        WHARF_DASSERT(rep->writes.size() == core.options().partitions);
+        return Status::OK();
+      });
+}
+
+Status DeleteCursor(Engine& engine, std::string_view consumer) {
+  return ChangeCursors(
+      engine, consumer,
+      [&](const EngineCore&, const RawCursors& current, size_t count, TxnRep* rep) -> Status {
+        if (count == 0) {
+          return Status::NotFound("consumer '" + std::string(consumer) + "' has no cursors");
+        }
+        for (uint32_t partition = 0; partition < current.size(); ++partition) {
+          if (!current[partition]) continue;
+          rep->writes.push_back(
+              WriteOp{internal::kCursors, true, tables::cursors::Key(consumer, partition), ""});
+        }
+        return Status::OK();
+      });
 }
 
 Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<DeadLetter>* out) {
