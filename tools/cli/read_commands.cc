@@ -270,113 +270,134 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
-int Stat(const Context& context) {
-  std::unique_ptr<Inspector> inspector;
-  if (int code = OpenInspector(context, &inspector)) return code;
-  uint64_t last_lsn = 0, dead_count = 0;
+namespace {
+
+// Everything `wharf stat` shows, read in one catch-up of the secondary.
+struct StatData {
+  uint64_t last_lsn = 0, dead_count = 0, fact_count = 0, fact_bytes = 0;
   std::vector<std::string> types;
   std::vector<PartitionStat> partitions;
   std::vector<CursorInfo> cursors;
   LeaseView lease_view;
   std::vector<ConsumerReport> reports;
   TimerStat timers;
-  Status s = inspector->LastLsn(&last_lsn);
-  if (s.ok()) s = inspector->DeclaredTypes(&types);
-  if (s.ok()) s = inspector->PartitionStats(&partitions);
-  if (s.ok()) s = inspector->Cursors("", &cursors);
-  if (s.ok()) s = BuildReports(*inspector, cursors, &reports);
-  if (s.ok()) s = ReadLeases(*inspector, &lease_view);
-  if (s.ok()) s = inspector->Timers(&timers);
-  if (s.ok()) s = inspector->DeadLetterCount(&dead_count);
-  if (!s.ok()) return DataError(s);
-  uint64_t fact_count = 0, fact_bytes = 0;
-  for (const auto& partition : partitions) {
-    fact_count += partition.fact_count;
-    fact_bytes += partition.bytes;
-  }
-  int64_t now_ms = NowMs();
+  int64_t now_ms = 0;
+};
 
-  if (context.json) {
-    Json json;
-    json.BeginObject().Key("path").String(context.db);
-    json.Key("format_version").Uint(inspector->format_version());
-    json.Key("partition_count").Uint(inspector->partitions());
-    json.Key("ordering").String(OrderingName(inspector->ordering()));
-    // A secondary sees what the engine wrote, which may be ahead of what it acknowledged as
-    // durable (a sync in flight); it cannot know the durable LSN, so it does not claim one.
-    json.Key("last_lsn").Uint(last_lsn);
-    json.Key("fact_count").Uint(fact_count);
-    json.Key("fact_bytes").Uint(fact_bytes);
-    json.Key("partitions").BeginArray();
-    for (const auto& partition : partitions) {
-      json.BeginObject().Key("partition").Uint(partition.partition);
-      json.Key("fact_count").Uint(partition.fact_count);
-      json.Key("bytes").Uint(partition.bytes);
-      json.Key("first_id").Uint(partition.first_id);
-      json.Key("last_id").Uint(partition.last_id);
-      json.EndObject();
-    }
-    json.EndArray().Key("declared_types").BeginArray();
-    for (const std::string& type : types) json.String(type);
-    json.EndArray().Key("consumers").BeginArray();
-    for (const ConsumerReport& report : reports) ConsumerJson(json, report, now_ms, true);
-    json.EndArray().Key("lease_count").Uint(lease_view.leases.size());
-    LeasesJson(json, lease_view, now_ms);
-    json.Key("timers_pending").Uint(timers.count);
-    json.Key("next_timer_due_ms");
-    if (timers.count == 0) {
-      json.Null();
-    } else {
-      json.Int(timers.next_due_ms);
-    }
-    json.Key("dead_letter_count").Uint(dead_count);
-    PrintJson(json.EndObject());
-    return kExitOk;
+Status ReadStat(Inspector& inspector, StatData* data) {
+  Status s = inspector.LastLsn(&data->last_lsn);
+  if (s.ok()) s = inspector.DeclaredTypes(&data->types);
+  if (s.ok()) s = inspector.PartitionStats(&data->partitions);
+  if (s.ok()) s = inspector.Cursors("", &data->cursors);
+  if (s.ok()) s = BuildReports(inspector, data->cursors, &data->reports);
+  if (s.ok()) s = ReadLeases(inspector, &data->lease_view);
+  if (s.ok()) s = inspector.Timers(&data->timers);
+  if (s.ok()) s = inspector.DeadLetterCount(&data->dead_count);
+  if (!s.ok()) return s;
+  for (const auto& partition : data->partitions) {
+    data->fact_count += partition.fact_count;
+    data->fact_bytes += partition.bytes;
   }
+  data->now_ms = NowMs();
+  return Status::OK();
+}
 
-  std::string out;
+void PrintStatJson(const Context& context, const Inspector& inspector, const StatData& data) {
+  Json json;
+  json.BeginObject().Key("path").String(context.db);
+  json.Key("format_version").Uint(inspector.format_version());
+  json.Key("partition_count").Uint(inspector.partitions());
+  json.Key("ordering").String(OrderingName(inspector.ordering()));
+  // A secondary sees what the engine wrote, which may be ahead of what it acknowledged as
+  // durable (a sync in flight); it cannot know the durable LSN, so it does not claim one.
+  json.Key("last_lsn").Uint(data.last_lsn);
+  json.Key("fact_count").Uint(data.fact_count);
+  json.Key("fact_bytes").Uint(data.fact_bytes);
+  json.Key("partitions").BeginArray();
+  for (const auto& partition : data.partitions) {
+    json.BeginObject().Key("partition").Uint(partition.partition);
+    json.Key("fact_count").Uint(partition.fact_count);
+    json.Key("bytes").Uint(partition.bytes);
+    json.Key("first_id").Uint(partition.first_id);
+    json.Key("last_id").Uint(partition.last_id);
+    json.EndObject();
+  }
+  json.EndArray().Key("declared_types").BeginArray();
+  for (const std::string& type : data.types) json.String(type);
+  json.EndArray().Key("consumers").BeginArray();
+  for (const ConsumerReport& report : data.reports) ConsumerJson(json, report, data.now_ms, true);
+  json.EndArray().Key("lease_count").Uint(data.lease_view.leases.size());
+  LeasesJson(json, data.lease_view, data.now_ms);
+  json.Key("timers_pending").Uint(data.timers.count);
+  json.Key("next_timer_due_ms");
+  if (data.timers.count == 0) {
+    json.Null();
+  } else {
+    json.Int(data.timers.next_due_ms);
+  }
+  json.Key("dead_letter_count").Uint(data.dead_count);
+  PrintJson(json.EndObject());
+}
+
+std::string StatSummary(const Context& context, const Inspector& inspector, const StatData& data) {
+  const LeaseView& lease_view = data.lease_view;
   Table summary({"", ""});
   summary.Add({"database", context.db});
-  summary.Add({"format version", std::to_string(inspector->format_version())});
-  summary.Add({"partitions", fmt::format("{} (ordering {})", inspector->partitions(),
-                                         OrderingName(inspector->ordering()))});
-  summary.Add({"last lsn (written)", std::to_string(last_lsn)});
-  summary.Add({"facts", fmt::format("{} ({})", fact_count, FormatBytes(fact_bytes))});
+  summary.Add({"format version", std::to_string(inspector.format_version())});
+  summary.Add({"partitions", fmt::format("{} (ordering {})", inspector.partitions(),
+                                         OrderingName(inspector.ordering()))});
+  summary.Add({"last lsn (written)", std::to_string(data.last_lsn)});
+  summary.Add({"facts", fmt::format("{} ({})", data.fact_count, FormatBytes(data.fact_bytes))});
   std::string type_list;
-  for (const std::string& type : types) type_list += (type_list.empty() ? "" : ", ") + type;
-  summary.Add({"declared types", types.empty() ? "-" : type_list});
-  summary.Add({"consumers", std::to_string(reports.size())});
+  for (const std::string& type : data.types) type_list += (type_list.empty() ? "" : ", ") + type;
+  summary.Add({"declared types", data.types.empty() ? "-" : type_list});
+  summary.Add({"consumers", std::to_string(data.reports.size())});
   size_t held = std::count_if(
       lease_view.leases.begin(), lease_view.leases.end(), [&](const LeaseInfo& lease) {
-        return std::string_view(LeaseState(lease, lease_view, now_ms)) == "held";
+        return std::string_view(LeaseState(lease, lease_view, data.now_ms)) == "held";
       });
-  size_t alive = std::count_if(
-      lease_view.instances.begin(), lease_view.instances.end(),
-      [&](const InstanceInfo& instance) { return InstanceAlive(instance, lease_view, now_ms); });
+  size_t alive = std::count_if(lease_view.instances.begin(), lease_view.instances.end(),
+                               [&](const InstanceInfo& instance) {
+                                 return InstanceAlive(instance, lease_view, data.now_ms);
+                               });
   summary.Add({"leases", fmt::format("{} ({} held)", lease_view.leases.size(), held)});
   summary.Add({"instances", fmt::format("{} ({} alive)", lease_view.instances.size(), alive)});
-  summary.Add({"timers pending", timers.count == 0
+  summary.Add({"timers pending", data.timers.count == 0
                                      ? "0"
-                                     : fmt::format("{} (next due {})", timers.count,
-                                                   FormatTimeMs(timers.next_due_ms))});
-  summary.Add({"dead letters", std::to_string(dead_count)});
+                                     : fmt::format("{} (next due {})", data.timers.count,
+                                                   FormatTimeMs(data.timers.next_due_ms))});
+  summary.Add({"dead letters", std::to_string(data.dead_count)});
   std::string rendered = summary.Render();
-  out += rendered.substr(rendered.find('\n') + 1);  // no header row for the summary
+  return rendered.substr(rendered.find('\n') + 1);  // no header row for the summary
+}
 
+}  // namespace
+
+int Stat(const Context& context) {
+  std::unique_ptr<Inspector> inspector;
+  if (int code = OpenInspector(context, &inspector)) return code;
+  StatData data;
+  Status s = ReadStat(*inspector, &data);
+  if (!s.ok()) return DataError(s);
+  if (context.json) {
+    PrintStatJson(context, *inspector, data);
+    return kExitOk;
+  }
+  std::string out = StatSummary(context, *inspector, data);
   Table partition_table({"PARTITION", "FACTS", "BYTES", "FIRST_ID", "LAST_ID"},
                         {true, true, true, true, true});
-  for (const auto& partition : partitions) {
+  for (const auto& partition : data.partitions) {
     partition_table.Add({std::to_string(partition.partition), std::to_string(partition.fact_count),
                          std::to_string(partition.bytes), std::to_string(partition.first_id),
                          std::to_string(partition.last_id)});
   }
   out += "\n" + partition_table.Render();
-  if (!reports.empty()) {
-    out += "\n" + ConsumerTable(reports, now_ms).Render();
-    Table lanes = LaneTable(reports, now_ms);
+  if (!data.reports.empty()) {
+    out += "\n" + ConsumerTable(data.reports, data.now_ms).Render();
+    Table lanes = LaneTable(data.reports, data.now_ms);
     if (!lanes.empty()) out += "\n" + lanes.Render();
   }
-  std::string lease_tables = LeaseTables(lease_view, now_ms);
+  std::string lease_tables = LeaseTables(data.lease_view, data.now_ms);
   if (!lease_tables.empty()) out += "\n" + lease_tables;
   Print(out);
   return kExitOk;
