@@ -1,6 +1,8 @@
 #include "io/sync/uring_sync_backend.h"
 
 #include <liburing.h>
+
+#include "engine/base/assert.h"
 // <linux/fs.h>, pulled in by liburing.h, defines BLOCK_SIZE; keep it from leaking any further.
 #undef BLOCK_SIZE
 
@@ -174,6 +176,7 @@ void UringSyncBackend::Impl::IssueMore(Round* r) {
     ++r->next;
     ++r->in_flight;
   }
+  WHARF_ASSERT(r->in_flight <= kDepth && r->next <= r->ops.size());
   if (broken == 0) Flush(r);
   if (broken != 0 && r->next < r->ops.size()) {
     Record(r, broken);
@@ -203,6 +206,7 @@ void UringSyncBackend::Impl::OnCompletion(Op* op, int res) {
   // An interrupted or refused sync says nothing about the disk: issue the same one again.
   const bool retry = res == -EINTR || res == -EAGAIN;
   if (!retry || broken != 0 || !Queue(r, op)) {
+    WHARF_ASSERT(r->in_flight > 0);  // every completion answers one issued op
     --r->in_flight;
     if (res < 0) Record(r, -res);
   }

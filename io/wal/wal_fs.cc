@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/base/assert.h"
+
 namespace wharf::io {
 
 struct WalState {
@@ -202,6 +204,8 @@ Status WalFileSystem::CompleteSync(const SyncPlan& plan, int errno_value) {
       rocksdb::IOStatus s = observer_->OnFileSynced(target.wal->path, target.size_bytes);
       if (!s.ok()) status = Status::IOError("sync of " + target.wal->path + ": " + s.ToString());
     }
+    // A plan covers what was appended when it was made, never more.
+    WHARF_DASSERT(target.size_bytes <= target.wal->appended_bytes.load());
     if (status.ok())
       target.wal->synced_bytes = std::max(target.wal->synced_bytes, target.size_bytes);
   }
