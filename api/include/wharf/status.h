@@ -161,7 +161,11 @@ class [[nodiscard]] Status {
 
  private:
   Status(Code code, std::string_view msg) : code_(code), message_(msg) {}
-  void MarkChecked() const { checked_ = true; }
+  void MarkChecked() const {
+#ifdef WHARF_ASSERT_STATUS_CHECKED
+    checked_ = true;
+#endif
+  }
   void MustHaveBeenChecked() const {
 #ifdef WHARF_ASSERT_STATUS_CHECKED
     if (!checked_ && code_ != Code::kOk) {
