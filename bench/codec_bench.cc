@@ -1,4 +1,4 @@
-// Store codecs (engine/codec.h) on W1-shaped data: a fact record's encode/decode (100-byte
+// Store codecs (engine/store/codec.h) on W1-shaped data: a fact record's encode/decode (100-byte
 // payload, 16-byte key, type OrderCreated, one header), the envelope's seal/unseal of a 32-byte
 // state value, the partition of a 16-byte key, and the outbox key. Items/s and bytes/s per call.
 #include <benchmark/benchmark.h>

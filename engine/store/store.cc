@@ -159,7 +159,7 @@ rocksdb::DBOptions DbOptionsFor(const EngineOptions& options, rocksdb::Env* env)
   // No fallocate: RocksDB reserves 1.1 x memtable_bytes for every new WAL (and more for SST and
   // MANIFEST files) up front. On a nearly full disk that reservation took what was left (a WAL of
   // 19 bytes held 54 MiB), so a reopen after freeing space filled the disk again. Files now take
-  // the blocks they are written to; the WAL spares (io/wal_spare.h) keep steady-state WALs
+  // the blocks they are written to; the WAL spares (io/wal/wal_spare.h) keep steady-state WALs
   // allocated ahead, and are only built while space is plentiful.
   db_options.allow_fallocate = false;
   // Flushes and compactions write SST files in 1 MiB steps instead of one burst at the end, so a

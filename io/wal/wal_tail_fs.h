@@ -1,5 +1,5 @@
 // WalTailFileSystem: a FileSystem wrapper for a reader that tails another process's live WAL
-// files (the RocksDB secondary instance of engine/inspect.h).
+// files (the RocksDB secondary instance of wharf/inspect.h).
 //
 // Why: with WAL spares (io/wal_spare.h) a live WAL file is already as large as its spare, with
 // zeros after its last record. RocksDB's log reader skips zeros as padding, reading on to the end

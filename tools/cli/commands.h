@@ -5,7 +5,7 @@
 //      command that changes it, in use by another process (nothing is changed then)
 // and prints one line "wharf: <problem>" on stderr for every error.
 //
-// Read-only commands open the database as a RocksDB secondary (engine/inspect.h), so they work
+// Read-only commands open the database as a RocksDB secondary (wharf/inspect.h), so they work
 // while an application holds it. Commands that change it open the Engine exclusively and change
 // it through the committer (wharf/admin.h).
 #pragma once

@@ -122,7 +122,7 @@ using TrimProgressFn = std::function<void(uint32_t done, uint32_t total)>;
 // REQUIRES exclusive use: nothing else commits facts while it runs (no producer, no runtime; the
 // CLI opens the database exclusively). With RocksDB 7.8 a range deletion shares memtable insert
 // hints with the facts of its partition, so it is fenced by flushes of the outbox memtable, which
-// a concurrent commit would slip between (engine/trim.cc).
+// a concurrent commit would slip between (engine/admin/trim.cc).
 Status TrimPassed(Engine& engine, TrimReport* report, const TrimProgressFn& progress = {});
 
 // Salvage (`wharf recover`): for a database whose open is refused with Corruption because its

@@ -1,6 +1,6 @@
 // The outbox family: the facts, by partition then id.
 //   key    partition u32 BE · lsn u64 BE          (12 bytes; byte order = numeric order)
-//   value  the fact's sealed record (engine/codec.h); its id and partition come from the key
+//   value  the fact's sealed record (engine/store/codec.h); its id and partition come from the key
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The timers family: facts scheduled for later delivery, by due time.
 //   key    due_ms u64 BE · lsn u64 BE   (16 bytes; a negative due time is stored as 0)
-//   value  the fact's sealed record (engine/codec.h)
+//   value  the fact's sealed record (engine/store/codec.h)
 #pragma once
 
 #include <cstdint>
