@@ -1,7 +1,7 @@
 // WalTailFileSystem: a FileSystem wrapper for a reader that tails another process's live WAL
 // files (the RocksDB secondary instance of wharf/inspect.h).
 //
-// Why: with WAL spares (io/wal_spare.h) a live WAL file is already as large as its spare, with
+// Why: with WAL spares (io/wal/wal_spare.h) a live WAL file is already as large as its spare, with
 // zeros after its last record. RocksDB's log reader skips zeros as padding, reading on to the end
 // of the file, and never looks at that part again: records the writer puts there later would be
 // missed. Through this wrapper a WAL reads as if it ended at its first zero record header (the
