@@ -522,11 +522,15 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
     }
   }
   if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) next = nullptr;
-  // The whole round is durable: waiting readers are told once, not once per group.
-  if (status.ok() && !round->groups.empty()) PublishDurable(round->groups.back().seq);
+  // The whole round is durable: the durable LSN covers it before waiting readers are told (once,
+  // not once per group), so a read that returns never sees a durable LSN below what it read.
+  if (status.ok() && !round->groups.empty()) {
+    WHARF_DASSERT(round->groups.back().last_lsn >= durable_lsn_.load());  // it only grows
+    durable_lsn_.store(round->groups.back().last_lsn, std::memory_order_release);
+    PublishDurable(round->groups.back().seq);
+  }
   for (const Group& group : round->groups) {
     if (status.ok()) {
-      durable_lsn_.store(group.last_lsn, std::memory_order_release);
       AnnounceDurable(group);
       for (TxnRep* rep : group.reps) Finish(rep);
     } else {
