@@ -182,7 +182,7 @@ class [[nodiscard]] Status {
   std::string message_;
   // Set when looked at (see "Checked statuses" above); present in every build, used only with
   // WHARF_ASSERT_STATUS_CHECKED.
-  mutable bool checked_ = false;
+  [[maybe_unused]] mutable bool checked_ = false;
 };
 
 }  // namespace wharf
