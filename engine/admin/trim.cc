@@ -8,10 +8,10 @@
 // cursor moved back meanwhile can make the deletion wrong, and its check refuses it.
 //
 // RocksDB 7.8 workaround: the outbox family inserts with hints keyed by the 4-byte partition
-// prefix (memtable_insert_with_hint_prefix_extractor, engine/store/store.cc), and 7.8's MemTable::Add
-// uses the same hint map for point keys and range tombstones (fixed in later RocksDB: hints are
-// for the point table only). A range tombstone inserted into a memtable that holds point keys of
-// its partition, or a point key inserted after one, follows a hint into the other skiplist:
+// prefix (memtable_insert_with_hint_prefix_extractor, engine/store/store.cc), and 7.8's
+// MemTable::Add uses the same hint map for point keys and range tombstones (fixed in later RocksDB:
+// hints are for the point table only). A range tombstone inserted into a memtable that holds point
+// keys of its partition, or a point key inserted after one, follows a hint into the other skiplist:
 // an assertion in debug builds, a corrupt memtable in release builds. So the outbox memtable is
 // flushed before the first range deletion (fresh memtable, no hints) and after the last (the
 // tombstones leave the memtable before anything else is inserted). This is safe only while

@@ -95,9 +95,10 @@ Proof SerializationProof(const InputRuntime& input) {
   return proof;
 }
 
-// What a failure does to precedence, per consumer kind (README "Failure policy"; engine/runtime/lane.cc).
-// Only a retry keeps the cursor on the failed item; a settled failure is dead-lettered and passed,
-// and `wharf dead retry` re-emits a dead letter as a new fact, after everything committed before.
+// What a failure does to precedence, per consumer kind (README "Failure policy";
+// engine/runtime/lane.cc). Only a retry keeps the cursor on the failed item; a settled failure is
+// dead-lettered and passed, and `wharf dead retry` re-emits a dead letter as a new fact, after
+// everything committed before.
 std::string FailureClause(DeclaredConsumerKind kind) {
   switch (kind) {
     case DeclaredConsumerKind::kProjection:

@@ -91,8 +91,8 @@ Status Store::ExplainOpenFailure(const std::string& path, const OpenPlan& plan,
   // no subcode to branch on, so any Corruption of such an open names the torn record first and
   // keeps RocksDB's message after it.
   if (plan.torn_tail && failure.IsCorruption()) {
-    return Status::Corruption(plan.torn_tail->Where() +
-                              ", and RocksDB refused to open past it (" + failure.message() +
+    return Status::Corruption(plan.torn_tail->Where() + ", and RocksDB refused to open past it (" +
+                              failure.message() +
                               "); nothing was changed. Run `wharf recover --db " + path +
                               "` to keep what precedes the damage (it reports what is lost)");
   }

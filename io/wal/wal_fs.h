@@ -10,8 +10,8 @@
 // descriptor makes the bytes RocksDB wrote through its descriptor durable. Completed syncs are
 // reported to an optional DurabilityObserver (the fault-injecting file system in tests).
 //
-// With EnableSpares, new WAL files are zero-filled spares (io/wal/wal_spare.h) when one is ready, and a
-// WAL that has no spare under it (or has outgrown it) asks for a switch to one.
+// With EnableSpares, new WAL files are zero-filled spares (io/wal/wal_spare.h) when one is ready,
+// and a WAL that has no spare under it (or has outgrown it) asks for a switch to one.
 //
 // Thread safety: all methods are thread-safe. Plan/Complete calls alternate (one round at a time).
 // Invariants: a WalState (and its descriptor) lives until its file is closed by RocksDB and no

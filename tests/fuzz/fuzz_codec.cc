@@ -1,7 +1,8 @@
-// Fuzz target: the record and key decoders of engine/store/codec and engine/store/tables (what a damaged
-// store hands them). Each input is decoded twice: as a sealed record (envelope checks first), and
-// as a record body sealed here with a valid checksum, so the fuzzer reaches the body parsers behind
-// the checksum. A record that decodes must encode back to the same body (round trip).
+// Fuzz target: the record and key decoders of engine/store/codec and engine/store/tables (what a
+// damaged store hands them). Each input is decoded twice: as a sealed record (envelope checks
+// first), and as a record body sealed here with a valid checksum, so the fuzzer reaches the body
+// parsers behind the checksum. A record that decodes must encode back to the same body (round
+// trip).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,5 +1,6 @@
-// Tests for the skip-list memtable (engine/store/memtable_rep.h), driven through a real RocksDB whose
-// memtable never flushes: every read below is served by the list alone. A std::map is the model.
+// Tests for the skip-list memtable (engine/store/memtable_rep.h), driven through a real RocksDB
+// whose memtable never flushes: every read below is served by the list alone. A std::map is the
+// model.
 #include "engine/store/memtable_rep.h"
 
 #include <gtest/gtest.h>

@@ -108,8 +108,8 @@ struct EngineOptions {
 // change) into *options, starting from its current values. A key that is absent leaves its field
 // as it was, so `partitions` and `ordering` stay "the stored value" unless the string names them
 // (`partitions=0` says so explicitly). `config=FILE` applies a declarative
-// runtime file (partitions and keyed partitioning; see engine/declarative/model.h) at that point. An
-// unknown key or a bad value returns InvalidArgument naming it and leaves *options unchanged.
+// runtime file (partitions and keyed partitioning; see engine/declarative/model.h) at that point.
+// An unknown key or a bad value returns InvalidArgument naming it and leaves *options unchanged.
 Status ParseEngineOptions(std::string_view text, EngineOptions* options);
 
 const char* ToString(Durability value);

@@ -109,38 +109,49 @@ class [[nodiscard]] Status {
 
   bool ok() const {
     MarkChecked();
-    return code_ == Code::kOk; }
+    return code_ == Code::kOk;
+  }
   Code code() const {
     MarkChecked();
-    return code_; }
+    return code_;
+  }
   bool IsInvalidArgument() const {
     MarkChecked();
-    return code_ == Code::kInvalidArgument; }
+    return code_ == Code::kInvalidArgument;
+  }
   bool IsNotFound() const {
     MarkChecked();
-    return code_ == Code::kNotFound; }
+    return code_ == Code::kNotFound;
+  }
   bool IsIOError() const {
     MarkChecked();
-    return code_ == Code::kIOError; }
+    return code_ == Code::kIOError;
+  }
   bool IsCorruption() const {
     MarkChecked();
-    return code_ == Code::kCorruption; }
+    return code_ == Code::kCorruption;
+  }
   bool IsBusy() const {
     MarkChecked();
-    return code_ == Code::kBusy; }
+    return code_ == Code::kBusy;
+  }
   bool IsClosed() const {
     MarkChecked();
-    return code_ == Code::kClosed; }
+    return code_ == Code::kClosed;
+  }
   bool IsConflict() const {
     MarkChecked();
-    return code_ == Code::kConflict; }
+    return code_ == Code::kConflict;
+  }
   // True when repeating the same operation later may succeed (e.g. disk full, then space freed).
   bool retryable() const {
     MarkChecked();
-    return retryable_; }
+    return retryable_;
+  }
   SubCode subcode() const {
     MarkChecked();
-    return subcode_; }
+    return subcode_;
+  }
   // This status with `subcode` (the code, message and retryability unchanged).
   Status WithSubCode(SubCode subcode) const {
     Status s = *this;

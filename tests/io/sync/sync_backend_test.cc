@@ -1,5 +1,6 @@
-// Tests of the sync backends behind io/sync/sync_backend.h. Every case runs on both implementations;
-// the io_uring one is skipped where the kernel refuses a ring (seccomp, sysctl, old kernel).
+// Tests of the sync backends behind io/sync/sync_backend.h. Every case runs on both
+// implementations; the io_uring one is skipped where the kernel refuses a ring (seccomp, sysctl,
+// old kernel).
 #include "io/sync/sync_backend.h"
 
 #include <fcntl.h>
