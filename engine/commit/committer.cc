@@ -554,6 +554,7 @@ void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status
 }
 
 void Committer::AnnounceDurable(const Group& group) {
+  if (!listener_->Listening()) return;  // no runtime attached: nothing to list
   // Per thread: announcements come from the backend's thread, the committer's or an inline
   // committer's, never two at once on one thread.
   thread_local std::vector<DurableFact> facts;

@@ -33,6 +33,8 @@ class DurableListener {
   // been announced (their commits reported an unknown outcome): caches must not assume they saw
   // every durable fact.
   virtual void OnGap(uint64_t durable_lsn) = 0;
+  // False while nobody would look at the facts: the committer then does not list them.
+  virtual bool Listening() const { return true; }
 };
 
 }  // namespace wharf::internal

@@ -238,11 +238,13 @@ Status EngineCore::GetState(std::string_view table, std::string_view key, std::s
 void EngineCore::AddListener(DurableListener* listener) {
   std::lock_guard lock(listeners_mutex_);
   listeners_.push_back(listener);
+  listener_count_.store(listeners_.size(), std::memory_order_release);
 }
 
 void EngineCore::RemoveListener(DurableListener* listener) {
   std::lock_guard lock(listeners_mutex_);
   std::erase(listeners_, listener);
+  listener_count_.store(listeners_.size(), std::memory_order_release);
 }
 
 void EngineCore::AddLeaseWaker(const void* owner, std::function<void()> wake) {

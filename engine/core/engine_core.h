@@ -94,6 +94,7 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   // DurableListener (the committer's): tells every attached listener.
   void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) override;
+  bool Listening() const override { return listener_count_.load(std::memory_order_acquire) > 0; }
   void OnGap(uint64_t durable_lsn) override;
 
  private:
@@ -115,6 +116,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   std::mutex listeners_mutex_;
   std::vector<DurableListener*> listeners_;
+  // listeners_.size(), readable without listeners_mutex_ (Listening, on the commit path). A
+  // listener added after a check misses nothing: it reads what was durable when it attached.
+  std::atomic<size_t> listener_count_{0};
 
   mutable std::mutex attached_consumers_mutex_;
   std::multiset<std::string> attached_consumers_;  // guarded by attached_consumers_mutex_
