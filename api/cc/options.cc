@@ -91,6 +91,22 @@ Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) 
   if (key == "wal_prefill_bytes") {
     return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 36, &o->wal_prefill_bytes);
   }
+  if (key == "retention_interval_ms") {
+    return ParseInt<uint32_t>(key, value, 0, 86'400'000, &o->retention_interval_ms);
+  }
+  if (key == "retention_max_bytes") {
+    return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 50, &o->retention_max_bytes);
+  }
+  if (key == "retention_max_age_ms") {
+    return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 50, &o->retention_max_age_ms);
+  }
+  if (key == "admin_socket") {
+    if (value.empty()) {
+      return Status::InvalidArgument("option 'admin_socket': empty; use on, off or a path");
+    }
+    o->admin_socket = std::string(value);
+    return Status::OK();
+  }
   if (key == "config") return declarative::LoadEngineOptions(std::string(value), o);
   return Status::InvalidArgument("unknown engine option '" + std::string(key) + "'");
 }

@@ -24,6 +24,7 @@
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/outbox.h"
+#include "engine/store/tables/retention.h"
 #include "engine/store/tables/scan.h"
 
 namespace wharf {
@@ -282,6 +283,16 @@ Status ListDeadLetters(Engine& engine, std::string_view consumer, std::vector<De
   if (!s.ok()) return s;
   return tables::dead_letters::List(core.store()->db(), core.store()->cf(internal::kDead), consumer,
                                     out);
+}
+
+Status ListRetentionLosses(Engine& engine, std::vector<RetentionLoss>* losses) {
+  if (losses == nullptr) return Status::InvalidArgument("retention losses output pointer is null");
+  EngineCore& core = *internal::EngineInternal::Core(engine);
+  auto guard = core.ReadGuard();
+  Status s = core.CheckOpen();
+  if (!s.ok()) return s;
+  return tables::retention::ListLosses(core.store()->db(), core.store()->cf(internal::kMeta),
+                                       losses);
 }
 
 namespace {

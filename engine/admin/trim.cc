@@ -117,7 +117,7 @@ Status PlanPartition(const EngineCore& core, uint32_t partition, Plan* plan) {
 }
 
 // Trims one partition; retries a few times when a cursor changed between the read and the commit.
-Status TrimPartitionOf(EngineCore& core, uint32_t partition, TrimPartition* trimmed,
+Status TrimPartitionOf(EngineCore& core, uint32_t partition, bool dry_run, TrimPartition* trimmed,
                        uint64_t* consumer_count) {
   *trimmed = TrimPartition();
   trimmed->partition = partition;
@@ -133,6 +133,11 @@ Status TrimPartitionOf(EngineCore& core, uint32_t partition, TrimPartition* trim
     *consumer_count = std::max(*consumer_count, plan.consumer_count);
     trimmed->trim_point = plan.trim_point;
     if (plan.fact_count == 0) return Status::OK();  // nothing passed, or trimmed already
+    if (dry_run) {
+      trimmed->fact_count = plan.fact_count;
+      trimmed->bytes = plan.bytes;
+      return Status::OK();
+    }
     tables::KeyRange range = tables::outbox::TrimRange(partition, plan.trim_point);
     rep.checks = std::move(plan.checks);
     rep.writes.push_back(WriteOp{internal::kOutbox,
@@ -151,21 +156,21 @@ Status TrimPartitionOf(EngineCore& core, uint32_t partition, TrimPartition* trim
 
 }  // namespace
 
-Status TrimPassed(Engine& engine, TrimReport* report, const TrimProgressFn& progress) {
+Status TrimPassed(Engine& engine, TrimReport* report, const TrimOptions& options) {
   if (report == nullptr) return Status::InvalidArgument("report output pointer is null");
   *report = TrimReport();
   EngineCore& core = *internal::EngineInternal::Core(engine);
   const uint32_t partitions = core.options().partitions;
-  Status s = FlushOutbox(core);
+  Status s = options.dry_run ? Status::OK() : FlushOutbox(core);
   if (!s.ok()) return s;
   for (uint32_t partition = 0; partition < partitions && s.ok(); ++partition) {
     TrimPartition& trimmed = report->partitions.emplace_back();
-    s = TrimPartitionOf(core, partition, &trimmed, &report->consumer_count);
+    s = TrimPartitionOf(core, partition, options.dry_run, &trimmed, &report->consumer_count);
     report->fact_count += trimmed.fact_count;
     report->bytes += trimmed.bytes;
-    if (s.ok() && progress) progress(partition + 1, partitions);
+    if (s.ok() && options.progress) options.progress(partition + 1, partitions);
   }
-  if (report->fact_count == 0) return s;
+  if (report->fact_count == 0 || options.dry_run) return s;
   Status flushed = FlushOutbox(core);
   return s.ok() ? flushed : s;
 }

@@ -396,8 +396,11 @@ TEST_F(AdminTest, TrimPassedRemovesWhatEveryConsumerPassed) {
 
   std::vector<std::pair<uint32_t, uint32_t>> progress;
   TrimReport report;
-  ASSERT_OK(TrimPassed(*engine_, &report,
-                       [&](uint32_t done, uint32_t total) { progress.emplace_back(done, total); }));
+  TrimOptions trim_options;
+  trim_options.progress = [&](uint32_t done, uint32_t total) {
+    progress.emplace_back(done, total);
+  };
+  ASSERT_OK(TrimPassed(*engine_, &report, trim_options));
   EXPECT_EQ(report.consumer_count, 2u);
   ASSERT_EQ(report.partitions.size(), 4u);
   EXPECT_EQ(report.partitions[0].trim_point, ids[0][1]);

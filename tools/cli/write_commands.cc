@@ -251,8 +251,9 @@ int Trim(const Context& context, bool yes) {
   Status s;
   {
     ProgressBar bar("trimming partitions", !context.json);
-    s = TrimPassed(*engine, &report,
-                   [&](uint32_t done, uint32_t total) { bar.Update(done, total); });
+    TrimOptions options;
+    options.progress = [&](uint32_t done, uint32_t total) { bar.Update(done, total); };
+    s = TrimPassed(*engine, &report, options);
   }
   if (!s.ok()) {
     std::string done = report.fact_count == 0

@@ -93,6 +93,18 @@ Status RetryDeadLetters(Engine& engine, std::string_view consumer,
 //   Conflict         the lease changed (renewed, taken) since it was read: nothing was changed
 Status ReleaseLease(Engine& engine, std::string_view consumer);
 
+// What retention removed before a consumer had passed it (only under `retention_max_bytes` or
+// `retention_max_age_ms`, options.h): the consumer skips those facts.
+struct RetentionLoss {
+  std::string consumer;
+  uint64_t fact_count = 0;    // facts lost, over the database's life
+  uint64_t last_ms = 0;       // when the last loss happened (ms since the epoch)
+  uint64_t last_from_id = 0;  // the last loss: facts with ids in [last_from_id, last_to_id]
+  uint64_t last_to_id = 0;    //   (over every partition; not every id in it was a fact it takes)
+};
+// Every consumer that has lost facts to retention, by consumer id.
+Status ListRetentionLosses(Engine& engine, std::vector<RetentionLoss>* losses);
+
 // Trimming (SPEC.md §3a): removes the facts every consumer has passed.
 struct TrimPartition {
   uint32_t partition = 0;
@@ -123,7 +135,12 @@ using TrimProgressFn = std::function<void(uint32_t done, uint32_t total)>;
 // CLI opens the database exclusively). With RocksDB 7.8 a range deletion shares memtable insert
 // hints with the facts of its partition, so it is fenced by flushes of the outbox memtable, which
 // a concurrent commit would slip between (engine/admin/trim.cc).
-Status TrimPassed(Engine& engine, TrimReport* report, const TrimProgressFn& progress = {});
+struct TrimOptions {
+  // Plan only: *report says what would be removed; nothing changes.
+  bool dry_run = false;
+  TrimProgressFn progress;  // may be empty
+};
+Status TrimPassed(Engine& engine, TrimReport* report, const TrimOptions& options = {});
 
 // Salvage (`wharf recover`): for a database whose open is refused with Corruption because its
 // write-ahead log is damaged before the durable point. Opens it replaying every intact WAL record

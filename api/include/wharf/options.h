@@ -90,6 +90,24 @@ struct EngineOptions {
   // shorter commit tail at 16 producers (README, "WAL spares").
   uint64_t wal_prefill_bytes = 8u << 20;
 
+  // Retention (engine/retention): on an interval, while producers and consumers run, the engine
+  // removes the facts every durable consumer has passed, and under a bound those beyond it.
+  // `retention_interval_ms`: the interval; 0 turns online retention off (`wharf trim` still works).
+  uint32_t retention_interval_ms = 10'000;
+  // `retention_max_bytes`: the outbox keeps at most about this many bytes of facts (keys and
+  // records as stored); older facts are removed even if a consumer has not passed them, and each
+  // consumer that loses facts is told (trace `retention-dropped`, `wharf stat`). 0: no bound.
+  uint64_t retention_max_bytes = 0;
+  // `retention_max_age_ms`: facts committed longer ago than this are removed, as above. 0: no
+  // bound.
+  uint64_t retention_max_age_ms = 0;
+
+  // `admin_socket`: the Unix domain socket on which the engine serves administration requests
+  // (the CLI's write commands while the engine holds the database). "on" (the default):
+  // `<path>/admin.sock`; "off": none; anything else: that path. Owner-only (0600); peers of another
+  // user are refused, except root.
+  std::string admin_socket = "on";
+
   // Wall clock in milliseconds since the epoch (commit times, timers, leases). Tests inject one.
   // Must be thread-safe. Empty: the system clock.
   std::function<int64_t()> clock_ms;

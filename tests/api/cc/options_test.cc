@@ -27,7 +27,11 @@ std::string Describe(const EngineOptions& o) {
          ";tail_cache_facts=" + std::to_string(o.tail_cache_facts) +
          ";memtable_bytes=" + std::to_string(o.memtable_bytes) +
          ";block_cache_bytes=" + std::to_string(o.block_cache_bytes) +
-         ";wal_prefill_bytes=" + std::to_string(o.wal_prefill_bytes);
+         ";wal_prefill_bytes=" + std::to_string(o.wal_prefill_bytes) +
+         ";retention_interval_ms=" + std::to_string(o.retention_interval_ms) +
+         ";retention_max_bytes=" + std::to_string(o.retention_max_bytes) +
+         ";retention_max_age_ms=" + std::to_string(o.retention_max_age_ms) +
+         ";admin_socket=" + o.admin_socket;
 }
 
 // Parses `text` into default options and returns what it made of them.
@@ -76,6 +80,9 @@ TEST(EngineOptionsParse, EveryIntegerKeyAtItsBounds) {
       {"memtable_bytes", 1u << 20, uint64_t{1} << 36},
       {"block_cache_bytes", 1u << 20, uint64_t{1} << 40},
       {"wal_prefill_bytes", 0, uint64_t{1} << 36},
+      {"retention_interval_ms", 0, 86'400'000},
+      {"retention_max_bytes", 0, uint64_t{1} << 50},
+      {"retention_max_age_ms", 0, uint64_t{1} << 50},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.key);
@@ -133,6 +140,13 @@ TEST(EngineOptionsParse, EveryEnumKeyAndItsNames) {
 }
 
 // A refused value names what is allowed, so the caller can fix it without the documentation.
+TEST(EngineOptionsParse, AdminSocketIsOnOffOrAPath) {
+  EXPECT_NE(Parsed("").find("admin_socket=on"), std::string::npos);
+  EXPECT_NE(Parsed("admin_socket=off").find("admin_socket=off"), std::string::npos);
+  EXPECT_NE(Parsed("admin_socket=/run/x.sock").find("admin_socket=/run/x.sock"), std::string::npos);
+  ExpectRefused("admin_socket=", "admin_socket");
+}
+
 TEST(EngineOptionsParse, RefusalsSayWhatIsAllowed) {
   EngineOptions options;
   Status s = ParseEngineOptions("io=fast", &options);
