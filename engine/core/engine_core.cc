@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/admin/socket/address.h"
+#include "engine/admin/socket/server.h"
 #include "engine/base/assert.h"
 #include "engine/base/futex.h"
 #include "engine/store/codec.h"
@@ -105,7 +107,17 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get());
   core->committer_->Start();
+  EngineCore* raw = core.get();
   *engine = EngineInternal::NewEngine(std::move(core));
+  const std::string socket_path = admin_socket::SocketPathFor(path, options.admin_socket);
+  if (!socket_path.empty()) {
+    s = admin_socket::AdminServer::Start(engine->get(), socket_path, admin_socket::ServerLimits(),
+                                         &raw->admin_server_);
+    if (!s.ok()) {
+      engine->reset();  // closes it
+      return s;
+    }
+  }
   return Status::OK();
 }
 
@@ -113,6 +125,8 @@ EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
 
 Status EngineCore::Close() {
   if (closed_.exchange(true)) return Status::OK();
+  // No admin request may run while the rest closes (one in progress finishes first).
+  if (admin_server_) admin_server_->Stop();
   // Queued commits finish first; then no reader may be inside the store while it closes.
   if (committer_) committer_->Stop();
   std::unique_lock lock(close_mutex_);
