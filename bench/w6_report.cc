@@ -95,11 +95,12 @@ void PrintW6Table(const W6Row& row, const W6Verdict& v, std::FILE* out) {
       row.csv_path.empty() ? ("not written: " + row.csv_error).c_str() : row.csv_path.c_str());
   std::fprintf(out,
                "  retention-dropped events %" PRIu64 "%s%s; losses listed: %s %" PRIu64
-               ", others %" PRIu64 "; other warnings %" PRIu64 "%s%s\n",
+               ", others %" PRIu64 "; stuck subscriber's warnings %" PRIu64
+               "; other warnings %" PRIu64 "%s%s\n",
                m.retention_dropped_events, m.first_retention_dropped.empty() ? "" : " (first: ",
                m.first_retention_dropped.empty() ? "" : (m.first_retention_dropped + ")").c_str(),
-               kW6StuckSubscriber, m.stuck_lost_facts, m.other_lost_facts, m.warnings,
-               m.first_warning.empty() ? "" : "; first: ", m.first_warning.c_str());
+               kW6StuckSubscriber, m.stuck_lost_facts, m.other_lost_facts, m.stuck_warnings,
+               m.warnings, m.first_warning.empty() ? "" : "; first: ", m.first_warning.c_str());
   if (!v.error.empty()) {
     std::fprintf(out, "verdict: cannot judge: %s\n", v.error.c_str());
     std::fflush(out);
@@ -154,8 +155,10 @@ std::string W6Json(const W6Row& row, const W6Verdict& v, const MachineInfo& mach
           ", \"p99_first_us\": " + JsonNumberOrNull(v.p99_first_us, judged, "%.0f") +
           ", \"p99_window_us\": " + JsonNumberOrNull(v.p99_window_us, judged, "%.0f") +
           Format(", \"retention_dropped_events\": %" PRIu64 ", \"stuck_lost_facts\": %" PRIu64
-                 ", \"other_lost_facts\": %" PRIu64 ", \"warnings\": %" PRIu64,
-                 m.retention_dropped_events, m.stuck_lost_facts, m.other_lost_facts, m.warnings) +
+                 ", \"other_lost_facts\": %" PRIu64 ", \"stuck_warnings\": %" PRIu64
+                 ", \"warnings\": %" PRIu64,
+                 m.retention_dropped_events, m.stuck_lost_facts, m.other_lost_facts,
+                 m.stuck_warnings, m.warnings) +
           ", \"goals_met\": " + (v.ok() ? "true" : "false");
   if (!row.csv_path.empty()) json += ", \"series_csv\": \"" + JsonEscape(row.csv_path) + "\"";
   json += ", \"series\": [";

@@ -32,8 +32,8 @@ std::chrono::steady_clock::time_point AtNs(uint64_t ns) {
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
 }
 
-// Trace events: `retention-dropped` counted apart, any other warning or error counted and the
-// first one kept (the stuck subscriber's retries are info events and are not counted).
+// Trace events: `retention-dropped` counted apart, the stuck subscriber's own warnings apart, any
+// other warning or error counted and the first one kept.
 class TraceTally {
  public:
   void Add(const TraceEvent& event) {
@@ -45,6 +45,10 @@ class TraceTally {
     }
     if (event.level == TraceEvent::Level::kInfo) return;
     std::lock_guard<std::mutex> lock(mutex_);
+    if (event.consumer == kW6StuckSubscriber) {
+      ++stuck_warnings_;  // its failures (subscriber-failed) are what it is there for
+      return;
+    }
     ++warnings_;
     if (first_warning_.empty()) {
       first_warning_ = event.name + " (" + event.consumer + "): " + event.reason;
@@ -55,6 +59,7 @@ class TraceTally {
     m->retention_dropped_events = dropped_;
     m->first_retention_dropped = first_dropped_;
     m->warnings = warnings_;
+    m->stuck_warnings = stuck_warnings_;
     m->first_warning = first_warning_;
   }
 
@@ -63,6 +68,7 @@ class TraceTally {
   uint64_t dropped_ = 0;
   std::string first_dropped_;
   uint64_t warnings_ = 0;
+  uint64_t stuck_warnings_ = 0;
   std::string first_warning_;
 };
 
