@@ -70,7 +70,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 __all__ = [
     "Engine", "Txn", "Effects", "Runtime", "Fact", "Outcome", "TraceLevel", "CursorInfo",
     "DeadLetter", "LeaseInfo", "RetriedLetter", "RetentionLoss", "TrimPartition", "TrimReport",
-    "PartitionStat", "ConsumerPartitionStat", "ConsumerStat", "StatSnapshot", "WharfError", "InvalidArgument", "NotFound", "IOError_", "Corruption", "Busy",
+    "PartitionStat", "ConsumerPartitionStat", "ConsumerStat", "StatSnapshot", "WharfError",
+    "InvalidArgument", "NotFound", "IOError_", "Corruption", "Busy",
     "Closed", "Conflict", "NotSupported", "InternalError", "version", "library_path",
 ]
 
