@@ -22,6 +22,7 @@
 #include "engine/store/tables/leases.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
+#include "engine/store/tables/retention.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/timers.h"
 #include "io/wal/wal_tail_fs.h"
@@ -222,6 +223,21 @@ uint64_t Inspector::format_version() const { return impl_->format_version; }
 uint32_t Inspector::partitions() const { return impl_->partitions; }
 Ordering Inspector::ordering() const { return impl_->ordering; }
 
+namespace {
+
+// The first fact id of `partition` a reader may see: above its retention floor (the facts at or
+// below it are removed, even where RocksDB still holds them; engine/store/outbox_floors.h).
+Status FirstVisible(const internal::InspectorState& impl, uint32_t partition, uint64_t* id) {
+  std::vector<uint64_t> floors;
+  Status s = tables::retention::ReadFloors(impl.db.get(), impl.handles[internal::kMeta],
+                                           impl.partitions, &floors);
+  if (!s.ok()) return s;
+  *id = floors[partition] + 1;
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Inspector::LastLsn(uint64_t* lsn) {
   std::string body;
   bool found = false;
@@ -240,8 +256,11 @@ Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
   for (uint32_t partition = 0; partition < impl_->partitions; ++partition) {
     PartitionStat& stat = (*stats)[partition];
     stat.partition = partition;
+    uint64_t first_visible = 0;
+    Status visible = FirstVisible(*impl_, partition, &first_visible);
+    if (!visible.ok()) return visible;
     tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                      tables::outbox::Range(partition, 0));
+                      tables::outbox::Range(partition, first_visible));
     for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
       uint32_t key_partition = 0;
       uint64_t id = 0;
@@ -264,8 +283,11 @@ Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, const Take
   *backlog = Backlog();
   if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
   if (after_id == UINT64_MAX) return Status::OK();
+  uint64_t first_visible = 0;
+  Status visible = FirstVisible(*impl_, partition, &first_visible);
+  if (!visible.ok()) return visible;
   tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                    tables::outbox::Range(partition, after_id + 1));
+                    tables::outbox::Range(partition, std::max(after_id + 1, first_visible)));
   for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     ++backlog->fact_count;
     if (filter == nullptr && backlog->taken_count > 0) {
@@ -289,8 +311,11 @@ Status Inspector::ConsumerTypes(std::map<std::string, std::vector<std::string>>*
 Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
                             std::vector<Fact>* facts) {
   if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
+  uint64_t first_visible = 0;
+  Status visible = FirstVisible(*impl_, partition, &first_visible);
+  if (!visible.ok()) return visible;
   tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                    tables::outbox::Range(partition, from_id));
+                    tables::outbox::Range(partition, std::max(from_id, first_visible)));
   for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
     Status s =
         tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
@@ -301,8 +326,11 @@ Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_m
 
 Status Inspector::ReadLastFacts(uint32_t partition, size_t count_max, std::vector<Fact>* facts) {
   if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
+  uint64_t first_visible = 0;
+  Status visible = FirstVisible(*impl_, partition, &first_visible);
+  if (!visible.ok()) return visible;
   tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                    tables::outbox::Range(partition, 0));
+                    tables::outbox::Range(partition, first_visible));
   size_t first = facts->size();
   for (scan.SeekToLast(); scan.Valid() && count_max > 0; scan.Prev(), --count_max) {
     Status s =
