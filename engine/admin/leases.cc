@@ -1,4 +1,5 @@
-// Administration of consumer leases (wharf/admin.h): releasing the lease of a holder that is gone.
+// Administration of consumer leases (wharf/admin.h): listing them, and releasing the lease of a
+// holder that is gone.
 // The lease record is deleted by a transaction through the committer, with a compare-and-set on
 // the bytes read, so a lease renewed or taken meanwhile is never deleted. The fence record
 // (tables/leases.h) is left alone: it is what refuses a former holder's late commits.
@@ -12,6 +13,16 @@
 #include "wharf/admin.h"
 
 namespace wharf {
+
+Status ListLeases(Engine& engine, std::vector<LeaseInfo>* leases) {
+  if (leases == nullptr) return Status::InvalidArgument("leases output pointer is null");
+  internal::EngineCore& core = *internal::EngineInternal::Core(engine);
+  auto guard = core.ReadGuard();
+  Status s = core.CheckOpen();
+  if (!s.ok()) return s;
+  return tables::leases::List(core.store()->db(), core.store()->cf(internal::kLeases), leases,
+                              nullptr);
+}
 
 Status ReleaseLease(Engine& engine, std::string_view consumer) {
   Status s = internal::ValidateConsumer(consumer);

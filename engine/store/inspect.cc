@@ -16,13 +16,13 @@
 
 #include "engine/base/assert.h"
 #include "engine/store/codec.h"
+#include "engine/store/stat_reader.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/leases.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
-#include "engine/store/tables/retention.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/timers.h"
 #include "io/wal/wal_tail_fs.h"
@@ -69,14 +69,13 @@ using internal::kFormatVersion;
 
 namespace {
 
-std::string HexOf(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char c : bytes) {
-    out.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
-    out.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
-  }
-  return out;
+// The shared readers' view of the secondary (engine/store/stat_reader.h): every fact written.
+internal::StoreView ViewOf(const InspectorState& state) {
+  internal::StoreView view;
+  view.db = state.db.get();
+  for (int cf = 0; cf < kCfCount; ++cf) view.cfs[cf] = state.handles[cf];
+  view.partitions = state.partitions;
+  return view;
 }
 
 Status CatchUpWithPrimary(const InspectorState& state) {
@@ -228,11 +227,10 @@ namespace {
 // The first fact id of `partition` a reader may see: above its retention floor (the facts at or
 // below it are removed, even where RocksDB still holds them; engine/store/outbox_floors.h).
 Status FirstVisible(const internal::InspectorState& impl, uint32_t partition, uint64_t* id) {
-  std::vector<uint64_t> floors;
-  Status s = tables::retention::ReadFloors(impl.db.get(), impl.handles[internal::kMeta],
-                                           impl.partitions, &floors);
+  std::vector<uint64_t> first_ids;
+  Status s = internal::ReadFirstVisible(ViewOf(impl), &first_ids);
   if (!s.ok()) return s;
-  *id = floors[partition] + 1;
+  *id = first_ids[partition];
   return Status::OK();
 }
 
@@ -252,55 +250,31 @@ Status Inspector::DeclaredTypes(std::vector<std::string>* types) {
 }
 
 Status Inspector::PartitionStats(std::vector<PartitionStat>* stats) {
-  stats->assign(impl_->partitions, PartitionStat());
-  for (uint32_t partition = 0; partition < impl_->partitions; ++partition) {
-    PartitionStat& stat = (*stats)[partition];
-    stat.partition = partition;
-    uint64_t first_visible = 0;
-    Status visible = FirstVisible(*impl_, partition, &first_visible);
-    if (!visible.ok()) return visible;
-    tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                      tables::outbox::Range(partition, first_visible));
-    for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
-      uint32_t key_partition = 0;
-      uint64_t id = 0;
-      if (!tables::outbox::DecodeKey(scan.key(), &key_partition, &id)) {
-        return Status::Corruption("outbox key of " + std::to_string(scan.key().size()) + " bytes");
-      }
-      if (stat.fact_count == 0) stat.first_id = id;
-      stat.last_id = id;
-      ++stat.fact_count;
-      stat.bytes += scan.key().size() + scan.value().size();
-    }
-    Status s = FromRocks(scan.status(), "read outbox");
-    if (!s.ok()) return s;
-  }
-  return Status::OK();
+  return internal::ReadPartitionStats(ViewOf(*impl_), stats);
 }
 
 Status Inspector::BacklogAfter(uint32_t partition, uint64_t after_id, const TakenFilter* filter,
                                Backlog* backlog) {
-  *backlog = Backlog();
-  if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
-  if (after_id == UINT64_MAX) return Status::OK();
-  uint64_t first_visible = 0;
-  Status visible = FirstVisible(*impl_, partition, &first_visible);
-  if (!visible.ok()) return visible;
-  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                    tables::outbox::Range(partition, std::max(after_id + 1, first_visible)));
-  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
-    ++backlog->fact_count;
-    if (filter == nullptr && backlog->taken_count > 0) {
-      ++backlog->taken_count;
-      continue;
-    }
-    Fact fact;
-    Status s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &fact);
-    if (!s.ok()) return s;
-    if (filter != nullptr && !filter->Takes(fact)) continue;
-    if (backlog->taken_count++ == 0) backlog->oldest_commit_ms = fact.commit_ms;
-  }
-  return FromRocks(scan.status(), "read outbox");
+  const internal::StoreView view = ViewOf(*impl_);
+  std::vector<uint64_t> first_ids;
+  Status s = internal::ReadFirstVisible(view, &first_ids);
+  if (!s.ok()) return s;
+  uint64_t first_id = partition < first_ids.size() ? first_ids[partition] : 0;
+  return internal::ReadBacklog(view, partition, after_id, first_id, filter, backlog);
+}
+
+Status Inspector::Stat(StatSnapshot* snapshot) {
+  if (snapshot == nullptr) return Status::InvalidArgument("snapshot output pointer is null");
+  // A secondary sees what the primary wrote, not what it acknowledged durable.
+  snapshot->durable_lsn_known = false;
+  snapshot->durable_lsn = 0;
+  Status s = LastLsn(&snapshot->last_lsn);
+  if (!s.ok()) return s;
+  return internal::ReadStatSnapshot(ViewOf(*impl_), snapshot);
+}
+
+Status Inspector::ConsumerStats(std::string_view consumer, std::vector<ConsumerStat>* consumers) {
+  return internal::ReadConsumerStats(ViewOf(*impl_), consumer, consumers);
 }
 
 Status Inspector::ConsumerTypes(std::map<std::string, std::vector<std::string>>* consumers) {
@@ -347,32 +321,8 @@ Status Inspector::Cursors(std::string_view consumer, std::vector<CursorInfo>* cu
 }
 
 Status Inspector::Leases(std::vector<LeaseInfo>* leases, std::vector<InstanceInfo>* instances) {
-  leases->clear();
-  instances->clear();
-  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kLeases], tables::WholeFamily());
-  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
-    tables::leases::KeyKind kind;
-    std::string_view name;
-    if (!tables::leases::DecodeKey(scan.key(), &kind, &name)) {
-      return Status::Corruption("lease key 0x" + HexOf(scan.key()) + " is malformed");
-    }
-    if (kind == tables::leases::KeyKind::kFence) continue;  // the runtime's business
-    const bool heartbeat = kind == tables::leases::KeyKind::kHeartbeat;
-    tables::leases::Record record;
-    Status s = tables::leases::DecodeValue(scan.value(), &record);
-    if (!s.ok()) {
-      return Status::Corruption(std::string(heartbeat ? "heartbeat of instance '" : "lease of '") +
-                                std::string(name) + "': " + s.message());
-    }
-    if (heartbeat) {
-      instances->push_back(
-          InstanceInfo{std::string(name), record.expires_at_ms, record.open_epoch});
-    } else {
-      leases->push_back(LeaseInfo{std::string(name), std::move(record.owner), record.epoch,
-                                  record.expires_at_ms, record.open_epoch});
-    }
-  }
-  return FromRocks(scan.status(), "read leases");
+  return tables::leases::List(impl_->db.get(), impl_->handles[internal::kLeases], leases,
+                              instances);
 }
 
 Status Inspector::OpenEpoch(uint64_t* open_epoch) {
@@ -385,18 +335,7 @@ Status Inspector::OpenEpoch(uint64_t* open_epoch) {
 }
 
 Status Inspector::Timers(TimerStat* timers) {
-  *timers = TimerStat();
-  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kTimers], tables::WholeFamily());
-  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
-    int64_t due_ms = 0;
-    uint64_t lsn = 0;
-    if (!tables::timers::DecodeKey(scan.key(), &due_ms, &lsn)) {
-      return Status::Corruption("timer key of " + std::to_string(scan.key().size()) + " bytes");
-    }
-    if (timers->count == 0) timers->next_due_ms = due_ms;
-    ++timers->count;
-  }
-  return FromRocks(scan.status(), "read timers");
+  return internal::ReadTimerStat(ViewOf(*impl_), timers);
 }
 
 Status Inspector::DeadLetters(std::string_view consumer, std::vector<DeadLetter>* letters) {
@@ -405,10 +344,7 @@ Status Inspector::DeadLetters(std::string_view consumer, std::vector<DeadLetter>
 }
 
 Status Inspector::DeadLetterCount(uint64_t* count) {
-  *count = 0;
-  tables::Scan scan(impl_->db.get(), impl_->handles[internal::kDead], tables::WholeFamily());
-  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) ++*count;
-  return FromRocks(scan.status(), "read dead letters");
+  return internal::CountDeadLetters(ViewOf(*impl_), count);
 }
 
 }  // namespace wharf

@@ -46,80 +46,6 @@ std::string Age(int64_t oldest_commit_ms, int64_t now_ms) {
   return std::to_string(std::max<int64_t>(0, now_ms - oldest_commit_ms));
 }
 
-// One consumer's position and backlog in every partition.
-struct LaneReport {
-  uint32_t partition = 0;
-  bool has_cursor = false;
-  uint64_t fact_id = 0;
-  uint64_t epoch = 0;
-  Backlog backlog;
-};
-
-struct ConsumerReport {
-  std::string consumer;
-  uint64_t cursor_count = 0;
-  // Facts after its cursors that it takes (as its runtime registered its types; without a
-  // registration, every fact), and all facts after its cursors.
-  bool registered = false;
-  uint64_t fact_lag = 0;
-  uint64_t facts_behind = 0;
-  int64_t oldest_commit_ms = 0;  // of the oldest undelivered fact; 0 when caught up
-  uint64_t fact_id_min = UINT64_MAX;
-  uint64_t fact_id_max = 0;
-  std::vector<LaneReport> lanes;  // one per partition
-};
-
-// Groups `cursors` (ordered by consumer) into reports; a partition without a cursor is at 0.
-Status BuildReports(Inspector& inspector, const std::vector<CursorInfo>& cursors,
-                    std::vector<ConsumerReport>* reports) {
-  for (const CursorInfo& cursor : cursors) {
-    if (reports->empty() || reports->back().consumer != cursor.consumer) {
-      ConsumerReport& report = reports->emplace_back();
-      report.consumer = cursor.consumer;
-      report.lanes.resize(inspector.partitions());
-      for (uint32_t p = 0; p < inspector.partitions(); ++p) report.lanes[p].partition = p;
-    }
-    ConsumerReport& report = reports->back();
-    if (cursor.partition >= inspector.partitions()) {
-      return Status::Corruption(fmt::format("cursor of {}/{} names a partition beyond {}",
-                                            cursor.consumer, cursor.partition,
-                                            inspector.partitions()));
-    }
-    LaneReport& lane = report.lanes[cursor.partition];
-    lane.has_cursor = true;
-    lane.fact_id = cursor.fact_id;
-    lane.epoch = cursor.epoch;
-    ++report.cursor_count;
-  }
-  std::map<std::string, std::vector<std::string>> registrations;
-  Status s = inspector.ConsumerTypes(&registrations);
-  if (!s.ok()) return s;
-  for (ConsumerReport& report : *reports) {
-    std::optional<TakenFilter> filter;
-    if (auto it = registrations.find(report.consumer); it != registrations.end()) {
-      filter.emplace();
-      filter->consumer = report.consumer;
-      filter->types.insert(it->second.begin(), it->second.end());
-      report.registered = true;
-    }
-    for (LaneReport& lane : report.lanes) {
-      s = inspector.BacklogAfter(lane.partition, lane.fact_id, filter ? &*filter : nullptr,
-                                 &lane.backlog);
-      if (!s.ok()) return s;
-      report.fact_lag += lane.backlog.taken_count;
-      report.facts_behind += lane.backlog.fact_count;
-      if (lane.backlog.taken_count > 0 &&
-          (report.oldest_commit_ms == 0 ||
-           lane.backlog.oldest_commit_ms < report.oldest_commit_ms)) {
-        report.oldest_commit_ms = lane.backlog.oldest_commit_ms;
-      }
-      report.fact_id_min = std::min(report.fact_id_min, lane.fact_id);
-      report.fact_id_max = std::max(report.fact_id_max, lane.fact_id);
-    }
-  }
-  return Status::OK();
-}
-
 void AgeJson(Json& json, int64_t oldest_commit_ms, int64_t now_ms) {
   json.Key("oldest_undelivered_age_ms");
   if (oldest_commit_ms == 0) {
@@ -129,25 +55,38 @@ void AgeJson(Json& json, int64_t oldest_commit_ms, int64_t now_ms) {
   }
 }
 
-void ConsumerJson(Json& json, const ConsumerReport& report, int64_t now_ms, bool lanes) {
+void ConsumerJson(Json& json, const ConsumerStat& report, int64_t now_ms, bool lanes) {
   json.BeginObject().Key("consumer").String(report.consumer);
   json.Key("cursor_count").Uint(report.cursor_count);
   json.Key("fact_id_min").Uint(report.fact_id_min);
   json.Key("fact_id_max").Uint(report.fact_id_max);
   json.Key("registered").Bool(report.registered);
+  json.Key("types").BeginArray();
+  for (const std::string& type : report.types) json.String(type);
+  json.EndArray();
   json.Key("fact_lag").Uint(report.fact_lag);
   json.Key("facts_behind").Uint(report.facts_behind);
   AgeJson(json, report.oldest_commit_ms, now_ms);
+  // Facts retention removed before the consumer had passed them (under a bound), and when.
+  json.Key("lost_facts").Uint(report.lost_fact_count);
+  json.Key("lost_last_ms");
+  if (report.lost_fact_count == 0) {
+    json.Null();
+  } else {
+    json.Uint(report.lost_last_ms);
+  }
+  json.Key("lost_last_from_id").Uint(report.lost_last_from_id);
+  json.Key("lost_last_to_id").Uint(report.lost_last_to_id);
   if (lanes) {
     json.Key("partitions").BeginArray();
-    for (const LaneReport& lane : report.lanes) {
+    for (const ConsumerPartitionStat& lane : report.partitions) {
       json.BeginObject().Key("partition").Uint(lane.partition);
       json.Key("has_cursor").Bool(lane.has_cursor);
       json.Key("fact_id").Uint(lane.fact_id);
       json.Key("epoch").Uint(lane.epoch);
-      json.Key("fact_lag").Uint(lane.backlog.taken_count);
-      json.Key("facts_behind").Uint(lane.backlog.fact_count);
-      AgeJson(json, lane.backlog.oldest_commit_ms, now_ms);
+      json.Key("fact_lag").Uint(lane.fact_lag);
+      json.Key("facts_behind").Uint(lane.facts_behind);
+      AgeJson(json, lane.oldest_commit_ms, now_ms);
       json.EndObject();
     }
     json.EndArray();
@@ -155,32 +94,37 @@ void ConsumerJson(Json& json, const ConsumerReport& report, int64_t now_ms, bool
   json.EndObject();
 }
 
-Table ConsumerTable(const std::vector<ConsumerReport>& reports, int64_t now_ms) {
-  Table table(
-      {"CONSUMER", "CURSORS", "MIN_ID", "MAX_ID", "LAG_FACTS", "BEHIND_FACTS", "OLDEST_AGE_MS"},
-      {false, true, true, true, true, true, true});
-  for (const ConsumerReport& report : reports) {
+std::string LastLoss(const ConsumerStat& report) {
+  if (report.lost_fact_count == 0) return "-";
+  return FormatTimeMs(static_cast<int64_t>(report.lost_last_ms));
+}
+
+Table ConsumerTable(const std::vector<ConsumerStat>& reports, int64_t now_ms) {
+  Table table({"CONSUMER", "CURSORS", "MIN_ID", "MAX_ID", "LAG_FACTS", "BEHIND_FACTS",
+               "OLDEST_AGE_MS", "LOST_FACTS", "LAST_LOSS"},
+              {false, true, true, true, true, true, true, true, false});
+  for (const ConsumerStat& report : reports) {
     table.Add({report.consumer, std::to_string(report.cursor_count),
                std::to_string(report.fact_id_min), std::to_string(report.fact_id_max),
                std::to_string(report.fact_lag), std::to_string(report.facts_behind),
-               Age(report.oldest_commit_ms, now_ms)});
+               Age(report.oldest_commit_ms, now_ms), std::to_string(report.lost_fact_count),
+               LastLoss(report)});
   }
   return table;
 }
 
 // Per-partition rows of every consumer: partitions with a cursor or with a backlog.
-Table LaneTable(const std::vector<ConsumerReport>& reports, int64_t now_ms) {
+Table LaneTable(const std::vector<ConsumerStat>& reports, int64_t now_ms) {
   Table table(
       {"CONSUMER", "PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "BEHIND_FACTS", "OLDEST_AGE_MS"},
       {false, true, true, true, true, true, true});
-  for (const ConsumerReport& report : reports) {
-    for (const LaneReport& lane : report.lanes) {
-      if (!lane.has_cursor && lane.backlog.fact_count == 0) continue;
+  for (const ConsumerStat& report : reports) {
+    for (const ConsumerPartitionStat& lane : report.partitions) {
+      if (!lane.has_cursor && lane.facts_behind == 0) continue;
       table.Add({report.consumer, std::to_string(lane.partition),
                  lane.has_cursor ? std::to_string(lane.fact_id) : "-",
-                 lane.has_cursor ? std::to_string(lane.epoch) : "-",
-                 std::to_string(lane.backlog.taken_count), std::to_string(lane.backlog.fact_count),
-                 Age(lane.backlog.oldest_commit_ms, now_ms)});
+                 lane.has_cursor ? std::to_string(lane.epoch) : "-", std::to_string(lane.fact_lag),
+                 std::to_string(lane.facts_behind), Age(lane.oldest_commit_ms, now_ms)});
     }
   }
   return table;
@@ -272,32 +216,20 @@ int Fail(int code, const std::string& message) {
 
 namespace {
 
-// Everything `wharf stat` shows, read in one catch-up of the secondary.
+// Everything `wharf stat` shows, read in one catch-up of the secondary: the stat snapshot the
+// engine's ReadStat also computes (wharf/admin.h), the declared types, leases and instances.
 struct StatData {
-  uint64_t last_lsn = 0, dead_count = 0, fact_count = 0, fact_bytes = 0;
+  StatSnapshot snapshot;
   std::vector<std::string> types;
-  std::vector<PartitionStat> partitions;
-  std::vector<CursorInfo> cursors;
   LeaseView lease_view;
-  std::vector<ConsumerReport> reports;
-  TimerStat timers;
   int64_t now_ms = 0;
 };
 
-Status ReadStat(Inspector& inspector, StatData* data) {
-  Status s = inspector.LastLsn(&data->last_lsn);
+Status ReadStatData(Inspector& inspector, StatData* data) {
+  Status s = inspector.Stat(&data->snapshot);
   if (s.ok()) s = inspector.DeclaredTypes(&data->types);
-  if (s.ok()) s = inspector.PartitionStats(&data->partitions);
-  if (s.ok()) s = inspector.Cursors("", &data->cursors);
-  if (s.ok()) s = BuildReports(inspector, data->cursors, &data->reports);
   if (s.ok()) s = ReadLeases(inspector, &data->lease_view);
-  if (s.ok()) s = inspector.Timers(&data->timers);
-  if (s.ok()) s = inspector.DeadLetterCount(&data->dead_count);
   if (!s.ok()) return s;
-  for (const auto& partition : data->partitions) {
-    data->fact_count += partition.fact_count;
-    data->fact_bytes += partition.bytes;
-  }
   data->now_ms = NowMs();
   return Status::OK();
 }
@@ -310,11 +242,12 @@ void PrintStatJson(const Context& context, const Inspector& inspector, const Sta
   json.Key("ordering").String(OrderingName(inspector.ordering()));
   // A secondary sees what the engine wrote, which may be ahead of what it acknowledged as
   // durable (a sync in flight); it cannot know the durable LSN, so it does not claim one.
-  json.Key("last_lsn").Uint(data.last_lsn);
-  json.Key("fact_count").Uint(data.fact_count);
-  json.Key("fact_bytes").Uint(data.fact_bytes);
+  const StatSnapshot& snapshot = data.snapshot;
+  json.Key("last_lsn").Uint(snapshot.last_lsn);
+  json.Key("fact_count").Uint(snapshot.fact_count);
+  json.Key("fact_bytes").Uint(snapshot.fact_bytes);
   json.Key("partitions").BeginArray();
-  for (const auto& partition : data.partitions) {
+  for (const auto& partition : snapshot.partitions) {
     json.BeginObject().Key("partition").Uint(partition.partition);
     json.Key("fact_count").Uint(partition.fact_count);
     json.Key("bytes").Uint(partition.bytes);
@@ -325,33 +258,37 @@ void PrintStatJson(const Context& context, const Inspector& inspector, const Sta
   json.EndArray().Key("declared_types").BeginArray();
   for (const std::string& type : data.types) json.String(type);
   json.EndArray().Key("consumers").BeginArray();
-  for (const ConsumerReport& report : data.reports) ConsumerJson(json, report, data.now_ms, true);
+  for (const ConsumerStat& report : snapshot.consumers) {
+    ConsumerJson(json, report, data.now_ms, true);
+  }
   json.EndArray().Key("lease_count").Uint(data.lease_view.leases.size());
   LeasesJson(json, data.lease_view, data.now_ms);
-  json.Key("timers_pending").Uint(data.timers.count);
+  json.Key("timers_pending").Uint(snapshot.timer_count);
   json.Key("next_timer_due_ms");
-  if (data.timers.count == 0) {
+  if (snapshot.timer_count == 0) {
     json.Null();
   } else {
-    json.Int(data.timers.next_due_ms);
+    json.Int(snapshot.next_timer_due_ms);
   }
-  json.Key("dead_letter_count").Uint(data.dead_count);
+  json.Key("dead_letter_count").Uint(snapshot.dead_letter_count);
   PrintJson(json.EndObject());
 }
 
 std::string StatSummary(const Context& context, const Inspector& inspector, const StatData& data) {
   const LeaseView& lease_view = data.lease_view;
+  const StatSnapshot& snapshot = data.snapshot;
   Table summary({"", ""});
   summary.Add({"database", context.db});
   summary.Add({"format version", std::to_string(inspector.format_version())});
   summary.Add({"partitions", fmt::format("{} (ordering {})", inspector.partitions(),
                                          OrderingName(inspector.ordering()))});
-  summary.Add({"last lsn (written)", std::to_string(data.last_lsn)});
-  summary.Add({"facts", fmt::format("{} ({})", data.fact_count, FormatBytes(data.fact_bytes))});
+  summary.Add({"last lsn (written)", std::to_string(snapshot.last_lsn)});
+  summary.Add(
+      {"facts", fmt::format("{} ({})", snapshot.fact_count, FormatBytes(snapshot.fact_bytes))});
   std::string type_list;
   for (const std::string& type : data.types) type_list += (type_list.empty() ? "" : ", ") + type;
   summary.Add({"declared types", data.types.empty() ? "-" : type_list});
-  summary.Add({"consumers", std::to_string(data.reports.size())});
+  summary.Add({"consumers", std::to_string(snapshot.consumers.size())});
   size_t held = std::count_if(
       lease_view.leases.begin(), lease_view.leases.end(), [&](const LeaseInfo& lease) {
         return std::string_view(LeaseState(lease, lease_view, data.now_ms)) == "held";
@@ -362,11 +299,19 @@ std::string StatSummary(const Context& context, const Inspector& inspector, cons
                                });
   summary.Add({"leases", fmt::format("{} ({} held)", lease_view.leases.size(), held)});
   summary.Add({"instances", fmt::format("{} ({} alive)", lease_view.instances.size(), alive)});
-  summary.Add({"timers pending", data.timers.count == 0
+  summary.Add({"timers pending", snapshot.timer_count == 0
                                      ? "0"
-                                     : fmt::format("{} (next due {})", data.timers.count,
-                                                   FormatTimeMs(data.timers.next_due_ms))});
-  summary.Add({"dead letters", std::to_string(data.dead_count)});
+                                     : fmt::format("{} (next due {})", snapshot.timer_count,
+                                                   FormatTimeMs(snapshot.next_timer_due_ms))});
+  summary.Add({"dead letters", std::to_string(snapshot.dead_letter_count)});
+  uint64_t lost_facts = 0, losing_consumers = 0;
+  for (const ConsumerStat& consumer : snapshot.consumers) {
+    lost_facts += consumer.lost_fact_count;
+    losing_consumers += consumer.lost_fact_count > 0 ? 1 : 0;
+  }
+  summary.Add({"retention losses", lost_facts == 0 ? "0"
+                                                   : fmt::format("{} facts ({} consumers)",
+                                                                 lost_facts, losing_consumers)});
   std::string rendered = summary.Render();
   return rendered.substr(rendered.find('\n') + 1);  // no header row for the summary
 }
@@ -377,7 +322,7 @@ int Stat(const Context& context) {
   std::unique_ptr<Inspector> inspector;
   if (int code = OpenInspector(context, &inspector)) return code;
   StatData data;
-  Status s = ReadStat(*inspector, &data);
+  Status s = ReadStatData(*inspector, &data);
   if (!s.ok()) return DataError(s);
   if (context.json) {
     PrintStatJson(context, *inspector, data);
@@ -386,15 +331,15 @@ int Stat(const Context& context) {
   std::string out = StatSummary(context, *inspector, data);
   Table partition_table({"PARTITION", "FACTS", "BYTES", "FIRST_ID", "LAST_ID"},
                         {true, true, true, true, true});
-  for (const auto& partition : data.partitions) {
+  for (const auto& partition : data.snapshot.partitions) {
     partition_table.Add({std::to_string(partition.partition), std::to_string(partition.fact_count),
                          std::to_string(partition.bytes), std::to_string(partition.first_id),
                          std::to_string(partition.last_id)});
   }
   out += "\n" + partition_table.Render();
-  if (!data.reports.empty()) {
-    out += "\n" + ConsumerTable(data.reports, data.now_ms).Render();
-    Table lanes = LaneTable(data.reports, data.now_ms);
+  if (!data.snapshot.consumers.empty()) {
+    out += "\n" + ConsumerTable(data.snapshot.consumers, data.now_ms).Render();
+    Table lanes = LaneTable(data.snapshot.consumers, data.now_ms);
     if (!lanes.empty()) out += "\n" + lanes.Render();
   }
   std::string lease_tables = LeaseTables(data.lease_view, data.now_ms);
@@ -406,21 +351,19 @@ int Stat(const Context& context) {
 int CursorList(const Context& context) {
   std::unique_ptr<Inspector> inspector;
   if (int code = OpenInspector(context, &inspector)) return code;
-  std::vector<CursorInfo> cursors;
-  std::vector<ConsumerReport> reports;
-  Status s = inspector->Cursors("", &cursors);
-  if (s.ok()) s = BuildReports(*inspector, cursors, &reports);
+  std::vector<ConsumerStat> reports;
+  Status s = inspector->ConsumerStats("", &reports);
   if (!s.ok()) return DataError(s);
   int64_t now_ms = NowMs();
   if (context.json) {
     Json json;
     json.BeginObject().Key("consumers").BeginArray();
-    for (const ConsumerReport& report : reports) ConsumerJson(json, report, now_ms, false);
+    for (const ConsumerStat& report : reports) ConsumerJson(json, report, now_ms, false);
     PrintJson(json.EndArray().EndObject());
     return kExitOk;
   }
   if (reports.empty()) {
-    Print("no cursors\n");
+    Print("no consumers\n");
     return kExitOk;
   }
   Print(ConsumerTable(reports, now_ms).Render());
@@ -431,10 +374,8 @@ int CursorGet(const Context& context, const std::string& consumer) {
   if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
   std::unique_ptr<Inspector> inspector;
   if (int code = OpenInspector(context, &inspector)) return code;
-  std::vector<CursorInfo> cursors;
-  std::vector<ConsumerReport> reports;
-  Status s = inspector->Cursors(consumer, &cursors);
-  if (s.ok()) s = BuildReports(*inspector, cursors, &reports);
+  std::vector<ConsumerStat> reports;
+  Status s = inspector->ConsumerStats(consumer, &reports);
   if (!s.ok()) return DataError(s);
   if (reports.empty()) return Fail(kExitError, "consumer '" + consumer + "' has no cursors");
   int64_t now_ms = NowMs();
@@ -446,11 +387,10 @@ int CursorGet(const Context& context, const std::string& consumer) {
   }
   Table table({"PARTITION", "CURSOR", "EPOCH", "LAG_FACTS", "BEHIND_FACTS", "OLDEST_AGE_MS"},
               {true, true, true, true, true, true});
-  for (const LaneReport& lane : reports[0].lanes) {
+  for (const ConsumerPartitionStat& lane : reports[0].partitions) {
     table.Add({std::to_string(lane.partition), lane.has_cursor ? std::to_string(lane.fact_id) : "-",
-               lane.has_cursor ? std::to_string(lane.epoch) : "-",
-               std::to_string(lane.backlog.taken_count), std::to_string(lane.backlog.fact_count),
-               Age(lane.backlog.oldest_commit_ms, now_ms)});
+               lane.has_cursor ? std::to_string(lane.epoch) : "-", std::to_string(lane.fact_lag),
+               std::to_string(lane.facts_behind), Age(lane.oldest_commit_ms, now_ms)});
   }
   Print(fmt::format("consumer {}: {} facts to deliver ({} facts behind in all)\n", consumer,
                     reports[0].fact_lag, reports[0].facts_behind) +

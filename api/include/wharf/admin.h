@@ -82,6 +82,22 @@ struct RetriedLetter {
 Status RetryDeadLetters(Engine& engine, std::string_view consumer,
                         const std::vector<uint64_t>& fact_ids, std::vector<RetriedLetter>* retried);
 
+// A consumer's lease as stored (the runtime's fence records are not listed). It is current when
+// it has an owner, expires_at_ms is in the future and open_epoch is the database's current open
+// (a lease granted under an earlier open is void: its holder is gone).
+struct LeaseInfo {
+  std::string consumer;
+  std::string owner;          // the holding instance id; empty: released
+  uint64_t epoch = 0;         // lease epoch (grows with every acquisition)
+  int64_t expires_at_ms = 0;  // wall-clock ms since the Unix epoch
+  uint64_t open_epoch = 0;    // the engine open that granted it
+};
+
+// Every consumer's lease record, by consumer id (instance heartbeats and fences are not listed).
+//   InvalidArgument  a null `leases`
+//   Corruption       a lease record that does not decode, or a key of no known shape (named)
+Status ListLeases(Engine& engine, std::vector<LeaseInfo>* leases);
+
 // Releases the lease `consumer`'s runtime holds (or held): deletes its lease record, checked to be
 // unchanged since it was read, so that any instance may take the consumer at once instead of
 // waiting for the lease to expire. The lease fence (owner and epoch of the last acquisition) is
@@ -104,6 +120,73 @@ struct RetentionLoss {
 };
 // Every consumer that has lost facts to retention, by consumer id.
 Status ListRetentionLosses(Engine& engine, std::vector<RetentionLoss>* losses);
+
+// A stat snapshot (ReadStat; Inspector::Stat computes the same from a secondary, so `wharf stat`,
+// C++, the C ABI and Python report the same numbers). Facts removed by retention (at or below a
+// partition's retention floor) are not counted; the engine counts only durable facts
+// (id <= durable_lsn), an Inspector every fact the primary has written.
+struct PartitionStat {
+  uint32_t partition = 0;
+  uint64_t fact_count = 0;
+  uint64_t bytes = 0;     // keys and values as stored (sealed)
+  uint64_t first_id = 0;  // 0 when the partition holds no fact
+  uint64_t last_id = 0;
+};
+
+// One consumer in one partition.
+struct ConsumerPartitionStat {
+  uint32_t partition = 0;
+  bool has_cursor = false;       // false: no cursor here, it starts at the beginning (fact_id 0)
+  uint64_t fact_id = 0;          // the last fact it passed here
+  uint64_t epoch = 0;            // lease epoch of the cursor's last writer
+  uint64_t fact_lag = 0;         // facts after the cursor that it takes
+  uint64_t facts_behind = 0;     // all facts after the cursor (taken or skipped)
+  int64_t oldest_commit_ms = 0;  // commit time of the oldest fact it takes; 0 when none
+};
+
+struct ConsumerStat {
+  std::string consumer;
+  // A runtime registered it with these fact types (sorted). Unregistered: lag counts every fact.
+  bool registered = false;
+  std::vector<std::string> types;
+  uint64_t cursor_count = 0;  // partitions with a cursor
+  uint64_t fact_id_min = 0;   // lowest and highest position over every partition
+  uint64_t fact_id_max = 0;   //   (a partition without a cursor counts as 0)
+  uint64_t fact_lag = 0;      // sums over the partitions
+  uint64_t facts_behind = 0;
+  int64_t oldest_commit_ms = 0;  // of the oldest fact it takes and has not passed; 0: caught up
+  // Retention losses (RetentionLoss; all 0 when it lost nothing).
+  uint64_t lost_fact_count = 0;
+  uint64_t lost_last_ms = 0;
+  uint64_t lost_last_from_id = 0;
+  uint64_t lost_last_to_id = 0;
+  std::vector<ConsumerPartitionStat> partitions;  // one per partition, in order
+};
+
+struct StatSnapshot {
+  // The engine knows what it acknowledged durable; a secondary (Inspector) does not: there
+  // durable_lsn_known is false and durable_lsn 0.
+  bool durable_lsn_known = false;
+  uint64_t durable_lsn = 0;
+  uint64_t last_lsn = 0;    // highest fact id assigned (engine) or written (Inspector)
+  uint64_t fact_count = 0;  // totals over the partitions
+  uint64_t fact_bytes = 0;
+  std::vector<PartitionStat> partitions;  // one per partition, in order
+  // Every consumer with a cursor, a registration or a retention loss, by consumer id.
+  std::vector<ConsumerStat> consumers;
+  uint64_t dead_letter_count = 0;
+  uint64_t timer_count = 0;       // timers pending
+  int64_t next_timer_due_ms = 0;  // 0 when none
+};
+
+// Fills *snapshot (replacing what it held). Reads the store without a snapshot of it: counts
+// taken while commits run may be a few facts apart from one another. Cost: one scan of the
+// outbox (per-partition counts) plus, per consumer, one scan of the facts after its cursors
+// (each decoded when it registered types), under the engine's read guard.
+//   InvalidArgument  a null `snapshot`
+//   Corruption       a record that does not verify (named)
+//   Closed           the engine is closed
+Status ReadStat(Engine& engine, StatSnapshot* snapshot);
 
 // Trimming: removes the facts every consumer has passed.
 struct TrimPartition {

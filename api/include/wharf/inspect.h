@@ -48,23 +48,6 @@ struct InspectorState;  // engine/store/inspect.cc
 // newer version is refused (NotSupported) by Engine::Open and Inspector::Open.
 uint64_t FormatVersion();
 
-struct PartitionStat {
-  uint32_t partition = 0;
-  uint64_t fact_count = 0;
-  uint64_t bytes = 0;     // keys and values as stored (sealed)
-  uint64_t first_id = 0;  // 0 when the partition holds no fact
-  uint64_t last_id = 0;
-};
-
-// A consumer's lease as stored. The runtime's fence records are not listed.
-struct LeaseInfo {
-  std::string consumer;
-  std::string owner;          // the holding instance id; empty: released
-  uint64_t epoch = 0;         // lease epoch (grows with every acquisition)
-  int64_t expires_at_ms = 0;  // wall-clock ms since the Unix epoch
-  uint64_t open_epoch = 0;    // the engine open that granted it (see Inspector::OpenEpoch)
-};
-
 // A runtime instance's heartbeat.
 struct InstanceInfo {
   std::string instance;
@@ -123,6 +106,13 @@ class Inspector {
   // decoded: slower than counting keys). `filter` may be null; it is not retained.
   Status BacklogAfter(uint32_t partition, uint64_t after_id, const TakenFilter* filter,
                       Backlog* backlog);
+  // The stat snapshot (wharf/admin.h), computed as the engine's ReadStat computes it, over every
+  // fact the primary has written: durable_lsn_known is false (a secondary cannot know it) and
+  // last_lsn is LastLsn().
+  Status Stat(StatSnapshot* snapshot);
+  // The consumers with a cursor, a registration or a retention loss (only `consumer` when not
+  // empty), by id, with their positions and lag: StatSnapshot::consumers.
+  Status ConsumerStats(std::string_view consumer, std::vector<ConsumerStat>* consumers);
   // The registered consumers (by id) and the types each takes.
   Status ConsumerTypes(std::map<std::string, std::vector<std::string>>* consumers);
   // Appends up to `count_max` facts of `partition` with id >= from_id, in id order.

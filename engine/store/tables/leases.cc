@@ -4,6 +4,22 @@
 #include "engine/store/codec.h"
 
 namespace wharf::tables::leases {
+namespace {
+
+std::string HexOf(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (char c : bytes) {
+    out.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
+    out.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace wharf::tables::leases
+
+namespace wharf::tables::leases {
 std::string FenceKey(std::string_view consumer) {
   WHARF_DASSERT(consumer.find('\0') == std::string_view::npos);
   std::string key(consumer);
@@ -64,6 +80,38 @@ std::string EncodeFence(std::string_view owner, uint64_t epoch) {
   codec::PutString16(&body, owner);
   codec::PutFixed64BE(&body, epoch);
   return codec::Seal(body);
+}
+
+Status List(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::vector<LeaseInfo>* leases,
+            std::vector<InstanceInfo>* instances) {
+  leases->clear();
+  if (instances != nullptr) instances->clear();
+  return ForEach(
+      db, cf, WholeFamily(), "leases", [&](std::string_view key, std::string_view value) {
+        KeyKind kind;
+        std::string_view name;
+        if (!DecodeKey(key, &kind, &name)) {
+          return Status::Corruption("lease key 0x" + HexOf(key) + " is malformed");
+        }
+        if (kind == KeyKind::kFence) return Status::OK();  // the runtime's business
+        const bool heartbeat = kind == KeyKind::kHeartbeat;
+        if (heartbeat && instances == nullptr) return Status::OK();
+        Record record;
+        Status s = DecodeValue(value, &record);
+        if (!s.ok()) {
+          return Status::Corruption(
+              std::string(heartbeat ? "heartbeat of instance '" : "lease of '") +
+              std::string(name) + "': " + s.message());
+        }
+        if (heartbeat) {
+          instances->push_back(
+              InstanceInfo{std::string(name), record.expires_at_ms, record.open_epoch});
+        } else {
+          leases->push_back(LeaseInfo{std::string(name), std::move(record.owner), record.epoch,
+                                      record.expires_at_ms, record.open_epoch});
+        }
+        return Status::OK();
+      });
 }
 
 }  // namespace wharf::tables::leases

@@ -12,8 +12,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/store/tables/scan.h"
+#include "wharf/admin.h"
+#include "wharf/inspect.h"
 #include "wharf/status.h"
 
 namespace wharf::tables::leases {
@@ -44,5 +47,11 @@ KeyRange HeartbeatRange();
 std::string EncodeValue(const Record& lease);
 Status DecodeValue(std::string_view sealed, Record* lease);
 std::string EncodeFence(std::string_view owner, uint64_t epoch);
+
+// Reads every consumer's lease, by consumer, and (when `instances` is not null) every instance
+// heartbeat, by instance id; fences are skipped. A record that does not decode, or a key of no
+// known shape, is Corruption naming it. Shared by ListLeases (admin.h) and Inspector::Leases.
+Status List(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::vector<LeaseInfo>* leases,
+            std::vector<InstanceInfo>* instances);
 
 }  // namespace wharf::tables::leases

@@ -25,6 +25,7 @@
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/leases.h"
 #include "engine/store/tables/meta.h"
+#include "engine/store/tables/retention.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/inspect.h"
@@ -527,6 +528,47 @@ TEST_F(CliTest, StatOnLiveDatabase) {
   stat = ParseJson(r.out);
   EXPECT_EQ(stat["last_lsn"].u(), 8u);
   EXPECT_EQ(stat["consumers"][0]["fact_lag"].u(), 5u);
+}
+
+// stat shows, per consumer, the facts retention removed before it had passed them and when (the
+// engine's ReadStat computes the same numbers: tests/admin/admin_stat_test.cc).
+TEST_F(CliTest, StatShowsRetentionLosses) {
+  Build();
+  RetentionLoss loss;
+  loss.fact_count = 42;
+  loss.last_ms = 1700000000123;  // 2023-11-14T22:13:20.123Z
+  loss.last_from_id = 1;
+  loss.last_to_id = 3;
+  ASSERT_OK(WriteRaw(internal::kMeta, tables::retention::LossKey("store-requests"),
+                     tables::retention::EncodeLoss(loss)));
+  Result r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue stat = ParseJson(r.out);
+  ASSERT_EQ(stat["consumers"].items.size(), 1u);
+  const JsonValue& consumer = stat["consumers"][0];
+  EXPECT_EQ(consumer["lost_facts"].u(), 42u);
+  EXPECT_EQ(consumer["lost_last_ms"].u(), loss.last_ms);
+  EXPECT_EQ(consumer["lost_last_from_id"].u(), 1u);
+  EXPECT_EQ(consumer["lost_last_to_id"].u(), 3u);
+  EXPECT_EQ(consumer["fact_lag"].u(), 4u);  // unchanged by the record
+
+  r = RunDb({"stat"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "retention losses");
+  EXPECT_CONTAINS(r.out, "42 facts (1 consumers)");
+  EXPECT_CONTAINS(r.out, "LOST_FACTS");
+  EXPECT_CONTAINS(r.out, "2023-11-14T22:13:20.123Z");
+
+  // A consumer that lost nothing shows 0 and no time.
+  ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("auditor", 0),
+                     tables::cursors::EncodeValue(6, 0)));
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  stat = ParseJson(r.out);
+  ASSERT_EQ(stat["consumers"].items.size(), 2u);
+  EXPECT_EQ(stat["consumers"][0]["consumer"].text, "auditor");
+  EXPECT_EQ(stat["consumers"][0]["lost_facts"].u(), 0u);
+  EXPECT_EQ(stat["consumers"][0]["lost_last_ms"].kind, JsonValue::kNull);
 }
 
 // The read-only commands work next to a running runtime (its workers deliver while the CLI reads):
