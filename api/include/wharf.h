@@ -482,11 +482,28 @@ WHARF_EXPORT wharf_status wharf_runtime_instance(wharf_runtime* rt, const char**
 WHARF_EXPORT void wharf_runtime_free(wharf_runtime* rt);
 
 /* ---------------------------------------------------------------------------------------------
-** ADMINISTRATION: cursors, dead letters and leases
+** ADMINISTRATION: cursors, dead letters, leases, trimming, retention losses and a stat snapshot
 **
-** Changes go through the committer (atomic and durable on WHARF_OK). Do not change the cursors of
-** a consumer that a running runtime delivers. All functions are thread-safe; list callbacks run on
-** the calling thread with BORROWED arguments valid until they return.
+** The C++ API of wharf/admin.h, function for function (`wharf stat`, `wharf trim`... are built on
+** the same calls). Changes go through the committer (atomic and durable on WHARF_OK). Do not
+** change the cursors of a consumer that a running runtime delivers. All functions are
+** thread-safe; list callbacks run on the calling thread, after the engine's read is complete,
+** with BORROWED arguments valid until they return.
+**
+** Extensible structs. The report structs below (wharf_trim_report, wharf_stat_snapshot and the
+** rows handed to wharf_stat's callbacks) begin with `size_t struct_size`, so fields can be
+** appended in later versions without a new function name:
+**   - a struct the CALLER passes (wharf_trim_report, wharf_stat_snapshot): set struct_size to
+**     sizeof(the struct) before the call. wharf fills the fields that lie wholly within it, leaves
+**     any byte beyond what it knows untouched, and on WHARF_OK sets struct_size to the size it
+**     filled (the smaller of the two), so a program built with a newer header run against an
+**     older library sees which fields are there. A struct_size below the first version's size
+**     (WHARF_*_SIZE_V1) is WHARF_INVALID_ARGUMENT naming it.
+**   - a row wharf passes to a CALLBACK (const wharf_stat_partition*...): wharf sets struct_size
+**     to the size it filled; read a field only when it lies within struct_size.
+** Rows come through callbacks rather than arrays because an array of a struct that grows would
+** break the stride of a program built with an older header; callbacks keep every row separate
+** and let a caller that does not want a kind of row pass NULL for it.
 */
 
 /* *fact_id: the consumer's position in `partition`: the id of the last fact it has passed, 0 if
@@ -539,6 +556,140 @@ WHARF_EXPORT wharf_status wharf_dead_purge(wharf_engine* engine, const char* con
 **   WHARF_NOT_FOUND  the consumer holds no lease
 **   WHARF_CONFLICT   the lease was renewed or taken meanwhile (nothing changes) */
 WHARF_EXPORT wharf_status wharf_lease_release(wharf_engine* engine, const char* consumer);
+
+/* One consumer's lease as stored: the holding instance (owner; "" when released), the lease epoch
+** (grows with every acquisition), its expiry (ms since the epoch) and the engine open that
+** granted it (a lease of an earlier open is void). */
+typedef void (*wharf_lease_fn)(void* ctx, const char* consumer, const char* owner, uint64_t epoch,
+                               int64_t expires_at_ms, uint64_t open_epoch);
+/* Calls `fn` for every consumer's lease record, ordered by consumer (instance heartbeats and the
+** runtime's fences are not listed). WHARF_CORRUPTION names a record that does not decode. */
+WHARF_EXPORT wharf_status wharf_lease_list(wharf_engine* engine, wharf_lease_fn fn, void* ctx);
+
+/* One re-delivered dead letter: its (original) fact id and the id of the fact re-emitted. */
+typedef void (*wharf_retried_fn)(void* ctx, uint64_t dead_fact_id, uint64_t new_fact_id);
+/* Re-delivers dead letters of `consumer` to that consumer only (`wharf dead retry`): each becomes a
+** new fact with the original's type, key, payload and headers plus the headers "wharf-retry-for"
+** (= consumer) and "wharf-retry-of" (= the original id in decimal), and its dead letter is
+** deleted in the same transaction (one transaction per batch of letters). Ids as in
+** wharf_dead_purge (n_fact_ids = 0: every letter; `fact_ids` may then be NULL). `fn` (may be NULL)
+** is called for every letter re-emitted, in id order, on the calling thread, also when the call
+** fails with WHARF_CONFLICT: the batches committed before the conflict stay committed and are
+** reported. *retried (when not NULL) receives how many were re-emitted (on WHARF_OK).
+**   WHARF_INVALID_ARGUMENT  a bad consumer id, `fact_ids` NULL with n_fact_ids > 0, too many ids,
+**                           a type no longer declared, too many headers to add the retry headers
+**   WHARF_NOT_FOUND         the consumer has no dead letters, or an id is none of them (nothing
+**                           changes)
+**   WHARF_CONFLICT          a letter changed meanwhile (earlier batches stay committed) */
+WHARF_EXPORT wharf_status wharf_dead_retry(wharf_engine* engine, const char* consumer,
+                                           const uint64_t* fact_ids, size_t n_fact_ids,
+                                           wharf_retried_fn fn, void* ctx, uint64_t* retried);
+
+/* What retention removed before `consumer` had passed it (only under retention_max_bytes or
+** retention_max_age_ms): facts lost over the database's life, when the last loss happened (ms since
+** the epoch), and the id range of the last loss (over every partition). */
+typedef void (*wharf_retention_loss_fn)(void* ctx, const char* consumer, uint64_t fact_count,
+                                        uint64_t last_ms, uint64_t last_from_id,
+                                        uint64_t last_to_id);
+/* Calls `fn` for every consumer that has lost facts to retention, by consumer id. */
+WHARF_EXPORT wharf_status wharf_retention_losses(wharf_engine* engine, wharf_retention_loss_fn fn,
+                                                 void* ctx);
+
+/* Totals of a trim (extensible: see "Extensible structs" above). */
+typedef struct wharf_trim_report {
+  size_t struct_size;      /* in: sizeof(wharf_trim_report); out: the size filled */
+  uint64_t consumer_count; /* consumers with cursors; 0: nothing is known passed, nothing trimmed */
+  uint64_t fact_count;     /* facts removed (or, dry_run, that would be) */
+  uint64_t bytes;          /* their keys and values as stored */
+} wharf_trim_report;
+#define WHARF_TRIM_REPORT_SIZE_V1 (offsetof(wharf_trim_report, bytes) + sizeof(uint64_t))
+/* One partition of a trim: facts with id <= trim_point were passed by every consumer; fact_count
+** of them and `bytes` were removed (dry_run: would be). */
+typedef void (*wharf_trim_partition_fn)(void* ctx, uint32_t partition, uint64_t trim_point,
+                                        uint64_t fact_count, uint64_t bytes);
+/* Removes the facts every consumer with a cursor has passed (`wharf trim`; the rules and
+** requirements are those of TrimPassed in wharf/admin.h). dry_run = 1 changes nothing and reports
+** what would be removed. `report` (may be NULL) receives the totals; `fn` (may be NULL) is called
+** once per partition, in order, after the trim.
+**   WHARF_INVALID_ARGUMENT  dry_run neither 0 nor 1, a report whose struct_size is too small
+**   WHARF_CONFLICT          a cursor moved back meanwhile, again and again */
+WHARF_EXPORT wharf_status wharf_trim(wharf_engine* engine, uint8_t dry_run,
+                                     wharf_trim_report* report, wharf_trim_partition_fn fn,
+                                     void* ctx);
+
+/* The stat snapshot (wharf/admin.h ReadStat; what `wharf stat` shows): LSNs and totals here, rows
+** through wharf_stat's callbacks. Counts cover durable facts (id <= durable_lsn) above the
+** retention floor. Extensible: see "Extensible structs" above. */
+typedef struct wharf_stat_snapshot {
+  size_t struct_size;       /* in: sizeof(wharf_stat_snapshot); out: the size filled */
+  uint64_t durable_lsn;     /* highest fact id acknowledged durable */
+  uint64_t last_lsn;        /* highest fact id assigned */
+  uint64_t fact_count;      /* facts in the outbox, over every partition */
+  uint64_t fact_bytes;      /* their keys and values as stored */
+  uint64_t partition_count; /* rows passed to on_partition */
+  uint64_t consumer_count;  /* rows passed to on_consumer */
+  uint64_t dead_letter_count;
+  uint64_t timer_count;      /* timers pending */
+  int64_t next_timer_due_ms; /* 0 when none */
+} wharf_stat_snapshot;
+#define WHARF_STAT_SNAPSHOT_SIZE_V1 \
+  (offsetof(wharf_stat_snapshot, next_timer_due_ms) + sizeof(int64_t))
+
+/* One partition of the outbox. */
+typedef struct wharf_stat_partition {
+  size_t struct_size; /* set by wharf */
+  uint32_t partition;
+  uint64_t fact_count;
+  uint64_t bytes;    /* keys and values as stored */
+  uint64_t first_id; /* 0 when the partition holds no fact */
+  uint64_t last_id;
+} wharf_stat_partition;
+
+/* One consumer: every consumer with a cursor, a registration or a retention loss. */
+typedef struct wharf_stat_consumer {
+  size_t struct_size;       /* set by wharf */
+  const char* consumer;     /* BORROWED: valid until the callback returns */
+  uint8_t registered;       /* 1: a runtime registered its types (lag counts those only) */
+  const char* const* types; /* BORROWED: the types it takes (type_count of them) */
+  size_t type_count;
+  uint64_t cursor_count;      /* partitions where it has a cursor */
+  uint64_t fact_id_min;       /* lowest and highest position over the partitions (a partition */
+  uint64_t fact_id_max;       /*   without a cursor counts as 0) */
+  uint64_t fact_lag;          /* facts after its cursors that it takes */
+  uint64_t facts_behind;      /* all facts after its cursors */
+  int64_t oldest_commit_ms;   /* commit time of the oldest fact it takes and has not passed; 0 */
+  uint64_t lost_fact_count;   /* facts retention removed before it had passed them */
+  uint64_t lost_last_ms;      /* when the last loss happened; 0 when none */
+  uint64_t lost_last_from_id; /* the id range of the last loss */
+  uint64_t lost_last_to_id;
+} wharf_stat_consumer;
+
+/* One consumer in one partition (every partition of every consumer, after its consumer row). */
+typedef struct wharf_stat_lane {
+  size_t struct_size;   /* set by wharf */
+  const char* consumer; /* BORROWED: valid until the callback returns */
+  uint32_t partition;
+  uint8_t has_cursor;       /* 0: no cursor here (it is at the start) */
+  uint64_t fact_id;         /* the last fact it passed here */
+  uint64_t epoch;           /* lease epoch of the cursor's last writer */
+  uint64_t fact_lag;        /* facts after the cursor that it takes */
+  uint64_t facts_behind;    /* all facts after the cursor */
+  int64_t oldest_commit_ms; /* of the oldest fact it takes after the cursor; 0 when none */
+} wharf_stat_lane;
+
+typedef void (*wharf_stat_partition_fn)(void* ctx, const wharf_stat_partition* row);
+typedef void (*wharf_stat_consumer_fn)(void* ctx, const wharf_stat_consumer* row);
+typedef void (*wharf_stat_lane_fn)(void* ctx, const wharf_stat_lane* row);
+/* Takes a stat snapshot (one scan of the outbox, plus one of the facts after each consumer's
+** cursors) and reports it: the totals into *snapshot (may be NULL), then on the calling thread one
+** on_partition call per partition in order, then per consumer (by id) one on_consumer call
+** followed by one on_lane call per partition. Any callback may be NULL.
+**   WHARF_INVALID_ARGUMENT  a snapshot whose struct_size is too small
+**   WHARF_CORRUPTION        a record that does not verify (named) */
+WHARF_EXPORT wharf_status wharf_stat(wharf_engine* engine, wharf_stat_snapshot* snapshot,
+                                     wharf_stat_partition_fn on_partition,
+                                     wharf_stat_consumer_fn on_consumer, wharf_stat_lane_fn on_lane,
+                                     void* ctx);
 
 #ifdef __cplusplus
 } /* extern "C" */

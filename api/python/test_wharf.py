@@ -305,6 +305,129 @@ class TestAdminOps(EngineTestCase):
             self.engine.release_lease("")
 
 
+class TestAdminApi(EngineTestCase):
+    """retry_dead_letters, leases, retention_losses, trim and stat: each over the C ABI."""
+
+    def dead_letters_of_shipper(self, count):
+        for i in range(count):
+            self.commit("OrderPlaced", f"k{i}", f"broken-{i}")
+        with wharf.Runtime(self.engine, "workers=0") as runtime:
+            @runtime.reaction("shipper", ["OrderPlaced"])
+            def ship(fact, effects):
+                raise ValueError("cannot ship")
+
+            runtime.drain()
+        return sorted(letter.fact.id for letter in self.engine.dead_letters("shipper"))
+
+    def test_retry_dead_letters(self):
+        ids = self.dead_letters_of_shipper(2)
+        with self.assertRaises(wharf.NotFound) as caught:
+            self.engine.retry_dead_letters("shipper", [ids[-1] + 100])
+        self.assertIn(str(ids[-1] + 100), str(caught.exception))
+        (retried,) = self.engine.retry_dead_letters("shipper", [ids[1]])
+        self.assertIsInstance(retried, wharf.RetriedLetter)
+        self.assertEqual(retried.dead_fact_id, ids[1])
+        self.assertGreater(retried.new_fact_id, ids[1])
+        partition = self.engine.partition_of("k1")
+        (fact,) = self.engine.read_facts(partition, retried.new_fact_id, 1)
+        self.assertEqual(fact.payload, b"broken-1")
+        self.assertIn(("wharf-retry-for", b"shipper"), fact.headers)
+        self.assertEqual([l.fact.id for l in self.engine.dead_letters("shipper")], [ids[0]])
+        self.assertEqual(len(self.engine.retry_dead_letters("shipper")), 1)
+        self.assertEqual(self.engine.dead_letters("shipper"), [])
+        with self.assertRaises(wharf.NotFound):
+            self.engine.retry_dead_letters("shipper")
+        with self.assertRaises(wharf.InvalidArgument) as caught:
+            self.engine.retry_dead_letters("")
+        self.assertIn("consumer", str(caught.exception))
+        with self.assertRaises(wharf.InvalidArgument):
+            self.engine.retry_dead_letters("shipper", [-1])
+        with self.assertRaises(wharf.InvalidArgument):
+            self.engine.retry_dead_letters("ship\0per")
+
+    def test_leases(self):
+        self.assertEqual(self.engine.leases(), [])
+        delivered = threading.Event()
+        runtime = wharf.Runtime(self.engine, "workers=1")
+        runtime.subscribe("mailer", "OrderPlaced", lambda fact: delivered.set())
+        runtime.start()
+        self.commit("OrderPlaced", "k", "o-1")
+        self.assertTrue(delivered.wait(60))  # a bound for a hung runtime only
+        runtime.stop()
+        runtime.close()
+        (lease,) = self.engine.leases()
+        self.assertIsInstance(lease, wharf.LeaseInfo)
+        self.assertEqual(lease.consumer, "mailer")
+        self.assertEqual(lease.owner, "")  # released when the runtime stopped
+        self.assertGreaterEqual(lease.epoch, 1)
+        self.engine.release_lease("mailer")
+        self.assertEqual(self.engine.leases(), [])
+
+    def test_retention_losses_without_bounds(self):
+        # Without a retention bound nothing is ever lost (records are made by bounded retention).
+        self.assertEqual(self.engine.retention_losses(), [])
+        self.assertEqual(self.engine.stat().consumers, [])
+
+    def test_trim(self):
+        first = self.commit("OrderPlaced", "a", "1")
+        second = self.commit("OrderPlaced", "b", "2")
+        self.commit("OrderPlaced", "c", "3")
+        report = self.engine.trim(dry_run=True)
+        self.assertEqual((report.consumer_count, report.fact_count), (0, 0))
+        self.engine.set_cursor("reader", second)
+        report = self.engine.trim(dry_run=True)
+        self.assertIsInstance(report, wharf.TrimReport)
+        self.assertEqual(report.consumer_count, 1)
+        self.assertEqual(report.fact_count, 2)
+        self.assertGreater(report.bytes, 0)
+        self.assertEqual([p.partition for p in report.partitions], [0, 1, 2, 3])
+        self.assertEqual(sum(p.fact_count for p in report.partitions), 2)
+        self.assertEqual(self.engine.stat().fact_count, 3)  # a dry run changes nothing
+        self.assertEqual(self.engine.trim().fact_count, 2)
+        self.assertEqual(self.engine.stat().fact_count, 1)
+        remaining = self.engine.read_facts(self.engine.partition_of("a"), 0, 10)
+        self.assertNotIn(first, [fact.id for fact in remaining])
+        with self.assertRaises(wharf.InvalidArgument):
+            self.engine.trim(dry_run="yes")
+
+    def test_stat(self):
+        self.commit("OrderPlaced", "a", "1")
+        delivered = []
+        with wharf.Runtime(self.engine, "workers=0") as runtime:
+            runtime.subscribe("mailer", "OrderPlaced", lambda fact: delivered.append(fact.id))
+            runtime.drain()
+        self.commit("OrderShipped", "b", "2")  # the mailer does not take it
+        third = self.commit("OrderPlaced", "c", "3")
+        stat = self.engine.stat()
+        self.assertIsInstance(stat, wharf.StatSnapshot)
+        self.assertEqual(stat.durable_lsn, self.engine.durable_lsn)
+        self.assertEqual(stat.last_lsn, self.engine.last_lsn)
+        self.assertGreaterEqual(stat.durable_lsn, third)
+        self.assertEqual(stat.fact_count, 3)
+        self.assertEqual(len(stat.partitions), 4)
+        self.assertEqual(sum(p.fact_count for p in stat.partitions), 3)
+        self.assertEqual(sum(p.bytes for p in stat.partitions), stat.fact_bytes)
+        self.assertEqual((stat.dead_letter_count, stat.timer_count), (0, 0))
+        (mailer,) = stat.consumers
+        self.assertEqual(mailer.consumer, "mailer")
+        self.assertTrue(mailer.registered)
+        self.assertEqual(mailer.types, ["OrderPlaced"])
+        self.assertEqual(mailer.fact_lag, 1)
+        self.assertEqual(mailer.facts_behind, 2)
+        self.assertEqual(mailer.lost_fact_count, 0)
+        self.assertEqual(len(mailer.partitions), 4)
+        self.assertEqual(sum(lane.fact_lag for lane in mailer.partitions), 1)
+        self.assertTrue(any(lane.has_cursor for lane in mailer.partitions))
+        self.engine.close()
+        with self.assertRaises(wharf.Closed):
+            self.engine.stat()
+        with self.assertRaises(wharf.Closed):
+            self.engine.trim()
+        with self.assertRaises(wharf.Closed):
+            self.engine.leases()
+        self.engine = self.open()
+
+
 class TestErrors(EngineTestCase):
     def test_bad_options(self):
         with self.assertRaises(wharf.InvalidArgument) as caught:

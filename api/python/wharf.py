@@ -69,7 +69,9 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 __all__ = [
     "Engine", "Txn", "Effects", "Runtime", "Fact", "Outcome", "TraceLevel", "CursorInfo",
-    "DeadLetter", "WharfError", "InvalidArgument", "NotFound", "IOError_", "Corruption", "Busy",
+    "DeadLetter", "LeaseInfo", "RetriedLetter", "RetentionLoss", "TrimPartition", "TrimReport",
+    "PartitionStat", "ConsumerPartitionStat", "ConsumerStat", "StatSnapshot", "WharfError",
+    "InvalidArgument", "NotFound", "IOError_", "Corruption", "Busy",
     "Closed", "Conflict", "NotSupported", "InternalError", "version", "library_path",
 ]
 
@@ -206,6 +208,51 @@ _COMMIT_FN = CFUNCTYPE(None, c_void_p, c_int, c_uint64, c_uint64)
 _FACT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 _CURSOR_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint32, c_uint64, c_uint64)
 _DEAD_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_void_p)
+_LEASE_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_uint64, c_int64, c_uint64)
+_RETRIED_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
+_LOSS_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint64, c_uint64, c_uint64, c_uint64)
+_TRIM_PARTITION_FN = CFUNCTYPE(None, c_void_p, c_uint32, c_uint64, c_uint64, c_uint64)
+
+
+# The extensible structs of wharf.h ("Extensible structs"): each begins with struct_size.
+class _TrimReport(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("consumer_count", c_uint64),
+                ("fact_count", c_uint64), ("bytes", c_uint64)]
+
+
+class _StatSnapshot(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("durable_lsn", c_uint64), ("last_lsn", c_uint64),
+                ("fact_count", c_uint64), ("fact_bytes", c_uint64),
+                ("partition_count", c_uint64), ("consumer_count", c_uint64),
+                ("dead_letter_count", c_uint64), ("timer_count", c_uint64),
+                ("next_timer_due_ms", c_int64)]
+
+
+class _StatPartition(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("partition", c_uint32), ("fact_count", c_uint64),
+                ("bytes", c_uint64), ("first_id", c_uint64), ("last_id", c_uint64)]
+
+
+class _StatConsumer(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("consumer", c_char_p), ("registered", c_uint8),
+                ("types", POINTER(c_char_p)), ("type_count", c_size_t),
+                ("cursor_count", c_uint64), ("fact_id_min", c_uint64), ("fact_id_max", c_uint64),
+                ("fact_lag", c_uint64), ("facts_behind", c_uint64),
+                ("oldest_commit_ms", c_int64), ("lost_fact_count", c_uint64),
+                ("lost_last_ms", c_uint64), ("lost_last_from_id", c_uint64),
+                ("lost_last_to_id", c_uint64)]
+
+
+class _StatLane(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("consumer", c_char_p), ("partition", c_uint32),
+                ("has_cursor", c_uint8), ("fact_id", c_uint64), ("epoch", c_uint64),
+                ("fact_lag", c_uint64), ("facts_behind", c_uint64),
+                ("oldest_commit_ms", c_int64)]
+
+
+_STAT_PARTITION_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatPartition))
+_STAT_CONSUMER_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatConsumer))
+_STAT_LANE_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatLane))
 
 _SIGNATURES = {
     "wharf_version": (c_char_p, []),
@@ -278,6 +325,13 @@ _SIGNATURES = {
     "wharf_dead_purge": (_status, [_P, c_char_p, POINTER(c_uint64), c_size_t,
                                    POINTER(c_uint64)]),
     "wharf_lease_release": (_status, [_P, c_char_p]),
+    "wharf_lease_list": (_status, [_P, _LEASE_FN, c_void_p]),
+    "wharf_dead_retry": (_status, [_P, c_char_p, POINTER(c_uint64), c_size_t, _RETRIED_FN,
+                                   c_void_p, POINTER(c_uint64)]),
+    "wharf_retention_losses": (_status, [_P, _LOSS_FN, c_void_p]),
+    "wharf_trim": (_status, [_P, c_uint8, POINTER(_TrimReport), _TRIM_PARTITION_FN, c_void_p]),
+    "wharf_stat": (_status, [_P, POINTER(_StatSnapshot), _STAT_PARTITION_FN, _STAT_CONSUMER_FN,
+                             _STAT_LANE_FN, c_void_p]),
 }
 
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
@@ -479,6 +533,108 @@ class DeadLetter:
     fact: Fact
 
 
+@dataclass(frozen=True)
+class LeaseInfo:
+    """A consumer's lease as stored: the holding instance ("" when released), the lease epoch, its
+    expiry (ms since the epoch) and the engine open that granted it."""
+    consumer: str
+    owner: str
+    epoch: int
+    expires_at_ms: int
+    open_epoch: int
+
+
+@dataclass(frozen=True)
+class RetriedLetter:
+    """A dead letter re-delivered: its (original) fact id and the id of the fact re-emitted."""
+    dead_fact_id: int
+    new_fact_id: int
+
+
+@dataclass(frozen=True)
+class RetentionLoss:
+    """Facts retention removed before `consumer` had passed them (under a bound): how many over the
+    database's life, when the last loss happened (ms since the epoch) and its id range."""
+    consumer: str
+    fact_count: int
+    last_ms: int
+    last_from_id: int
+    last_to_id: int
+
+
+@dataclass(frozen=True)
+class TrimPartition:
+    """One partition of a trim: facts with id <= trim_point were passed by every consumer."""
+    partition: int
+    trim_point: int
+    fact_count: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class TrimReport:
+    """What a trim removed (or, dry run, would remove). consumer_count 0: no cursors, nothing."""
+    consumer_count: int
+    fact_count: int
+    bytes: int
+    partitions: List[TrimPartition] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PartitionStat:
+    partition: int
+    fact_count: int
+    bytes: int
+    first_id: int  # 0 when the partition holds no fact
+    last_id: int
+
+
+@dataclass(frozen=True)
+class ConsumerPartitionStat:
+    """One consumer in one partition: its cursor (has_cursor False: at the start) and the facts
+    after it (fact_lag: those it takes; facts_behind: all)."""
+    partition: int
+    has_cursor: bool
+    fact_id: int
+    epoch: int
+    fact_lag: int
+    facts_behind: int
+    oldest_commit_ms: int  # of the oldest fact it takes after the cursor; 0 when none
+
+
+@dataclass(frozen=True)
+class ConsumerStat:
+    """A consumer with a cursor, a registration or a retention loss: position, lag, losses."""
+    consumer: str
+    registered: bool  # a runtime registered its types: lag counts only those
+    types: List[str]
+    cursor_count: int
+    fact_id_min: int
+    fact_id_max: int
+    fact_lag: int
+    facts_behind: int
+    oldest_commit_ms: int
+    lost_fact_count: int
+    lost_last_ms: int
+    lost_last_from_id: int
+    lost_last_to_id: int
+    partitions: List[ConsumerPartitionStat] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StatSnapshot:
+    """Engine.stat(): the numbers `wharf stat` shows (the same computation), durable facts only."""
+    durable_lsn: int
+    last_lsn: int
+    fact_count: int
+    fact_bytes: int
+    dead_letter_count: int
+    timer_count: int
+    next_timer_due_ms: int  # 0 when none
+    partitions: List[PartitionStat] = field(default_factory=list)
+    consumers: List[ConsumerStat] = field(default_factory=list)
+
+
 # -------------------------------------------------------------------------------------------------
 # Callback registry: one static C trampoline per callback type; ctx is a key into this table, so
 # no ctypes thunk is ever freed while C may still call it.
@@ -615,6 +771,63 @@ def _collect_dead_impl(ctx, consumer, reason, fact):
                                      Fact._from_handle(fact)))
 
 
+def _text(value: Optional[bytes]) -> str:
+    return (value or b"").decode("utf-8", "replace")
+
+
+def _collect_lease_impl(ctx, consumer, owner, epoch, expires_at_ms, open_epoch):
+    _callback(ctx).append(LeaseInfo(_text(consumer), _text(owner), epoch, expires_at_ms,
+                                    open_epoch))
+
+
+def _collect_retried_impl(ctx, dead_fact_id, new_fact_id):
+    _callback(ctx).append(RetriedLetter(dead_fact_id, new_fact_id))
+
+
+def _collect_loss_impl(ctx, consumer, fact_count, last_ms, last_from_id, last_to_id):
+    _callback(ctx).append(RetentionLoss(_text(consumer), fact_count, last_ms, last_from_id,
+                                        last_to_id))
+
+
+def _collect_trim_partition_impl(ctx, partition, trim_point, fact_count, bytes_):
+    _callback(ctx).append(TrimPartition(partition, trim_point, fact_count, bytes_))
+
+
+def _row_fields(row: ctypes.Structure) -> Dict[str, object]:
+    """The fields of a row wharf filled: those within its struct_size (an older library fills
+    fewer; the others are left out, so the dataclass constructor names what is missing)."""
+    fields = {}
+    for name, _type in row._fields_:
+        descriptor = getattr(type(row), name)
+        if name != "struct_size" and descriptor.offset + descriptor.size <= row.struct_size:
+            fields[name] = getattr(row, name)
+    return fields
+
+
+def _collect_stat_partition_impl(ctx, row):
+    _callback(ctx)["partitions"].append(PartitionStat(**_row_fields(row.contents)))
+
+
+def _collect_stat_consumer_impl(ctx, row):
+    fields = _row_fields(row.contents)
+    count = fields.pop("type_count", 0)
+    types = fields.pop("types", None)
+    fields["types"] = [_text(types[i]) for i in range(count)] if types else []
+    fields["consumer"] = _text(fields.get("consumer"))
+    fields["registered"] = bool(fields.get("registered"))
+    _callback(ctx)["consumers"].append(ConsumerStat(**fields))
+
+
+def _collect_stat_lane_impl(ctx, row):
+    fields = _row_fields(row.contents)
+    consumer = _text(fields.pop("consumer", None))
+    fields["has_cursor"] = bool(fields.get("has_cursor"))
+    consumers = _callback(ctx)["consumers"]
+    # Lanes come right after their consumer's row (wharf.h).
+    if consumers and consumers[-1].consumer == consumer:
+        consumers[-1].partitions.append(ConsumerPartitionStat(**fields))
+
+
 _project_trampoline = _PROJECT_FN(_project_impl)
 _subscribe_trampoline = _SUBSCRIBE_FN(_subscribe_impl)
 _tap_trampoline = _TAP_FN(_tap_impl)
@@ -625,6 +838,13 @@ _commit_trampoline = _COMMIT_FN(_commit_impl)
 _collect_fact_trampoline = _FACT_FN(_collect_fact_impl)
 _collect_cursor_trampoline = _CURSOR_FN(_collect_cursor_impl)
 _collect_dead_trampoline = _DEAD_FN(_collect_dead_impl)
+_collect_lease_trampoline = _LEASE_FN(_collect_lease_impl)
+_collect_retried_trampoline = _RETRIED_FN(_collect_retried_impl)
+_collect_loss_trampoline = _LOSS_FN(_collect_loss_impl)
+_collect_trim_partition_trampoline = _TRIM_PARTITION_FN(_collect_trim_partition_impl)
+_collect_stat_partition_trampoline = _STAT_PARTITION_FN(_collect_stat_partition_impl)
+_collect_stat_consumer_trampoline = _STAT_CONSUMER_FN(_collect_stat_consumer_impl)
+_collect_stat_lane_trampoline = _STAT_LANE_FN(_collect_stat_lane_impl)
 
 
 def _collect(call) -> list:
@@ -918,6 +1138,75 @@ class Engine:
         """Releases the lease of `consumer` (a holder that is gone), as `wharf lease release`.
         NotFound: it holds no lease; Conflict: the lease changed meanwhile."""
         _check(_lib.wharf_lease_release(self._live(), _name(consumer, "consumer")))
+
+    def leases(self) -> List[LeaseInfo]:
+        """Every consumer's lease record, by consumer (heartbeats and fences are not listed), as
+        `wharf lease list`. Corruption names a record that does not decode."""
+        handle = self._live()
+        return _collect(lambda key: _check(_lib.wharf_lease_list(
+            handle, _collect_lease_trampoline, key)))
+
+    def retry_dead_letters(self, consumer: str,
+                           fact_ids: Iterable[int] = ()) -> List[RetriedLetter]:
+        """Re-delivers dead letters of `consumer` (those of `fact_ids`; empty: every one) to that
+        consumer only, as `wharf dead retry`: each becomes a new fact (headers wharf-retry-for and
+        wharf-retry-of added) and its letter is deleted in the same transaction. Returns the
+        letters re-emitted with their new fact ids. NotFound: it has none, or an id is none of
+        them (nothing changes). Conflict: a letter changed meanwhile; the batches committed before
+        stay committed and are listed in the exception's `retried` attribute."""
+        ids = [_u64(fact_id, "fact_id") for fact_id in fact_ids]
+        array = (c_uint64 * len(ids))(*ids) if ids else None
+        name = _name(consumer, "consumer")
+        handle = self._live()
+        retried: list = []
+        key = _register_callback(retried)
+        try:
+            _check(_lib.wharf_dead_retry(handle, name, array, len(ids),
+                                         _collect_retried_trampoline, key, None))
+        except Conflict as error:
+            error.retried = list(retried)
+            raise
+        finally:
+            _unregister_callback(key)
+        return retried
+
+    def retention_losses(self) -> List[RetentionLoss]:
+        """Every consumer that has lost facts to retention (under retention_max_bytes or
+        retention_max_age_ms), by consumer id."""
+        handle = self._live()
+        return _collect(lambda key: _check(_lib.wharf_retention_losses(
+            handle, _collect_loss_trampoline, key)))
+
+    def trim(self, dry_run: bool = False) -> TrimReport:
+        """Removes the facts every consumer with a cursor has passed, as `wharf trim` (the rules
+        are those of TrimPassed in wharf/admin.h). dry_run=True changes nothing and reports what
+        would be removed."""
+        if not isinstance(dry_run, bool):
+            raise _invalid(f"dry_run must be True or False, not {dry_run!r}")
+        handle = self._live()
+        report = _TrimReport(struct_size=ctypes.sizeof(_TrimReport))
+        partitions = _collect(lambda key: _check(_lib.wharf_trim(
+            handle, 1 if dry_run else 0, byref(report), _collect_trim_partition_trampoline, key)))
+        return TrimReport(report.consumer_count, report.fact_count, report.bytes, partitions)
+
+    def stat(self) -> StatSnapshot:
+        """A stat snapshot: the durable and last LSN, facts per partition, and per consumer its
+        registered types, position and lag per partition and its retention losses (what
+        `wharf stat` shows, computed by the same code; counts cover durable facts)."""
+        handle = self._live()
+        snapshot = _StatSnapshot(struct_size=ctypes.sizeof(_StatSnapshot))
+        rows: Dict[str, list] = {"partitions": [], "consumers": []}
+        key = _register_callback(rows)
+        try:
+            _check(_lib.wharf_stat(handle, byref(snapshot), _collect_stat_partition_trampoline,
+                                   _collect_stat_consumer_trampoline,
+                                   _collect_stat_lane_trampoline, key))
+        finally:
+            _unregister_callback(key)
+        return StatSnapshot(snapshot.durable_lsn, snapshot.last_lsn, snapshot.fact_count,
+                            snapshot.fact_bytes, snapshot.dead_letter_count,
+                            snapshot.timer_count, snapshot.next_timer_due_ms,
+                            rows["partitions"], rows["consumers"])
 
 
 # -------------------------------------------------------------------------------------------------

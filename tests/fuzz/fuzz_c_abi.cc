@@ -78,6 +78,20 @@ void Fact(void* ctx, const wharf_fact* fact) {
 }
 
 void Cursor(void*, const char*, uint32_t, uint64_t, uint64_t) {}
+void Retried(void*, uint64_t, uint64_t) {}
+void Lease(void*, const char*, const char*, uint64_t, int64_t, uint64_t) {}
+void Loss(void*, const char*, uint64_t, uint64_t, uint64_t, uint64_t) {}
+void TrimmedPartition(void*, uint32_t, uint64_t, uint64_t, uint64_t) {}
+void StatPartition(void*, const wharf_stat_partition* row) {
+  if (row->struct_size < sizeof(*row) || row->partition >= 4) __builtin_trap();
+}
+void StatConsumer(void*, const wharf_stat_consumer* row) {
+  for (size_t i = 0; i < row->type_count; ++i) (void)*row->types[i];
+  (void)*row->consumer;
+}
+void StatLane(void*, const wharf_stat_lane* row) {
+  if (row->partition >= 4) __builtin_trap();
+}
 
 }  // namespace
 
@@ -86,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   wharf_txn* txn = nullptr;
   for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
-    switch (in.ConsumeIntegralInRange<int>(0, 16)) {
+    switch (in.ConsumeIntegralInRange<int>(0, 17)) {
       case 0:
         if (txn == nullptr) Check(wharf_txn_begin(engine, &txn));
         break;
@@ -226,6 +240,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         wharf_engine* other = nullptr;
         Check(wharf_open((dir + "/other").c_str(), options.c_str(), &other));
         Check(wharf_close(other));
+        break;
+      }
+      case 17: {
+        // The administration calls with fuzzed consumers, ids, counts, flags and struct sizes.
+        std::string consumer = Name(in);
+        std::vector<uint64_t> ids;
+        for (size_t n = in.ConsumeIntegralInRange<size_t>(0, 4); n > 0; --n) {
+          ids.push_back(in.ConsumeIntegralInRange<uint64_t>(0, 100));
+        }
+        size_t n_ids = in.ConsumeBool() ? ids.size() : in.ConsumeIntegral<size_t>();
+        const uint64_t* id_ptr = in.ConsumeBool() && !ids.empty() ? ids.data() : nullptr;
+        if (id_ptr != nullptr && n_ids > ids.size()) n_ids = ids.size();  // caller memory bound
+        uint64_t count = 0;
+        Check(wharf_dead_retry(engine, consumer.c_str(), id_ptr, n_ids,
+                               in.ConsumeBool() ? Retried : nullptr, nullptr, &count));
+        Check(wharf_dead_purge(engine, consumer.c_str(), id_ptr, n_ids, &count));
+        Check(wharf_lease_list(engine, in.ConsumeBool() ? Lease : nullptr, nullptr));
+        Check(wharf_retention_losses(engine, in.ConsumeBool() ? Loss : nullptr, nullptr));
+        wharf_trim_report report{};
+        report.struct_size = in.ConsumeIntegralInRange<size_t>(0, sizeof(report));
+        Check(wharf_trim(engine, in.ConsumeIntegral<uint8_t>(),
+                         in.ConsumeBool() ? &report : nullptr,
+                         in.ConsumeBool() ? TrimmedPartition : nullptr, nullptr));
+        wharf_stat_snapshot snapshot{};
+        snapshot.struct_size = in.ConsumeIntegralInRange<size_t>(0, sizeof(snapshot));
+        Check(wharf_stat(engine, in.ConsumeBool() ? &snapshot : nullptr,
+                         in.ConsumeBool() ? StatPartition : nullptr,
+                         in.ConsumeBool() ? StatConsumer : nullptr,
+                         in.ConsumeBool() ? StatLane : nullptr, nullptr));
         break;
       }
     }

@@ -146,7 +146,7 @@ class AbiFuzzer {
 
   void Step() {
     std::unique_lock lock(handler_mutex_);
-    int op = std::uniform_int_distribution<int>(0, 17)(rng_);
+    int op = std::uniform_int_distribution<int>(0, 18)(rng_);
     auto [key, key_len] = AnyBytes();
     auto [value, value_len] = AnyBytes();
     size_t n_names = 0;
@@ -321,6 +321,48 @@ class AbiFuzzer {
         Check(wharf_io_backend(AnyEngine(), &name));
         Check(wharf_is_declared(AnyEngine(), AnyName(), &flag));
         wharf_fact_id(reinterpret_cast<wharf_fact*>(AnyTxn()));
+        break;
+      }
+      case 18: {
+        // The administration calls: random ids, counts, flags and struct sizes. Trims are dry
+        // runs (or refused flags): a real trim requires exclusive use, and runtimes run here.
+        const uint64_t ids[] = {rng_() % 50, rng_() % 50};
+        size_t n_ids = Coin(90) ? rng_() % 3 : SIZE_MAX / 4;
+        const uint64_t* id_ptr = Coin(90) ? ids : nullptr;
+        uint64_t count = 0;
+        Check(wharf_dead_retry(AnyEngine(), AnyName(), id_ptr, n_ids,
+                               Coin() ? +[](void*, uint64_t, uint64_t) {} : nullptr, nullptr,
+                               Coin() ? &count : nullptr));
+        Check(wharf_dead_purge(AnyEngine(), AnyName(), id_ptr, n_ids, &count));
+        Check(wharf_lease_list(
+            AnyEngine(),
+            Coin(90) ? +[](void*, const char*, const char*, uint64_t, int64_t, uint64_t) {}
+                     : nullptr,
+            nullptr));
+        Check(wharf_retention_losses(
+            AnyEngine(),
+            Coin(90) ? +[](void*, const char*, uint64_t, uint64_t, uint64_t, uint64_t) {} : nullptr,
+            nullptr));
+        wharf_trim_report report{};
+        report.struct_size = Coin(80) ? sizeof(report) : rng_() % (2 * sizeof(report));
+        Check(wharf_trim(AnyEngine(), static_cast<uint8_t>(Coin(90) ? 1 : 2 + rng_() % 250),
+                         Coin() ? &report : nullptr,
+                         Coin() ? +[](void*, uint32_t, uint64_t, uint64_t, uint64_t) {} : nullptr,
+                         nullptr));
+        wharf_stat_snapshot snapshot{};
+        snapshot.struct_size = Coin(80) ? sizeof(snapshot) : rng_() % (2 * sizeof(snapshot));
+        Check(wharf_stat(AnyEngine(), Coin() ? &snapshot : nullptr,
+                         Coin() ? +[](void*, const wharf_stat_partition* row) {
+                           if (row->struct_size < sizeof(*row)) std::abort();
+                         }
+                                : nullptr,
+                         Coin() ? +[](void*, const wharf_stat_consumer* row) {
+                           for (size_t i = 0; i < row->type_count; ++i) (void)*row->types[i];
+                         }
+                                : nullptr,
+                         Coin() ? +[](void*, const wharf_stat_lane* row) { (void)*row->consumer; }
+                                : nullptr,
+                         nullptr));
         break;
       }
     }
