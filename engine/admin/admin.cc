@@ -172,6 +172,8 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
     return Status::InvalidArgument("cannot copy the cursors of '" + std::string(from) +
                                    "' onto themselves");
   EngineCore& core = *internal::EngineInternal::Core(engine);
+  // A cursor may move back: no retention pass may read the cursors until this commits.
+  auto rewinds = core.retention()->LockCursorRewinds();
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -221,6 +223,8 @@ Status ChangeCursors(Engine& engine, std::string_view consumer, const Change& ch
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
   EngineCore& core = *internal::EngineInternal::Core(engine);
+  // A cursor may move back: no retention pass may read the cursors until this commits.
+  auto rewinds = core.retention()->LockCursorRewinds();
   TxnRep rep;
   {
     auto guard = core.ReadGuard();

@@ -76,8 +76,7 @@ bool WaitUntil(Done&& done) {
   return true;
 }
 
-// DISABLED_ until online retention (engine/retention) is on main: without it nothing is removed.
-TEST(RetentionSteadyTest, DISABLED_PassedFactsAreRemovedAndNothingACaughtUpConsumerNeeds) {
+TEST(RetentionSteadyTest, PassedFactsAreRemovedAndNothingACaughtUpConsumerNeeds) {
   TempDir dir;
   EngineOptions options;
   options.retention_interval_ms = 200;
