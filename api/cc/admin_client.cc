@@ -223,6 +223,26 @@ Status AdminClient::ListRetentionLosses(std::vector<RetentionLoss>* losses) {
   return call.reply.status;
 }
 
+Status AdminClient::ListLeases(std::vector<LeaseInfo>* leases) {
+  if (leases == nullptr) return Status::InvalidArgument("leases output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kLeaseList;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *leases = std::move(call.reply.leases);
+  return call.reply.status;
+}
+
+Status AdminClient::ReadStat(StatSnapshot* snapshot) {
+  if (snapshot == nullptr) return Status::InvalidArgument("snapshot output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kStat;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *snapshot = std::move(call.reply.stat);
+  return call.reply.status;
+}
+
 Status AdminClient::TrimPassed(TrimReport* report, const TrimOptions& options) {
   if (report == nullptr) return Status::InvalidArgument("report output pointer is null");
   *report = TrimReport();

@@ -65,6 +65,8 @@ class AdminClient {
                           uint64_t* purged);
   Status ReleaseLease(std::string_view consumer);
   Status ListRetentionLosses(std::vector<RetentionLoss>* losses);
+  Status ListLeases(std::vector<LeaseInfo>* leases);
+  Status ReadStat(StatSnapshot* snapshot);
   // options.progress, when set, is called as the engine reports partitions done.
   Status TrimPassed(TrimReport* report, const TrimOptions& options = {});
 

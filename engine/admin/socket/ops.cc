@@ -59,6 +59,12 @@ std::string Execute(Engine& engine, const Request& request, const ProgressSink& 
     case Op::kRetentionLosses:
       reply.status = ListRetentionLosses(engine, &reply.losses);
       break;
+    case Op::kLeaseList:
+      reply.status = ListLeases(engine, &reply.leases);
+      break;
+    case Op::kStat:
+      reply.status = ReadStat(engine, &reply.stat);
+      break;
   }
   return EncodeReply(request.op, reply);
 }

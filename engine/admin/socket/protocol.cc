@@ -72,6 +72,8 @@ const std::vector<OpSpec>& Specs() {
        "trim",
        {{Field::kDryRun, "dry_run", false}, {Field::kProgress, "progress", false}}},
       {Op::kRetentionLosses, "retention_losses", {}},
+      {Op::kLeaseList, "lease_list", {}},
+      {Op::kStat, "stat", {}},
   };
   return specs;
 }
@@ -311,6 +313,47 @@ void WriteFact(const Fact& fact, JsonWriter* json) {
   json->Key("scheduled_id").Uint(fact.scheduled_id).EndObject();
 }
 
+// The fields of a stat snapshot (inside the result object).
+void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
+  json->Key("durable_lsn_known").Bool(stat.durable_lsn_known);
+  json->Key("durable_lsn").Uint(stat.durable_lsn).Key("last_lsn").Uint(stat.last_lsn);
+  json->Key("fact_count").Uint(stat.fact_count).Key("fact_bytes").Uint(stat.fact_bytes);
+  json->Key("partitions").BeginArray();
+  for (const PartitionStat& partition : stat.partitions) {
+    json->BeginObject().Key("partition").Uint(partition.partition);
+    json->Key("fact_count").Uint(partition.fact_count).Key("bytes").Uint(partition.bytes);
+    json->Key("first_id").Uint(partition.first_id).Key("last_id").Uint(partition.last_id);
+    json->EndObject();
+  }
+  json->EndArray().Key("consumers").BeginArray();
+  for (const ConsumerStat& consumer : stat.consumers) {
+    json->BeginObject().Key("consumer").String(consumer.consumer);
+    json->Key("registered").Bool(consumer.registered).Key("types").BeginArray();
+    for (const std::string& type : consumer.types) json->String(type);
+    json->EndArray().Key("cursor_count").Uint(consumer.cursor_count);
+    json->Key("fact_id_min").Uint(consumer.fact_id_min);
+    json->Key("fact_id_max").Uint(consumer.fact_id_max);
+    json->Key("fact_lag").Uint(consumer.fact_lag).Key("facts_behind").Uint(consumer.facts_behind);
+    json->Key("oldest_commit_ms").Int(consumer.oldest_commit_ms);
+    json->Key("lost_fact_count").Uint(consumer.lost_fact_count);
+    json->Key("lost_last_ms").Uint(consumer.lost_last_ms);
+    json->Key("lost_last_from_id").Uint(consumer.lost_last_from_id);
+    json->Key("lost_last_to_id").Uint(consumer.lost_last_to_id);
+    json->Key("partitions").BeginArray();
+    for (const ConsumerPartitionStat& partition : consumer.partitions) {
+      json->BeginObject().Key("partition").Uint(partition.partition);
+      json->Key("has_cursor").Bool(partition.has_cursor).Key("fact_id").Uint(partition.fact_id);
+      json->Key("epoch").Uint(partition.epoch).Key("fact_lag").Uint(partition.fact_lag);
+      json->Key("facts_behind").Uint(partition.facts_behind);
+      json->Key("oldest_commit_ms").Int(partition.oldest_commit_ms).EndObject();
+    }
+    json->EndArray().EndObject();
+  }
+  json->EndArray().Key("dead_letter_count").Uint(stat.dead_letter_count);
+  json->Key("timer_count").Uint(stat.timer_count);
+  json->Key("next_timer_due_ms").Int(stat.next_timer_due_ms);
+}
+
 // Whether replies to `op` carry a result object.
 bool HasResult(Op op) {
   return op != Op::kCursorCopy && op != Op::kCursorDelete && op != Op::kLeaseRelease;
@@ -385,6 +428,19 @@ void WriteResult(Op op, const Reply& reply, JsonWriter* json) {
         json->Key("last_to_id").Uint(loss.last_to_id).EndObject();
       }
       json->EndArray();
+      break;
+    case Op::kLeaseList:
+      json->Key("leases").BeginArray();
+      for (const LeaseInfo& lease : reply.leases) {
+        json->BeginObject().Key("consumer").String(lease.consumer);
+        json->Key("owner").String(lease.owner).Key("epoch").Uint(lease.epoch);
+        json->Key("expires_at_ms").Int(lease.expires_at_ms);
+        json->Key("open_epoch").Uint(lease.open_epoch).EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kStat:
+      WriteStat(reply.stat, json);
       break;
     case Op::kCursorCopy:
     case Op::kCursorDelete:
@@ -505,6 +561,64 @@ Fact ReadFact(std::optional<element> value, Fields* parent) {
   return fact;
 }
 
+void ReadStat(Fields* result, StatSnapshot* stat) {
+  stat->durable_lsn_known = result->Bool("durable_lsn_known");
+  stat->durable_lsn = result->U64("durable_lsn");
+  stat->last_lsn = result->U64("last_lsn");
+  stat->fact_count = result->U64("fact_count");
+  stat->fact_bytes = result->U64("fact_bytes");
+  for (element item : result->Array("partitions")) {
+    Fields fields(item, "partition stat");
+    PartitionStat& partition = stat->partitions.emplace_back();
+    partition.partition = fields.U32("partition");
+    partition.fact_count = fields.U64("fact_count");
+    partition.bytes = fields.U64("bytes");
+    partition.first_id = fields.U64("first_id");
+    partition.last_id = fields.U64("last_id");
+    result->Absorb(fields);
+  }
+  for (element item : result->Array("consumers")) {
+    Fields fields(item, "consumer stat");
+    ConsumerStat& consumer = stat->consumers.emplace_back();
+    consumer.consumer = fields.String("consumer");
+    consumer.registered = fields.Bool("registered");
+    for (element type : fields.Array("types")) {
+      std::string_view text;
+      if (type.get_string().get(text)) {
+        result->Absorb(Fields(std::nullopt, "consumer type"));
+        return;
+      }
+      consumer.types.emplace_back(text);
+    }
+    consumer.cursor_count = fields.U64("cursor_count");
+    consumer.fact_id_min = fields.U64("fact_id_min");
+    consumer.fact_id_max = fields.U64("fact_id_max");
+    consumer.fact_lag = fields.U64("fact_lag");
+    consumer.facts_behind = fields.U64("facts_behind");
+    consumer.oldest_commit_ms = fields.I64("oldest_commit_ms");
+    consumer.lost_fact_count = fields.U64("lost_fact_count");
+    consumer.lost_last_ms = fields.U64("lost_last_ms");
+    consumer.lost_last_from_id = fields.U64("lost_last_from_id");
+    consumer.lost_last_to_id = fields.U64("lost_last_to_id");
+    for (element inner : fields.Array("partitions")) {
+      Fields of(inner, "consumer partition stat");
+      ConsumerPartitionStat& partition = consumer.partitions.emplace_back();
+      partition.partition = of.U32("partition");
+      partition.has_cursor = of.Bool("has_cursor");
+      partition.fact_id = of.U64("fact_id");
+      partition.epoch = of.U64("epoch");
+      partition.fact_lag = of.U64("fact_lag");
+      partition.facts_behind = of.U64("facts_behind");
+      partition.oldest_commit_ms = of.I64("oldest_commit_ms");
+      fields.Absorb(of);
+    }
+    result->Absorb(fields);
+  }
+  stat->dead_letter_count = result->U64("dead_letter_count");
+  stat->timer_count = result->U64("timer_count");
+  stat->next_timer_due_ms = result->I64("next_timer_due_ms");
+}
+
 Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
   Fields result(value, "result");
   switch (op) {
@@ -584,6 +698,21 @@ Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
         loss.last_to_id = fields.U64("last_to_id");
         result.Absorb(fields);
       }
+      break;
+    case Op::kLeaseList:
+      for (element item : result.Array("leases")) {
+        Fields fields(item, "lease");
+        LeaseInfo& lease = reply->leases.emplace_back();
+        lease.consumer = fields.String("consumer");
+        lease.owner = fields.String("owner");
+        lease.epoch = fields.U64("epoch");
+        lease.expires_at_ms = fields.I64("expires_at_ms");
+        lease.open_epoch = fields.U64("open_epoch");
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kStat:
+      ReadStat(&result, &reply->stat);
       break;
     case Op::kCursorCopy:
     case Op::kCursorDelete:

@@ -46,6 +46,8 @@ enum class Op {
   kLeaseRelease,     // ReleaseLease: consumer
   kTrim,             // TrimPassed: [dry_run], [progress]
   kRetentionLosses,  // ListRetentionLosses
+  kLeaseList,        // ListLeases
+  kStat,             // ReadStat (the last op: tests and the fuzzer go through them all)
 };
 // "cursor_set" and so on; Op from such a name (false when unknown).
 const char* OpName(Op op);
@@ -81,6 +83,8 @@ struct Reply {
   uint64_t purged = 0;
   TrimReport trim;
   std::vector<RetentionLoss> losses;
+  std::vector<LeaseInfo> leases;
+  StatSnapshot stat;
 };
 
 // The reply to a request of `op`, one line, newline included.

@@ -307,6 +307,26 @@ TEST_F(AdminSocketTest, ClientMirrorsTheAdminFunctions) {
   ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k0"), 1, 100, &facts));
   EXPECT_EQ(facts.front().id, 1u);  // nothing removed
 
+  // The stat snapshot and the leases, as the engine reads them.
+  StatSnapshot remote_stat, local_stat;
+  ASSERT_OK(client->ReadStat(&remote_stat));
+  ASSERT_OK(ReadStat(*engine_, &local_stat));
+  EXPECT_TRUE(remote_stat.durable_lsn_known);
+  EXPECT_EQ(remote_stat.durable_lsn, local_stat.durable_lsn);
+  EXPECT_EQ(remote_stat.fact_count, local_stat.fact_count);
+  EXPECT_EQ(remote_stat.fact_bytes, local_stat.fact_bytes);
+  ASSERT_EQ(remote_stat.partitions.size(), kPartitions);
+  EXPECT_EQ(remote_stat.partitions[1].last_id, local_stat.partitions[1].last_id);
+  ASSERT_EQ(remote_stat.consumers.size(), local_stat.consumers.size());
+  ASSERT_FALSE(remote_stat.consumers.empty());
+  EXPECT_EQ(remote_stat.consumers[0].consumer, "mailer");
+  EXPECT_EQ(remote_stat.consumers[0].fact_id_max, local_stat.consumers[0].fact_id_max);
+  EXPECT_EQ(remote_stat.consumers[0].facts_behind, local_stat.consumers[0].facts_behind);
+  ASSERT_EQ(remote_stat.consumers[0].partitions.size(), kPartitions);
+  std::vector<LeaseInfo> leases;
+  ASSERT_OK(client->ListLeases(&leases));
+  EXPECT_TRUE(leases.empty());
+
   std::vector<RetentionLoss> losses;
   ASSERT_OK(client->ListRetentionLosses(&losses));
   EXPECT_TRUE(losses.empty());
