@@ -2,9 +2,10 @@
 // ABI and tools. Every change goes through the engine's committer (with a compare-and-set where it
 // replaces a cursor), so it is atomic and durable when OK is returned.
 //
-// Do not change the cursors of a consumer that a running runtime delivers: the runtime's next
-// commit would be refused (Conflict) and it would reload the cursor, but a batch in flight may
-// already have run its handlers.
+// The cursors of a consumer that a running runtime delivers may be changed (the CLI does it
+// through the engine's admin socket, wharf/admin_client.h): the runtime's next commit is refused
+// (Conflict) and it reloads the cursor; a batch in flight when it moved may already have run its
+// handlers.
 //
 // Thread safety: thread-safe (like Engine).
 #pragma once
@@ -118,7 +119,8 @@ Status ListLeases(Engine& engine, std::vector<LeaseInfo>* leases);
 // waiting for the lease to expire. The lease fence (owner and epoch of the last acquisition) is
 // kept and rewritten by the next acquisition, so a holder still running is fenced (its commits
 // are refused with Conflict, subcode kLeaseFenced) once another instance takes the consumer.
-// Meant for a holder that is gone (a crashed process); run it with exclusive use, as the CLI does.
+// Meant for a holder that is gone (a crashed process). A holder still running takes the consumer
+// again under a new epoch; a batch it had in flight is refused and delivered again (at least once).
 //   InvalidArgument  a bad consumer id (empty, too long, NUL, not UTF-8)
 //   NotFound         the consumer holds no lease record
 //   Conflict         the lease changed (renewed, taken) since it was read: nothing was changed

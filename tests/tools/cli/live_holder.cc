@@ -3,10 +3,10 @@
 //
 //   live_holder DB ADMIN_SOCKET      (commands on stdin, one reply line each on stdout)
 //
-// Opens DB (4 partitions, option admin_socket=ADMIN_SOCKET), declares OrderCreated and starts a
-// runtime with a subscriber `mailer` (it rejects a payload "bounce" unless the fact is a retry of a
-// dead letter) and a projection `totals` (state totals/<key> = payload). Prints "ready", then per
-// command:
+// Opens DB (4 partitions, option admin_socket=ADMIN_SOCKET, no online retention), declares
+// OrderCreated and starts a runtime with a subscriber `mailer` (it rejects a payload "bounce"
+// unless the fact is a retry of a dead letter) and a projection `totals` (state totals/<key> =
+// payload). Prints "ready", then per command:
 //   emit KEY PAYLOAD     commits one fact              -> "emitted ID"
 //   drain                Runtime::Drain()              -> "drained"
 //   seen                 mailer's deliveries so far    -> "ID:PAYLOAD[:retry] ..." (in order)
@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   wharf::EngineOptions options;
   options.partitions = 4;
   options.admin_socket = argv[2];
+  options.retention_interval_ms = 0;  // the CLI's trim is what removes passed facts here
   std::unique_ptr<wharf::Engine> engine;
   Check("open", wharf::Engine::Open(argv[1], options, &engine));
   Check("declare", engine->DeclareTypes({"OrderCreated"}));
