@@ -45,6 +45,9 @@ class Raw {
     std::memcpy(addr.sun_path, path.data(), path.size());
     connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
     connect_errno_ = errno;
+    // A server that never answers fails the test instead of hanging it (no timing is asserted).
+    timeval limit{60, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   }
   ~Raw() {
     if (fd_ >= 0) ::close(fd_);
@@ -80,6 +83,7 @@ class Raw {
     while (true) {
       ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
       if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+      if (n < 0 && errno == EINTR) continue;
       if (n < 0) return false;
     }
   }
