@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -35,21 +36,25 @@
 #include "bench/w4_report.h"
 #include "bench/w5_recover.h"
 #include "bench/w5_report.h"
+#include "bench/w6_report.h"
+#include "bench/w6_shape.h"
+#include "bench/w6_steady.h"
 
 namespace wharf::bench {
 namespace {
 
-// Workloads of WORKLOAD.md. W5 loads 10 million facts per run: it runs only when named.
+// Workloads of WORKLOAD.md. W5 loads 10 million facts per run, W6 runs ten minutes: they run only
+// when named.
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW3Name, kW4Name};
-const std::vector<std::string> kImplementedWorkloads = {kW1Name, kW2Name, kW3Name, kW4Name,
-                                                        kW5Name};
+const std::vector<std::string> kImplementedWorkloads = {
+    kW1Name, kW2Name, kW3Name, kW4Name, kW5Name, kW6SteadyName, kW6StuckName};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
 struct Flags {
   bool json = false;
   int runs = 3;
-  std::optional<double> duration_s;  // default per workload: W1 3 s, W3 10 s
+  std::optional<double> duration_s;  // default per workload: W1 3 s, W3 10 s, W6 600 s
   std::string dir = "/tmp";
   std::vector<std::string> systems = kSystems;
   std::vector<int> producers = {1, 16};
@@ -57,6 +62,7 @@ struct Flags {
   std::optional<uint64_t> facts;  // default per workload: W2 1 000 000, W4 200 000, W5 10 000 000
   std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2; W4 2; W5 2
   double rate_per_s = 1000;
+  bool rate_given = false;     // W6: --rate replaces the rate probe
   std::string engine_options;  // the --engine-options text, passed on to W5's restart processes
   std::vector<std::string> workloads;
 };
@@ -72,7 +78,7 @@ void PrintUsage(std::FILE* out) {
       "  --runs N         runs per parameter set, the median is reported (default 3)\n"
       "  --seconds S      duration of each run (W1 default 3, >= 3 for reportable "
       "figures;\n"
-      "                   W3 default 10)\n"
+      "                   W3 default 10, W6 600)\n"
       "  --dir PATH       where the scratch databases go (default /tmp); use the "
       "filesystem of the real data\n"
       "  --systems LIST   comma-separated subset of wharf,rocksdb_sync,sqlite_full "
@@ -82,11 +88,12 @@ void PrintUsage(std::FILE* out) {
       "  --facts N        facts pre-committed (W2 default 1000000, W4 default 200000,\n"
       "                   W5 default 10000000)\n"
       "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance; W5 2)\n"
-      "  --rate R         W3 commits per second (default 1000)\n"
+      "  --rate R         W3 commits per second (default 1000); W6 commits per second\n"
+      "                   instead of half of W1 P=16,B=10 measured first\n"
       "  --engine-options TEXT  Wharf's engine options, \"key=value;...\" (e.g.\n"
       "                   wal_prefill_bytes=0); default: the defaults\n"
       "  WORKLOAD         W1-append, W2-project, W3-latency, W4-fanout (default: these\n"
-      "                   four), W5-recover\n");
+      "                   four), W5-recover, W6-steady, W6-stuck\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -188,6 +195,7 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
           flags->rate_per_s > 1e6) {
         return "--rate wants commits per second in (0, 1e6]";
       }
+      flags->rate_given = true;
     } else if (arg == "--engine-options") {
       if (!value(&text)) return "--engine-options wants \"key=value;...\"";
       Status s = SetBenchEngineOptions(text);
@@ -573,6 +581,82 @@ bool RunW5(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return all_ok;
 }
 
+// "<dir>/wharf-<workload>-<UTC time>.csv": next to the scratch databases but outside the scratch
+// root, which is removed on exit.
+std::string W6CsvPath(const std::string& dir, const char* workload) {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &utc);
+  return dir + "/wharf-" + workload + "-" + stamp + ".csv";
+}
+
+// Returns whether the run succeeded (the verdict is reported, not part of success: a run that
+// misses a goal still measured what it set out to). One run whatever --runs says: ten minutes.
+bool RunW6(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root,
+           W6Variant variant) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  W6Row row;
+  row.shape.variant = variant;
+  row.shape.duration_s = flags.duration_s.value_or(kW6DefaultDuration_s);
+  if (flags.workers) row.shape.workers = flags.workers->front();
+  EngineOptions options = BenchEngineOptions();
+  if (variant == W6Variant::kStuck && options.retention_max_bytes == 0) {
+    options.retention_max_bytes = kW6StuckBoundBytes;
+  }
+  row.retention_interval_ms = options.retention_interval_ms;
+  double probe_facts_per_s = 0;
+  if (flags.rate_given) {
+    row.shape.rate_commits_per_s = flags.rate_per_s;
+  } else {
+    std::fprintf(stderr, "%s: rate probe, W1 P=%d B=%d for %.0f s\n", row.shape.name(),
+                 kW6Producers, kW6Batch, kW6ProbeDuration_s);
+    ScratchDir probe_dir(scratch_root, "wharf-w6-probe-");
+    W1Measurement probe;
+    if (probe_dir.path().empty()) {
+      probe.error = probe_dir.error();
+    } else {
+      probe = RunW1Wharf({kW6Producers, kW6Batch, kW6ProbeDuration_s}, probe_dir.path());
+    }
+    if (!probe.error.empty()) {
+      std::fprintf(stderr, "%s: rate probe FAILED: %s\n", row.shape.name(), probe.error.c_str());
+      return false;
+    }
+    probe_facts_per_s = probe.facts_per_s;
+    row.shape.rate_commits_per_s = probe.commits_per_s / 2;
+  }
+  std::fprintf(stderr, "%s: %.0f s at %.0f commits/s x %d facts\n", row.shape.name(),
+               row.shape.duration_s, row.shape.rate_commits_per_s, row.shape.batch);
+  {
+    ScratchDir db_dir(scratch_root, "wharf-w6-");
+    if (db_dir.path().empty()) {
+      row.wharf.error = db_dir.error();
+    } else {
+      const std::vector<std::string> consumers =
+          variant == W6Variant::kStuck
+              ? std::vector<std::string>{kW6LatestProjection, kW6CountsProjection, kW6Subscriber,
+                                         kW6StuckSubscriber}
+              : std::vector<std::string>{kW6LatestProjection, kW6CountsProjection, kW6Subscriber};
+      row.wharf = RunW6Wharf(row.shape, db_dir.path(), options, [&](const W6Sample& sample) {
+        std::fprintf(stderr, "%s\n", FormatW6Progress(sample, consumers).c_str());
+      });
+    }
+  }
+  row.wharf.probe_facts_per_s = probe_facts_per_s;
+  row.csv_path = W6CsvPath(flags.dir, row.shape.name());
+  row.csv_error = WriteW6Csv(row.wharf, row.csv_path);
+  if (!row.csv_error.empty()) row.csv_path.clear();
+  const W6Verdict verdict = JudgeW6(row.shape, row.wharf);
+  if (flags.json) {
+    std::printf("%s\n", W6Json(row, verdict, machine).c_str());
+    std::fflush(stdout);
+  } else {
+    PrintW6Table(row, verdict, stdout);
+  }
+  return row.wharf.error.empty();
+}
+
 int Main(int argc, char** argv) {
   // W5's restart process: `--w5-restart MODE DIR WORKERS`, after any --engine-options.
   for (int i = 1; i < argc; ++i) {
@@ -624,6 +708,12 @@ int Main(int argc, char** argv) {
     if (workload == kW3Name) all_ok = RunW3(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW4Name) all_ok = RunW4(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW5Name) all_ok = RunW5(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW6SteadyName) {
+      all_ok = RunW6(flags, machine, scratch_root.path(), W6Variant::kSteady) && all_ok;
+    }
+    if (workload == kW6StuckName) {
+      all_ok = RunW6(flags, machine, scratch_root.path(), W6Variant::kStuck) && all_ok;
+    }
   }
   return all_ok ? 0 : 1;
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/admin/socket/address.h"
+#include "engine/admin/socket/server.h"
 #include "engine/base/assert.h"
 #include "engine/base/futex.h"
 #include "engine/store/codec.h"
@@ -105,7 +107,19 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get());
   core->committer_->Start();
+  core->retention_ = std::make_unique<Retention>(core.get());
+  core->retention_->Start();
+  EngineCore* raw = core.get();
   *engine = EngineInternal::NewEngine(std::move(core));
+  const std::string socket_path = admin_socket::SocketPathFor(path, options.admin_socket);
+  if (!socket_path.empty()) {
+    s = admin_socket::AdminServer::Start(engine->get(), socket_path, admin_socket::ServerLimits(),
+                                         &raw->admin_server_);
+    if (!s.ok()) {
+      engine->reset();  // closes it
+      return s;
+    }
+  }
   return Status::OK();
 }
 
@@ -113,6 +127,10 @@ EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
 
 Status EngineCore::Close() {
   if (closed_.exchange(true)) return Status::OK();
+  // No admin request may run while the rest closes (one in progress finishes first).
+  if (admin_server_) admin_server_->Stop();
+  // A retention pass commits and compacts: it ends first (a compaction it started is cancelled).
+  if (retention_) retention_->Stop();
   // Queued commits finish first; then no reader may be inside the store while it closes.
   if (committer_) committer_->Stop();
   std::unique_lock lock(close_mutex_);
@@ -194,8 +212,10 @@ Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_i
                                    std::to_string(options_.partitions));
   }
   to_id = std::min(to_id, committer_->durable_lsn());
+  // Facts at or below the retention floor are removed, even where RocksDB still holds them.
+  from_id = std::max(from_id, store_->floors()->Get(partition) + 1);
   if (from_id > to_id || count_max == 0) return Status::OK();
-  // Bounded on both sides so tombstones of trimmed ranges are never scanned.
+  // Bounded on both sides so removed facts and tombstones of old trims are never scanned.
   tables::Scan scan(store_->db(), store_->cf(kOutbox),
                     tables::outbox::Range(partition, from_id, to_id));
   for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {

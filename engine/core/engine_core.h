@@ -19,11 +19,16 @@
 #include "engine/commit/committer.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/core/engine_internal.h"
+#include "engine/retention/retention.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/engine.h"
 
 namespace wharf::internal {
+
+namespace admin_socket {
+class AdminServer;  // engine/admin/socket/server.h
+}  // namespace admin_socket
 
 struct StringHash {
   using is_transparent = void;
@@ -45,6 +50,7 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   Store* store() const { return store_.get(); }
   Committer* committer() const { return committer_.get(); }
+  Retention* retention() const { return retention_.get(); }
   const EngineOptions& options() const { return options_; }
   const std::string& path() const { return path_; }
   const char* io_backend() const { return backend_->name(); }
@@ -105,6 +111,10 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   std::unique_ptr<io::SyncBackend> backend_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Committer> committer_;
+  std::unique_ptr<Retention> retention_;  // after the committer: it commits through it
+  // The admin socket (option admin_socket; null when off): started once the engine is open,
+  // stopped first by Close() so that no request runs while the committer stops.
+  std::unique_ptr<admin_socket::AdminServer> admin_server_;
 
   std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};
 

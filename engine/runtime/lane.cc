@@ -132,7 +132,8 @@ Status Lane::CollectBatch(uint32_t limit, std::vector<FactPtr>* entries) {
   uint64_t cutoff = durable;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     uint32_t partition = partitions_[i];
-    uint64_t from = position_[i] + 1;
+    // Facts at or below the retention floor are removed (a bound may pass the position).
+    uint64_t from = std::max(position_[i], context_.core->store()->floors()->Get(partition)) + 1;
     uint64_t covered = 0;
     if (!context_.cache->Read(partition, from, durable, chunk, entries, &covered)) {
       // One allocation for the chunk: each entry shares the vector's ownership (aliasing).

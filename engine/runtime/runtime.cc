@@ -156,53 +156,104 @@ Status RuntimeImpl::CheckIdentities() {
   return Status::OK();
 }
 
-// Stores the types each durable consumer takes (meta "consumer:" records), so that offline tools
-// count a consumer's lag in the facts it takes. One commit, and only when a registration changed.
-Status RuntimeImpl::RegisterConsumers() {
-  std::map<std::string, std::vector<std::string>> stored;
-  Status s =
-      tables::meta::ListConsumerTypes(core_->store()->db(), core_->store()->cf(kMeta), &stored);
-  if (!s.ok()) return s;
-  TxnRep rep;
-  for (const auto& consumer : consumers_) {
-    if (consumer->kind == ConsumerKind::kTap) continue;
-    std::vector<std::string> types(consumer->types.begin(), consumer->types.end());
-    std::sort(types.begin(), types.end());
-    auto it = stored.find(consumer->id);
-    if (it != stored.end() && it->second == types) continue;
-    rep.writes.push_back(WriteOp{kMeta, false, tables::meta::ConsumerKey(consumer->id),
-                                 tables::meta::EncodeConsumerTypes(types)});
+// Registers each durable consumer in the store, in one commit that is made only when something
+// changed:
+//  - the types it takes (meta "consumer:" records), so that offline tools count its lag in the
+//    facts it takes;
+//  - a cursor at its starting position (0) in every partition where it has none, so that
+//    retention keeps the facts it will deliver even before it first runs (retention.h). Committed
+//    under the retention's cursor-rewind lock, with a check that each is still absent (another
+//    instance registering the same consumer meanwhile: read again).
+// *unowned_before: the consumers that had cursors before, and that no runtime attached to the
+// engine owns (for WarnStartsAtZero, which must not count the cursors registered here).
+Status RuntimeImpl::RegisterConsumers(std::set<std::string>* had_cursors) {
+  constexpr int kAttempts = 3;
+  Store* store = core_->store();
+  for (int attempt = 1;; ++attempt) {
+    auto rewinds = core_->retention()->LockCursorRewinds();
+    std::map<std::string, std::vector<std::string>> stored_types;
+    std::vector<CursorInfo> cursors;
+    Status s = tables::meta::ListConsumerTypes(store->db(), store->cf(kMeta), &stored_types);
+    if (s.ok()) s = tables::cursors::List(store->db(), store->cf(kCursors), "", &cursors);
+    if (!s.ok()) return s;
+    std::set<std::pair<std::string_view, uint32_t>> present;
+    for (const CursorInfo& cursor : cursors) present.emplace(cursor.consumer, cursor.partition);
+    if (attempt == 1) {
+      had_cursors->clear();
+      for (const CursorInfo& cursor : cursors) had_cursors->insert(cursor.consumer);
+    }
+    TxnRep rep;
+    for (const auto& consumer : consumers_) {
+      if (!consumer->durable()) continue;
+      std::vector<std::string> types(consumer->types.begin(), consumer->types.end());
+      std::sort(types.begin(), types.end());
+      auto it = stored_types.find(consumer->id);
+      if (it == stored_types.end() || it->second != types) {
+        rep.writes.push_back(WriteOp{kMeta, false, tables::meta::ConsumerKey(consumer->id),
+                                     tables::meta::EncodeConsumerTypes(types)});
+      }
+      for (uint32_t partition = 0; partition < core_->options().partitions; ++partition) {
+        if (present.contains({consumer->id, partition})) continue;
+        std::string key = tables::cursors::Key(consumer->id, partition);
+        rep.checks.push_back(
+            CheckOp{kCursors, key, std::nullopt,
+                    "cursor of " + consumer->id + "/" + std::to_string(partition)});
+        rep.writes.push_back(
+            WriteOp{kCursors, false, std::move(key), tables::cursors::EncodeValue(0, 0)});
+      }
+    }
+    if (rep.writes.empty()) return Status::OK();
+    s = core_->Commit(&rep);
+    if (s.IsConflict() && attempt < kAttempts) continue;
+    return s;
   }
-  if (rep.writes.empty()) return Status::OK();
-  return core_->Commit(&rep);
 }
 
 // A consumer with no cursor starts at zero; that is a likely mistake (a renamed consumer) only
 // when it would replay facts it takes and cursors exist that no runtime attached to the engine
-// owns (this one included: it attached its consumers before calling this).
-void RuntimeImpl::WarnStartsAtZero() {
-  std::vector<std::string> ids;
-  // Only a warning: a read error leaves it out.
-  if (!tables::cursors::ListConsumers(core_->store()->db(), core_->store()->cf(kCursors), &ids)
-           .ok()) {
-    return;
-  }
-  const std::set<std::string> stored(ids.begin(), ids.end());
+// owns (this one included: it attached its consumers before calling this). `had_cursors`: the
+// consumers with cursors before this runtime registered its own.
+void RuntimeImpl::WarnStartsAtZero(const std::set<std::string>& had_cursors) {
   const std::multiset<std::string> attached = core_->AttachedConsumers();
   std::string unowned;
-  for (const std::string& id : stored) {
+  for (const std::string& id : had_cursors) {
     if (!attached.contains(id)) unowned += (unowned.empty() ? "" : ", ") + id;
   }
   if (unowned.empty()) return;
   for (const auto& consumer : consumers_) {
-    if (consumer->kind == ConsumerKind::kTap || stored.contains(consumer->id)) continue;
+    if (!consumer->durable() || had_cursors.contains(consumer->id)) continue;
     if (!WouldReplay(*consumer)) continue;
     trace_(TraceEvent::Level::kWarning, "consumer-starts-at-zero", consumer.get(), 0,
            "consumer '" + consumer->id +
-               "' has no cursor and will replay the outbox from the start, while the store holds "
+               "' had no cursor and replays the outbox from the start, while the store holds "
                "cursors no registered consumer owns (" +
-               unowned + "); renamed? copy the old cursor: wharf cursor copy OLD " + consumer->id);
+               unowned + "); renamed? copy the old cursor over: wharf cursor copy --force OLD " +
+               consumer->id);
   }
+}
+
+// Traces what retention does to this runtime's consumers: facts removed under a bound before
+// a consumer passed them (`retention-dropped`, one event per partition) and failed passes.
+void RuntimeImpl::ObserveRetention() {
+  RetentionObserver observer;
+  observer.on_drops = [this](const std::vector<RetentionDrop>& drops) {
+    for (const RetentionDrop& drop : drops) {
+      for (const auto& consumer : consumers_) {
+        if (consumer->id != drop.consumer || !consumer->durable()) continue;
+        trace_(TraceEvent::Level::kWarning, "retention-dropped", consumer.get(), drop.to_id,
+               "retention removed " + std::to_string(drop.fact_count) + " facts of partition " +
+                   std::to_string(drop.partition) + " with ids " + std::to_string(drop.from_id) +
+                   ".." + std::to_string(drop.to_id) + " that consumer '" + consumer->id +
+                   "' had not passed (retention_max_bytes / retention_max_age_ms)");
+        break;
+      }
+    }
+  };
+  observer.on_failure = [this](const Status& failure) {
+    trace_(TraceEvent::Level::kError, "retention-failed", nullptr, 0,
+           "retention pass failed (retried at the next interval): " + failure.ToString());
+  };
+  core_->retention()->AddObserver(this, std::move(observer));
 }
 
 bool RuntimeImpl::WouldReplay(const Consumer& consumer) const {
@@ -248,7 +299,8 @@ std::vector<std::string> RuntimeImpl::ConsumerIds() const {
 Status RuntimeImpl::BuildLanes() {
   if (lanes_built_) return Status::OK();
   Status s = CheckIdentities();
-  if (s.ok()) s = RegisterConsumers();
+  std::set<std::string> had_cursors;
+  if (s.ok()) s = RegisterConsumers(&had_cursors);
   if (!s.ok()) return s;
   const uint32_t partitions = core_->options().partitions;
   // The cache's horizon is set once the listener is attached (below); until then it is empty.
@@ -262,7 +314,8 @@ Status RuntimeImpl::BuildLanes() {
   }
   AssignWorkers(options_.assignment, lanes, std::max<uint32_t>(options_.workers, 1));
   core_->AttachConsumers(ConsumerIds());  // detached with the listener (Stop)
-  WarnStartsAtZero();
+  ObserveRetention();
+  WarnStartsAtZero(had_cursors);
   lanes_ = std::move(lanes);
   lanes_by_partition_.assign(partitions, {});
   for (const auto& lane : lanes_) {
@@ -332,6 +385,7 @@ Status RuntimeImpl::Stop() {
   if (leases_ && orderly) leases_->ReleaseAll();
   if (attached_) {
     core_->RemoveListener(this);
+    core_->retention()->RemoveObserver(this);
     core_->DetachConsumers(ConsumerIds());
   }
   attached_ = false;

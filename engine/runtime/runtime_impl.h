@@ -15,6 +15,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "engine/core/engine_core.h"
@@ -62,8 +63,9 @@ class RuntimeImpl : public DurableListener {
 
  private:
   Status CheckIdentities();
-  Status RegisterConsumers();
-  void WarnStartsAtZero();
+  Status RegisterConsumers(std::set<std::string>* had_cursors);
+  void WarnStartsAtZero(const std::set<std::string>& had_cursors);
+  void ObserveRetention();
   // True when the outbox holds a fact `consumer` takes, i.e. a consumer without cursors would
   // replay it. Reads at most kReplayProbeFacts facts per partition; past them it assumes so.
   bool WouldReplay(const Consumer& consumer) const;

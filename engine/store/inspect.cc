@@ -222,6 +222,20 @@ uint64_t Inspector::format_version() const { return impl_->format_version; }
 uint32_t Inspector::partitions() const { return impl_->partitions; }
 Ordering Inspector::ordering() const { return impl_->ordering; }
 
+namespace {
+
+// The first fact id of `partition` a reader may see: above its retention floor (the facts at or
+// below it are removed, even where RocksDB still holds them; engine/store/outbox_floors.h).
+Status FirstVisible(const internal::InspectorState& impl, uint32_t partition, uint64_t* id) {
+  std::vector<uint64_t> first_ids;
+  Status s = internal::ReadFirstVisible(ViewOf(impl), &first_ids);
+  if (!s.ok()) return s;
+  *id = first_ids[partition];
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Inspector::LastLsn(uint64_t* lsn) {
   std::string body;
   bool found = false;
@@ -271,8 +285,11 @@ Status Inspector::ConsumerTypes(std::map<std::string, std::vector<std::string>>*
 Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
                             std::vector<Fact>* facts) {
   if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
+  uint64_t first_visible = 0;
+  Status visible = FirstVisible(*impl_, partition, &first_visible);
+  if (!visible.ok()) return visible;
   tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                    tables::outbox::Range(partition, from_id));
+                    tables::outbox::Range(partition, std::max(from_id, first_visible)));
   for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
     Status s =
         tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
@@ -283,8 +300,11 @@ Status Inspector::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_m
 
 Status Inspector::ReadLastFacts(uint32_t partition, size_t count_max, std::vector<Fact>* facts) {
   if (partition >= impl_->partitions) return Status::InvalidArgument("partition out of range");
+  uint64_t first_visible = 0;
+  Status visible = FirstVisible(*impl_, partition, &first_visible);
+  if (!visible.ok()) return visible;
   tables::Scan scan(impl_->db.get(), impl_->handles[internal::kOutbox],
-                    tables::outbox::Range(partition, 0));
+                    tables::outbox::Range(partition, first_visible));
   size_t first = facts->size();
   for (scan.SeekToLast(); scan.Valid() && count_max > 0; scan.Prev(), --count_max) {
     Status s =

@@ -14,6 +14,7 @@
 #include "engine/store/memtable_rep.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
+#include "engine/store/tables/retention.h"
 #include "io/db_dir.h"
 #include "io/info_log.h"
 #include "io/wal/wal_fs.h"
@@ -60,7 +61,8 @@ constexpr const char* kCfNames[kCfCount] = {"outbox", "cursors", "leases", "time
                                             "dead",   "state",   "meta"};
 
 rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
-                                       const std::shared_ptr<rocksdb::TableFactory>& tables) {
+                                       const std::shared_ptr<rocksdb::TableFactory>& tables,
+                                       const std::shared_ptr<const OutboxFloors>& floors) {
   rocksdb::ColumnFamilyOptions cf_options;
   cf_options.table_factory = tables;
   // RocksDB's skip list as Debian builds it checks its own invariants on every insert
@@ -78,6 +80,8 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
     // 4 rewrites L1 half as often (W1 P=16,B=100, one 20-s run each: +6 %, p999 85 against 143 ms).
     // Reads then merge up to 8 L0 files; lanes that keep up read the tail cache instead.
     cf_options.level0_file_num_compaction_trigger = 8;
+    // Retention: flushes and compactions drop the facts at or below their partition's floor.
+    cf_options.compaction_filter_factory = NewOutboxFloorFilterFactory(floors);
   } else {
     cf_options.write_buffer_size = 16u << 20;
     // L0 and L1 hold the newest, soon rewritten rows: compressing them costs flush and compaction
@@ -205,7 +209,8 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   default_cf_options.table_factory = tables;
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, default_cf_options);
   for (int cf = 0; cf < kCfCount; ++cf) {
-    descriptors.emplace_back(kCfNames[cf], CfOptions(static_cast<Cf>(cf), options, tables));
+    descriptors.emplace_back(kCfNames[cf],
+                             CfOptions(static_cast<Cf>(cf), options, tables, store->floors_));
   }
   // Before RocksDB creates its first WAL, so that one too asks for a spare once it has grown.
   if (options.wal_prefill_bytes > 0) store->wal_fs_->EnableSpares(path, options.wal_prefill_bytes);
@@ -300,6 +305,10 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
   }
   partitions_ = static_cast<uint32_t>(partitions);
   ordering_ = static_cast<Ordering>(ordering);
+  std::vector<uint64_t> floors;
+  s = tables::retention::ReadFloors(db_.get(), cf(kMeta), partitions_, &floors);
+  if (!s.ok()) return s;
+  floors_->Raise(floors);
 
   return tables::meta::ListTypes(db_.get(), cf(kMeta), &recovered_types_);
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/store/outbox_floors.h"
 #include "engine/store/wal_check.h"
 #include "wharf/options.h"
 #include "wharf/status.h"
@@ -65,6 +66,9 @@ class Store {
   // holders cannot be alive, since only one engine can hold the database).
   uint64_t open_epoch() const { return open_epoch_; }
   const std::vector<std::string>& recovered_types() const { return recovered_types_; }
+  // Each partition's retention floor (engine/store/outbox_floors.h): loaded from the meta family
+  // at open, raised by retention. Reads of the outbox start above it.
+  OutboxFloors* floors() const { return floors_.get(); }
 
   // Reads and unseals a value. NotFound when absent; Corruption on a bad envelope.
   Status Get(Cf cf, const rocksdb::Slice& key, std::string* value) const;
@@ -107,6 +111,7 @@ class Store {
   uint64_t recovered_last_lsn_ = 0;
   uint64_t open_epoch_ = 0;
   std::vector<std::string> recovered_types_;
+  std::shared_ptr<OutboxFloors> floors_ = std::make_shared<OutboxFloors>();
 };
 
 }  // namespace wharf::internal

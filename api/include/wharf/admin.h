@@ -43,6 +43,21 @@ Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, 
 Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bool force);
 // Sets every partition's cursor of `consumer` to the last fact with id <= fact_id (0: start).
 Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id);
+
+// One partition's cursor as SetCursor moves it.
+struct CursorMove {
+  uint32_t partition = 0;
+  bool existed = false;       // the consumer had a cursor in this partition
+  uint64_t from_fact_id = 0;  // its position before (0 when none)
+  uint64_t to_fact_id = 0;    // its position after
+};
+struct SetCursorOptions {
+  // Plan only: *moves says what would change; nothing changes.
+  bool dry_run = false;
+};
+// SetCursor, with *moves (may be null; replaced) holding every partition's move, in order.
+Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id,
+                 const SetCursorOptions& options, std::vector<CursorMove>* moves);
 // Deletes every cursor of `consumer`. NotFound when it has none.
 Status DeleteCursor(Engine& engine, std::string_view consumer);
 
@@ -188,7 +203,7 @@ struct StatSnapshot {
 //   Closed           the engine is closed
 Status ReadStat(Engine& engine, StatSnapshot* snapshot);
 
-// Trimming (SPEC.md §3a): removes the facts every consumer has passed.
+// Trimming: removes the facts every consumer has passed.
 struct TrimPartition {
   uint32_t partition = 0;
   uint64_t trim_point = 0;  // facts with id <= trim_point were passed by every consumer
@@ -206,18 +221,17 @@ using TrimProgressFn = std::function<void(uint32_t done, uint32_t total)>;
 
 // A partition's trim point is the lowest cursor over every consumer that has cursors in the
 // store (a consumer without a cursor in the partition is at 0 there); with no cursors at all,
-// nothing is trimmed. Each partition is trimmed by one transaction through the committer: a
-// range deletion of its facts up to the trim point, checked against every cursor it read, so a
-// cursor moved back meanwhile refuses it (retried a few times, then Conflict).
+// nothing is trimmed. The engine does the same on its own every `retention_interval_ms`
+// (options.h); this runs one such pass now, without the bounds. Safe while producers and
+// runtimes run: facts are removed by raising each partition's retention floor (a durable record;
+// readers start above it) and RocksDB drops them when it next rewrites them; space comes back
+// within the call for whole files below the floors, and by a compaction of the removed ranges when
+// they are a large share of the outbox.
 //
-// Only cursors in the store count: a consumer registered with a runtime but without cursors
-// yet (a new consumer, a renamed one) is not seen, and the facts it would replay from the start
-// may be trimmed. Run it when every consumer has run at least once.
-//
-// REQUIRES exclusive use: nothing else commits facts while it runs (no producer, no runtime; the
-// CLI opens the database exclusively). With RocksDB 7.8 a range deletion shares memtable insert
-// hints with the facts of its partition, so it is fenced by flushes of the outbox memtable, which
-// a concurrent commit would slip between (engine/admin/trim.cc).
+// A consumer registered with a runtime has cursors from its first Start()/Drain() on, so its
+// facts are kept even before it first delivers. A consumer that never ran is not known: register
+// it (start its runtime once) before trimming. Moving a cursor back below a trim point
+// (SetCursor) cannot bring removed facts back: the consumer resumes at the oldest fact kept.
 struct TrimOptions {
   // Plan only: *report says what would be removed; nothing changes.
   bool dry_run = false;

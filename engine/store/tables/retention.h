@@ -10,6 +10,7 @@
 #include <rocksdb/db.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

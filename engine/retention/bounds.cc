@@ -1,0 +1,148 @@
+// Retention under a bound: how far past what every consumer has passed a pass removes facts.
+//
+// retention_max_age_ms: facts committed longer ago than the bound (their commit_ms, stamped by the
+// committer) are removed, per partition from its floor up to the first younger fact.
+//
+// retention_max_bytes bounds the database's disk use, since that is what an appliance runs out
+// of. Facts are the only thing retention can remove, so they get what the rest takes not: the
+// budget is the bound minus the directory's bytes that are not the outbox's table files (WAL,
+// state, cursors, ...). Facts still in the memtable are counted in the WAL, not again. When the
+// live facts (above the floors, as RocksDB estimates them from its table indexes) exceed the
+// budget, the oldest facts over every partition are removed — ids grow with commit order across
+// partitions — up to the lowest id that brings them under it, found by bisection over ids.
+// Removed bytes still waiting for a compaction are counted in neither side, so a pass never
+// removes more because space has not come back yet.
+#include <rocksdb/db.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "engine/base/assert.h"
+#include "engine/core/engine_core.h"
+#include "engine/retention/plan.h"
+#include "engine/retention/retention.h"
+#include "engine/store/codec.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/scan.h"
+
+namespace wharf::internal {
+
+namespace {
+
+// RocksDB's estimate of the bytes of `ranges` in the outbox's table files.
+std::vector<uint64_t> FileBytes(Store* store, const std::vector<tables::KeyRange>& ranges) {
+  std::vector<rocksdb::Range> rocks_ranges;
+  rocks_ranges.reserve(ranges.size());
+  for (const tables::KeyRange& range : ranges) rocks_ranges.emplace_back(range.lower, range.upper);
+  std::vector<uint64_t> sizes(ranges.size(), 0);
+  rocksdb::SizeApproximationOptions options;
+  options.include_files = true;
+  options.include_memtables = false;
+  // Only a bound's estimate: an error leaves the sizes at 0 (nothing more removed this pass).
+  store->db()
+      ->GetApproximateSizes(options, store->cf(kOutbox), rocks_ranges.data(),
+                            static_cast<int>(rocks_ranges.size()), sizes.data())
+      .PermitUncheckedError();
+  return sizes;
+}
+
+}  // namespace
+
+Status Retention::ApplyAgeBound(RetentionPlan* plan) const {
+  const uint64_t max_age_ms = core_->options().retention_max_age_ms;
+  if (max_age_ms == 0 || plan->now_ms <= 0 || static_cast<uint64_t>(plan->now_ms) <= max_age_ms) {
+    return Status::OK();
+  }
+  const int64_t cutoff_ms = plan->now_ms - static_cast<int64_t>(max_age_ms);
+  Store* store = core_->store();
+  auto guard = core_->ReadGuard();
+  Status s = core_->CheckOpen();
+  if (!s.ok()) return s;
+  for (uint32_t p = 0; p < plan->partitions; ++p) {
+    if (plan->floors[p] >= plan->durable_lsn) continue;
+    tables::Scan scan(store->db(), store->cf(kOutbox),
+                      tables::outbox::Range(p, plan->floors[p] + 1, plan->durable_lsn));
+    Fact fact;
+    for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+      s = tables::outbox::DecodeEntry(scan.key(), scan.value(), p, &fact);
+      if (!s.ok()) return s;
+      // Commit times follow commit order (the wall clock may step back; a fact stamped later
+      // than a younger one only ends the removal early).
+      if (fact.commit_ms >= cutoff_ms) break;
+      plan->floors[p] = fact.id;
+    }
+    s = FromRocks(scan.status(), "read outbox");
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
+  const uint64_t max_bytes = core_->options().retention_max_bytes;
+  if (max_bytes == 0) return Status::OK();
+  Store* store = core_->store();
+  auto guard = core_->ReadGuard();
+  Status s = core_->CheckOpen();
+  if (!s.ok()) return s;
+  uint64_t outbox_files = 0;
+  if (!store->db()->GetIntProperty(store->cf(kOutbox), rocksdb::DB::Properties::kTotalSstFilesSize,
+                                   &outbox_files)) {
+    return Status::IOError("RocksDB did not report the outbox's table file sizes");
+  }
+  const DirectoryUse use = DirectoryBytes();
+  const uint64_t directory = use.total_bytes;
+  const uint64_t other = directory > outbox_files ? directory - outbox_files : 0;
+  const uint64_t budget = max_bytes > other ? max_bytes - other : 0;
+
+  std::vector<tables::KeyRange> live;
+  for (uint32_t p = 0; p < plan->partitions; ++p) {
+    live.push_back(tables::outbox::Range(p, plan->floors[p] + 1));
+  }
+  uint64_t live_bytes = 0;
+  for (uint64_t bytes : FileBytes(store, live)) live_bytes += bytes;
+  if (live_bytes <= budget) return Status::OK();
+  const uint64_t excess = live_bytes - budget;
+
+  // Bytes removed if every floor rose to at least `id`.
+  auto removed_below = [&](uint64_t id) {
+    std::vector<tables::KeyRange> ranges;
+    for (uint32_t p = 0; p < plan->partitions; ++p) {
+      if (id > plan->floors[p]) ranges.push_back(tables::outbox::Range(p, plan->floors[p] + 1, id));
+    }
+    uint64_t bytes = 0;
+    for (uint64_t size : FileBytes(store, ranges)) bytes += size;
+    return bytes;
+  };
+  // The lowest id in [low, high] whose removal covers the excess (high when none does: then
+  // every durable fact goes, and the rest of the directory alone is over the bound).
+  uint64_t low = *std::min_element(plan->floors.begin(), plan->floors.end());
+  uint64_t high = std::max(low, plan->durable_lsn);
+  while (low < high) {
+    const uint64_t middle = low + (high - low) / 2;
+    if (removed_below(middle) >= excess) {
+      high = middle;
+    } else {
+      low = middle + 1;
+    }
+  }
+  for (uint64_t& floor : plan->floors) {
+    floor = std::max(floor, std::min(high, plan->durable_lsn));
+  }
+  return Status::OK();
+}
+
+Retention::DirectoryUse Retention::DirectoryBytes() const {
+  DirectoryUse use;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(core_->path(), error)) {
+    std::error_code entry_error;
+    if (!entry.is_regular_file(entry_error)) continue;
+    const uint64_t size = entry.file_size(entry_error);
+    if (entry_error) continue;
+    use.total_bytes += size;
+    if (entry.path().extension() == ".log") use.wal_bytes += size;
+  }
+  return use;
+}
+
+}  // namespace wharf::internal

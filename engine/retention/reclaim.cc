@@ -1,0 +1,99 @@
+// Giving the space of removed facts back, soon after their floors rose.
+//
+// The filter drops removed facts whenever RocksDB rewrites them, but RocksDB rewrites a file only
+// when its level fills up; an outbox that consumers keep up with could hold tens of MiB of removed
+// facts for a long time. So after each pass:
+//   1. table files entirely below the floors (outside level 0, whose files span every partition)
+//      are deleted outright (DeleteFilesInRanges: no rewrite at all);
+//   2. when what is left below the floors is a large share of the outbox's table files (at least
+//      kCompactShare of them and kCompactBytesMin), each such partition range is compacted, which
+//      rewrites level 0 with the live facts only. A stuck consumer keeps most of the outbox live;
+//      its old facts leave by whole files, so this compaction is rare then.
+// Compactions started here are cancelled by Stop() (engine close).
+#include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+
+#include "engine/core/engine_core.h"
+#include "engine/retention/retention.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/scan.h"
+
+namespace wharf::internal {
+
+namespace {
+
+constexpr uint64_t kCompactBytesMin = 4u << 20;
+constexpr uint64_t kCompactShare = 4;     // compact when removed bytes >= 1/kCompactShare of files
+constexpr uint64_t kWalShareOfBound = 4;  // flush every family when WALs > bound / this
+
+}  // namespace
+
+Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
+  auto guard = core_->ReadGuard();
+  Status s = core_->CheckOpen();
+  if (!s.ok()) return s;
+  Store* store = core_->store();
+  std::vector<tables::KeyRange> ranges;
+  for (uint32_t p = 0; p < floors.size(); ++p) {
+    if (floors[p] > 0) ranges.push_back(tables::outbox::Range(p, 0, floors[p]));
+  }
+  if (ranges.empty()) return Status::OK();
+  std::vector<rocksdb::Range> rocks_ranges;
+  std::vector<rocksdb::RangePtr> range_ptrs;
+  rocks_ranges.reserve(ranges.size());
+  for (const tables::KeyRange& range : ranges) {
+    rocks_ranges.emplace_back(range.lower, range.upper);
+  }
+  for (const rocksdb::Range& range : rocks_ranges)
+    range_ptrs.emplace_back(&range.start, &range.limit);
+  s = FromRocks(rocksdb::DeleteFilesInRanges(store->db(), store->cf(kOutbox), range_ptrs.data(),
+                                             range_ptrs.size(), /*include_end=*/false),
+                "delete outbox files below the retention floors");
+  if (!s.ok()) return s;
+
+  std::vector<uint64_t> removed(ranges.size(), 0);
+  rocksdb::SizeApproximationOptions size_options;
+  size_options.include_files = true;
+  s = FromRocks(
+      store->db()->GetApproximateSizes(size_options, store->cf(kOutbox), rocks_ranges.data(),
+                                       static_cast<int>(rocks_ranges.size()), removed.data()),
+      "estimate removed bytes");
+  if (!s.ok()) return s;
+  uint64_t removed_bytes = 0, file_bytes = 0;
+  for (uint64_t bytes : removed) removed_bytes += bytes;
+  store->db()->GetIntProperty(store->cf(kOutbox), rocksdb::DB::Properties::kLiveSstFilesSize,
+                              &file_bytes);
+  if (removed_bytes < kCompactBytesMin || removed_bytes * kCompactShare < file_bytes) {
+    return Status::OK();
+  }
+  rocksdb::CompactRangeOptions compact;
+  compact.canceled = &cancel_compaction_;
+  compact.exclusive_manual_compaction = false;
+  for (size_t i = 0; i < rocks_ranges.size(); ++i) {
+    if (removed[i] == 0) continue;
+    rocksdb::Status rs = store->db()->CompactRange(compact, store->cf(kOutbox),
+                                                   &rocks_ranges[i].start, &rocks_ranges[i].limit);
+    if (cancel_compaction_.load()) break;  // closing
+    s = FromRocks(rs, "compact removed facts");
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+void Retention::FlushWalsOverBound() {
+  const uint64_t max_bytes = core_->options().retention_max_bytes;
+  if (max_bytes == 0 || DirectoryBytes().wal_bytes <= max_bytes / kWalShareOfBound) return;
+  auto guard = core_->ReadGuard();
+  if (!core_->CheckOpen().ok()) return;
+  Store* store = core_->store();
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  for (int cf = 0; cf < kCfCount; ++cf) families.push_back(store->cf(static_cast<Cf>(cf)));
+  rocksdb::FlushOptions flush;
+  flush.wait = false;  // the next pass sees the space back
+  flush.allow_write_stall = true;
+  // Best effort: a failed flush leaves the WAL for the next pass, and RocksDB's own error
+  // handling (the committer's next write) reports a real I/O problem.
+  store->db()->Flush(flush, families).PermitUncheckedError();
+}
+
+}  // namespace wharf::internal

@@ -1,0 +1,271 @@
+#include "engine/retention/retention.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "engine/base/assert.h"
+#include "engine/base/thread_name.h"
+#include "engine/core/engine_core.h"
+#include "engine/retention/plan.h"
+#include "engine/store/codec.h"
+#include "engine/store/tables/cursors.h"
+#include "engine/store/tables/meta.h"
+#include "engine/store/tables/outbox.h"
+#include "engine/store/tables/retention.h"
+#include "engine/store/tables/scan.h"
+
+namespace wharf::internal {
+
+Retention::Retention(EngineCore* core) : core_(core) {}
+
+Retention::~Retention() { Stop(); }
+
+void Retention::Start() {
+  if (core_->options().retention_interval_ms == 0) return;
+  WHARF_ASSERT(!thread_.joinable());
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Retention::Stop() {
+  {
+    std::lock_guard lock(thread_mutex_);
+    stopping_ = true;
+  }
+  cancel_compaction_.store(true);
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Retention::Run() {
+  io::NameThisThread("wharf-retention");
+  using Clock = std::chrono::steady_clock;
+  const EngineOptions& options = core_->options();
+  const auto interval = std::chrono::milliseconds(options.retention_interval_ms);
+  // Under a byte bound the directory is looked at every second too, so that a burst of commits
+  // does not overshoot the bound by a whole interval's worth.
+  const auto tick = options.retention_max_bytes > 0
+                        ? std::min<Clock::duration>(interval, std::chrono::seconds(1))
+                        : Clock::duration(interval);
+  auto next_pass = Clock::now() + interval;
+  std::unique_lock lock(thread_mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, tick, [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    bool due = Clock::now() >= next_pass;
+    if (!due && options.retention_max_bytes > 0) {
+      due = DirectoryBytes().total_bytes > options.retention_max_bytes;
+    }
+    if (due) {
+      TrimReport report;
+      RetentionPassOptions pass;
+      pass.bounded = true;
+      Status s = Pass(pass, &report);
+      if (!s.ok() && !s.IsClosed()) Tell({}, s);
+      s.PermitUncheckedError();
+      next_pass = Clock::now() + interval;
+    }
+    lock.lock();
+  }
+}
+
+Status Retention::ReadCursors(RetentionPlan* plan) const {
+  Store* store = core_->store();
+  std::vector<CursorInfo> cursors;
+  Status s = tables::cursors::List(store->db(), store->cf(kCursors), "", &cursors);
+  if (!s.ok()) return s;
+  for (const CursorInfo& cursor : cursors) {
+    if (cursor.partition >= plan->partitions) {
+      return Status::Corruption("cursor of " + cursor.consumer + " names partition " +
+                                std::to_string(cursor.partition) + " of " +
+                                std::to_string(plan->partitions));
+    }
+    auto& positions = plan->cursors[cursor.consumer];
+    positions.resize(plan->partitions, 0);
+    positions[cursor.partition] = cursor.fact_id;
+  }
+  return tables::meta::ListConsumerTypes(store->db(), store->cf(kMeta), &plan->registered_types);
+}
+
+Status Retention::CountRemoved(RetentionPlan* plan, const TrimProgressFn& progress) const {
+  Store* store = core_->store();
+  plan->removed.assign(plan->partitions, TrimPartition());
+  for (uint32_t p = 0; p < plan->partitions; ++p) {
+    TrimPartition& removed = plan->removed[p];
+    removed.partition = p;
+    removed.trim_point = plan->floors[p];
+    if (plan->floors[p] > plan->old_floors[p]) {
+      // The consumers that had not passed all of it, and the types each takes.
+      struct Behind {
+        const std::string* consumer;
+        uint64_t position;
+        const std::vector<std::string>* types;  // null: every type
+        RetentionDrop drop;
+      };
+      std::vector<Behind> behind;
+      for (const auto& [consumer, positions] : plan->cursors) {
+        if (positions[p] >= plan->floors[p]) continue;
+        auto registered = plan->registered_types.find(consumer);
+        const uint64_t from = std::max(positions[p], plan->old_floors[p]);
+        behind.push_back(
+            Behind{&consumer, from,
+                   registered == plan->registered_types.end() ? nullptr : &registered->second,
+                   RetentionDrop{consumer, p, from + 1, plan->floors[p], 0}});
+      }
+      auto guard = core_->ReadGuard();
+      Status s = core_->CheckOpen();
+      if (!s.ok()) return s;
+      tables::Scan scan(store->db(), store->cf(kOutbox),
+                        tables::outbox::Range(p, plan->old_floors[p] + 1, plan->floors[p]));
+      Fact fact;
+      for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
+        ++removed.fact_count;
+        removed.bytes += scan.key().size() + scan.value().size();
+        if (behind.empty()) continue;
+        s = tables::outbox::DecodeEntry(scan.key(), scan.value(), p, &fact);
+        if (!s.ok()) return s;
+        for (Behind& consumer : behind) {
+          if (fact.id <= consumer.position) continue;
+          const bool takes =
+              consumer.types == nullptr ||
+              std::binary_search(consumer.types->begin(), consumer.types->end(), fact.type);
+          if (takes) ++consumer.drop.fact_count;
+        }
+      }
+      s = FromRocks(scan.status(), "read outbox");
+      if (!s.ok()) return s;
+      for (Behind& consumer : behind) {
+        if (consumer.drop.fact_count > 0) plan->drops.push_back(std::move(consumer.drop));
+      }
+    }
+    if (progress) progress(p + 1, plan->partitions);
+  }
+  return Status::OK();
+}
+
+Status Retention::CommitFloors(const RetentionPlan& plan) const {
+  TxnRep rep;
+  rep.checks.push_back(
+      CheckOp{kMeta, tables::retention::kFloorKey, plan.stored_floors, "retention floor"});
+  rep.writes.push_back(WriteOp{kMeta, false, tables::retention::kFloorKey,
+                               tables::retention::EncodeFloors(plan.floors)});
+  // Each consumer's loss record, accumulated.
+  std::map<std::string, RetentionLoss> losses;
+  for (const RetentionDrop& drop : plan.drops) {
+    auto [it, inserted] = losses.try_emplace(drop.consumer);
+    RetentionLoss& loss = it->second;
+    if (inserted) {
+      std::string sealed;
+      rocksdb::Status rs =
+          core_->store()->db()->Get(rocksdb::ReadOptions(), core_->store()->cf(kMeta),
+                                    tables::retention::LossKey(drop.consumer), &sealed);
+      if (rs.ok()) {
+        Status s = tables::retention::DecodeLoss(sealed, &loss);
+        if (!s.ok())
+          return Status::Corruption("retention loss of " + drop.consumer + ": " + s.message());
+      } else if (!rs.IsNotFound()) {
+        return FromRocks(rs, "read the retention loss of " + drop.consumer);
+      }
+      loss.last_from_id = drop.from_id;
+      loss.last_to_id = drop.to_id;
+    }
+    loss.fact_count += drop.fact_count;
+    loss.last_ms = static_cast<uint64_t>(std::max<int64_t>(plan.now_ms, 0));
+    loss.last_from_id = std::min(loss.last_from_id, drop.from_id);
+    loss.last_to_id = std::max(loss.last_to_id, drop.to_id);
+  }
+  for (const auto& [consumer, loss] : losses) {
+    rep.writes.push_back(WriteOp{kMeta, false, tables::retention::LossKey(consumer),
+                                 tables::retention::EncodeLoss(loss)});
+  }
+  return core_->Commit(&rep);
+}
+
+Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) {
+  std::lock_guard pass(pass_mutex_);
+  *report = TrimReport();
+  RetentionPlan plan;
+  {
+    auto rewinds = LockCursorRewinds();
+    {
+      auto guard = core_->ReadGuard();
+      Status s = core_->CheckOpen();
+      if (!s.ok()) return s;
+      Store* store = core_->store();
+      plan.partitions = core_->options().partitions;
+      plan.durable_lsn = core_->committer()->durable_lsn();
+      plan.now_ms = core_->NowMs();
+      s = tables::retention::ReadFloors(store->db(), store->cf(kMeta), plan.partitions,
+                                        &plan.floors, &plan.stored_floors);
+      if (s.ok()) s = ReadCursors(&plan);
+      if (!s.ok()) return s;
+      // The stored floors are those in memory: only passes raise either, one at a time.
+      WHARF_ASSERT(plan.floors == store->floors()->GetAll(plan.partitions));
+      plan.old_floors = plan.floors;
+    }
+    // What every consumer has passed (nothing is known passed without consumers); never above
+    // what is durable.
+    if (!plan.cursors.empty()) {
+      for (uint32_t p = 0; p < plan.partitions; ++p) {
+        uint64_t passed = UINT64_MAX;
+        for (const auto& [consumer, positions] : plan.cursors) {
+          passed = std::min(passed, positions[p]);
+        }
+        plan.floors[p] = std::max(plan.floors[p], std::min(passed, plan.durable_lsn));
+      }
+    }
+    if (options.bounded) {
+      Status s = ApplyAgeBound(&plan);
+      if (s.ok()) s = ApplyBytesBound(&plan);
+      if (!s.ok()) return s;
+    }
+    for (uint32_t p = 0; p < plan.partitions; ++p) {
+      WHARF_ASSERT(plan.floors[p] >= plan.old_floors[p]);
+      WHARF_ASSERT(plan.floors[p] <= std::max(plan.old_floors[p], plan.durable_lsn));
+    }
+    Status s = CountRemoved(&plan, options.progress);
+    if (!s.ok()) return s;
+    report->consumer_count = plan.cursors.size();
+    for (const TrimPartition& removed : plan.removed) {
+      report->fact_count += removed.fact_count;
+      report->bytes += removed.bytes;
+    }
+    report->partitions = plan.removed;
+    if (options.dry_run) return Status::OK();
+    if (plan.floors != plan.old_floors) {
+      s = CommitFloors(plan);
+      if (!s.ok()) {
+        *report = TrimReport();
+        return s;
+      }
+      // Durable: the filter may drop what the floors cover (outbox_floors.h).
+      core_->store()->floors()->Raise(plan.floors);
+    }
+  }
+  if (!plan.drops.empty()) Tell(plan.drops, Status::OK());
+  if (options.bounded) FlushWalsOverBound();
+  return Reclaim(plan.floors);
+}
+
+void Retention::AddObserver(const void* owner, RetentionObserver observer) {
+  std::lock_guard lock(observers_mutex_);
+  observers_.emplace_back(owner, std::move(observer));
+}
+
+void Retention::RemoveObserver(const void* owner) {
+  std::lock_guard lock(observers_mutex_);
+  std::erase_if(observers_, [owner](const auto& entry) { return entry.first == owner; });
+}
+
+void Retention::Tell(const std::vector<RetentionDrop>& drops, const Status& failure) {
+  std::lock_guard lock(observers_mutex_);
+  for (const auto& [owner, observer] : observers_) {
+    if (!drops.empty() && observer.on_drops) observer.on_drops(drops);
+    if (!failure.ok() && observer.on_failure) observer.on_failure(failure);
+  }
+}
+
+}  // namespace wharf::internal

@@ -1,0 +1,123 @@
+// Retention: removes facts from the outbox while the engine runs, without exclusive use.
+//
+// How (engine/store/outbox_floors.h): each partition has a floor, stored in the meta family
+// through the committer; facts at or below it are invisible to every reader and are dropped by the
+// outbox's compaction filter when RocksDB next flushes or compacts them. Whole files below the
+// floors are deleted, and ranges with enough removed bytes are compacted, so disk use falls within
+// a pass or two (engine/retention/reclaim.cc).
+//
+// A pass:
+//   1. reads every cursor; a partition's passed point is the lowest cursor of every consumer that
+//      has cursors (a consumer without a cursor in the partition is at 0 there; with no consumer
+//      at all nothing is known passed and nothing is removed);
+//   2. under a bound (retention_max_age_ms, retention_max_bytes; only the engine's own passes),
+//      raises floors further, oldest facts first (engine/retention/bounds.cc);
+//   3. counts what it removes, and per consumer what that consumer had not passed (its loss);
+//   4. commits the new floors and the consumers' loss records in one transaction, raises the
+//      floors in memory, tells the drop observers (runtimes trace `retention-dropped`), and
+//      reclaims space.
+//
+// Why no fact a consumer still needs can be removed without a bound: a cursor only moves back
+// through an administrative rewind (SetCursor, CopyCursor, DeleteCursor) or a new registration
+// (the runtime persists a cursor for each consumer it registers), and each of those commits under
+// LockCursorRewinds(), which a pass holds from reading the cursors until its floors are durable.
+// Lanes move cursors only forward, so a pass that read a lower value is only conservative.
+//
+// Thread safety: thread-safe; passes are serialized.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "wharf/admin.h"
+#include "wharf/status.h"
+
+namespace wharf::internal {
+
+class EngineCore;
+struct RetentionPlan;  // engine/retention/plan.h
+
+// Facts a consumer had not passed, removed under a bound: one per (consumer, partition).
+struct RetentionDrop {
+  std::string consumer;
+  uint32_t partition = 0;
+  uint64_t from_id = 0;  // the facts removed were in (from_id - 1, to_id]: ids from_id..to_id
+  uint64_t to_id = 0;
+  uint64_t fact_count = 0;  // facts in that range the consumer takes
+};
+
+// What runtimes are told (on the retention thread; must not block long or call back into a pass).
+struct RetentionObserver {
+  std::function<void(const std::vector<RetentionDrop>&)> on_drops;
+  std::function<void(const Status&)> on_failure;  // a background pass failed; retried next interval
+};
+
+struct RetentionPassOptions {
+  bool bounded = false;  // apply retention_max_bytes / retention_max_age_ms
+  bool dry_run = false;
+  TrimProgressFn progress;
+};
+
+class Retention {
+ public:
+  explicit Retention(EngineCore* core);
+  ~Retention();
+  Retention(const Retention&) = delete;
+  Retention& operator=(const Retention&) = delete;
+
+  // The background thread (when retention_interval_ms > 0). Stop() waits for a pass in flight to
+  // end (a compaction it started is cancelled). Idempotent.
+  void Start();
+  void Stop();
+
+  Status Pass(const RetentionPassOptions& options, TrimReport* report);
+
+  // Held by every commit that may move a cursor back (see above).
+  std::unique_lock<std::mutex> LockCursorRewinds() { return std::unique_lock(rewind_mutex_); }
+
+  void AddObserver(const void* owner, RetentionObserver observer);
+  void RemoveObserver(const void* owner);
+
+ private:
+  void Run();
+  Status ReadCursors(RetentionPlan* plan) const;
+  Status ApplyAgeBound(RetentionPlan* plan) const;    // bounds.cc
+  Status ApplyBytesBound(RetentionPlan* plan) const;  // bounds.cc
+  Status CountRemoved(RetentionPlan* plan, const TrimProgressFn& progress) const;
+  Status CommitFloors(const RetentionPlan& plan) const;
+  void Tell(const std::vector<RetentionDrop>& drops, const Status& failure);
+  // reclaim.cc: deletes files below the floors and compacts ranges with many removed bytes.
+  Status Reclaim(const std::vector<uint64_t>& floors);
+  // Bytes of the files in the database directory (what `du` counts, near enough), and of its WAL
+  // files.
+  struct DirectoryUse {
+    uint64_t total_bytes = 0;
+    uint64_t wal_bytes = 0;
+  };
+  DirectoryUse DirectoryBytes() const;
+  // Under a byte bound: flushes every family when the WAL files hold more than a share of the
+  // bound (a WAL is deleted only once every family's writes in it are flushed; the small families
+  // would otherwise keep up to max_total_wal_size of WAL, however few facts are live).
+  void FlushWalsOverBound();
+
+  EngineCore* const core_;
+  std::mutex pass_mutex_;    // one pass at a time
+  std::mutex rewind_mutex_;  // see LockCursorRewinds
+
+  std::mutex observers_mutex_;
+  std::vector<std::pair<const void*, RetentionObserver>> observers_;
+
+  std::mutex thread_mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // guarded by thread_mutex_
+  std::atomic<bool> cancel_compaction_{false};
+  std::thread thread_;
+};
+
+}  // namespace wharf::internal
