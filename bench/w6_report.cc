@@ -101,6 +101,7 @@ void PrintW6Table(const W6Row& row, const W6Verdict& v, std::FILE* out) {
                m.first_retention_dropped.empty() ? "" : (m.first_retention_dropped + ")").c_str(),
                kW6StuckSubscriber, m.stuck_lost_facts, m.other_lost_facts, m.stuck_warnings,
                m.warnings, m.first_warning.empty() ? "" : "; first: ", m.first_warning.c_str());
+  if (!m.other_losses.empty()) std::fprintf(out, "  losses: %s\n", m.other_losses.c_str());
   if (!v.error.empty()) {
     std::fprintf(out, "verdict: cannot judge: %s\n", v.error.c_str());
     std::fflush(out);

@@ -91,8 +91,9 @@ struct W6Measurement {
   std::string first_retention_dropped;    // its consumer and reason
   uint64_t stuck_lost_facts = 0;          // W6-stuck: ListRetentionLosses for the stuck one
   uint64_t other_lost_facts = 0;          // every other consumer's losses
-  uint64_t stuck_warnings = 0;            // the stuck subscriber's (subscriber-failed: expected)
-  uint64_t warnings = 0;                  // every other runtime warning and error
+  std::string other_losses;     // which consumers lost what (a caught-up consumer should not)
+  uint64_t stuck_warnings = 0;  // the stuck subscriber's (subscriber-failed: expected)
+  uint64_t warnings = 0;        // every other runtime warning and error
   std::string first_warning;
   std::string error;
 };

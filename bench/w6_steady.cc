@@ -331,8 +331,15 @@ W6Measurement RunW6Wharf(const W6Shape& shape, const std::string& dir, const Eng
     s = ListRetentionLosses(*engine, &losses);
     if (!s.ok() && m.error.empty()) m.error = "list retention losses: " + s.ToString();
     for (const RetentionLoss& loss : losses) {
-      (loss.consumer == kW6StuckSubscriber ? m.stuck_lost_facts : m.other_lost_facts) +=
-          loss.fact_count;
+      if (loss.consumer == kW6StuckSubscriber) {
+        m.stuck_lost_facts += loss.fact_count;
+        continue;
+      }
+      m.other_lost_facts += loss.fact_count;
+      m.other_losses += (m.other_losses.empty() ? "" : ", ") + loss.consumer + " " +
+                        std::to_string(loss.fact_count) + " (last: ids " +
+                        std::to_string(loss.last_from_id) + ".." + std::to_string(loss.last_to_id) +
+                        ")";
     }
     s = runtime.Stop();
     if (!s.ok() && m.error.empty()) m.error = "wharf stop: " + s.ToString();

@@ -185,6 +185,8 @@ TEST(RetentionSteadyTest, PassedFactsAreRemovedAndNothingACaughtUpConsumerNeeds)
   EXPECT_TRUE(bounded) << "outbox holds " << stat.fact_count << " of " << kFacts
                        << " facts; table files " << table_bytes << " bytes of " << kCommittedBytes
                        << " committed";
+  ::testing::Test::RecordProperty("outbox_facts_left", std::to_string(stat.fact_count));
+  ::testing::Test::RecordProperty("table_file_bytes", std::to_string(table_bytes));
   ASSERT_OK(runtime.Stop());
 
   // Nothing a consumer needed was removed: both projections have a row for every fact, the
