@@ -44,18 +44,16 @@ void Retention::Run() {
   using Clock = std::chrono::steady_clock;
   const EngineOptions& options = core_->options();
   const auto interval = std::chrono::milliseconds(options.retention_interval_ms);
-  // Under a byte bound the directory is looked at every second too, so that a burst of commits
-  // does not overshoot the bound by a whole interval's worth.
-  const auto tick = options.retention_max_bytes > 0
-                        ? std::min<Clock::duration>(interval, std::chrono::seconds(1))
-                        : Clock::duration(interval);
+  // Between passes the outbox's memtable (and under a byte bound the directory) is looked at
+  // every second, so that a burst of commits does not wait a whole interval.
+  const auto tick = std::min<Clock::duration>(interval, std::chrono::seconds(1));
   auto next_pass = Clock::now() + interval;
   std::unique_lock lock(thread_mutex_);
   while (!stopping_) {
     wake_.wait_for(lock, tick, [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
-    bool due = Clock::now() >= next_pass;
+    bool due = Clock::now() >= next_pass || MemtableNearlyFull();
     if (!due && options.retention_max_bytes > 0) {
       due = DirectoryBytes().total_bytes > options.retention_max_bytes;
     }
@@ -70,6 +68,25 @@ void Retention::Run() {
     }
     lock.lock();
   }
+}
+
+bool Retention::MemtableNearlyFull() {
+  uint64_t active_bytes = 0;
+  {
+    auto guard = core_->ReadGuard();
+    if (!core_->CheckOpen().ok()) return false;
+    Store* store = core_->store();
+    if (!store->db()->GetIntProperty(
+            store->cf(kOutbox), rocksdb::DB::Properties::kCurSizeActiveMemTable, &active_bytes)) {
+      return false;
+    }
+  }
+  const uint64_t mark = core_->options().memtable_bytes / 4 * 3;
+  // A smaller memtable than at the last pass is a new one (the last was flushed).
+  const bool crossed = active_bytes >= mark &&
+                       (memtable_bytes_seen_ < mark || active_bytes < memtable_bytes_seen_);
+  if (crossed || active_bytes < memtable_bytes_seen_) memtable_bytes_seen_ = active_bytes;
+  return crossed;
 }
 
 Status Retention::ReadCursors(RetentionPlan* plan) const {
@@ -256,7 +273,7 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
     }
   }
   if (!plan.drops.empty()) Tell(plan.drops, Status::OK());
-  if (options.bounded) FlushWalsOverBound();
+  if (options.bounded) FlushOldWals();
   return Reclaim(plan.floors);
 }
 
