@@ -22,10 +22,10 @@ const char* Verdict(bool ok) { return ok ? "met" : "NOT MET"; }
 }  // namespace
 
 std::string FormatW6Progress(const W6Sample& sample, const std::vector<std::string>& consumers) {
-  std::string line =
-      Format("  t=%.0fs disk %.1f MiB rss %.1f MiB commits %" PRIu64 " p50 %.0f us p99 %.0f us lag",
-             sample.t_s, sample.disk_bytes / kMiB, sample.rss_bytes / kMiB, sample.commits,
-             sample.p50_us, sample.p99_us);
+  std::string line = Format("  t=%.0fs disk %.1f MiB rss %.1f MiB commits %" PRIu64
+                            " p50 %.0f us p99 %.0f us load %.1f lag",
+                            sample.t_s, sample.disk_bytes / kMiB, sample.rss_bytes / kMiB,
+                            sample.commits, sample.p50_us, sample.p99_us, sample.load_1m);
   for (size_t c = 0; c < sample.lag_facts.size() && c < consumers.size(); ++c) {
     line += Format(" %s=%" PRIu64, consumers[c].c_str(), sample.lag_facts[c]);
   }
