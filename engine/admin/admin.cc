@@ -216,8 +216,10 @@ namespace {
 // Changes `consumer`'s cursors in one transaction: reads them under the engine's read guard, checks
 // in the transaction that they are unchanged since, and lets `change` add the writes
 // (change(core, current cursors, how many exist, rep) -> Status).
+// With `dry_run` it stops there: nothing is committed.
 template <typename Change>
-Status ChangeCursors(Engine& engine, std::string_view consumer, const Change& change) {
+Status ChangeCursors(Engine& engine, std::string_view consumer, const Change& change,
+                     bool dry_run = false) {
   Status s = ValidateConsumer(consumer);
   if (!s.ok()) return s;
   EngineCore& core = *internal::EngineInternal::Core(engine);
@@ -237,26 +239,38 @@ Status ChangeCursors(Engine& engine, std::string_view consumer, const Change& ch
     AddCursorChecks(consumer, current, &rep);
   }
   WHARF_DASSERT(!rep.writes.empty());
+  if (dry_run) return Status::OK();
   return core.Commit(&rep);
 }
 
 }  // namespace
 
 Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id) {
-  return ChangeCursors(
+  return SetCursor(engine, consumer, fact_id, SetCursorOptions(), nullptr);
+}
+
+Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id,
+                 const SetCursorOptions& options, std::vector<CursorMove>* moves) {
+  std::vector<CursorMove> planned;
+  Status s = ChangeCursors(
       engine, consumer,
       [&](const EngineCore& core, const RawCursors& current, size_t, TxnRep* rep) -> Status {
         for (uint32_t partition = 0; partition < current.size(); ++partition) {
           uint64_t position = 0;
-          Status s = LastFactAtOrBefore(core, partition, fact_id, &position);
-          if (!s.ok()) return s;
+          Status found = LastFactAtOrBefore(core, partition, fact_id, &position);
+          if (!found.ok()) return found;
+          planned.push_back(CursorMove{partition, current[partition].has_value(),
+                                       FactIdOf(current[partition]), position});
           rep->writes.push_back(
               WriteOp{internal::kCursors, false, tables::cursors::Key(consumer, partition),
                       tables::cursors::EncodeValue(position, EpochOf(current[partition]))});
         }
         WHARF_DASSERT(rep->writes.size() == core.options().partitions);
         return Status::OK();
-      });
+      },
+      options.dry_run);
+  if (moves != nullptr) *moves = s.ok() ? std::move(planned) : std::vector<CursorMove>();
+  return s;
 }
 
 Status DeleteCursor(Engine& engine, std::string_view consumer) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/admin/socket/address.h"
+#include "engine/admin/socket/server.h"
 #include "engine/base/assert.h"
 #include "engine/base/futex.h"
 #include "engine/store/codec.h"
@@ -107,7 +109,17 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   core->committer_->Start();
   core->retention_ = std::make_unique<Retention>(core.get());
   core->retention_->Start();
+  EngineCore* raw = core.get();
   *engine = EngineInternal::NewEngine(std::move(core));
+  const std::string socket_path = admin_socket::SocketPathFor(path, options.admin_socket);
+  if (!socket_path.empty()) {
+    s = admin_socket::AdminServer::Start(engine->get(), socket_path, admin_socket::ServerLimits(),
+                                         &raw->admin_server_);
+    if (!s.ok()) {
+      engine->reset();  // closes it
+      return s;
+    }
+  }
   return Status::OK();
 }
 
@@ -115,6 +127,8 @@ EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
 
 Status EngineCore::Close() {
   if (closed_.exchange(true)) return Status::OK();
+  // No admin request may run while the rest closes (one in progress finishes first).
+  if (admin_server_) admin_server_->Stop();
   // A retention pass commits and compacts: it ends first (a compaction it started is cancelled).
   if (retention_) retention_->Stop();
   // Queued commits finish first; then no reader may be inside the store while it closes.

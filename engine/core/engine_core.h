@@ -26,6 +26,10 @@
 
 namespace wharf::internal {
 
+namespace admin_socket {
+class AdminServer;  // engine/admin/socket/server.h
+}  // namespace admin_socket
+
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
@@ -108,6 +112,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   std::unique_ptr<Store> store_;
   std::unique_ptr<Committer> committer_;
   std::unique_ptr<Retention> retention_;  // after the committer: it commits through it
+  // The admin socket (option admin_socket; null when off): started once the engine is open,
+  // stopped first by Close() so that no request runs while the committer stops.
+  std::unique_ptr<admin_socket::AdminServer> admin_server_;
 
   std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};
 

@@ -7,7 +7,8 @@
 //
 // Read-only commands open the database as a RocksDB secondary (wharf/inspect.h), so they work
 // while an application holds it. Commands that change it open the Engine exclusively and change
-// it through the committer (wharf/admin.h).
+// it through the committer (wharf/admin.h); when another process holds it, they ask that
+// process's engine over its admin socket (wharf/admin_client.h) to make the same change.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,8 @@ inline constexpr int kExitCannotOpen = 2;
 struct Context {
   std::string db;
   bool json = false;
+  // --admin-socket: where the engine holding `db` serves admin requests (empty: <db>/admin.sock).
+  std::string admin_socket;
 };
 
 // Prints "wharf: <message>" on stderr and returns `code`.
@@ -42,7 +45,7 @@ struct CursorTarget {
   std::optional<int64_t> to_time_ms;
 };
 int CursorSet(const Context& context, const std::string& consumer, const CursorTarget& target,
-              bool yes, bool create);
+              bool yes, bool create, bool dry_run);
 int CursorDelete(const Context& context, const std::string& consumer, bool yes);
 
 struct TailOptions {
@@ -57,7 +60,7 @@ int Tail(const Context& context, const TailOptions& options);
 int DeadList(const Context& context, const std::string& consumer);
 int DeadPurge(const Context& context, const std::string& consumer,
               const std::vector<uint64_t>& fact_ids, bool yes);
-int Trim(const Context& context, bool yes);
+int Trim(const Context& context, bool yes, bool dry_run);
 int Recover(const Context& context, bool yes);
 int DeadRetry(const Context& context, const std::string& consumer,
               const std::vector<uint64_t>& fact_ids, bool yes);
@@ -71,6 +74,6 @@ struct BenchOptions {
   std::optional<std::string> dir;      // where the temporary databases go
 };
 int Bench(const Context& context, const BenchOptions& options);
-int LeaseRelease(const Context& context, const std::string& consumer);
+int LeaseRelease(const Context& context, const std::string& consumer, bool yes);
 
 }  // namespace wharf::cli

@@ -7,7 +7,11 @@
 //
 // Global options (accepted before or after the command): --db PATH (or $WHARF_DB), --json.
 // Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a Wharf
-// database, newer format, or in use by another process for a command that changes it).
+// database, newer format, or, for a command that changes it, in use by another process that
+// serves no admin socket).
+//
+// Commands that change the database work on a live one: the process holding it makes the change
+// (its engine's admin socket, <db>/admin.sock or --admin-socket PATH).
 #include <rocksdb/version.h>
 
 #include <CLI/CLI.hpp>
@@ -34,8 +38,10 @@ namespace {
 
 constexpr const char* kFooter =
     "Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a\n"
-    "Wharf database, newer format, or in use by another process for a command that changes it).\n"
-    "Read-only commands work while an application holds the database open.";
+    "Wharf database, newer format, or, for a command that changes it, in use by another process\n"
+    "that serves no admin socket). Every command works while an application holds the database\n"
+    "open: commands that change it ask that application's engine, over its admin socket\n"
+    "(<db>/admin.sock, or --admin-socket PATH), to make the change.";
 
 // CLI11 converts "-3" to a huge unsigned value and accepts out-of-range numbers: every numeric
 // argument is checked to be a plain decimal that fits in 64 bits first.
@@ -112,6 +118,9 @@ int Run(int argc, char** argv) {
   Context context;
   app.add_option("--db", context.db, "Database directory")->envname("WHARF_DB");
   app.add_flag("--json", context.json, "Print JSON (stable snake_case field names)");
+  app.add_option("--admin-socket", context.admin_socket,
+                 "Where the process holding the database serves admin requests, when not "
+                 "<db>/admin.sock (its engine option admin_socket=PATH)");
 
   std::function<int()> run;
   auto needs_db = [&](std::function<int()> body) {
@@ -168,7 +177,11 @@ int Run(int argc, char** argv) {
       ->check(kNumber);
   set->add_flag("--yes", yes, "Confirm the change");
   set->add_flag("--create", create, "Position a consumer that has no cursors yet");
-  set->callback(needs_db([&] { return CursorSet(context, consumer, target, yes, create); }));
+  bool dry_run = false;
+  set->add_flag("--dry-run", dry_run,
+                "Print each partition's move (from -> to) and change nothing (no --yes needed)");
+  set->callback(
+      needs_db([&] { return CursorSet(context, consumer, target, yes, create, dry_run); }));
 
   auto* del = cursor->add_subcommand("delete", "Delete every cursor of a consumer");
   del->add_option("consumer", consumer, "Consumer id")->required();
@@ -204,7 +217,7 @@ int Run(int argc, char** argv) {
   retry->footer(
       "Each dead letter becomes a new fact (same type, key, payload, headers) with the headers\n"
       "wharf-retry-for: CONSUMER and wharf-retry-of: ID; every other consumer passes it over.\n"
-      "The dead letter is deleted in the same transaction. Needs exclusive access.");
+      "The dead letter is deleted in the same transaction.");
   retry->callback(needs_db([&] { return DeadRetry(context, consumer, fact_ids, yes); }));
   auto* purge = dead->add_subcommand("purge", "Delete a consumer's dead letters (all, or IDs)");
   purge->add_option("consumer", consumer, "Consumer id")->required();
@@ -220,9 +233,11 @@ int Run(int argc, char** argv) {
   trim->footer(
       "Only consumers with cursors in the database count: one registered with an application but\n"
       "never run has none, and the facts it would replay may be trimmed. With no cursors at all,\n"
-      "nothing is trimmed. Needs exclusive access; shows a progress bar on a terminal.");
+      "nothing is trimmed. Shows a progress bar on a terminal.");
   trim->add_flag("--yes", yes, "Confirm the change");
-  trim->callback(needs_db([&] { return Trim(context, yes); }));
+  trim->add_flag("--dry-run", dry_run,
+                 "Print what would be removed and change nothing (no --yes needed)");
+  trim->callback(needs_db([&] { return Trim(context, yes, dry_run); }));
 
   // recover
   auto* recover = app.add_subcommand(
@@ -246,7 +261,8 @@ int Run(int argc, char** argv) {
       "release",
       "Delete a consumer's lease record (its fence stays: the next holder bumps the epoch)");
   release->add_option("consumer", consumer, "Consumer id")->required();
-  release->callback(needs_db([&] { return LeaseRelease(context, consumer); }));
+  release->add_flag("--yes", yes, "Confirm the change");
+  release->callback(needs_db([&] { return LeaseRelease(context, consumer, yes); }));
 
   // bench
   BenchOptions bench_options;

@@ -1,33 +1,143 @@
 // Commands that change the database: cursor copy/set/delete, dead purge/retry, trim, lease release.
-// They open the Engine exclusively (RocksDB's lock); when another process holds the database they
-// say so and change nothing. Every change goes through the committer (wharf/admin.h).
+// They open the Engine exclusively when nobody holds the database; when another process holds it
+// (RocksDB's lock), they ask that process's engine to make the same change over its admin socket
+// (wharf/admin_client.h): the output is the same either way. Every change goes through the
+// committer (wharf/admin.h).
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "wharf/admin.h"
+#include "wharf/admin_client.h"
 #include "wharf/engine.h"
+#include "wharf/inspect.h"
 
 namespace wharf::cli {
 namespace {
 
-int OpenEngine(const Context& context, std::unique_ptr<Engine>* engine) {
-  EngineOptions options;
-  options.create_if_missing = false;
-  options.partitions = 0;  // whatever the database holds
-  options.queue_capacity = 16;
-  Status s = Engine::Open(context.db, options, engine);
-  if (s.ok()) return kExitOk;
-  if (s.subcode() == Status::SubCode::kDatabaseLocked) {
-    return Fail(kExitCannotOpen, "database " + context.db +
-                                     " is in use by another process; stop it first (nothing was "
-                                     "changed)");
+// Where a write command runs: an engine this process opened exclusively, or the engine of the
+// process that holds the database, reached over its admin socket. The same calls either way.
+class Admin {
+ public:
+  bool remote() const { return client_ != nullptr; }
+
+  int Open(const Context& context) {
+    EngineOptions options;
+    options.create_if_missing = false;
+    options.partitions = 0;  // whatever the database holds
+    options.queue_capacity = 16;
+    options.admin_socket = "off";  // a short-lived exclusive open serves nobody
+    Status s = Engine::Open(context.db, options, &engine_);
+    if (s.ok()) return kExitOk;
+    if (s.subcode() != Status::SubCode::kDatabaseLocked) {
+      return Fail(kExitCannotOpen, "cannot open database " + context.db + ": " + s.message());
+    }
+    const std::string& socket = context.admin_socket.empty() ? context.db : context.admin_socket;
+    s = AdminClient::Connect(socket, &client_);
+    if (!s.ok()) {
+      return Fail(
+          kExitCannotOpen,
+          "database " + context.db +
+              " is in use by another process, and its admin socket cannot be used: " + s.message() +
+              ". The process serves none (admin_socket=off) or serves it elsewhere (pass "
+              "--admin-socket PATH); or stop it (nothing was changed)");
+    }
+    // A socket named by --admin-socket may be another database's engine.
+    struct stat ours, theirs;
+    if (::stat(context.db.c_str(), &ours) != 0 ||
+        ::stat(client_->database_path().c_str(), &theirs) != 0 || ours.st_dev != theirs.st_dev ||
+        ours.st_ino != theirs.st_ino) {
+      return Fail(kExitCannotOpen, "the admin socket " + client_->socket_path() +
+                                       " is served by the engine of database " +
+                                       client_->database_path() + ", not " + context.db +
+                                       " (nothing was changed)");
+    }
+    return kExitOk;
   }
-  return Fail(kExitCannotOpen, "cannot open database " + context.db + ": " + s.message());
-}
+
+  Status ListCursors(std::vector<CursorInfo>* out) {
+    return client_ ? client_->ListCursors(out) : wharf::ListCursors(*engine_, out);
+  }
+  Status CopyCursor(const std::string& from, const std::string& to, bool force) {
+    return client_ ? client_->CopyCursor(from, to, force)
+                   : wharf::CopyCursor(*engine_, from, to, force);
+  }
+  Status SetCursor(const std::string& consumer, uint64_t fact_id, const SetCursorOptions& options,
+                   std::vector<CursorMove>* moves) {
+    return client_ ? client_->SetCursor(consumer, fact_id, options, moves)
+                   : wharf::SetCursor(*engine_, consumer, fact_id, options, moves);
+  }
+  Status DeleteCursor(const std::string& consumer) {
+    return client_ ? client_->DeleteCursor(consumer) : wharf::DeleteCursor(*engine_, consumer);
+  }
+  Status PurgeDeadLetters(const std::string& consumer, const std::vector<uint64_t>& fact_ids,
+                          uint64_t* purged) {
+    return client_ ? client_->PurgeDeadLetters(consumer, fact_ids, purged)
+                   : wharf::PurgeDeadLetters(*engine_, consumer, fact_ids, purged);
+  }
+  Status RetryDeadLetters(const std::string& consumer, const std::vector<uint64_t>& fact_ids,
+                          std::vector<RetriedLetter>* retried) {
+    return client_ ? client_->RetryDeadLetters(consumer, fact_ids, retried)
+                   : wharf::RetryDeadLetters(*engine_, consumer, fact_ids, retried);
+  }
+  Status ReleaseLease(const std::string& consumer) {
+    return client_ ? client_->ReleaseLease(consumer) : wharf::ReleaseLease(*engine_, consumer);
+  }
+  Status TrimPassed(TrimReport* report, const TrimOptions& options) {
+    return client_ ? client_->TrimPassed(report, options)
+                   : wharf::TrimPassed(*engine_, report, options);
+  }
+  // The highest fact id whose commit time is <= time_ms, over all partitions (0 if none). Commit
+  // times grow with ids (up to clock steps), so each partition is binary searched by id. Remote:
+  // read as a secondary (wharf/inspect.h), which sees what the engine wrote.
+  Status FactIdAtTime(const std::string& db, int64_t time_ms, uint64_t* fact_id) {
+    std::unique_ptr<Inspector> inspector;
+    uint32_t partitions = 0;
+    uint64_t last_id = 0;
+    std::function<Status(uint32_t, uint64_t, std::vector<Fact>*)> read;
+    if (engine_) {
+      partitions = engine_->partitions();
+      last_id = engine_->durable_lsn();
+      read = [&](uint32_t partition, uint64_t from_id, std::vector<Fact>* facts) {
+        return engine_->ReadFacts(partition, from_id, 1, facts);
+      };
+    } else {
+      Status s = Inspector::Open(db, &inspector);
+      if (s.ok()) s = inspector->LastLsn(&last_id);
+      if (!s.ok()) return s;
+      partitions = inspector->partitions();
+      read = [&](uint32_t partition, uint64_t from_id, std::vector<Fact>* facts) {
+        return inspector->ReadFacts(partition, from_id, 1, facts);
+      };
+    }
+    *fact_id = 0;
+    for (uint32_t partition = 0; partition < partitions; ++partition) {
+      uint64_t low = 1, high = last_id;
+      while (low <= high) {
+        uint64_t middle = low + (high - low) / 2;
+        std::vector<Fact> facts;
+        Status s = read(partition, middle, &facts);
+        if (!s.ok()) return s;
+        if (facts.empty() || facts[0].id > high || facts[0].commit_ms > time_ms) {
+          high = middle - 1;
+        } else {
+          *fact_id = std::max(*fact_id, facts[0].id);
+          low = facts[0].id + 1;
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<AdminClient> client_;
+};
 
 void Print(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -35,9 +145,9 @@ void Print(const std::string& text) {
 }
 
 // Cursors of one consumer, by partition.
-Status CursorsOf(Engine& engine, const std::string& consumer, std::vector<CursorInfo>* out) {
+Status CursorsOf(Admin& admin, const std::string& consumer, std::vector<CursorInfo>* out) {
   std::vector<CursorInfo> all;
-  Status s = ListCursors(engine, &all);
+  Status s = admin.ListCursors(&all);
   if (!s.ok()) return s;
   out->clear();
   for (CursorInfo& info : all) {
@@ -70,34 +180,44 @@ void PrintPositions(const Context& context, const std::string& verb, const std::
   Print(fmt::format("{} {} cursors of {}\n", verb, cursors.size(), consumer) + table.Render());
 }
 
-// The highest fact id whose commit time is <= time_ms, over all partitions (0 if none). Commit
-// times grow with ids (up to clock steps), so each partition is binary searched by id.
-Status FactIdAtTime(Engine& engine, int64_t time_ms, uint64_t* fact_id) {
-  *fact_id = 0;
-  for (uint32_t partition = 0; partition < engine.partitions(); ++partition) {
-    uint64_t low = 1, high = engine.durable_lsn();
-    while (low <= high) {
-      uint64_t middle = low + (high - low) / 2;
-      std::vector<Fact> facts;
-      Status s = engine.ReadFacts(partition, middle, 1, &facts);
-      if (!s.ok()) return s;
-      if (facts.empty() || facts[0].id > high || facts[0].commit_ms > time_ms) {
-        high = middle - 1;
+// What `cursor set --dry-run` would do, per partition.
+void PrintMoves(const Context& context, const std::string& consumer,
+                const std::vector<CursorMove>& moves) {
+  if (context.json) {
+    Json json;
+    json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
+    json.Key("partitions").BeginArray();
+    for (const CursorMove& move : moves) {
+      json.BeginObject().Key("partition").Uint(move.partition).Key("from_fact_id");
+      if (move.existed) {
+        json.Uint(move.from_fact_id);
       } else {
-        *fact_id = std::max(*fact_id, facts[0].id);
-        low = facts[0].id + 1;
+        json.Null();
       }
+      json.Key("to_fact_id").Uint(move.to_fact_id).EndObject();
     }
+    Print(json.EndArray().EndObject().str() + "\n");
+    return;
   }
-  return Status::OK();
+  Table table({"PARTITION", "FROM", "TO"}, {true, true, true});
+  size_t changed = 0;
+  for (const CursorMove& move : moves) {
+    if (!move.existed || move.from_fact_id != move.to_fact_id) ++changed;
+    table.Add({std::to_string(move.partition),
+               move.existed ? std::to_string(move.from_fact_id) : "-",
+               std::to_string(move.to_fact_id)});
+  }
+  Print(fmt::format("would set {} cursors of {} ({} move); dry run: nothing was changed\n",
+                    moves.size(), consumer, changed) +
+        table.Render());
 }
 
 }  // namespace
 
 int CursorCopy(const Context& context, const std::string& from, const std::string& to, bool force) {
-  std::unique_ptr<Engine> engine;
-  if (int code = OpenEngine(context, &engine)) return code;
-  Status s = CopyCursor(*engine, from, to, force);
+  Admin admin;
+  if (int code = admin.Open(context)) return code;
+  Status s = admin.CopyCursor(from, to, force);
   if (s.IsNotFound()) return Fail(kExitError, "consumer '" + from + "' has no cursors to copy");
   if (s.subcode() == Status::SubCode::kAlreadyExists) {
     return Fail(kExitError, "consumer '" + to +
@@ -107,28 +227,29 @@ int CursorCopy(const Context& context, const std::string& from, const std::strin
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return Fail(kExitError, s.ToString());
   std::vector<CursorInfo> cursors;
-  s = CursorsOf(*engine, to, &cursors);
+  s = CursorsOf(admin, to, &cursors);
   if (!s.ok()) return Fail(kExitError, s.ToString());
   PrintPositions(context, "copied", to, cursors);
   return kExitOk;
 }
 
 int CursorSet(const Context& context, const std::string& consumer, const CursorTarget& target,
-              bool yes, bool create) {
+              bool yes, bool create, bool dry_run) {
   int targets = (target.to_id ? 1 : 0) + (target.to_start ? 1 : 0) + (target.to_end ? 1 : 0) +
                 (target.to_time_ms ? 1 : 0);
   if (targets != 1) {
     return Fail(kExitError,
                 "cursor set needs exactly one of --to-id, --to-start, --to-end, --to-time");
   }
-  if (!yes) {
+  if (!yes && !dry_run) {
     return Fail(kExitError, "cursor set changes where '" + consumer +
-                                "' resumes; add --yes to confirm (nothing was changed)");
+                                "' resumes; add --yes to confirm, or --dry-run to see what it "
+                                "would do (nothing was changed)");
   }
-  std::unique_ptr<Engine> engine;
-  if (int code = OpenEngine(context, &engine)) return code;
+  Admin admin;
+  if (int code = admin.Open(context)) return code;
   std::vector<CursorInfo> cursors;
-  Status s = CursorsOf(*engine, consumer, &cursors);
+  Status s = CursorsOf(admin, consumer, &cursors);
   if (!s.ok()) return Fail(kExitError, s.ToString());
   if (cursors.empty() && !create) {
     return Fail(kExitError, "consumer '" + consumer +
@@ -138,13 +259,20 @@ int CursorSet(const Context& context, const std::string& consumer, const CursorT
   if (target.to_id) fact_id = *target.to_id;
   if (target.to_end) fact_id = UINT64_MAX;
   if (target.to_time_ms) {
-    s = FactIdAtTime(*engine, *target.to_time_ms, &fact_id);
+    s = admin.FactIdAtTime(context.db, *target.to_time_ms, &fact_id);
     if (!s.ok()) return Fail(kExitError, s.ToString());
   }
-  s = SetCursor(*engine, consumer, fact_id);
+  SetCursorOptions options;
+  options.dry_run = dry_run;
+  std::vector<CursorMove> moves;
+  s = admin.SetCursor(consumer, fact_id, options, &moves);
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return Fail(kExitError, s.ToString());
-  s = CursorsOf(*engine, consumer, &cursors);
+  if (dry_run) {
+    PrintMoves(context, consumer, moves);
+    return kExitOk;
+  }
+  s = CursorsOf(admin, consumer, &cursors);
   if (!s.ok()) return Fail(kExitError, s.ToString());
   PrintPositions(context, "set", consumer, cursors);
   return kExitOk;
@@ -156,11 +284,11 @@ int CursorDelete(const Context& context, const std::string& consumer, bool yes) 
                                 "' start over from the beginning; add --yes to confirm (nothing "
                                 "was changed)");
   }
-  std::unique_ptr<Engine> engine;
-  if (int code = OpenEngine(context, &engine)) return code;
+  Admin admin;
+  if (int code = admin.Open(context)) return code;
   std::vector<CursorInfo> cursors;
-  Status s = CursorsOf(*engine, consumer, &cursors);
-  if (s.ok()) s = DeleteCursor(*engine, consumer);
+  Status s = CursorsOf(admin, consumer, &cursors);
+  if (s.ok()) s = admin.DeleteCursor(consumer);
   if (s.IsNotFound()) return Fail(kExitError, "consumer '" + consumer + "' has no cursors");
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return Fail(kExitError, s.ToString());
@@ -181,10 +309,10 @@ int DeadPurge(const Context& context, const std::string& consumer,
     return Fail(kExitError, "dead purge deletes dead letters of '" + consumer +
                                 "' for good; add --yes to confirm (nothing was changed)");
   }
-  std::unique_ptr<Engine> engine;
-  if (int code = OpenEngine(context, &engine)) return code;
+  Admin admin;
+  if (int code = admin.Open(context)) return code;
   uint64_t purged = 0;
-  Status s = PurgeDeadLetters(*engine, consumer, fact_ids, &purged);
+  Status s = admin.PurgeDeadLetters(consumer, fact_ids, &purged);
   if (s.IsNotFound()) {
     return Fail(kExitError, s.message() + (fact_ids.empty() ? "" : " (nothing was changed)"));
   }
@@ -208,10 +336,10 @@ int DeadRetry(const Context& context, const std::string& consumer,
                                 "' as new facts for it alone; add --yes to confirm (nothing was "
                                 "changed)");
   }
-  std::unique_ptr<Engine> engine;
-  if (int code = OpenEngine(context, &engine)) return code;
+  Admin admin;
+  if (int code = admin.Open(context)) return code;
   std::vector<RetriedLetter> retried;
-  Status s = RetryDeadLetters(*engine, consumer, fact_ids, &retried);
+  Status s = admin.RetryDeadLetters(consumer, fact_ids, &retried);
   if (!s.ok()) {
     std::string done =
         retried.empty() ? "nothing was changed"
@@ -239,21 +367,22 @@ int DeadRetry(const Context& context, const std::string& consumer,
   return kExitOk;
 }
 
-int Trim(const Context& context, bool yes) {
-  if (!yes) {
+int Trim(const Context& context, bool yes, bool dry_run) {
+  if (!yes && !dry_run) {
     return Fail(kExitError,
-                "trim removes the facts every consumer has passed, for good; add --yes to confirm "
-                "(nothing was changed)");
+                "trim removes the facts every consumer has passed, for good; add --yes to confirm, "
+                "or --dry-run to see what it would remove (nothing was changed)");
   }
-  std::unique_ptr<Engine> engine;
-  if (int code = OpenEngine(context, &engine)) return code;
+  Admin admin;
+  if (int code = admin.Open(context)) return code;
   TrimReport report;
   Status s;
   {
     ProgressBar bar("trimming partitions", !context.json);
     TrimOptions options;
+    options.dry_run = dry_run;
     options.progress = [&](uint32_t done, uint32_t total) { bar.Update(done, total); };
-    s = TrimPassed(*engine, &report, options);
+    s = admin.TrimPassed(&report, options);
   }
   if (!s.ok()) {
     std::string done = report.fact_count == 0
@@ -266,7 +395,8 @@ int Trim(const Context& context, bool yes) {
                             : nullptr;
   if (context.json) {
     Json json;
-    json.BeginObject().Key("consumer_count").Uint(report.consumer_count);
+    json.BeginObject().Key("dry_run").Bool(dry_run);
+    json.Key("consumer_count").Uint(report.consumer_count);
     json.Key("fact_count").Uint(report.fact_count).Key("bytes").Uint(report.bytes);
     json.Key("skipped_reason");
     if (skipped) {
@@ -285,7 +415,7 @@ int Trim(const Context& context, bool yes) {
     return kExitOk;
   }
   if (skipped) {
-    Print(std::string(skipped) + ": nothing was trimmed\n");
+    Print(std::string(skipped) + ": nothing " + (dry_run ? "would be" : "was") + " trimmed\n");
     return kExitOk;
   }
   Table table({"PARTITION", "TRIM_POINT", "FACTS", "BYTES"}, {true, true, true, true});
@@ -293,17 +423,23 @@ int Trim(const Context& context, bool yes) {
     table.Add({std::to_string(partition.partition), std::to_string(partition.trim_point),
                std::to_string(partition.fact_count), std::to_string(partition.bytes)});
   }
-  Print(table.Render() + fmt::format("trimmed {} facts ({}) passed by all {} consumers\n",
-                                     report.fact_count, FormatBytes(report.bytes),
-                                     report.consumer_count));
+  Print(table.Render() + fmt::format("{} {} facts ({}) passed by all {} consumers{}\n",
+                                     dry_run ? "would trim" : "trimmed", report.fact_count,
+                                     FormatBytes(report.bytes), report.consumer_count,
+                                     dry_run ? "; dry run: nothing was changed" : ""));
   return kExitOk;
 }
 
-int LeaseRelease(const Context& context, const std::string& consumer) {
+int LeaseRelease(const Context& context, const std::string& consumer, bool yes) {
   if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
-  std::unique_ptr<Engine> engine;
-  if (int code = OpenEngine(context, &engine)) return code;
-  Status s = ReleaseLease(*engine, consumer);
+  if (!yes) {
+    return Fail(kExitError, "lease release lets any instance take '" + consumer +
+                                "' at once (a holder still running is fenced); add --yes to "
+                                "confirm (nothing was changed)");
+  }
+  Admin admin;
+  if (int code = admin.Open(context)) return code;
+  Status s = admin.ReleaseLease(consumer);
   if (s.IsNotFound()) return Fail(kExitError, s.message());
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return Fail(kExitError, s.ToString());

@@ -43,6 +43,21 @@ Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, 
 Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bool force);
 // Sets every partition's cursor of `consumer` to the last fact with id <= fact_id (0: start).
 Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id);
+
+// One partition's cursor as SetCursor moves it.
+struct CursorMove {
+  uint32_t partition = 0;
+  bool existed = false;       // the consumer had a cursor in this partition
+  uint64_t from_fact_id = 0;  // its position before (0 when none)
+  uint64_t to_fact_id = 0;    // its position after
+};
+struct SetCursorOptions {
+  // Plan only: *moves says what would change; nothing changes.
+  bool dry_run = false;
+};
+// SetCursor, with *moves (may be null; replaced) holding every partition's move, in order.
+Status SetCursor(Engine& engine, std::string_view consumer, uint64_t fact_id,
+                 const SetCursorOptions& options, std::vector<CursorMove>* moves);
 // Deletes every cursor of `consumer`. NotFound when it has none.
 Status DeleteCursor(Engine& engine, std::string_view consumer);
 

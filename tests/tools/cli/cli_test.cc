@@ -34,6 +34,9 @@
 #ifndef WHARF_CLI_PATH
 #error "WHARF_CLI_PATH must name the built wharf executable"
 #endif
+#ifndef WHARF_LIVE_HOLDER_PATH
+#error "WHARF_LIVE_HOLDER_PATH must name the built live_holder program"
+#endif
 
 namespace wharf {
 namespace {
@@ -224,9 +227,10 @@ class CliTest : public ::testing::Test {
 
   void SetUp() override { OpenEngine(); }
 
-  void OpenEngine() {
+  void OpenEngine(const std::string& admin_socket = "on") {
     EngineOptions options;
     options.partitions = kPartitions;
+    options.admin_socket = admin_socket;
     ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
   }
   void CloseEngine() {
@@ -618,9 +622,10 @@ TEST_F(CliTest, ReadsNextToRunningRuntime) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "while running");
 
-  r = RunDb({"cursor", "set", "order-totals", "--to-start", "--yes"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_CONTAINS(r.err, "in use by another process");
+  // A dry run on the live database (through its engine's admin socket) changes nothing.
+  r = RunDb({"cursor", "set", "order-totals", "--to-start", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "would set 4 cursors of order-totals");
   ASSERT_OK(runtime.Stop());
   EXPECT_EQ(CursorsOf("order-totals")[1].fact_id, 2u);  // unchanged
 }
@@ -687,9 +692,14 @@ TEST_F(CliTest, CursorListAndGet) {
 // existing target unless --force, and reports an unknown source.
 TEST_F(CliTest, CursorCopy) {
   Build();
+  CloseEngine();
+  OpenEngine("off");
   Result r = RunDb({"cursor", "copy", "store-requests", "store-reviews"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_CONTAINS(r.err, "is in use by another process; stop it first (nothing was changed)");
+  EXPECT_CONTAINS(r.err, "is in use by another process, and its admin socket cannot be used");
+  EXPECT_CONTAINS(r.err,
+                  "serves none (admin_socket=off) or serves it elsewhere (pass "
+                  "--admin-socket PATH); or stop it (nothing was changed)");
   EXPECT_TRUE(CursorsOf("store-reviews").empty());
   CloseEngine();
 
@@ -727,6 +737,26 @@ TEST_F(CliTest, CursorSet) {
   EXPECT_CONTAINS(r.err, "exactly one of");
   r = RunDb({"cursor", "set", "store-requests", "--to-start", "--to-end", "--yes"});
   EXPECT_EQ(r.code, 1);
+
+  // --dry-run: each partition's move, nothing changed (no --yes needed).
+  r = RunDb({"cursor", "set", "store-requests", "--to-id", "4", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue dry = ParseJson(r.out);
+  EXPECT_TRUE(dry["dry_run"].b());
+  ASSERT_EQ(dry["partitions"].items.size(), kPartitions);
+  EXPECT_EQ(dry["partitions"][0]["from_fact_id"].u(), 1u);
+  EXPECT_EQ(dry["partitions"][0]["to_fact_id"].u(), 3u);
+  EXPECT_EQ(dry["partitions"][2]["from_fact_id"].kind, JsonValue::kNull);  // no cursor there
+  EXPECT_EQ(dry["partitions"][2]["to_fact_id"].u(), 4u);
+  r = RunDb({"cursor", "set", "store-requests", "--to-id", "4", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out,
+                  "would set 4 cursors of store-requests (3 move); dry run: nothing was "
+                  "changed");
+  EXPECT_CONTAINS(r.out, "PARTITION  FROM  TO");
+  r = RunDb({"cursor", "get", "store-requests", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["partitions"][0]["fact_id"].u(), 1u);  // unchanged
 
   r = RunDb({"cursor", "set", "store-requests", "--to-id", "4", "--yes", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -770,10 +800,8 @@ TEST_F(CliTest, CursorSet) {
 // cursor delete needs --yes, removes every cursor, and then reports the consumer as unknown.
 TEST_F(CliTest, CursorDelete) {
   Build();
-  Result r = RunDb({"cursor", "delete", "store-requests", "--yes"});
-  EXPECT_EQ(r.code, 2);  // in use
   CloseEngine();
-  r = RunDb({"cursor", "delete", "store-requests"});
+  Result r = RunDb({"cursor", "delete", "store-requests"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "--yes");
   r = RunDb({"cursor", "delete", "store-requests", "--yes"});
@@ -959,11 +987,8 @@ TEST_F(CliTest, DeadRetry) {
   drain();
   ASSERT_EQ(audit_seen.size(), 2u);
 
-  Result r = RunDb({"dead", "retry", "mailer", "--yes"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_CONTAINS(r.err, "in use by another process");
   CloseEngine();
-  r = RunDb({"dead", "retry", "mailer"});
+  Result r = RunDb({"dead", "retry", "mailer"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "add --yes");
   r = RunDb({"dead", "retry", "audit", "--yes"});
@@ -1016,23 +1041,35 @@ TEST_F(CliTest, DeadRetry) {
 // with cursors has passed, and nothing at all when no consumer has cursors.
 TEST_F(CliTest, Trim) {
   Build();
-  Result r = RunDb({"trim", "--yes"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_CONTAINS(r.err, "in use by another process");
   // A second consumer, ahead of store-requests in partition 0 and behind it in partition 1.
   ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("mailer", 0),
                      tables::cursors::EncodeValue(3, 0)));
   ASSERT_OK(WriteRaw(internal::kCursors, tables::cursors::Key("mailer", 1),
                      tables::cursors::EncodeValue(0, 0)));
   CloseEngine();
-  r = RunDb({"trim"});
+  Result r = RunDb({"trim"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "add --yes");
+
+  // --dry-run: what would go, and nothing goes (no --yes needed).
+  r = RunDb({"trim", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "would trim 1 facts");
+  EXPECT_CONTAINS(r.out, "dry run: nothing was changed");
+  r = RunDb({"trim", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue dry = ParseJson(r.out);
+  EXPECT_TRUE(dry["dry_run"].b());
+  EXPECT_EQ(dry["fact_count"].u(), 1u);
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["fact_count"].u(), 6u);
 
   r = RunDb({"trim", "--yes", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");  // no progress bar with --json (nor without a terminal)
   JsonValue trim = ParseJson(r.out);
+  EXPECT_FALSE(trim["dry_run"].b());
   EXPECT_EQ(trim["consumer_count"].u(), 2u);
   EXPECT_EQ(trim["fact_count"].u(), 1u);  // fact 1 of partition 0
   EXPECT_GT(trim["bytes"].u(), 0u);
@@ -1194,11 +1231,12 @@ TEST_F(CliTest, LeaseListAndRelease) {
   EXPECT_EQ(r.out.find(std::string("\0", 1)), std::string::npos);  // no fence or raw key
 
   r = RunDb({"lease", "release", "store-requests"});
-  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "add --yes to confirm (nothing was changed)");
   CloseEngine();
-  r = RunDb({"lease", "release", "store-requests"});
+  r = RunDb({"lease", "release", "store-requests", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
-  r = RunDb({"lease", "release", "store-requests"});
+  r = RunDb({"lease", "release", "store-requests", "--yes"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "holds no lease");
   r = RunDb({"lease", "list", "--json"});
@@ -1244,6 +1282,187 @@ TEST_F(CliTest, CorruptRecordIsReported) {
   r = RunDb({"stat"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "checksum");
+}
+
+// ---- Write commands on a live database, held by another process ----
+
+// A live_holder child process (tests/tools/cli/live_holder.cc): holds the database with a running
+// runtime (subscriber `mailer`, projection `totals`) and answers one line per command.
+class Holder {
+ public:
+  Holder(const std::string& db, const std::string& admin_socket) {
+    int to_child[2], from_child[2];
+    if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(to_child[0], 0);
+      dup2(from_child[1], 1);
+      execl(WHARF_LIVE_HOLDER_PATH, "live_holder", db.c_str(), admin_socket.c_str(), nullptr);
+      _exit(127);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    to_ = to_child[1];
+    from_ = ::fdopen(from_child[0], "r");
+    ready_ = Read() == "ready";
+  }
+  ~Holder() {
+    if (pid_ <= 0) return;
+    if (to_ >= 0) {
+      EXPECT_EQ(Command("quit"), "bye");
+      ::close(to_);
+    }
+    if (from_ != nullptr) std::fclose(from_);
+    EXPECT_EQ(Wait(pid_), 0);
+  }
+  bool ready() const { return ready_; }
+  std::string Command(const std::string& command) {
+    std::string line = command + "\n";
+    if (::write(to_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return "";
+    return Read();
+  }
+  // The mailer's deliveries so far, one word each ("ID:PAYLOAD[:retry]").
+  std::vector<std::string> Seen() {
+    std::istringstream words(Command("seen"));
+    std::vector<std::string> seen;
+    for (std::string word; words >> word;) seen.push_back(word);
+    return seen;
+  }
+
+ private:
+  std::string Read() {
+    char buffer[65536];
+    if (from_ == nullptr || std::fgets(buffer, sizeof(buffer), from_) == nullptr) return "";
+    std::string line = buffer;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    return line;
+  }
+
+  pid_t pid_ = -1;
+  int to_ = -1;
+  FILE* from_ = nullptr;
+  bool ready_ = false;
+};
+
+size_t CountOf(const std::vector<std::string>& words, const std::string& word) {
+  return static_cast<size_t>(std::count(words.begin(), words.end(), word));
+}
+
+// Every write command works while another process holds the database and runs its runtime: the
+// CLI asks that process's engine over its admin socket, and the effects show in that process (a
+// retried dead letter delivered, a moved cursor picked up by the running lane, which redelivers).
+TEST_F(CliTest, WriteCommandsOnLiveDatabase) {
+  CloseEngine();
+  Holder holder(dir_.db(), "on");
+  ASSERT_TRUE(holder.ready());
+  ASSERT_EQ(holder.Command("emit a one"), "emitted 1");
+  ASSERT_EQ(holder.Command("emit b bounce"), "emitted 2");
+  ASSERT_EQ(holder.Command("drain"), "drained");
+  std::vector<std::string> seen = holder.Seen();
+  ASSERT_EQ(CountOf(seen, "1:one"), 1u);
+  ASSERT_EQ(CountOf(seen, "2:bounce"), 1u);  // rejected: a dead letter
+
+  // dead retry: re-emitted by the holder's engine, delivered by its runtime.
+  Result r = RunDb({"dead", "retry", "mailer", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue retry = ParseJson(r.out);
+  ASSERT_EQ(retry["retried"].items.size(), 1u);
+  EXPECT_EQ(retry["retried"][0]["dead_fact_id"].u(), 2u);
+  const uint64_t again = retry["retried"][0]["new_fact_id"].u();
+  ASSERT_EQ(holder.Command("drain"), "drained");
+  EXPECT_EQ(CountOf(holder.Seen(), std::to_string(again) + ":bounce:retry"), 1u);
+
+  // cursor set: a dry run changes nothing; the real one is picked up by the running lane at its
+  // next commit (refused as stale, it reloads the cursor) and it delivers from the start again.
+  r = RunDb({"cursor", "set", "mailer", "--to-start", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ParseJson(r.out)["dry_run"].b());
+  r = RunDb({"cursor", "get", "mailer", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(ParseJson(r.out)["fact_id_max"].u(), 0u);
+  r = RunDb({"cursor", "set", "mailer", "--to-start", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "set 4 cursors of mailer");
+  ASSERT_EQ(holder.Command("emit a three"), "emitted " + std::to_string(again + 1));
+  ASSERT_EQ(holder.Command("drain"), "drained");
+  seen = holder.Seen();
+  EXPECT_EQ(CountOf(seen, "1:one"), 2u) << holder.Command("seen");
+  EXPECT_GE(CountOf(seen, std::to_string(again + 1) + ":three"), 1u);
+
+  // cursor copy, then delete.
+  r = RunDb({"cursor", "copy", "mailer", "audit", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ParseJson(r.out)["copied"].b());
+  r = RunDb({"cursor", "delete", "audit", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "cursors of audit");
+  r = RunDb({"cursor", "get", "audit"});
+  EXPECT_EQ(r.code, 1);
+
+  // dead purge.
+  ASSERT_EQ(holder.Command("emit c bounce").substr(0, 8), "emitted ");
+  ASSERT_EQ(holder.Command("drain"), "drained");
+  r = RunDb({"dead", "purge", "mailer", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GE(ParseJson(r.out)["purged"].u(), 1u);
+  r = RunDb({"dead", "list", "mailer", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ParseJson(r.out)["dead_letters"].items.empty());
+
+  // trim: a dry run says what the real one then removes.
+  r = RunDb({"trim", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue dry = ParseJson(r.out);
+  EXPECT_TRUE(dry["dry_run"].b());
+  r = RunDb({"trim", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue trimmed = ParseJson(r.out);
+  EXPECT_EQ(trimmed["fact_count"].u(), dry["fact_count"].u());
+  EXPECT_GT(trimmed["fact_count"].u(), 0u);
+
+  // lease release: the runtime takes the consumer again (a new epoch) and delivers on; a batch
+  // in flight under the old epoch is refused and delivered again (at least once).
+  r = RunDb({"lease", "release", "mailer", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "released the lease of mailer");
+  std::string emitted = holder.Command("emit d four");
+  ASSERT_EQ(emitted.substr(0, 8), "emitted ");
+  ASSERT_EQ(holder.Command("drain"), "drained");
+  EXPECT_GE(CountOf(holder.Seen(), emitted.substr(8) + ":four"), 1u);
+}
+
+// A holder that serves no admin socket, or serves it elsewhere: the CLI says so and changes
+// nothing; --admin-socket reaches one elsewhere, and a socket of another database is refused.
+TEST_F(CliTest, LiveDatabaseSocketOffOrElsewhere) {
+  CloseEngine();
+  {
+    Holder holder(dir_.db(), "off");
+    ASSERT_TRUE(holder.ready());
+    Result r = RunDb({"cursor", "set", "mailer", "--to-start", "--yes", "--create"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_CONTAINS(r.err, "is in use by another process, and its admin socket cannot be used");
+    EXPECT_CONTAINS(r.err, "admin_socket=off");
+  }
+  const std::string elsewhere = dir_.path() + "/elsewhere.sock";
+  Holder holder(dir_.db(), elsewhere);
+  ASSERT_TRUE(holder.ready());
+  Result r = RunDb({"cursor", "set", "mailer", "--to-start", "--yes", "--create"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "--admin-socket PATH");
+  r = Run({"cursor", "set", "mailer", "--to-start", "--yes", "--create", "--db", dir_.db(),
+           "--admin-socket", elsewhere});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "set 4 cursors of mailer");
+
+  TempDir other;
+  const std::string other_socket = other.path() + "/other.sock";
+  Holder other_holder(other.db(), other_socket);
+  ASSERT_TRUE(other_holder.ready());
+  r = Run(
+      {"cursor", "delete", "mailer", "--yes", "--db", dir_.db(), "--admin-socket", other_socket});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "is served by the engine of database");
+  EXPECT_CONTAINS(r.err, "(nothing was changed)");
 }
 
 }  // namespace

@@ -1,0 +1,260 @@
+// AdminClient (wharf/admin_client.h): one connection per call to the engine's admin socket,
+// one request line out, progress lines and one reply line back (engine/admin/socket/protocol.h).
+#include "wharf/admin_client.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/admin/socket/address.h"
+#include "engine/admin/socket/protocol.h"
+
+namespace wharf {
+
+namespace admin_socket = internal::admin_socket;
+
+struct AdminClient::Call {
+  admin_socket::Request request;
+  admin_socket::Reply reply;
+  TrimProgressFn progress;
+};
+
+namespace {
+
+// Closes the descriptor when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+AdminClient::~AdminClient() = default;
+
+Status AdminClient::Connect(const std::string& path, std::unique_ptr<AdminClient>* client) {
+  if (client == nullptr) return Status::InvalidArgument("client output pointer is null");
+  if (path.empty()) return Status::InvalidArgument("admin socket path is empty");
+  std::unique_ptr<AdminClient> self(new AdminClient());
+  struct stat st;
+  self->socket_path_ = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
+                           ? path + "/" + admin_socket::kDefaultSocketName
+                           : path;
+  Call hello;
+  hello.request.op = admin_socket::Op::kHello;
+  Status s = self->Run(hello);
+  if (!s.ok()) return s;
+  if (!hello.reply.status.ok()) return hello.reply.status;
+  self->database_path_ = hello.reply.path;
+  *client = std::move(self);
+  return Status::OK();
+}
+
+Status AdminClient::Run(Call& call) {
+  admin_socket::SocketAddress address;
+  Status s = address.Set(socket_path_);
+  if (!s.ok()) return s;
+  Fd socket_fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (socket_fd.fd < 0) return Status::IOError(std::string("socket(): ") + std::strerror(errno));
+  int connected = 0;
+  do {
+    connected = ::connect(socket_fd.fd, address.addr(), address.length());
+  } while (connected != 0 && errno == EINTR);
+  if (connected != 0) {
+    return Status::IOError("no engine answers at the admin socket " + socket_path_ + " (" +
+                           std::strerror(errno) +
+                           "): no engine holds the database, or it serves no admin socket there");
+  }
+  const std::string line = admin_socket::EncodeRequest(call.request);
+  size_t sent = 0;
+  while (sent < line.size()) {
+    ssize_t n = ::send(socket_fd.fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;  // the engine may have refused the connection: its reason is there to read
+    }
+  }
+  std::string in;
+  char buffer[65536];
+  while (true) {
+    size_t newline;
+    while ((newline = in.find('\n')) != std::string::npos) {
+      bool progress = false;
+      uint32_t done = 0, total = 0;
+      s = admin_socket::DecodeReply(call.request.op, std::string_view(in).substr(0, newline),
+                                    &progress, &done, &total, &call.reply);
+      if (!s.ok()) return s;
+      if (!progress) return Status::OK();
+      in.erase(0, newline + 1);
+      if (call.progress) call.progress(done, total);
+    }
+    ssize_t n = ::recv(socket_fd.fd, buffer, sizeof(buffer), 0);
+    if (n > 0) {
+      in.append(buffer, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      std::string why = n == 0 ? "closed the connection" : std::strerror(errno);
+      return Status::IOError("the engine at " + socket_path_ + " did not reply (" + why +
+                             "): a change may or may not have been made");
+    }
+  }
+}
+
+Status AdminClient::ListCursors(std::vector<CursorInfo>* cursors) {
+  if (cursors == nullptr) return Status::InvalidArgument("cursors output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kCursorList;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *cursors = std::move(call.reply.cursors);
+  return call.reply.status;
+}
+
+Status AdminClient::GetCursor(std::string_view consumer, uint32_t partition, uint64_t* fact_id) {
+  if (fact_id == nullptr) return Status::InvalidArgument("fact_id output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kCursorGet;
+  call.request.consumer = consumer;
+  call.request.partition = partition;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *fact_id = call.reply.fact_id;
+  return call.reply.status;
+}
+
+Status AdminClient::CopyCursor(std::string_view from, std::string_view to, bool force) {
+  Call call;
+  call.request.op = admin_socket::Op::kCursorCopy;
+  call.request.from = from;
+  call.request.to = to;
+  call.request.force = force;
+  Status s = Run(call);
+  return s.ok() ? call.reply.status : s;
+}
+
+Status AdminClient::SetCursor(std::string_view consumer, uint64_t fact_id) {
+  return SetCursor(consumer, fact_id, SetCursorOptions(), nullptr);
+}
+
+Status AdminClient::SetCursor(std::string_view consumer, uint64_t fact_id,
+                              const SetCursorOptions& options, std::vector<CursorMove>* moves) {
+  Call call;
+  call.request.op = admin_socket::Op::kCursorSet;
+  call.request.consumer = consumer;
+  call.request.fact_id = fact_id;
+  call.request.dry_run = options.dry_run;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  if (moves != nullptr) *moves = std::move(call.reply.moves);
+  return call.reply.status;
+}
+
+Status AdminClient::DeleteCursor(std::string_view consumer) {
+  Call call;
+  call.request.op = admin_socket::Op::kCursorDelete;
+  call.request.consumer = consumer;
+  Status s = Run(call);
+  return s.ok() ? call.reply.status : s;
+}
+
+Status AdminClient::ListDeadLetters(std::string_view consumer, std::vector<DeadLetter>* out) {
+  if (out == nullptr) return Status::InvalidArgument("dead letters output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kDeadList;
+  call.request.consumer = consumer;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *out = std::move(call.reply.dead_letters);
+  return call.reply.status;
+}
+
+Status AdminClient::RetryDeadLetters(std::string_view consumer,
+                                     const std::vector<uint64_t>& fact_ids,
+                                     std::vector<RetriedLetter>* retried) {
+  if (retried == nullptr) return Status::InvalidArgument("retried output pointer is null");
+  retried->clear();
+  Call call;
+  call.request.op = admin_socket::Op::kDeadRetry;
+  call.request.consumer = consumer;
+  call.request.fact_ids = fact_ids;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *retried = std::move(call.reply.retried);
+  return call.reply.status;
+}
+
+Status AdminClient::PurgeDeadLetters(std::string_view consumer,
+                                     const std::vector<uint64_t>& fact_ids, uint64_t* purged) {
+  if (purged == nullptr) return Status::InvalidArgument("purged output pointer is null");
+  *purged = 0;
+  Call call;
+  call.request.op = admin_socket::Op::kDeadPurge;
+  call.request.consumer = consumer;
+  call.request.fact_ids = fact_ids;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *purged = call.reply.purged;
+  return call.reply.status;
+}
+
+Status AdminClient::ReleaseLease(std::string_view consumer) {
+  Call call;
+  call.request.op = admin_socket::Op::kLeaseRelease;
+  call.request.consumer = consumer;
+  Status s = Run(call);
+  return s.ok() ? call.reply.status : s;
+}
+
+Status AdminClient::ListRetentionLosses(std::vector<RetentionLoss>* losses) {
+  if (losses == nullptr) return Status::InvalidArgument("retention losses output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kRetentionLosses;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *losses = std::move(call.reply.losses);
+  return call.reply.status;
+}
+
+Status AdminClient::ListLeases(std::vector<LeaseInfo>* leases) {
+  if (leases == nullptr) return Status::InvalidArgument("leases output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kLeaseList;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *leases = std::move(call.reply.leases);
+  return call.reply.status;
+}
+
+Status AdminClient::ReadStat(StatSnapshot* snapshot) {
+  if (snapshot == nullptr) return Status::InvalidArgument("snapshot output pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kStat;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *snapshot = std::move(call.reply.stat);
+  return call.reply.status;
+}
+
+Status AdminClient::TrimPassed(TrimReport* report, const TrimOptions& options) {
+  if (report == nullptr) return Status::InvalidArgument("report output pointer is null");
+  *report = TrimReport();
+  Call call;
+  call.request.op = admin_socket::Op::kTrim;
+  call.request.dry_run = options.dry_run;
+  call.request.progress = static_cast<bool>(options.progress);
+  call.progress = options.progress;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *report = std::move(call.reply.trim);
+  return call.reply.status;
+}
+
+}  // namespace wharf

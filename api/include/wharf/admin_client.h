@@ -1,0 +1,82 @@
+// AdminClient: the administration functions of wharf/admin.h, run by the engine that holds a
+// database, over its admin socket (engine option `admin_socket`). This is how a tool changes a
+// database while an application has it open (the `wharf` CLI's write commands do):
+//
+//   std::unique_ptr<wharf::AdminClient> client;
+//   WHARF_CHECK(wharf::AdminClient::Connect("/var/lib/app/wharf", &client));
+//   WHARF_CHECK(client->SetCursor("mailer", 0));  // replay from the start
+//
+// Each method has the meaning, arguments, results and errors of the admin.h function of the same
+// name: the engine runs that function and the outcome comes back with the same code, subcode and
+// message (a remote InvalidArgument is an InvalidArgument here). Besides those:
+//   IOError   the socket cannot be reached (no engine serves it: none holds the database, or it
+//             runs with admin_socket=off or another path), the connection broke, or the engine
+//             refused this process's user (only the engine's own user and root are served)
+//   Busy      the engine serves its limit of connections at once (try again)
+//   Internal  the engine's reply is malformed
+// A change whose connection breaks before the reply arrives may or may not have been made: read
+// the state again before repeating it.
+//
+// Each call opens its own connection (the engine closes idle ones), sends one request and waits
+// for the reply, for as long as the engine takes (a trim of a large database takes a while).
+//
+// Ownership: Connect() hands the caller the only owner; results are copied into the caller's
+// containers. Thread safety: not thread-safe; distinct AdminClients may be used from distinct
+// threads (the engine runs their requests one at a time).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wharf/admin.h"
+#include "wharf/status.h"
+
+namespace wharf {
+
+class AdminClient {
+ public:
+  // `path`: a database directory (its default socket, `<path>/admin.sock`) or the path of a
+  // socket (an engine configured with admin_socket=PATH). Checks that an engine answers there.
+  //   InvalidArgument  an empty path
+  //   IOError          nothing answers at the socket (named), or this user is refused
+  static Status Connect(const std::string& path, std::unique_ptr<AdminClient>* client);
+  ~AdminClient();
+  AdminClient(const AdminClient&) = delete;
+  AdminClient& operator=(const AdminClient&) = delete;
+
+  // The socket connected to, and the database directory the engine behind it holds.
+  const std::string& socket_path() const { return socket_path_; }
+  const std::string& database_path() const { return database_path_; }
+
+  Status ListCursors(std::vector<CursorInfo>* cursors);
+  Status GetCursor(std::string_view consumer, uint32_t partition, uint64_t* fact_id);
+  Status CopyCursor(std::string_view from, std::string_view to, bool force);
+  Status SetCursor(std::string_view consumer, uint64_t fact_id);
+  Status SetCursor(std::string_view consumer, uint64_t fact_id, const SetCursorOptions& options,
+                   std::vector<CursorMove>* moves);
+  Status DeleteCursor(std::string_view consumer);
+  Status ListDeadLetters(std::string_view consumer, std::vector<DeadLetter>* out);
+  Status RetryDeadLetters(std::string_view consumer, const std::vector<uint64_t>& fact_ids,
+                          std::vector<RetriedLetter>* retried);
+  Status PurgeDeadLetters(std::string_view consumer, const std::vector<uint64_t>& fact_ids,
+                          uint64_t* purged);
+  Status ReleaseLease(std::string_view consumer);
+  Status ListRetentionLosses(std::vector<RetentionLoss>* losses);
+  Status ListLeases(std::vector<LeaseInfo>* leases);
+  Status ReadStat(StatSnapshot* snapshot);
+  // options.progress, when set, is called as the engine reports partitions done.
+  Status TrimPassed(TrimReport* report, const TrimOptions& options = {});
+
+ private:
+  AdminClient() = default;
+  struct Call;
+  Status Run(Call& call);
+
+  std::string socket_path_;
+  std::string database_path_;
+};
+
+}  // namespace wharf

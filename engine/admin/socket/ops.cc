@@ -1,0 +1,72 @@
+#include "engine/admin/socket/ops.h"
+
+#include <stdlib.h>
+
+#include "wharf/admin.h"
+
+namespace wharf::internal::admin_socket {
+
+std::string Execute(Engine& engine, const Request& request, const ProgressSink& progress) {
+  Reply reply;
+  switch (request.op) {
+    case Op::kHello:
+      reply.version = kProtocolVersion;
+      // Absolute, so that a client in another directory can tell which database this is.
+      if (char* real = ::realpath(engine.path().c_str(), nullptr)) {
+        reply.path = real;
+        ::free(real);
+      } else {
+        reply.path = engine.path();
+      }
+      break;
+    case Op::kCursorList:
+      reply.status = ListCursors(engine, &reply.cursors);
+      break;
+    case Op::kCursorGet:
+      reply.status = GetCursor(engine, request.consumer, request.partition, &reply.fact_id);
+      break;
+    case Op::kCursorSet: {
+      SetCursorOptions options;
+      options.dry_run = request.dry_run;
+      reply.status = SetCursor(engine, request.consumer, request.fact_id, options, &reply.moves);
+      break;
+    }
+    case Op::kCursorCopy:
+      reply.status = CopyCursor(engine, request.from, request.to, request.force);
+      break;
+    case Op::kCursorDelete:
+      reply.status = DeleteCursor(engine, request.consumer);
+      break;
+    case Op::kDeadList:
+      reply.status = ListDeadLetters(engine, request.consumer, &reply.dead_letters);
+      break;
+    case Op::kDeadRetry:
+      reply.status = RetryDeadLetters(engine, request.consumer, request.fact_ids, &reply.retried);
+      break;
+    case Op::kDeadPurge:
+      reply.status = PurgeDeadLetters(engine, request.consumer, request.fact_ids, &reply.purged);
+      break;
+    case Op::kLeaseRelease:
+      reply.status = ReleaseLease(engine, request.consumer);
+      break;
+    case Op::kTrim: {
+      TrimOptions options;
+      options.dry_run = request.dry_run;
+      if (request.progress && progress) options.progress = progress;
+      reply.status = TrimPassed(engine, &reply.trim, options);
+      break;
+    }
+    case Op::kRetentionLosses:
+      reply.status = ListRetentionLosses(engine, &reply.losses);
+      break;
+    case Op::kLeaseList:
+      reply.status = ListLeases(engine, &reply.leases);
+      break;
+    case Op::kStat:
+      reply.status = ReadStat(engine, &reply.stat);
+      break;
+  }
+  return EncodeReply(request.op, reply);
+}
+
+}  // namespace wharf::internal::admin_socket

@@ -1,0 +1,886 @@
+#include "engine/admin/socket/protocol.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <optional>
+#include <set>
+
+#include "engine/admin/consumer_id.h"
+#include "engine/base/assert.h"
+#include "engine/base/json_writer.h"
+#include "engine/core/engine_core.h"
+
+namespace wharf::internal::admin_socket {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+// The fields requests may carry besides "v" and "op".
+enum class Field {
+  kConsumer,
+  kFrom,
+  kTo,
+  kPartition,
+  kFactId,
+  kForce,
+  kDryRun,
+  kProgress,
+  kFactIds
+};
+
+struct FieldSpec {
+  Field field;
+  const char* name;
+  bool required;
+};
+
+struct OpSpec {
+  Op op;
+  const char* name;
+  std::vector<FieldSpec> fields;
+};
+
+const std::vector<OpSpec>& Specs() {
+  static const std::vector<OpSpec> specs = {
+      {Op::kHello, "hello", {}},
+      {Op::kCursorList, "cursor_list", {}},
+      {Op::kCursorGet,
+       "cursor_get",
+       {{Field::kConsumer, "consumer", true}, {Field::kPartition, "partition", true}}},
+      {Op::kCursorSet,
+       "cursor_set",
+       {{Field::kConsumer, "consumer", true},
+        {Field::kFactId, "fact_id", true},
+        {Field::kDryRun, "dry_run", false}}},
+      {Op::kCursorCopy,
+       "cursor_copy",
+       {{Field::kFrom, "from", true}, {Field::kTo, "to", true}, {Field::kForce, "force", false}}},
+      {Op::kCursorDelete, "cursor_delete", {{Field::kConsumer, "consumer", true}}},
+      {Op::kDeadList, "dead_list", {{Field::kConsumer, "consumer", false}}},
+      {Op::kDeadRetry,
+       "dead_retry",
+       {{Field::kConsumer, "consumer", true}, {Field::kFactIds, "fact_ids", false}}},
+      {Op::kDeadPurge,
+       "dead_purge",
+       {{Field::kConsumer, "consumer", true}, {Field::kFactIds, "fact_ids", false}}},
+      {Op::kLeaseRelease, "lease_release", {{Field::kConsumer, "consumer", true}}},
+      {Op::kTrim,
+       "trim",
+       {{Field::kDryRun, "dry_run", false}, {Field::kProgress, "progress", false}}},
+      {Op::kRetentionLosses, "retention_losses", {}},
+      {Op::kLeaseList, "lease_list", {}},
+      {Op::kStat, "stat", {}},
+  };
+  return specs;
+}
+
+const OpSpec& SpecOf(Op op) {
+  for (const OpSpec& spec : Specs()) {
+    if (spec.op == op) return spec;
+  }
+  WHARF_ASSERT(false);  // every Op has a spec
+  return Specs().front();
+}
+
+// A field name (or any text from the request) for a message: quoted when printable, else hex; cut
+// so that a huge key does not make a huge message.
+std::string Named(std::string_view text) {
+  constexpr size_t kShownMax = 64;
+  if (text.size() <= kShownMax) return DescribeBytes(text);
+  return DescribeBytes(text.substr(0, kShownMax)) + "...";
+}
+
+std::string ListOf(const std::vector<FieldSpec>& fields) {
+  if (fields.empty()) return "none";
+  std::string list;
+  for (const FieldSpec& spec : fields) list += (list.empty() ? "" : ", ") + std::string(spec.name);
+  return list;
+}
+
+std::string OpNames() {
+  std::string list;
+  for (const OpSpec& spec : Specs()) list += (list.empty() ? "" : ", ") + std::string(spec.name);
+  return list;
+}
+
+Status Refuse(std::string message) { return Status::InvalidArgument("admin request: " + message); }
+
+Status ReadUint(const char* op, const char* name, element value, uint64_t max, uint64_t* out) {
+  uint64_t number = 0;
+  if (value.get_uint64().get(number) || number > max) {
+    return Refuse("field '" + std::string(name) + "' of op '" + op +
+                  "' must be a whole number in [0, " + std::to_string(max) + "]");
+  }
+  *out = number;
+  return Status::OK();
+}
+
+Status ReadBool(const char* op, const char* name, element value, bool* out) {
+  if (value.get_bool().get(*out)) {
+    return Refuse("field '" + std::string(name) + "' of op '" + op + "' must be true or false");
+  }
+  return Status::OK();
+}
+
+Status ReadString(const char* op, const char* name, element value, std::string* out) {
+  std::string_view text;
+  if (value.get_string().get(text)) {
+    return Refuse("field '" + std::string(name) + "' of op '" + op + "' must be a string");
+  }
+  out->assign(text);
+  return Status::OK();
+}
+
+Status ReadField(const OpSpec& spec, const FieldSpec& field, element value, Request* request) {
+  switch (field.field) {
+    case Field::kConsumer:
+      return ReadString(spec.name, field.name, value, &request->consumer);
+    case Field::kFrom:
+      return ReadString(spec.name, field.name, value, &request->from);
+    case Field::kTo:
+      return ReadString(spec.name, field.name, value, &request->to);
+    case Field::kPartition: {
+      uint64_t partition = 0;
+      Status s = ReadUint(spec.name, field.name, value, UINT32_MAX, &partition);
+      request->partition = static_cast<uint32_t>(partition);
+      return s;
+    }
+    case Field::kFactId:
+      return ReadUint(spec.name, field.name, value, UINT64_MAX, &request->fact_id);
+    case Field::kForce:
+      return ReadBool(spec.name, field.name, value, &request->force);
+    case Field::kDryRun:
+      return ReadBool(spec.name, field.name, value, &request->dry_run);
+    case Field::kProgress:
+      return ReadBool(spec.name, field.name, value, &request->progress);
+    case Field::kFactIds: {
+      array ids;
+      if (value.get_array().get(ids)) {
+        return Refuse("field 'fact_ids' of op '" + std::string(spec.name) +
+                      "' must be an array of fact ids");
+      }
+      for (element id : ids) {
+        uint64_t fact_id = 0;
+        Status s = ReadUint(spec.name, "fact_ids[]", id, UINT64_MAX, &fact_id);
+        if (!s.ok()) return s;
+        request->fact_ids.push_back(fact_id);
+      }
+      return Status::OK();
+    }
+  }
+  return Status::Internal("unhandled request field");
+}
+
+// The consumer ids a request names, checked as the admin functions check them.
+Status ValidateNames(const Request& request) {
+  switch (request.op) {
+    case Op::kCursorGet:
+    case Op::kCursorSet:
+    case Op::kCursorDelete:
+    case Op::kDeadRetry:
+    case Op::kDeadPurge:
+    case Op::kLeaseRelease:
+      return ValidateConsumer(request.consumer);
+    case Op::kDeadList:
+      return request.consumer.empty() ? Status::OK() : ValidateConsumer(request.consumer);
+    case Op::kCursorCopy: {
+      Status s = ValidateConsumer(request.from);
+      return s.ok() ? ValidateConsumer(request.to) : s;
+    }
+    default:
+      return Status::OK();
+  }
+}
+
+void WriteField(const FieldSpec& field, const Request& request, JsonWriter* json) {
+  json->Key(field.name);
+  switch (field.field) {
+    case Field::kConsumer:
+      json->String(request.consumer);
+      break;
+    case Field::kFrom:
+      json->String(request.from);
+      break;
+    case Field::kTo:
+      json->String(request.to);
+      break;
+    case Field::kPartition:
+      json->Uint(request.partition);
+      break;
+    case Field::kFactId:
+      json->Uint(request.fact_id);
+      break;
+    case Field::kForce:
+      json->Bool(request.force);
+      break;
+    case Field::kDryRun:
+      json->Bool(request.dry_run);
+      break;
+    case Field::kProgress:
+      json->Bool(request.progress);
+      break;
+    case Field::kFactIds:
+      json->BeginArray();
+      for (uint64_t id : request.fact_ids) json->Uint(id);
+      json->EndArray();
+      break;
+  }
+}
+
+// ---- Status codes on the wire ----
+
+constexpr std::pair<Status::Code, const char*> kCodes[] = {
+    {Status::Code::kOk, "OK"},
+    {Status::Code::kInvalidArgument, "InvalidArgument"},
+    {Status::Code::kNotFound, "NotFound"},
+    {Status::Code::kIOError, "IOError"},
+    {Status::Code::kCorruption, "Corruption"},
+    {Status::Code::kBusy, "Busy"},
+    {Status::Code::kClosed, "Closed"},
+    {Status::Code::kConflict, "Conflict"},
+    {Status::Code::kNotSupported, "NotSupported"},
+    {Status::Code::kInternal, "Internal"},
+};
+constexpr std::pair<Status::SubCode, const char*> kSubCodes[] = {
+    {Status::SubCode::kNone, "None"},
+    {Status::SubCode::kLeaseFenced, "LeaseFenced"},
+    {Status::SubCode::kCursorMoved, "CursorMoved"},
+    {Status::SubCode::kDatabaseLocked, "DatabaseLocked"},
+    {Status::SubCode::kAlreadyExists, "AlreadyExists"},
+};
+
+template <typename T, size_t N>
+const char* NameIn(const std::pair<T, const char*> (&table)[N], T value) {
+  for (const auto& [entry, name] : table) {
+    if (entry == value) return name;
+  }
+  return "Unknown";
+}
+
+Status MakeStatus(Status::Code code, const std::string& message, bool retryable) {
+  switch (code) {
+    case Status::Code::kOk:
+      return Status::OK();
+    case Status::Code::kInvalidArgument:
+      return Status::InvalidArgument(message);
+    case Status::Code::kNotFound:
+      return Status::NotFound(message);
+    case Status::Code::kIOError:
+      return Status::IOError(message, retryable);
+    case Status::Code::kCorruption:
+      return Status::Corruption(message);
+    case Status::Code::kBusy:
+      return Status::Busy(message);
+    case Status::Code::kClosed:
+      return Status::Closed(message);
+    case Status::Code::kConflict:
+      return Status::Conflict(message);
+    case Status::Code::kNotSupported:
+      return Status::NotSupported(message);
+    case Status::Code::kInternal:
+      return Status::Internal(message);
+  }
+  return Status::Internal(message);
+}
+
+void WriteStatus(const Status& status, JsonWriter* json) {
+  json->Key("ok").Bool(status.ok());
+  if (status.ok()) return;
+  json->Key("code").String(NameIn(kCodes, status.code()));
+  json->Key("subcode").String(NameIn(kSubCodes, status.subcode()));
+  json->Key("retryable").Bool(status.retryable());
+  json->Key("message").String(status.message());
+}
+
+// ---- Results ----
+
+void WriteFact(const Fact& fact, JsonWriter* json) {
+  json->BeginObject().Key("id").Uint(fact.id).Key("partition").Uint(fact.partition);
+  json->Key("type").String(fact.type).Key("key_hex").String(HexOf(fact.key));
+  json->Key("payload_hex").String(HexOf(fact.payload));
+  json->Key("headers").BeginArray();
+  for (const auto& [name, value] : fact.headers) {
+    json->BeginObject().Key("name_hex").String(HexOf(name));
+    json->Key("value_hex").String(HexOf(value)).EndObject();
+  }
+  json->EndArray();
+  json->Key("source").String(fact.source).Key("v").Uint(fact.v).Key("depth").Uint(fact.depth);
+  json->Key("commit_ms").Int(fact.commit_ms).Key("deliver_at_ms").Int(fact.deliver_at_ms);
+  json->Key("scheduled_id").Uint(fact.scheduled_id).EndObject();
+}
+
+// The fields of a stat snapshot (inside the result object).
+void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
+  json->Key("durable_lsn_known").Bool(stat.durable_lsn_known);
+  json->Key("durable_lsn").Uint(stat.durable_lsn).Key("last_lsn").Uint(stat.last_lsn);
+  json->Key("fact_count").Uint(stat.fact_count).Key("fact_bytes").Uint(stat.fact_bytes);
+  json->Key("partitions").BeginArray();
+  for (const PartitionStat& partition : stat.partitions) {
+    json->BeginObject().Key("partition").Uint(partition.partition);
+    json->Key("fact_count").Uint(partition.fact_count).Key("bytes").Uint(partition.bytes);
+    json->Key("first_id").Uint(partition.first_id).Key("last_id").Uint(partition.last_id);
+    json->EndObject();
+  }
+  json->EndArray().Key("consumers").BeginArray();
+  for (const ConsumerStat& consumer : stat.consumers) {
+    json->BeginObject().Key("consumer").String(consumer.consumer);
+    json->Key("registered").Bool(consumer.registered).Key("types").BeginArray();
+    for (const std::string& type : consumer.types) json->String(type);
+    json->EndArray().Key("cursor_count").Uint(consumer.cursor_count);
+    json->Key("fact_id_min").Uint(consumer.fact_id_min);
+    json->Key("fact_id_max").Uint(consumer.fact_id_max);
+    json->Key("fact_lag").Uint(consumer.fact_lag).Key("facts_behind").Uint(consumer.facts_behind);
+    json->Key("oldest_commit_ms").Int(consumer.oldest_commit_ms);
+    json->Key("lost_fact_count").Uint(consumer.lost_fact_count);
+    json->Key("lost_last_ms").Uint(consumer.lost_last_ms);
+    json->Key("lost_last_from_id").Uint(consumer.lost_last_from_id);
+    json->Key("lost_last_to_id").Uint(consumer.lost_last_to_id);
+    json->Key("partitions").BeginArray();
+    for (const ConsumerPartitionStat& partition : consumer.partitions) {
+      json->BeginObject().Key("partition").Uint(partition.partition);
+      json->Key("has_cursor").Bool(partition.has_cursor).Key("fact_id").Uint(partition.fact_id);
+      json->Key("epoch").Uint(partition.epoch).Key("fact_lag").Uint(partition.fact_lag);
+      json->Key("facts_behind").Uint(partition.facts_behind);
+      json->Key("oldest_commit_ms").Int(partition.oldest_commit_ms).EndObject();
+    }
+    json->EndArray().EndObject();
+  }
+  json->EndArray().Key("dead_letter_count").Uint(stat.dead_letter_count);
+  json->Key("timer_count").Uint(stat.timer_count);
+  json->Key("next_timer_due_ms").Int(stat.next_timer_due_ms);
+}
+
+// Whether replies to `op` carry a result object.
+bool HasResult(Op op) {
+  return op != Op::kCursorCopy && op != Op::kCursorDelete && op != Op::kLeaseRelease;
+}
+
+void WriteResult(Op op, const Reply& reply, JsonWriter* json) {
+  json->BeginObject();
+  switch (op) {
+    case Op::kHello:
+      json->Key("version").Uint(reply.version).Key("path").String(reply.path);
+      break;
+    case Op::kCursorList:
+      json->Key("cursors").BeginArray();
+      for (const CursorInfo& info : reply.cursors) {
+        json->BeginObject().Key("consumer").String(info.consumer);
+        json->Key("partition").Uint(info.partition).Key("fact_id").Uint(info.fact_id);
+        json->Key("epoch").Uint(info.epoch).EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kCursorGet:
+      json->Key("fact_id").Uint(reply.fact_id);
+      break;
+    case Op::kCursorSet:
+      json->Key("moves").BeginArray();
+      for (const CursorMove& move : reply.moves) {
+        json->BeginObject().Key("partition").Uint(move.partition);
+        json->Key("existed").Bool(move.existed).Key("from_fact_id").Uint(move.from_fact_id);
+        json->Key("to_fact_id").Uint(move.to_fact_id).EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kDeadList:
+      json->Key("dead_letters").BeginArray();
+      for (const DeadLetter& letter : reply.dead_letters) {
+        json->BeginObject().Key("consumer").String(letter.consumer);
+        json->Key("reason_hex").String(HexOf(letter.reason)).Key("fact");
+        WriteFact(letter.fact, json);
+        json->EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kDeadRetry:
+      json->Key("retried").BeginArray();
+      for (const RetriedLetter& letter : reply.retried) {
+        json->BeginObject().Key("dead_fact_id").Uint(letter.dead_fact_id);
+        json->Key("new_fact_id").Uint(letter.new_fact_id).EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kDeadPurge:
+      json->Key("purged").Uint(reply.purged);
+      break;
+    case Op::kTrim:
+      json->Key("consumer_count").Uint(reply.trim.consumer_count);
+      json->Key("fact_count").Uint(reply.trim.fact_count).Key("bytes").Uint(reply.trim.bytes);
+      json->Key("partitions").BeginArray();
+      for (const TrimPartition& partition : reply.trim.partitions) {
+        json->BeginObject().Key("partition").Uint(partition.partition);
+        json->Key("trim_point").Uint(partition.trim_point);
+        json->Key("fact_count").Uint(partition.fact_count).Key("bytes").Uint(partition.bytes);
+        json->EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kRetentionLosses:
+      json->Key("losses").BeginArray();
+      for (const RetentionLoss& loss : reply.losses) {
+        json->BeginObject().Key("consumer").String(loss.consumer);
+        json->Key("fact_count").Uint(loss.fact_count).Key("last_ms").Uint(loss.last_ms);
+        json->Key("last_from_id").Uint(loss.last_from_id);
+        json->Key("last_to_id").Uint(loss.last_to_id).EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kLeaseList:
+      json->Key("leases").BeginArray();
+      for (const LeaseInfo& lease : reply.leases) {
+        json->BeginObject().Key("consumer").String(lease.consumer);
+        json->Key("owner").String(lease.owner).Key("epoch").Uint(lease.epoch);
+        json->Key("expires_at_ms").Int(lease.expires_at_ms);
+        json->Key("open_epoch").Uint(lease.open_epoch).EndObject();
+      }
+      json->EndArray();
+      break;
+    case Op::kStat:
+      WriteStat(reply.stat, json);
+      break;
+    case Op::kCursorCopy:
+    case Op::kCursorDelete:
+    case Op::kLeaseRelease:
+      break;
+  }
+  json->EndObject();
+}
+
+// ---- Reading replies (the client) ----
+
+Status Malformed(const std::string& what) {
+  return Status::Internal("malformed reply from the engine's admin socket: " + what);
+}
+
+// Typed access to the fields of one object of a reply; the first problem is kept in status().
+class Fields {
+ public:
+  // `value` absent: a missing field (reported by whoever looked it up).
+  Fields(std::optional<element> value, std::string where) : where_(std::move(where)) {
+    if (!value || value->get_object().get(object_)) Fail("is not an object");
+  }
+  uint64_t U64(const char* key) {
+    uint64_t value = 0;
+    if (ok() && object_[key].get_uint64().get(value)) Fail(key, "an unsigned integer");
+    return value;
+  }
+  uint32_t U32(const char* key) {
+    uint64_t value = U64(key);
+    if (ok() && value > UINT32_MAX) Fail(key, "a 32-bit unsigned integer");
+    return static_cast<uint32_t>(value);
+  }
+  int64_t I64(const char* key) {
+    int64_t value = 0;
+    if (ok() && object_[key].get_int64().get(value)) Fail(key, "an integer");
+    return value;
+  }
+  bool Bool(const char* key) {
+    bool value = false;
+    if (ok() && object_[key].get_bool().get(value)) Fail(key, "true or false");
+    return value;
+  }
+  std::string String(const char* key) {
+    std::string_view value;
+    if (ok() && object_[key].get_string().get(value)) Fail(key, "a string");
+    return std::string(value);
+  }
+  std::string Hex(const char* key) {
+    std::string text = String(key), bytes;
+    if (ok() && !FromHex(text, &bytes)) Fail(key, "hex");
+    return bytes;
+  }
+  std::vector<element> Array(const char* key) {
+    array value;
+    std::vector<element> items;
+    if (!ok()) return items;
+    if (object_[key].get_array().get(value)) {
+      Fail(key, "an array");
+      return items;
+    }
+    for (element item : value) items.push_back(item);
+    return items;
+  }
+  bool Has(const char* key) {
+    element value;
+    return ok() && !object_[key].get(value);
+  }
+  std::optional<element> At(const char* key) {
+    element value;
+    if (!ok()) return std::nullopt;
+    if (object_[key].get(value)) {
+      Fail(key, "present");
+      return std::nullopt;
+    }
+    return value;
+  }
+  bool ok() const { return status_.ok(); }
+  Status status() const { return status_; }
+  // Takes over the first problem of a nested reader.
+  void Absorb(const Fields& inner) {
+    if (ok() && !inner.ok()) status_ = inner.status_;
+  }
+
+ private:
+  void Fail(const std::string& what) {
+    if (ok()) status_ = Malformed(where_ + " " + what);
+  }
+  void Fail(const char* key, const char* type) {
+    Fail("field '" + std::string(key) + "' is not " + type);
+  }
+
+  std::string where_;
+  object object_;
+  Status status_;
+};
+
+Fact ReadFact(std::optional<element> value, Fields* parent) {
+  Fields fields(value, "fact");
+  Fact fact;
+  fact.id = fields.U64("id");
+  fact.partition = fields.U32("partition");
+  fact.type = fields.String("type");
+  fact.key = fields.Hex("key_hex");
+  fact.payload = fields.Hex("payload_hex");
+  for (element header : fields.Array("headers")) {
+    Fields pair(header, "header");
+    std::string name = pair.Hex("name_hex");
+    fact.headers.emplace_back(std::move(name), pair.Hex("value_hex"));
+    fields.Absorb(pair);
+  }
+  fact.source = fields.String("source");
+  fact.v = fields.U32("v");
+  fact.depth = fields.U32("depth");
+  fact.commit_ms = fields.I64("commit_ms");
+  fact.deliver_at_ms = fields.I64("deliver_at_ms");
+  fact.scheduled_id = fields.U64("scheduled_id");
+  parent->Absorb(fields);
+  return fact;
+}
+
+void ReadStat(Fields* result, StatSnapshot* stat) {
+  stat->durable_lsn_known = result->Bool("durable_lsn_known");
+  stat->durable_lsn = result->U64("durable_lsn");
+  stat->last_lsn = result->U64("last_lsn");
+  stat->fact_count = result->U64("fact_count");
+  stat->fact_bytes = result->U64("fact_bytes");
+  for (element item : result->Array("partitions")) {
+    Fields fields(item, "partition stat");
+    PartitionStat& partition = stat->partitions.emplace_back();
+    partition.partition = fields.U32("partition");
+    partition.fact_count = fields.U64("fact_count");
+    partition.bytes = fields.U64("bytes");
+    partition.first_id = fields.U64("first_id");
+    partition.last_id = fields.U64("last_id");
+    result->Absorb(fields);
+  }
+  for (element item : result->Array("consumers")) {
+    Fields fields(item, "consumer stat");
+    ConsumerStat& consumer = stat->consumers.emplace_back();
+    consumer.consumer = fields.String("consumer");
+    consumer.registered = fields.Bool("registered");
+    for (element type : fields.Array("types")) {
+      std::string_view text;
+      if (type.get_string().get(text)) {
+        result->Absorb(Fields(std::nullopt, "consumer type"));
+        return;
+      }
+      consumer.types.emplace_back(text);
+    }
+    consumer.cursor_count = fields.U64("cursor_count");
+    consumer.fact_id_min = fields.U64("fact_id_min");
+    consumer.fact_id_max = fields.U64("fact_id_max");
+    consumer.fact_lag = fields.U64("fact_lag");
+    consumer.facts_behind = fields.U64("facts_behind");
+    consumer.oldest_commit_ms = fields.I64("oldest_commit_ms");
+    consumer.lost_fact_count = fields.U64("lost_fact_count");
+    consumer.lost_last_ms = fields.U64("lost_last_ms");
+    consumer.lost_last_from_id = fields.U64("lost_last_from_id");
+    consumer.lost_last_to_id = fields.U64("lost_last_to_id");
+    for (element inner : fields.Array("partitions")) {
+      Fields of(inner, "consumer partition stat");
+      ConsumerPartitionStat& partition = consumer.partitions.emplace_back();
+      partition.partition = of.U32("partition");
+      partition.has_cursor = of.Bool("has_cursor");
+      partition.fact_id = of.U64("fact_id");
+      partition.epoch = of.U64("epoch");
+      partition.fact_lag = of.U64("fact_lag");
+      partition.facts_behind = of.U64("facts_behind");
+      partition.oldest_commit_ms = of.I64("oldest_commit_ms");
+      fields.Absorb(of);
+    }
+    result->Absorb(fields);
+  }
+  stat->dead_letter_count = result->U64("dead_letter_count");
+  stat->timer_count = result->U64("timer_count");
+  stat->next_timer_due_ms = result->I64("next_timer_due_ms");
+}
+
+Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
+  Fields result(value, "result");
+  switch (op) {
+    case Op::kHello:
+      reply->version = result.U32("version");
+      reply->path = result.String("path");
+      break;
+    case Op::kCursorList:
+      for (element item : result.Array("cursors")) {
+        Fields fields(item, "cursor");
+        CursorInfo& info = reply->cursors.emplace_back();
+        info.consumer = fields.String("consumer");
+        info.partition = fields.U32("partition");
+        info.fact_id = fields.U64("fact_id");
+        info.epoch = fields.U64("epoch");
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kCursorGet:
+      reply->fact_id = result.U64("fact_id");
+      break;
+    case Op::kCursorSet:
+      for (element item : result.Array("moves")) {
+        Fields fields(item, "cursor move");
+        CursorMove& move = reply->moves.emplace_back();
+        move.partition = fields.U32("partition");
+        move.existed = fields.Bool("existed");
+        move.from_fact_id = fields.U64("from_fact_id");
+        move.to_fact_id = fields.U64("to_fact_id");
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kDeadList:
+      for (element item : result.Array("dead_letters")) {
+        Fields fields(item, "dead letter");
+        DeadLetter& letter = reply->dead_letters.emplace_back();
+        letter.consumer = fields.String("consumer");
+        letter.reason = fields.Hex("reason_hex");
+        if (fields.ok()) letter.fact = ReadFact(fields.At("fact"), &fields);
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kDeadRetry:
+      for (element item : result.Array("retried")) {
+        Fields fields(item, "retried letter");
+        RetriedLetter& letter = reply->retried.emplace_back();
+        letter.dead_fact_id = fields.U64("dead_fact_id");
+        letter.new_fact_id = fields.U64("new_fact_id");
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kDeadPurge:
+      reply->purged = result.U64("purged");
+      break;
+    case Op::kTrim:
+      reply->trim.consumer_count = result.U64("consumer_count");
+      reply->trim.fact_count = result.U64("fact_count");
+      reply->trim.bytes = result.U64("bytes");
+      for (element item : result.Array("partitions")) {
+        Fields fields(item, "trimmed partition");
+        TrimPartition& partition = reply->trim.partitions.emplace_back();
+        partition.partition = fields.U32("partition");
+        partition.trim_point = fields.U64("trim_point");
+        partition.fact_count = fields.U64("fact_count");
+        partition.bytes = fields.U64("bytes");
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kRetentionLosses:
+      for (element item : result.Array("losses")) {
+        Fields fields(item, "retention loss");
+        RetentionLoss& loss = reply->losses.emplace_back();
+        loss.consumer = fields.String("consumer");
+        loss.fact_count = fields.U64("fact_count");
+        loss.last_ms = fields.U64("last_ms");
+        loss.last_from_id = fields.U64("last_from_id");
+        loss.last_to_id = fields.U64("last_to_id");
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kLeaseList:
+      for (element item : result.Array("leases")) {
+        Fields fields(item, "lease");
+        LeaseInfo& lease = reply->leases.emplace_back();
+        lease.consumer = fields.String("consumer");
+        lease.owner = fields.String("owner");
+        lease.epoch = fields.U64("epoch");
+        lease.expires_at_ms = fields.I64("expires_at_ms");
+        lease.open_epoch = fields.U64("open_epoch");
+        result.Absorb(fields);
+      }
+      break;
+    case Op::kStat:
+      ReadStat(&result, &reply->stat);
+      break;
+    case Op::kCursorCopy:
+    case Op::kCursorDelete:
+    case Op::kLeaseRelease:
+      break;
+  }
+  return result.status();
+}
+
+}  // namespace
+
+const char* OpName(Op op) { return SpecOf(op).name; }
+
+bool OpFromName(std::string_view name, Op* op) {
+  for (const OpSpec& spec : Specs()) {
+    if (name == spec.name) {
+      *op = spec.op;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status ParseRequest(std::string_view line, Request* request) {
+  *request = Request();
+  if (line.size() > kRequestBytesMax) {
+    return Refuse("request of " + std::to_string(line.size()) +
+                  " bytes is longer than the limit of " + std::to_string(kRequestBytesMax));
+  }
+  simdjson::dom::parser parser;
+  element document;
+  if (auto error = parser.parse(line.data(), line.size()).get(document)) {
+    return Refuse(std::string("not valid JSON: ") + simdjson::error_message(error));
+  }
+  object fields;
+  if (document.get_object().get(fields)) return Refuse("not a JSON object");
+  std::set<std::string_view> seen;
+  for (simdjson::dom::key_value_pair field : fields) {
+    if (!seen.insert(field.key).second)
+      return Refuse("field " + Named(field.key) + " is given twice");
+  }
+  element version;
+  if (fields["v"].get(version)) {
+    return Refuse("no field 'v' (the protocol version: " + std::to_string(kProtocolVersion) + ")");
+  }
+  uint64_t number = 0;
+  const bool whole = !version.get_uint64().get(number);
+  if (!whole || number != kProtocolVersion) {
+    return Refuse(
+        "protocol version " + (whole ? std::to_string(number) : Named(simdjson::minify(version))) +
+        " is not supported (this engine speaks version " + std::to_string(kProtocolVersion) + ")");
+  }
+  std::string_view op_name;
+  element op_value;
+  if (fields["op"].get(op_value)) return Refuse("no field 'op' (one of: " + OpNames() + ")");
+  if (op_value.get_string().get(op_name)) return Refuse("field 'op' must be a string");
+  if (!OpFromName(op_name, &request->op)) {
+    return Refuse("unknown op " + Named(op_name) + " (one of: " + OpNames() + ")");
+  }
+  const OpSpec& spec = SpecOf(request->op);
+  for (simdjson::dom::key_value_pair field : fields) {
+    if (field.key == "v" || field.key == "op") continue;
+    auto it = std::find_if(spec.fields.begin(), spec.fields.end(),
+                           [&](const FieldSpec& known) { return field.key == known.name; });
+    if (it == spec.fields.end()) {
+      return Refuse("op '" + std::string(spec.name) + "' takes no field " + Named(field.key) +
+                    " (its fields: " + ListOf(spec.fields) + ")");
+    }
+    Status s = ReadField(spec, *it, field.value, request);
+    if (!s.ok()) return s;
+  }
+  for (const FieldSpec& known : spec.fields) {
+    if (known.required && !seen.contains(known.name)) {
+      return Refuse("op '" + std::string(spec.name) + "' needs field '" + known.name + "'");
+    }
+  }
+  return ValidateNames(*request);
+}
+
+std::string EncodeRequest(const Request& request) {
+  const OpSpec& spec = SpecOf(request.op);
+  JsonWriter json;
+  json.BeginObject().Key("v").Uint(kProtocolVersion).Key("op").String(spec.name);
+  for (const FieldSpec& field : spec.fields) WriteField(field, request, &json);
+  std::string line = json.EndObject().Take();
+  line.push_back('\n');
+  return line;
+}
+
+std::string EncodeReply(Op op, const Reply& reply) {
+  JsonWriter json;
+  json.BeginObject().Key("v").Uint(kProtocolVersion);
+  WriteStatus(reply.status, &json);
+  if (HasResult(op)) {
+    json.Key("result");
+    WriteResult(op, reply, &json);
+  }
+  std::string line = json.EndObject().Take();
+  line.push_back('\n');
+  return line;
+}
+
+std::string EncodeError(const Status& status) {
+  WHARF_ASSERT(!status.ok());
+  JsonWriter json;
+  json.BeginObject().Key("v").Uint(kProtocolVersion);
+  WriteStatus(status, &json);
+  std::string line = json.EndObject().Take();
+  line.push_back('\n');
+  return line;
+}
+
+std::string EncodeProgress(uint32_t done, uint32_t total) {
+  JsonWriter json;
+  json.BeginObject().Key("v").Uint(kProtocolVersion).Key("progress").BeginObject();
+  json.Key("done").Uint(done).Key("total").Uint(total).EndObject();
+  std::string line = json.EndObject().Take();
+  line.push_back('\n');
+  return line;
+}
+
+Status DecodeReply(Op op, std::string_view line, bool* progress, uint32_t* done, uint32_t* total,
+                   Reply* reply) {
+  *progress = false;
+  *reply = Reply();
+  simdjson::dom::parser parser;
+  element document;
+  if (auto error = parser.parse(line.data(), line.size()).get(document)) {
+    return Malformed(std::string("not valid JSON: ") + simdjson::error_message(error));
+  }
+  Fields fields(document, "reply");
+  if (fields.U64("v") != kProtocolVersion && fields.ok()) {
+    return Malformed("protocol version is not " + std::to_string(kProtocolVersion));
+  }
+  if (fields.ok() && fields.Has("progress")) {
+    Fields counts(fields.At("progress"), "progress");
+    *done = counts.U32("done");
+    *total = counts.U32("total");
+    *progress = counts.ok();
+    return counts.status();
+  }
+  bool ok = fields.Bool("ok");
+  if (!fields.ok()) return fields.status();
+  if (!ok) {
+    std::string code_name = fields.String("code"), subcode_name = fields.String("subcode");
+    bool retryable = fields.Bool("retryable");
+    std::string message = fields.String("message");
+    if (!fields.ok()) return fields.status();
+    auto code = std::find_if(std::begin(kCodes), std::end(kCodes),
+                             [&](const auto& entry) { return code_name == entry.second; });
+    auto subcode = std::find_if(std::begin(kSubCodes), std::end(kSubCodes),
+                                [&](const auto& entry) { return subcode_name == entry.second; });
+    if (code == std::end(kCodes) || code->first == Status::Code::kOk) {
+      return Malformed("unknown error code " + Named(code_name));
+    }
+    if (subcode == std::end(kSubCodes)) return Malformed("unknown subcode " + Named(subcode_name));
+    reply->status = MakeStatus(code->first, message, retryable).WithSubCode(subcode->first);
+  }
+  if (HasResult(op) && fields.Has("result")) {
+    Status s = ReadResult(op, fields.At("result"), reply);
+    if (!s.ok()) {
+      reply->status.PermitUncheckedError();
+      return s;
+    }
+  } else if (HasResult(op) && ok) {
+    return Malformed("no field 'result'");
+  }
+  return Status::OK();
+}
+
+}  // namespace wharf::internal::admin_socket

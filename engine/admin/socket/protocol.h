@@ -1,0 +1,104 @@
+// The admin socket's protocol (engine option `admin_socket`; the CLI's write commands on a live
+// database): one JSON object per line each way, versioned.
+//
+//   request   {"v":1,"op":"cursor_set","consumer":"mailer","fact_id":5,"dry_run":false}
+//   reply     {"v":1,"ok":true,"result":{"moves":[...]}}
+//             {"v":1,"ok":false,"code":"InvalidArgument","subcode":"None","retryable":false,
+//              "message":"consumer id is empty","result":{...}}
+//   progress  {"v":1,"progress":{"done":3,"total":16}}   (trim with "progress":true, before
+//                                                        its reply)
+//
+// Each op mirrors one function of wharf/admin.h with the same arguments and results; "result" is
+// present whenever the op has results, also with an error (the dead letters retried and the
+// facts trimmed before a failure). Bytes that may be anything (fact keys, payloads, header
+// values, dead-letter reasons) travel as lower-case hex in fields named *_hex. Every request field
+// is checked like any other input: an unknown op or field, a missing or ill-typed field, a number
+// out of range, a bad consumer id, a duplicate field is InvalidArgument naming it.
+//
+// Thread safety: free functions over their arguments.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wharf/admin.h"
+#include "wharf/status.h"
+
+namespace wharf::internal::admin_socket {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+// A request line (without its newline) longer than this is refused.
+inline constexpr size_t kRequestBytesMax = 64 * 1024;
+
+enum class Op {
+  kHello,            // {} -> {"version","path"}: who answers
+  kCursorList,       // ListCursors
+  kCursorGet,        // GetCursor: consumer, partition
+  kCursorSet,        // SetCursor: consumer, fact_id, [dry_run]
+  kCursorCopy,       // CopyCursor: from, to, [force]
+  kCursorDelete,     // DeleteCursor: consumer
+  kDeadList,         // ListDeadLetters: [consumer] (absent or "": all)
+  kDeadRetry,        // RetryDeadLetters: consumer, [fact_ids]
+  kDeadPurge,        // PurgeDeadLetters: consumer, [fact_ids]
+  kLeaseRelease,     // ReleaseLease: consumer
+  kTrim,             // TrimPassed: [dry_run], [progress]
+  kRetentionLosses,  // ListRetentionLosses
+  kLeaseList,        // ListLeases
+  kStat,             // ReadStat (the last op: tests and the fuzzer go through them all)
+};
+// "cursor_set" and so on; Op from such a name (false when unknown).
+const char* OpName(Op op);
+bool OpFromName(std::string_view name, Op* op);
+
+struct Request {
+  Op op = Op::kHello;
+  std::string consumer;
+  std::string from, to;
+  uint32_t partition = 0;
+  uint64_t fact_id = 0;
+  bool force = false;
+  bool dry_run = false;
+  bool progress = false;  // trim: progress lines before the reply
+  std::vector<uint64_t> fact_ids;
+};
+
+// Parses one request line (its newline removed). InvalidArgument naming the problem.
+Status ParseRequest(std::string_view line, Request* request);
+// The request as one line, newline included (only the fields its op takes).
+std::string EncodeRequest(const Request& request);
+
+// A reply: the outcome and the op's results (only those of its op are encoded).
+struct Reply {
+  Status status;
+  uint32_t version = 0;  // hello
+  std::string path;      // hello: the database the engine holds
+  std::vector<CursorInfo> cursors;
+  uint64_t fact_id = 0;
+  std::vector<CursorMove> moves;
+  std::vector<DeadLetter> dead_letters;
+  std::vector<RetriedLetter> retried;
+  uint64_t purged = 0;
+  TrimReport trim;
+  std::vector<RetentionLoss> losses;
+  std::vector<LeaseInfo> leases;
+  StatSnapshot stat;
+};
+
+// The reply to a request of `op`, one line, newline included.
+std::string EncodeReply(Op op, const Reply& reply);
+// The reply to a request that could not be parsed (or refused before it was): no result.
+std::string EncodeError(const Status& status);
+// A progress line, newline included.
+std::string EncodeProgress(uint32_t done, uint32_t total);
+
+// One line the engine sent in answer to a request of `op` (its newline removed). Exactly one of:
+// *progress true with done/total set, or *progress false and *reply filled (reply->status is the
+// engine's outcome, with its code, subcode, retryability and message). The returned Status is not
+// OK when the line itself is malformed (Internal naming the problem).
+Status DecodeReply(Op op, std::string_view line, bool* progress, uint32_t* done, uint32_t* total,
+                   Reply* reply);
+
+}  // namespace wharf::internal::admin_socket

@@ -1,0 +1,75 @@
+// AdminServer: the engine's admin socket (engine option `admin_socket`), through which the CLI's
+// write commands reach an engine that holds the database (protocol.h).
+//
+// One thread polls the listening socket and every connection, all non-blocking, and runs each
+// request itself (never on the commit path: changes are transactions handed to the committer like
+// any other). Bounded in every way a client controls: connections at once (beyond: accepted,
+// answered Busy, closed), request bytes (beyond: an error, then closed), time (a connection that
+// neither sends a whole request nor reads its reply for `idle_ms` is closed), and replies are
+// written only as fast as the client reads them (no new request is read from a connection
+// before its reply is sent). Peers of another user are refused (SO_PEERCRED), except root. A
+// malformed request gets an error naming the problem; the connection stays usable.
+//
+// The socket file is created owner-only (0600); a stale socket at its path is replaced, anything
+// else there refuses the start. Stop() removes it.
+//
+// Ownership: the server borrows `engine`, which must outlive Stop() (EngineCore stops it first in
+// Close()). Thread safety: Start/Stop from one thread; the server's own thread does the rest.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/admin/socket/protocol.h"
+#include "wharf/engine.h"
+#include "wharf/status.h"
+
+namespace wharf::internal::admin_socket {
+
+struct ServerLimits {
+  size_t connections_max = 64;
+  size_t request_bytes_max = kRequestBytesMax;
+  int64_t idle_ms = 5000;
+};
+
+class AdminServer {
+ public:
+  // Binds `socket_path` and starts serving.
+  //   InvalidArgument  a path that is not a socket is in the way, or the path cannot be used
+  //   IOError          the socket cannot be created, bound or listened on (named), or another
+  //                    process serves one at that path
+  static Status Start(Engine* engine, const std::string& socket_path, const ServerLimits& limits,
+                      std::unique_ptr<AdminServer>* server);
+  ~AdminServer();
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  // Waits for the request in progress, closes every connection and removes the socket file.
+  // Idempotent.
+  void Stop();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Connection;
+  AdminServer() = default;
+  void Run();
+
+  Engine* engine_ = nullptr;
+  std::string path_;
+  ServerLimits limits_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: Stop() wakes the thread
+  dev_t socket_dev_ = 0;
+  ino_t socket_ino_ = 0;  // the file bound, so that Stop() removes only that one
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace wharf::internal::admin_socket

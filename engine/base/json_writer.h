@@ -1,0 +1,50 @@
+// JsonWriter: builds one JSON document (the admin socket's requests and replies). Keys and string
+// values are escaped; bytes that are not valid UTF-8 become \u00XX (lossy, but the document stays
+// valid JSON: callers with arbitrary bytes encode them first, e.g. as hex).
+//
+// The same writer as the CLI's (tools/cli/output.h), which may include only public headers and
+// so keeps its own copy.
+//
+// Thread safety: a JsonWriter is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wharf::internal {
+
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject();
+  JsonWriter& EndObject();
+  JsonWriter& BeginArray();
+  JsonWriter& EndArray();
+  JsonWriter& Key(std::string_view key);
+  JsonWriter& String(std::string_view value);
+  JsonWriter& Uint(uint64_t value);
+  JsonWriter& Int(int64_t value);
+  JsonWriter& Bool(bool value);
+  JsonWriter& Null();
+
+  const std::string& str() const { return out_; }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Separate();
+
+  std::string out_;
+  std::vector<bool> first_;  // per open container: no element written yet
+  bool after_key_ = false;
+};
+
+// Appends `text` as a JSON string (quoted, escaped) to *out.
+void AppendJsonString(std::string* out, std::string_view text);
+
+// Lower-case hex of `bytes` (no prefix), and back: false when `hex` is not an even number of hex
+// digits.
+std::string HexOf(std::string_view bytes);
+bool FromHex(std::string_view hex, std::string* bytes);
+
+}  // namespace wharf::internal

@@ -1,0 +1,536 @@
+// The engine's admin socket (engine/admin/socket/server.cc) and its client (wharf/admin_client.h):
+// where the socket is and who may use it, every admin function through it with the same results
+// and errors as in-process, and a socket that hostile or broken clients cannot disturb (malformed,
+// oversized and silent requests, a thousand clients at once, while commits go on).
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "engine/admin/socket/server.h"
+#include "engine/core/engine_core.h"
+#include "test_util.h"
+#include "wharf/admin.h"
+#include "wharf/admin_client.h"
+
+namespace wharf {
+namespace {
+
+using internal::admin_socket::AdminServer;
+using internal::admin_socket::ServerLimits;
+using testing::TempDir;
+
+#define EXPECT_CONTAINS(text, part)                          \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) \
+      << "'" << (part) << "' not in: " << (text)
+
+// A raw connection to a socket path (short paths only), for requests no client would send.
+class Raw {
+ public:
+  explicit Raw(const std::string& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    EXPECT_LT(path.size(), sizeof(addr.sun_path));
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    connect_errno_ = errno;
+  }
+  ~Raw() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool connected() const { return connected_; }
+  int connect_errno() const { return connect_errno_; }
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  // The next line the server sends (without its newline); "" at end of stream.
+  std::string Line() {
+    while (true) {
+      size_t newline = in_.find('\n');
+      if (newline != std::string::npos) {
+        std::string line = in_.substr(0, newline);
+        in_.erase(0, newline + 1);
+        return line;
+      }
+      char buffer[4096];
+      ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+      if (n <= 0) return "";
+      in_.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  // True when the server closed the connection (after any lines it sent).
+  bool Closed() {
+    char buffer[4096];
+    while (true) {
+      ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+      if (n < 0) return false;
+    }
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  int connect_errno_ = 0;
+  std::string in_;
+};
+
+class AdminSocketTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kPartitions = 4;
+
+  void Open(const std::string& admin_socket = "on") {
+    EngineOptions options;
+    options.partitions = kPartitions;
+    options.admin_socket = admin_socket;
+    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+  }
+  std::string Socket() const { return dir_.db() + "/admin.sock"; }
+  uint64_t Emit(std::string_view key, std::string_view payload) {
+    Txn txn = engine_->Begin();
+    EXPECT_OK(txn.Emit("OrderCreated", key, payload));
+    CommitResult result;
+    EXPECT_OK(txn.Commit(&result));
+    return result.first_fact_id;
+  }
+  void Build() {
+    ASSERT_OK(engine_->DeclareTypes({"OrderCreated"}));
+    for (int i = 0; i < 12; ++i) Emit("k" + std::to_string(i), "order " + std::to_string(i));
+    ASSERT_OK(SetCursor(*engine_, "mailer", 6));
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// The default socket is <db>/admin.sock, a socket of mode 0600, removed at close; admin_socket=off
+// creates nothing; a custom path is used instead, and the client finds either.
+TEST_F(AdminSocketTest, WhereTheSocketIsAndItsMode) {
+  Open();
+  struct stat st;
+  ASSERT_EQ(::lstat(Socket().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+  EXPECT_EQ(client->socket_path(), Socket());
+  EXPECT_EQ(client->database_path(), std::filesystem::canonical(dir_.db()).string());
+  ASSERT_OK(engine_->Close());
+  EXPECT_NE(::lstat(Socket().c_str(), &st), 0);  // removed
+  Status s = AdminClient::Connect(dir_.db(), &client);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_CONTAINS(s.message(), "no engine answers at the admin socket " + Socket());
+
+  Open("off");
+  EXPECT_NE(::lstat(Socket().c_str(), &st), 0);
+  ASSERT_OK(engine_->Close());
+
+  std::string custom = dir_.path() + "/custom.sock";
+  Open(custom);
+  EXPECT_NE(::lstat(Socket().c_str(), &st), 0);
+  ASSERT_EQ(::lstat(custom.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_OK(AdminClient::Connect(custom, &client));
+  ASSERT_OK(engine_->DeclareTypes({"OrderCreated"}));
+  Emit("a", "one");
+  std::vector<CursorMove> moves;
+  ASSERT_OK(client->SetCursor("mailer", 1, {}, &moves));
+  ASSERT_EQ(moves.size(), kPartitions);
+  uint64_t fact_id = 0;
+  ASSERT_OK(GetCursor(*engine_, "mailer", engine_->PartitionOf("a"), &fact_id));
+  EXPECT_EQ(fact_id, 1u);
+  ASSERT_OK(engine_->Close());
+  EXPECT_NE(::lstat(custom.c_str(), &st), 0);
+}
+
+// A stale socket (its engine died) is replaced; a file that is not a socket is never removed:
+// the open is refused, naming it. A custom path another engine serves is refused too.
+TEST_F(AdminSocketTest, StaleSocketReplacedOtherFilesRefused) {
+  std::filesystem::create_directories(dir_.db());
+  {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, Socket().data(), Socket().size());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ::close(fd);  // bound, never unlinked: what a killed engine leaves
+  }
+  Open();
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+  ASSERT_OK(engine_->Close());
+
+  { std::ofstream(Socket()) << "precious"; }
+  EngineOptions options;
+  Status s = Engine::Open(dir_.db(), options, &engine_);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_CONTAINS(s.message(), Socket() + " exists and is not a socket");
+  std::ifstream in(Socket());
+  std::string kept;
+  in >> kept;
+  EXPECT_EQ(kept, "precious");
+  std::filesystem::remove(Socket());
+
+  // Two databases configured with one socket path: the second is refused while the first runs.
+  std::string shared = dir_.path() + "/shared.sock";
+  Open(shared);
+  TempDir other;
+  options.admin_socket = shared;
+  std::unique_ptr<Engine> second;
+  s = Engine::Open(other.db(), options, &second);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_CONTAINS(s.message(), "another process serves an admin socket at " + shared);
+  ASSERT_OK(AdminClient::Connect(shared, &client));  // the first one's, untouched
+}
+
+// A database path longer than a Unix socket address holds (107 bytes) still gets its socket, and
+// the client reaches it.
+TEST_F(AdminSocketTest, LongDatabasePath) {
+  std::string db = dir_.path();
+  while (db.size() < 200) db += "/a-rather-long-directory-name";
+  std::filesystem::create_directories(db);
+  db += "/db";
+  ASSERT_GT(db.size() + std::strlen("/admin.sock"), sizeof(sockaddr_un::sun_path));
+  EngineOptions options;
+  options.partitions = kPartitions;
+  ASSERT_OK(Engine::Open(db, options, &engine_));
+  struct stat st;
+  ASSERT_EQ(::lstat((db + "/admin.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(db, &client));
+  ASSERT_OK(engine_->DeclareTypes({"OrderCreated"}));
+  Emit("a", "one");
+  ASSERT_OK(client->SetCursor("mailer", 1));
+  std::vector<CursorInfo> cursors;
+  ASSERT_OK(client->ListCursors(&cursors));
+  EXPECT_EQ(cursors.size(), kPartitions);
+  ASSERT_OK(engine_->Close());
+  EXPECT_NE(::lstat((db + "/admin.sock").c_str(), &st), 0);
+}
+
+// Every admin function through the client gives what it gives in-process: results, and errors
+// with their code, subcode and message.
+TEST_F(AdminSocketTest, ClientMirrorsTheAdminFunctions) {
+  Open();
+  Build();
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+
+  std::vector<CursorInfo> local, remote;
+  ASSERT_OK(ListCursors(*engine_, &local));
+  ASSERT_OK(client->ListCursors(&remote));
+  ASSERT_EQ(remote.size(), local.size());
+  for (size_t i = 0; i < local.size(); ++i) {
+    EXPECT_EQ(remote[i].consumer, local[i].consumer);
+    EXPECT_EQ(remote[i].partition, local[i].partition);
+    EXPECT_EQ(remote[i].fact_id, local[i].fact_id);
+    EXPECT_EQ(remote[i].epoch, local[i].epoch);
+  }
+  uint64_t fact_id = 0, expected = 0;
+  ASSERT_OK(client->GetCursor("mailer", 2, &fact_id));
+  ASSERT_OK(GetCursor(*engine_, "mailer", 2, &expected));
+  EXPECT_EQ(fact_id, expected);
+
+  // Errors round-trip exactly.
+  Status remote_error = client->GetCursor("mailer", 99, &fact_id);
+  Status local_error = GetCursor(*engine_, "mailer", 99, &expected);
+  EXPECT_TRUE(remote_error.IsInvalidArgument()) << remote_error.ToString();
+  EXPECT_EQ(remote_error.message(), local_error.message());
+  remote_error = client->CopyCursor("nobody", "other", false);
+  EXPECT_TRUE(remote_error.IsNotFound()) << remote_error.ToString();
+  EXPECT_EQ(remote_error.message(), "consumer 'nobody' has no cursors");
+  ASSERT_OK(client->CopyCursor("mailer", "audit", false));
+  remote_error = client->CopyCursor("mailer", "audit", false);
+  EXPECT_TRUE(remote_error.IsInvalidArgument());
+  EXPECT_EQ(remote_error.subcode(), Status::SubCode::kAlreadyExists);
+  remote_error = client->DeleteCursor(std::string("bad\0id", 6));
+  EXPECT_TRUE(remote_error.IsInvalidArgument());
+  EXPECT_CONTAINS(remote_error.message(), "contains a NUL byte");
+  remote_error = client->ReleaseLease("mailer");
+  EXPECT_TRUE(remote_error.IsNotFound());
+  EXPECT_EQ(remote_error.message(), "consumer 'mailer' holds no lease");
+
+  // Dry run: the moves, nothing changed.
+  std::vector<CursorMove> moves;
+  SetCursorOptions dry;
+  dry.dry_run = true;
+  ASSERT_OK(client->SetCursor("mailer", 0, dry, &moves));
+  ASSERT_EQ(moves.size(), kPartitions);
+  std::vector<CursorInfo> after;
+  ASSERT_OK(ListCursors(*engine_, &after));
+  for (const CursorMove& move : moves) {
+    EXPECT_TRUE(move.existed);
+    EXPECT_EQ(move.to_fact_id, 0u);
+    uint64_t now = 0;
+    ASSERT_OK(GetCursor(*engine_, "mailer", move.partition, &now));
+    EXPECT_EQ(move.from_fact_id, now);  // unchanged
+  }
+  ASSERT_OK(client->SetCursor("mailer", 0));
+  ASSERT_OK(GetCursor(*engine_, "mailer", 2, &fact_id));
+  EXPECT_EQ(fact_id, 0u);
+  ASSERT_OK(client->DeleteCursor("audit"));
+
+  // Trim (dry run, then for real) with progress.
+  TrimReport report;
+  TrimOptions trim;
+  trim.dry_run = true;
+  uint32_t progress_calls = 0;
+  trim.progress = [&](uint32_t done, uint32_t total) {
+    ++progress_calls;
+    EXPECT_LE(done, total);
+  };
+  ASSERT_OK(client->SetCursor("mailer", 6));
+  ASSERT_OK(client->TrimPassed(&report, trim));
+  EXPECT_EQ(report.consumer_count, 1u);
+  EXPECT_EQ(report.partitions.size(), kPartitions);
+  EXPECT_GT(report.fact_count, 0u);
+  EXPECT_EQ(progress_calls, kPartitions);
+  std::vector<Fact> facts;
+  ASSERT_OK(engine_->ReadFacts(engine_->PartitionOf("k0"), 1, 100, &facts));
+  EXPECT_EQ(facts.front().id, 1u);  // nothing removed
+
+  // The stat snapshot and the leases, as the engine reads them.
+  StatSnapshot remote_stat, local_stat;
+  ASSERT_OK(client->ReadStat(&remote_stat));
+  ASSERT_OK(ReadStat(*engine_, &local_stat));
+  EXPECT_TRUE(remote_stat.durable_lsn_known);
+  EXPECT_EQ(remote_stat.durable_lsn, local_stat.durable_lsn);
+  EXPECT_EQ(remote_stat.fact_count, local_stat.fact_count);
+  EXPECT_EQ(remote_stat.fact_bytes, local_stat.fact_bytes);
+  ASSERT_EQ(remote_stat.partitions.size(), kPartitions);
+  EXPECT_EQ(remote_stat.partitions[1].last_id, local_stat.partitions[1].last_id);
+  ASSERT_EQ(remote_stat.consumers.size(), local_stat.consumers.size());
+  ASSERT_FALSE(remote_stat.consumers.empty());
+  EXPECT_EQ(remote_stat.consumers[0].consumer, "mailer");
+  EXPECT_EQ(remote_stat.consumers[0].fact_id_max, local_stat.consumers[0].fact_id_max);
+  EXPECT_EQ(remote_stat.consumers[0].facts_behind, local_stat.consumers[0].facts_behind);
+  ASSERT_EQ(remote_stat.consumers[0].partitions.size(), kPartitions);
+  std::vector<LeaseInfo> leases;
+  ASSERT_OK(client->ListLeases(&leases));
+  EXPECT_TRUE(leases.empty());
+
+  std::vector<RetentionLoss> losses;
+  ASSERT_OK(client->ListRetentionLosses(&losses));
+  EXPECT_TRUE(losses.empty());
+  std::vector<DeadLetter> letters;
+  ASSERT_OK(client->ListDeadLetters("", &letters));
+  EXPECT_TRUE(letters.empty());
+  std::vector<RetriedLetter> retried;
+  remote_error = client->RetryDeadLetters("mailer", {}, &retried);
+  EXPECT_TRUE(remote_error.IsNotFound());
+  uint64_t purged = 0;
+  remote_error = client->PurgeDeadLetters("mailer", {7}, &purged);
+  EXPECT_TRUE(remote_error.IsNotFound());
+}
+
+// Malformed requests get an error naming the problem, and the connection stays usable.
+TEST_F(AdminSocketTest, MalformedRequestsAreRefusedByName) {
+  Open();
+  Build();
+  Raw raw(Socket());
+  ASSERT_TRUE(raw.connected());
+  const std::pair<std::string, std::string> cases[] = {
+      {"not json", "not valid JSON"},
+      {"[1,2]", "not a JSON object"},
+      {R"({"op":"hello"})", "no field 'v'"},
+      {R"({"v":2,"op":"hello"})", "protocol version 2 is not supported"},
+      {R"({"v":1})", "no field 'op'"},
+      {R"({"v":1,"op":7})", "field 'op' must be a string"},
+      {R"({"v":1,"op":"drop_everything"})", "unknown op 'drop_everything'"},
+      {R"({"v":1,"op":"cursor_set","consumer":"mailer"})", "needs field 'fact_id'"},
+      {R"({"v":1,"op":"cursor_set","consumer":"mailer","fact_id":-1})",
+       "'fact_id' of op 'cursor_set' must be a whole number"},
+      {R"({"v":1,"op":"cursor_set","consumer":"mailer","fact_id":1.5})", "must be a whole number"},
+      {R"({"v":1,"op":"cursor_get","consumer":"mailer","partition":4294967296})",
+       "must be a whole number in [0, 4294967295]"},
+      {R"({"v":1,"op":"cursor_set","consumer":"mailer","fact_id":1,"force":true})",
+       "op 'cursor_set' takes no field 'force'"},
+      {R"({"v":1,"op":"cursor_delete","consumer":"mailer","consumer":"x"})",
+       "field 'consumer' is given twice"},
+      {R"({"v":1,"op":"cursor_delete","consumer":""})", "consumer id is empty"},
+      {R"({"v":1,"op":"cursor_delete","consumer":"a\u0000b"})", "contains a NUL byte"},
+      {R"({"v":1,"op":"cursor_delete","consumer":7})", "field 'consumer' of op 'cursor_delete'"},
+      {R"({"v":1,"op":"dead_purge","consumer":"m","fact_ids":[1,"x"]})", "fact_ids[]"},
+      {R"({"v":1,"op":"trim","dry_run":"yes"})", "must be true or false"},
+      {"{\"v\":1,\"op\":\"cursor_delete\",\"consumer\":\"\xff\"}", "not valid JSON"},
+  };
+  for (const auto& [request, problem] : cases) {
+    ASSERT_TRUE(raw.Send(request + "\n"));
+    std::string reply = raw.Line();
+    EXPECT_CONTAINS(reply, "\"ok\":false");
+    EXPECT_CONTAINS(reply, "\"code\":\"InvalidArgument\"");
+    EXPECT_CONTAINS(reply, problem);
+  }
+  // Still served, and nothing changed.
+  ASSERT_TRUE(raw.Send(R"({"v":1,"op":"cursor_get","consumer":"mailer","partition":0})"
+                       "\n"));
+  EXPECT_CONTAINS(raw.Line(), "\"ok\":true");
+  uint64_t fact_id = 0;
+  ASSERT_OK(GetCursor(*engine_, "mailer", engine_->PartitionOf("k0"), &fact_id));
+  EXPECT_GT(fact_id, 0u);
+}
+
+// A request longer than the limit gets an error and the connection is closed; so is one that
+// never comes (a client that connects and sends nothing), without holding up anyone else.
+TEST_F(AdminSocketTest, OversizedAndSilentClients) {
+  Open("off");
+  ServerLimits limits;
+  limits.idle_ms = 300;
+  std::unique_ptr<AdminServer> server;
+  std::string path = dir_.path() + "/test.sock";
+  ASSERT_OK(AdminServer::Start(engine_.get(), path, limits, &server));
+
+  Raw oversized(path);
+  std::string huge(100 * 1024, ' ');
+  huge = "{\"v\":1,\"op\":\"hello\",\"pad\":\"" + huge + "\"}\n";
+  oversized.Send(huge);  // may stop early: the server closes once past the limit
+  std::string reply = oversized.Line();
+  EXPECT_CONTAINS(reply, "longer than the limit of 65536 bytes");
+  EXPECT_TRUE(oversized.Closed());
+
+  Raw silent(path);
+  ASSERT_TRUE(silent.connected());
+  // Served meanwhile, while the silent one is open.
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(path, &client));
+  Raw partial(path);
+  ASSERT_TRUE(partial.Send("{\"v\":1,"));  // half a request, never finished
+  EXPECT_CONTAINS(silent.Line(), "no whole request within 300 ms");
+  EXPECT_TRUE(silent.Closed());
+  EXPECT_CONTAINS(partial.Line(), "no whole request within 300 ms");
+  EXPECT_TRUE(partial.Closed());
+  ASSERT_OK(AdminClient::Connect(path, &client));
+  server->Stop();
+}
+
+// A thousand clients at once: the first connections are served, the others refused (Busy) at
+// once; nothing crashes and commits succeed meanwhile.
+TEST_F(AdminSocketTest, AThousandClientsAtOnce) {
+  Open();
+  Build();
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> commits{0};
+  std::thread producer([&] {
+    while (!done.load()) {
+      Txn txn = engine_->Begin();
+      if (!txn.Emit("OrderCreated", "p", "during the storm").ok()) break;
+      if (!txn.Commit().ok()) break;
+      commits.fetch_add(1);
+    }
+  });
+  std::vector<std::unique_ptr<Raw>> clients;
+  for (int i = 0; i < 1000; ++i) {
+    clients.push_back(std::make_unique<Raw>(Socket()));
+    ASSERT_TRUE(clients.back()->connected())
+        << i << ": " << std::strerror(clients.back()->connect_errno());
+  }
+  const uint64_t commits_before = commits.load();
+  size_t served = 0, busy = 0;
+  for (auto& client : clients) {
+    client->Send(R"({"v":1,"op":"cursor_list"})"
+                 "\n");  // refused ones may be closed already
+    std::string reply = client->Line();
+    if (reply.find("\"ok\":true") != std::string::npos) {
+      ++served;
+    } else {
+      EXPECT_CONTAINS(reply, "\"code\":\"Busy\"");
+      EXPECT_CONTAINS(reply, "the limit; try again");
+      ++busy;
+    }
+  }
+  EXPECT_EQ(served + busy, 1000u);
+  EXPECT_GE(served, 1u);
+  EXPECT_GE(busy, 1u);
+  clients.clear();
+  // Commits went on (the producer commits between and after), and the socket still serves.
+  while (commits.load() < commits_before + 10) std::this_thread::yield();
+  done.store(true);
+  producer.join();
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+}
+
+// Runs `body` in a child process under uid/gid 65534 (nobody); returns its exit status. The
+// child only makes system calls (the parent has threads: no allocation after fork).
+int AsNobody(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(100);
+    ::_exit(body());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Another user cannot connect (mode 0600); with the mode opened up, the engine still refuses the
+// peer by its uid (SO_PEERCRED) and changes nothing. Root and the engine's user are served.
+TEST_F(AdminSocketTest, OtherUsersAreRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client under another uid";
+  Open();
+  Build();
+  const std::string path = Socket();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  const char request[] = "{\"v\":1,\"op\":\"cursor_delete\",\"consumer\":\"mailer\"}\n";
+  static char reply[4096];
+  // Exit 0: connect refused with EACCES; 1: connected.
+  int code = AsNobody([&] {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return 1;
+    return errno == EACCES ? 0 : 2;
+  });
+  EXPECT_EQ(code, 0);
+
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  // Exit 0: the server answered with its refusal and closed; the reply is checked by the parent
+  // through a pipe.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  code = AsNobody([&] {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return 3;
+    ::send(fd, request, sizeof(request) - 1, MSG_NOSIGNAL);
+    ssize_t total = 0, n = 0;
+    while ((n = ::recv(fd, reply + total, sizeof(reply) - 1 - total, 0)) > 0) total += n;
+    if (::write(pipe_fds[1], reply, total) != total) return 4;
+    return 0;
+  });
+  ::close(pipe_fds[1]);
+  EXPECT_EQ(code, 0);
+  std::string seen;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof(buffer))) > 0;) seen.append(buffer, n);
+  ::close(pipe_fds[0]);
+  EXPECT_CONTAINS(seen, "\"code\":\"IOError\"");
+  EXPECT_CONTAINS(seen, "permission denied");
+  EXPECT_CONTAINS(seen, "not uid 65534");
+  uint64_t fact_id = 0;
+  ASSERT_OK(GetCursor(*engine_, "mailer", engine_->PartitionOf("k0"), &fact_id));
+  EXPECT_GT(fact_id, 0u);  // not deleted
+
+  std::unique_ptr<AdminClient> client;  // root (this process) is served
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+}
+
+}  // namespace
+}  // namespace wharf
