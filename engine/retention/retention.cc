@@ -190,6 +190,7 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
   RetentionPlan plan;
   {
     auto rewinds = LockCursorRewinds();
+    uint64_t seen_seq = 0;
     {
       auto guard = core_->ReadGuard();
       Status s = core_->CheckOpen();
@@ -198,14 +199,23 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
       plan.partitions = core_->options().partitions;
       plan.durable_lsn = core_->committer()->durable_lsn();
       plan.now_ms = core_->NowMs();
-      s = tables::retention::ReadFloors(store->db(), store->cf(kMeta), plan.partitions,
-                                        &plan.floors, &plan.stored_floors);
+      std::vector<uint64_t> stored;
+      s = tables::retention::ReadFloors(store->db(), store->cf(kMeta), plan.partitions, &stored,
+                                        &plan.stored_floors);
       if (s.ok()) s = ReadCursors(&plan);
       if (!s.ok()) return s;
-      // The stored floors are those in memory: only passes raise either, one at a time.
-      WHARF_ASSERT(plan.floors == store->floors()->GetAll(plan.partitions));
-      plan.old_floors = plan.floors;
+      // After the reads: covers every group whose writes they could have seen.
+      seen_seq = core_->committer()->write_seq();
+      // The floors in memory are the durable ones. The stored record may be ahead of them only
+      // after a pass whose commit failed with an unknown outcome; it is replaced (compare-and-set
+      // on what was read), never trusted.
+      plan.old_floors = store->floors()->GetAll(plan.partitions);
+      plan.floors = plan.old_floors;
     }
+    // Floors follow cursors only once the cursors read are durable: a cursor write whose group
+    // is lost in a crash must not have let a durable floor pass the consumer's real position.
+    Status durable = core_->committer()->WaitDurable(seen_seq);
+    if (!durable.ok()) return durable;
     // What every consumer has passed (nothing is known passed without consumers); never above
     // what is durable.
     if (!plan.cursors.empty()) {
