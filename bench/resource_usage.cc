@@ -35,4 +35,13 @@ uint64_t ProcessRssBytes() {
   return resident_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+double LoadAverage1m() {
+  std::FILE* loadavg = std::fopen("/proc/loadavg", "r");
+  if (loadavg == nullptr) return -1;
+  double load = -1;
+  if (std::fscanf(loadavg, "%lf", &load) != 1) load = -1;
+  std::fclose(loadavg);
+  return load;
+}
+
 }  // namespace wharf::bench

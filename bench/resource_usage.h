@@ -15,4 +15,8 @@ uint64_t DirectoryDiskBytes(const std::string& dir);
 // This process's resident set in bytes (/proc/self/statm); 0 when /proc is not there.
 uint64_t ProcessRssBytes();
 
+// The machine's 1-minute load average (/proc/loadavg): other work competing for the cores while a
+// long run goes on. -1 when unknown.
+double LoadAverage1m();
+
 }  // namespace wharf::bench

@@ -22,10 +22,10 @@ const char* Verdict(bool ok) { return ok ? "met" : "NOT MET"; }
 }  // namespace
 
 std::string FormatW6Progress(const W6Sample& sample, const std::vector<std::string>& consumers) {
-  std::string line =
-      Format("  t=%.0fs disk %.1f MiB rss %.1f MiB commits %" PRIu64 " p50 %.0f us p99 %.0f us lag",
-             sample.t_s, sample.disk_bytes / kMiB, sample.rss_bytes / kMiB, sample.commits,
-             sample.p50_us, sample.p99_us);
+  std::string line = Format("  t=%.0fs disk %.1f MiB rss %.1f MiB commits %" PRIu64
+                            " p50 %.0f us p99 %.0f us load %.1f lag",
+                            sample.t_s, sample.disk_bytes / kMiB, sample.rss_bytes / kMiB,
+                            sample.commits, sample.p50_us, sample.p99_us, sample.load_1m);
   for (size_t c = 0; c < sample.lag_facts.size() && c < consumers.size(); ++c) {
     line += Format(" %s=%" PRIu64, consumers[c].c_str(), sample.lag_facts[c]);
   }
@@ -35,12 +35,12 @@ std::string FormatW6Progress(const W6Sample& sample, const std::vector<std::stri
 std::string WriteW6Csv(const W6Measurement& m, const std::string& path) {
   std::ofstream out(path);
   if (!out) return "cannot create " + path;
-  out << "t_s,disk_bytes,rss_bytes,commits,p50_us,p99_us";
+  out << "t_s,disk_bytes,rss_bytes,commits,p50_us,p99_us,load_1m";
   for (const std::string& consumer : m.consumers) out << ",lag_" << consumer;
   out << "\n";
   for (const W6Sample& s : m.samples) {
-    out << Format("%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%.0f", s.t_s, s.disk_bytes,
-                  s.rss_bytes, s.commits, s.p50_us, s.p99_us);
+    out << Format("%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%.0f,%.2f", s.t_s, s.disk_bytes,
+                  s.rss_bytes, s.commits, s.p50_us, s.p99_us, s.load_1m);
     for (const uint64_t lag : s.lag_facts) out << "," << lag;
     out << "\n";
   }
@@ -74,15 +74,15 @@ void PrintW6Table(const W6Row& row, const W6Verdict& v, std::FILE* out) {
     disk_max = std::max(disk_max, static_cast<double>(s.disk_bytes));
     rss_max = std::max(rss_max, static_cast<double>(s.rss_bytes));
   }
-  std::fprintf(out, "%7s %9s %-*s %8s %-*s %8s %8s %9s  lag (facts):", "t_s", "disk_MiB", kBarWidth,
-               "", "rss_MiB", kBarWidth, "", "commits", "p50_us", "p99_us");
+  std::fprintf(out, "%7s %9s %-*s %8s %-*s %8s %8s %9s %5s  lag (facts):", "t_s", "disk_MiB",
+               kBarWidth, "", "rss_MiB", kBarWidth, "", "commits", "p50_us", "p99_us", "load");
   for (const std::string& consumer : m.consumers) std::fprintf(out, " %s", consumer.c_str());
   std::fprintf(out, "\n");
   for (const W6Sample& s : m.samples) {
-    std::fprintf(out, "%7.0f %9.1f %s %8.1f %s %8" PRIu64 " %8.0f %9.0f ", s.t_s,
+    std::fprintf(out, "%7.0f %9.1f %s %8.1f %s %8" PRIu64 " %8.0f %9.0f %5.1f ", s.t_s,
                  s.disk_bytes / kMiB, Bar(static_cast<double>(s.disk_bytes), disk_max).c_str(),
                  s.rss_bytes / kMiB, Bar(static_cast<double>(s.rss_bytes), rss_max).c_str(),
-                 s.commits, s.p50_us, s.p99_us);
+                 s.commits, s.p50_us, s.p99_us, s.load_1m);
     for (const uint64_t lag : s.lag_facts) std::fprintf(out, " %" PRIu64, lag);
     std::fprintf(out, "\n");
   }

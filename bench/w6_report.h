@@ -21,8 +21,8 @@ struct W6Row {
 // One progress line for stderr while the run goes on.
 std::string FormatW6Progress(const W6Sample& sample, const std::vector<std::string>& consumers);
 
-// Writes the series as CSV (header: t_s,disk_bytes,rss_bytes,commits,p50_us,p99_us,lag_<consumer>
-// ...). Returns "" or why it could not.
+// Writes the series as CSV (header: t_s,disk_bytes,rss_bytes,commits,p50_us,p99_us,load_1m,
+// lag_<consumer>...). Returns "" or why it could not.
 std::string WriteW6Csv(const W6Measurement& m, const std::string& path);
 
 void PrintW6Table(const W6Row& row, const W6Verdict& verdict, std::FILE* out);

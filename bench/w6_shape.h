@@ -68,6 +68,7 @@ struct W6Sample {
   double t_s = 0;           // since the producers started
   uint64_t disk_bytes = 0;  // the database directory, as du counts it
   uint64_t rss_bytes = 0;   // the process's resident set
+  double load_1m = 0;       // the machine's load average (other work on the cores)
   uint64_t commits = 0;     // completed in the interval
   double p50_us = 0;        // of the commits completed in the interval, from their scheduled time
   double p99_us = 0;

@@ -290,6 +290,7 @@ W6Measurement RunW6Wharf(const W6Shape& shape, const std::string& dir, const Eng
       sample.t_s = t_s;
       sample.disk_bytes = DirectoryDiskBytes(dir);
       sample.rss_bytes = ProcessRssBytes();
+      sample.load_1m = LoadAverage1m();
       const LatencyHistogram& latency = *m.interval_latency[i];
       sample.commits = latency.count();
       sample.p50_us = latency.PercentileUs(0.50);

@@ -1,4 +1,4 @@
-// Administration of cursors and dead letters (wharf/admin.h; trimming is in engine/trim.cc).
+// Administration of cursors and dead letters (wharf/admin.h; trimming is engine/admin/trim.cc).
 //
 // Reads go straight to the store under the engine's read guard; every change is a TxnRep handed to
 // the committer (the "one writer" rule). A change that replaces cursors carries a CheckOp for

@@ -24,7 +24,8 @@ namespace {
 
 constexpr uint64_t kCompactBytesMin = 4u << 20;
 constexpr uint64_t kCompactShare = 4;     // compact when removed bytes >= 1/kCompactShare of files
-constexpr uint64_t kWalShareOfBound = 4;  // flush every family when WALs > bound / this
+constexpr uint64_t kWalShareOfBound = 4;  // under a bound: flush every family when WALs > bound / 4
+constexpr uint64_t kWalMemtables = 2;     // otherwise when WALs > 2 outbox memtables
 
 }  // namespace
 
@@ -80,9 +81,12 @@ Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
   return Status::OK();
 }
 
-void Retention::FlushWalsOverBound() {
-  const uint64_t max_bytes = core_->options().retention_max_bytes;
-  if (max_bytes == 0 || DirectoryBytes().wal_bytes <= max_bytes / kWalShareOfBound) return;
+void Retention::FlushOldWals() {
+  const EngineOptions& options = core_->options();
+  const uint64_t wal_max = options.retention_max_bytes > 0
+                               ? options.retention_max_bytes / kWalShareOfBound
+                               : options.memtable_bytes * kWalMemtables;
+  if (DirectoryBytes().wal_bytes <= wal_max) return;
   auto guard = core_->ReadGuard();
   if (!core_->CheckOpen().ok()) return;
   Store* store = core_->store();

@@ -44,18 +44,16 @@ void Retention::Run() {
   using Clock = std::chrono::steady_clock;
   const EngineOptions& options = core_->options();
   const auto interval = std::chrono::milliseconds(options.retention_interval_ms);
-  // Under a byte bound the directory is looked at every second too, so that a burst of commits
-  // does not overshoot the bound by a whole interval's worth.
-  const auto tick = options.retention_max_bytes > 0
-                        ? std::min<Clock::duration>(interval, std::chrono::seconds(1))
-                        : Clock::duration(interval);
+  // Between passes the outbox's memtable (and under a byte bound the directory) is looked at
+  // every second, so that a burst of commits does not wait a whole interval.
+  const auto tick = std::min<Clock::duration>(interval, std::chrono::seconds(1));
   auto next_pass = Clock::now() + interval;
   std::unique_lock lock(thread_mutex_);
   while (!stopping_) {
     wake_.wait_for(lock, tick, [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
-    bool due = Clock::now() >= next_pass;
+    bool due = Clock::now() >= next_pass || MemtableNearlyFull();
     if (!due && options.retention_max_bytes > 0) {
       due = DirectoryBytes().total_bytes > options.retention_max_bytes;
     }
@@ -70,6 +68,25 @@ void Retention::Run() {
     }
     lock.lock();
   }
+}
+
+bool Retention::MemtableNearlyFull() {
+  uint64_t active_bytes = 0;
+  {
+    auto guard = core_->ReadGuard();
+    if (!core_->CheckOpen().ok()) return false;
+    Store* store = core_->store();
+    if (!store->db()->GetIntProperty(
+            store->cf(kOutbox), rocksdb::DB::Properties::kCurSizeActiveMemTable, &active_bytes)) {
+      return false;
+    }
+  }
+  const uint64_t mark = core_->options().memtable_bytes / 4 * 3;
+  // A smaller memtable than at the last pass is a new one (the last was flushed).
+  const bool crossed = active_bytes >= mark &&
+                       (memtable_bytes_seen_ < mark || active_bytes < memtable_bytes_seen_);
+  if (crossed || active_bytes < memtable_bytes_seen_) memtable_bytes_seen_ = active_bytes;
+  return crossed;
 }
 
 Status Retention::ReadCursors(RetentionPlan* plan) const {
@@ -190,6 +207,7 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
   RetentionPlan plan;
   {
     auto rewinds = LockCursorRewinds();
+    uint64_t seen_seq = 0;
     {
       auto guard = core_->ReadGuard();
       Status s = core_->CheckOpen();
@@ -198,14 +216,23 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
       plan.partitions = core_->options().partitions;
       plan.durable_lsn = core_->committer()->durable_lsn();
       plan.now_ms = core_->NowMs();
-      s = tables::retention::ReadFloors(store->db(), store->cf(kMeta), plan.partitions,
-                                        &plan.floors, &plan.stored_floors);
+      std::vector<uint64_t> stored;
+      s = tables::retention::ReadFloors(store->db(), store->cf(kMeta), plan.partitions, &stored,
+                                        &plan.stored_floors);
       if (s.ok()) s = ReadCursors(&plan);
       if (!s.ok()) return s;
-      // The stored floors are those in memory: only passes raise either, one at a time.
-      WHARF_ASSERT(plan.floors == store->floors()->GetAll(plan.partitions));
-      plan.old_floors = plan.floors;
+      // After the reads: covers every group whose writes they could have seen.
+      seen_seq = core_->committer()->write_seq();
+      // The floors in memory are the durable ones. The stored record may be ahead of them only
+      // after a pass whose commit failed with an unknown outcome; it is replaced (compare-and-set
+      // on what was read), never trusted.
+      plan.old_floors = store->floors()->GetAll(plan.partitions);
+      plan.floors = plan.old_floors;
     }
+    // Floors follow cursors only once the cursors read are durable: a cursor write whose group
+    // is lost in a crash must not have let a durable floor pass the consumer's real position.
+    Status durable = core_->committer()->WaitDurable(seen_seq);
+    if (!durable.ok()) return durable;
     // What every consumer has passed (nothing is known passed without consumers); never above
     // what is durable.
     if (!plan.cursors.empty()) {
@@ -246,7 +273,7 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
     }
   }
   if (!plan.drops.empty()) Tell(plan.drops, Status::OK());
-  if (options.bounded) FlushWalsOverBound();
+  if (options.bounded) FlushOldWals();
   return Reclaim(plan.floors);
 }
 

@@ -101,10 +101,15 @@ class Retention {
     uint64_t wal_bytes = 0;
   };
   DirectoryUse DirectoryBytes() const;
-  // Under a byte bound: flushes every family when the WAL files hold more than a share of the
-  // bound (a WAL is deleted only once every family's writes in it are flushed; the small families
-  // would otherwise keep up to max_total_wal_size of WAL, however few facts are live).
-  void FlushWalsOverBound();
+  // Flushes every family when the WAL files hold more than two outbox memtables' worth (under a
+  // byte bound: a quarter of the bound). A WAL file is deleted only once every family's writes in
+  // it are flushed; the small families would otherwise keep up to max_total_wal_size (256 MiB) of
+  // WAL, however few facts are live: the largest part of an idle outbox's disk use.
+  void FlushOldWals();
+  // True when the outbox's active memtable has crossed 3/4 of memtable_bytes since the last pass:
+  // a pass now lets its flush drop what consumers passed (the filter runs at flush), so the facts
+  // consumers keep up with never reach a table file, whatever the interval.
+  bool MemtableNearlyFull();
 
   EngineCore* const core_;
   std::mutex pass_mutex_;    // one pass at a time
@@ -117,6 +122,7 @@ class Retention {
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by thread_mutex_
   std::atomic<bool> cancel_compaction_{false};
+  uint64_t memtable_bytes_seen_ = 0;  // the active outbox memtable at the last look (Run only)
   std::thread thread_;
 };
 

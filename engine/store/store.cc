@@ -25,7 +25,9 @@ namespace {
 // The outbox's memtable insert hint: the 4-byte partition prefix of a 12-byte fact key. Only fact
 // keys are in its domain: RocksDB 7.8 shares the hints between point keys and range tombstones
 // (fixed upstream later), so a range deletion whose start key were in the domain could corrupt
-// the memtable. Trimming starts its tombstones at the bare 4-byte prefix, which is not.
+// the memtable. Nothing range-deletes in the outbox any more (retention raises floors instead:
+// engine/store/outbox_floors.h); databases trimmed by older versions hold tombstones that start
+// at the bare 4-byte prefix, outside the domain.
 class PartitionPrefixHint : public rocksdb::SliceTransform {
  public:
   static const char* kClassName() { return "WharfPartitionPrefixHint"; }

@@ -221,9 +221,6 @@ TEST_F(ScanTest, OutboxRangesStopAtTheirBounds) {
   EXPECT_EQ(Backward(outbox::Range(1, 0, 2)),
             (std::vector<std::string>{outbox::Key(1, 2), outbox::Key(1, 1)}));
   EXPECT_EQ(Forward(outbox::Range(3, 0)), std::vector<std::string>{});
-  KeyRange trim = outbox::TrimRange(1, 2);
-  EXPECT_EQ(Forward(trim), (std::vector<std::string>{outbox::Key(1, 1), outbox::Key(1, 2)}));
-  EXPECT_EQ(trim.lower.size(), 4u);
 }
 
 TEST_F(ScanTest, ConsumerRangesHoldOnlyThatConsumer) {

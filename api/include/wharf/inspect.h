@@ -100,7 +100,9 @@ class Inspector {
   // The highest fact id the primary has written (0: none).
   Status LastLsn(uint64_t* lsn);
   Status DeclaredTypes(std::vector<std::string>* types);
-  // One entry per partition, in order (a full scan of the outbox).
+  // One entry per partition, in order (a full scan of the outbox). Facts at or below a partition's
+  // retention floor are removed (even before compaction drops them) and not counted, here and in
+  // BacklogAfter, Stat and ConsumerStats.
   Status PartitionStats(std::vector<PartitionStat>* stats);
   // Facts of `partition` with id > after_id; with a filter, also those it takes (each fact is then
   // decoded: slower than counting keys). `filter` may be null; it is not retained.

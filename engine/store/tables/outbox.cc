@@ -30,15 +30,6 @@ KeyRange Range(uint32_t partition, uint64_t from_lsn, uint64_t to_lsn) {
   return KeyRange{Key(partition, from_lsn), Key(partition, to_lsn + 1)};
 }
 
-KeyRange TrimRange(uint32_t partition, uint64_t to_lsn) {
-  std::string prefix;
-  codec::PutFixed32BE(&prefix, partition);
-  KeyRange range = Range(partition, 0, to_lsn);
-  WHARF_DASSERT(prefix < range.lower);
-  range.lower = std::move(prefix);
-  return range;
-}
-
 Status DecodeEntry(std::string_view key, std::string_view value, uint32_t partition, Fact* fact) {
   uint32_t key_partition = 0;
   if (!DecodeKey(key, &key_partition, &fact->id)) {

@@ -23,12 +23,6 @@ std::string Key(uint32_t partition, uint64_t lsn);
 // REQUIRES: from_lsn <= to_lsn.
 KeyRange Range(uint32_t partition, uint64_t from_lsn, uint64_t to_lsn = UINT64_MAX);
 
-// What a trim of the facts of `partition` with id <= to_lsn deletes: [the bare 4-byte partition
-// prefix, the key after to_lsn). The same keys as Range(partition, 0, to_lsn), but the start is
-// no 12-byte key, so the memtable insert hint (in the domain of 12-byte keys only) never sees it:
-// RocksDB 7.8 shares insert hints between point keys and range tombstones (see trim.cc).
-KeyRange TrimRange(uint32_t partition, uint64_t to_lsn);
-
 // Decodes one stored fact (id and partition from the key). Corruption naming the fact when the
 // key or the record does not decode, or the key is of another partition than `partition`.
 Status DecodeEntry(std::string_view key, std::string_view value, uint32_t partition, Fact* fact);
