@@ -1,4 +1,4 @@
-// wharf_workloads: runs the standard workloads of shared/WORKLOAD.md against Wharf and the
+// wharf_workloads: runs the standard workloads (bench/README.md) against Wharf and the
 // reference systems, and prints a human table or (--json) one JSON object per line.
 //
 //   wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH] [--systems LIST]
@@ -73,7 +73,7 @@ void PrintUsage(std::FILE* out) {
       "usage: wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH]\n"
       "                       [--systems LIST] [--producers LIST] [--batch LIST] "
       "\n                       [--facts N] [--workers LIST] [WORKLOAD...]\n"
-      "  --json           one JSON object per line (shared/WORKLOAD.md) instead of a "
+      "  --json           one JSON object per line (bench/README.md) instead of a "
       "table\n"
       "  --runs N         runs per parameter set, the median is reported (default 3)\n"
       "  --seconds S      duration of each run (W1 default 3, >= 3 for reportable "

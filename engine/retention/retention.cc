@@ -83,8 +83,8 @@ bool Retention::MemtableNearlyFull() {
   }
   const uint64_t mark = core_->options().memtable_bytes / 4 * 3;
   // A smaller memtable than at the last pass is a new one (the last was flushed).
-  const bool crossed = active_bytes >= mark &&
-                       (memtable_bytes_seen_ < mark || active_bytes < memtable_bytes_seen_);
+  const bool crossed =
+      active_bytes >= mark && (memtable_bytes_seen_ < mark || active_bytes < memtable_bytes_seen_);
   if (crossed || active_bytes < memtable_bytes_seen_) memtable_bytes_seen_ = active_bytes;
   return crossed;
 }
@@ -216,7 +216,7 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
       plan.partitions = core_->options().partitions;
       plan.durable_lsn = core_->committer()->durable_lsn();
       plan.now_ms = core_->NowMs();
-      std::vector<uint64_t> stored;
+      std::vector<uint64_t> stored;  // decoded to verify the record; memory's floors are used
       s = tables::retention::ReadFloors(store->db(), store->cf(kMeta), plan.partitions, &stored,
                                         &plan.stored_floors);
       if (s.ok()) s = ReadCursors(&plan);

@@ -2,10 +2,9 @@
 // round-trip exactly (bytes of any value included), errors keep their code, subcode, retryability
 // and message, and malformed replies are refused by name. (Malformed requests: admin_socket_test
 // sends them over a real socket; fuzz_admin_request throws everything else at the parser.)
-#include "engine/admin/socket/protocol.h"
-
 #include <gtest/gtest.h>
 
+#include "engine/admin/socket/protocol.h"
 #include "test_util.h"
 
 namespace wharf::internal::admin_socket {
