@@ -4,7 +4,8 @@
 //   - the facts every consumer passed are removed: the outbox ends up holding a small part of
 //     what was committed, and the store's table files far fewer bytes than were committed;
 //   - nothing a consumer still needed was removed: each projection wrote a row for every fact,
-//     the subscriber saw every fact, in order within its partition, and no consumer lost any.
+//     the subscriber saw every fact, in order within its partition, and no consumer lost any;
+//   - an operator's stat, cursor list and trims over the admin socket, meanwhile, all succeed.
 // Nothing here is timed: every wait is "until it holds", bounded only to fail instead of hanging.
 #include <gtest/gtest.h>
 
@@ -23,6 +24,7 @@
 
 #include "test_util.h"
 #include "wharf/admin.h"
+#include "wharf/admin_client.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
 
@@ -160,8 +162,35 @@ TEST(RetentionSteadyTest, PassedFactsAreRemovedAndNothingACaughtUpConsumerNeeds)
       }
     });
   }
+  // Meanwhile an operator administers the live database over the admin socket: stat, cursors and
+  // trims, next to the engine's own retention passes.
+  std::atomic<bool> producing{true};
+  std::atomic<int> admin_calls{0};
+  std::string admin_error;
+  std::thread admin([&] {
+    while (producing.load()) {
+      std::unique_ptr<AdminClient> client;
+      Status s = AdminClient::Connect(dir.db(), &client);
+      StatSnapshot snapshot;
+      std::vector<CursorInfo> cursors;
+      TrimReport trimmed;
+      if (s.ok()) s = client->ReadStat(&snapshot);
+      if (s.ok()) s = client->ListCursors(&cursors);
+      if (s.ok()) s = client->TrimPassed(&trimmed);
+      if (!s.ok()) {
+        admin_error = s.ToString();
+        return;
+      }
+      admin_calls.fetch_add(3);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   for (std::thread& producer : producers) producer.join();
+  producing = false;
+  admin.join();
   for (const std::string& error : producer_errors) ASSERT_EQ(error, "");
+  EXPECT_EQ(admin_error, "");
+  EXPECT_GT(admin_calls.load(), 0);
 
   // Every consumer catches up.
   ASSERT_TRUE(WaitUntil([&] {
