@@ -152,6 +152,7 @@ class KillUnderLoadTest : public ::testing::Test {
     SCOPED_TRACE("after kill " + std::to_string(run));
     EngineOptions options;
     options.partitions = kPartitions;
+    options.retention_interval_ms = 0;  // every fact must stay readable for the checks
     std::unique_ptr<Engine> engine;
     ASSERT_OK(Engine::Open(dir_.db(), options, &engine));
     std::map<std::string, std::vector<uint64_t>> facts_of;  // name -> fact ids

@@ -37,6 +37,9 @@ class RuntimePowerLossTest : public ::testing::Test {
     EngineOptions options;
     options.partitions = 4;
     options.memtable_bytes = 1u << 20;
+    // Verify counts every fact still in the outbox: no retention here (its own crash test is
+    // retention_power_loss_test).
+    options.retention_interval_ms = 0;
     internal::StoreHooks hooks{fs_, fs_.get()};
     ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B"}));
