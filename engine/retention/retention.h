@@ -21,7 +21,9 @@
 // through an administrative rewind (SetCursor, CopyCursor, DeleteCursor) or a new registration
 // (the runtime persists a cursor for each consumer it registers), and each of those commits under
 // LockCursorRewinds(), which a pass holds from reading the cursors until its floors are durable.
-// Lanes move cursors only forward, so a pass that read a lower value is only conservative.
+// Lanes move cursors only forward, so a pass that read a lower value is only conservative. And a
+// pass uses the cursors it read only once they are durable (Committer::WaitDurable), so a crash
+// cannot leave a durable floor above a cursor whose write was lost.
 //
 // Thread safety: thread-safe; passes are serialized.
 #pragma once
