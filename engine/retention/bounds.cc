@@ -27,23 +27,32 @@
 
 namespace wharf::internal {
 
-namespace {
-
-// RocksDB's estimate of the bytes of `ranges` in the outbox's table files.
-std::vector<uint64_t> FileBytes(Store* store, const std::vector<tables::KeyRange>& ranges) {
+Status OutboxFileBytes(Store* store, const std::vector<tables::KeyRange>& ranges,
+                       std::vector<uint64_t>* sizes) {
   std::vector<rocksdb::Range> rocks_ranges;
   rocks_ranges.reserve(ranges.size());
   for (const tables::KeyRange& range : ranges) rocks_ranges.emplace_back(range.lower, range.upper);
-  std::vector<uint64_t> sizes(ranges.size(), 0);
+  sizes->assign(ranges.size(), 0);
   rocksdb::SizeApproximationOptions options;
   options.include_files = true;
   options.include_memtables = false;
-  // Only a bound's estimate: an error leaves the sizes at 0 (nothing more removed this pass).
-  store->db()
-      ->GetApproximateSizes(options, store->cf(kOutbox), rocks_ranges.data(),
-                            static_cast<int>(rocks_ranges.size()), sizes.data())
-      .PermitUncheckedError();
-  return sizes;
+  return FromRocks(
+      store->db()->GetApproximateSizes(options, store->cf(kOutbox), rocks_ranges.data(),
+                                       static_cast<int>(rocks_ranges.size()), sizes->data()),
+      "estimate outbox bytes");
+}
+
+namespace {
+
+// OutboxFileBytes summed. Only a bound's estimate: an error counts as 0 (nothing more is removed
+// this pass).
+uint64_t FileBytes(Store* store, const std::vector<tables::KeyRange>& ranges) {
+  std::vector<uint64_t> sizes;
+  Status s = OutboxFileBytes(store, ranges, &sizes);
+  s.PermitUncheckedError();
+  uint64_t bytes = 0;
+  for (uint64_t size : sizes) bytes += size;
+  return bytes;
 }
 
 }  // namespace
@@ -98,8 +107,7 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
   for (uint32_t p = 0; p < plan->partitions; ++p) {
     live.push_back(tables::outbox::Range(p, plan->floors[p] + 1));
   }
-  uint64_t live_bytes = 0;
-  for (uint64_t bytes : FileBytes(store, live)) live_bytes += bytes;
+  const uint64_t live_bytes = FileBytes(store, live);
   if (live_bytes <= budget) return Status::OK();
   const uint64_t excess = live_bytes - budget;
 
@@ -109,9 +117,7 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
     for (uint32_t p = 0; p < plan->partitions; ++p) {
       if (id > plan->floors[p]) ranges.push_back(tables::outbox::Range(p, plan->floors[p] + 1, id));
     }
-    uint64_t bytes = 0;
-    for (uint64_t size : FileBytes(store, ranges)) bytes += size;
-    return bytes;
+    return FileBytes(store, ranges);
   };
   // The lowest id in [low, high] whose removal covers the excess (high when none does: then
   // every durable fact goes, and the rest of the directory alone is over the bound).

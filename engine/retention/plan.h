@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "engine/retention/retention.h"
+#include "engine/store/store.h"
+#include "engine/store/tables/scan.h"
 #include "wharf/admin.h"
 
 namespace wharf::internal {
@@ -28,5 +30,10 @@ struct RetentionPlan {
   std::vector<TrimPartition> removed;
   std::vector<RetentionDrop> drops;
 };
+
+// RocksDB's estimate of the bytes of each of `ranges` in the outbox's table files (memtables not
+// counted), from its table indexes (bounds.cc; used by the bounds and by reclaim.cc).
+Status OutboxFileBytes(Store* store, const std::vector<tables::KeyRange>& ranges,
+                       std::vector<uint64_t>* sizes);
 
 }  // namespace wharf::internal

@@ -14,6 +14,7 @@
 #include <rocksdb/db.h>
 
 #include "engine/core/engine_core.h"
+#include "engine/retention/plan.h"
 #include "engine/retention/retention.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/scan.h"
@@ -52,13 +53,8 @@ Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
                 "delete outbox files below the retention floors");
   if (!s.ok()) return s;
 
-  std::vector<uint64_t> removed(ranges.size(), 0);
-  rocksdb::SizeApproximationOptions size_options;
-  size_options.include_files = true;
-  s = FromRocks(
-      store->db()->GetApproximateSizes(size_options, store->cf(kOutbox), rocks_ranges.data(),
-                                       static_cast<int>(rocks_ranges.size()), removed.data()),
-      "estimate removed bytes");
+  std::vector<uint64_t> removed;
+  s = OutboxFileBytes(store, ranges, &removed);
   if (!s.ok()) return s;
   uint64_t removed_bytes = 0, file_bytes = 0;
   for (uint64_t bytes : removed) removed_bytes += bytes;
