@@ -303,6 +303,21 @@ void EngineCore::WakeLeaseHolders(const void* except) {
   }
 }
 
+void EngineCore::AddMetricsSource(const void* owner, ConsumerMetricsFn collect) {
+  std::lock_guard lock(metrics_sources_mutex_);
+  metrics_sources_.emplace_back(owner, std::move(collect));
+}
+
+void EngineCore::RemoveMetricsSource(const void* owner) {
+  std::lock_guard lock(metrics_sources_mutex_);
+  std::erase_if(metrics_sources_, [owner](const auto& source) { return source.first == owner; });
+}
+
+void EngineCore::CollectConsumerMetrics(std::vector<ConsumerMetrics>* consumers) const {
+  std::lock_guard lock(metrics_sources_mutex_);
+  for (const auto& [owner, collect] : metrics_sources_) collect(consumers);
+}
+
 void EngineCore::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) {
   std::lock_guard lock(listeners_mutex_);
   for (DurableListener* listener : listeners_) listener->OnFactsDurable(durable_lsn, facts);

@@ -23,6 +23,7 @@
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/engine.h"
+#include "wharf/metrics.h"
 
 namespace wharf::internal {
 
@@ -98,6 +99,14 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   void RemoveLeaseWaker(const void* owner);
   void WakeLeaseHolders(const void* except);
 
+  // Runtimes attached to this engine add their consumers' metrics to every snapshot
+  // (wharf/metrics.h): `collect` appends them and must not block on a delivery or a commit. A
+  // source is removed before its owner is destroyed; Remove waits for a collect in progress.
+  using ConsumerMetricsFn = std::function<void(std::vector<ConsumerMetrics>* consumers)>;
+  void AddMetricsSource(const void* owner, ConsumerMetricsFn collect);
+  void RemoveMetricsSource(const void* owner);
+  void CollectConsumerMetrics(std::vector<ConsumerMetrics>* consumers) const;
+
   // DurableListener (the committer's): tells every attached listener.
   void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) override;
   bool Listening() const override { return listener_count_.load(std::memory_order_acquire) > 0; }
@@ -132,6 +141,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   mutable std::mutex attached_consumers_mutex_;
   std::multiset<std::string> attached_consumers_;  // guarded by attached_consumers_mutex_
+
+  mutable std::mutex metrics_sources_mutex_;
+  std::vector<std::pair<const void*, ConsumerMetricsFn>> metrics_sources_;
 
   std::mutex lease_wakers_mutex_;
   std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;
