@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   librocksdb-dev liburing-dev libxxhash-dev libmimalloc-dev libconcurrentqueue-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
-  libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev redis-server
+  libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev golang-go redis-server
   prometheus tmux)
 
 install_missing() {
