@@ -64,7 +64,7 @@ build() {  # build PRESET [TARGET...]
 case "${1:-demo}" in
   demo)
     install_missing
-    build release --target wharf_demo
+    build release --target wharf_demo wharf_cli
     exec build/release/tools/wharf_demo
     ;;
   test)
