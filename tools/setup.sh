@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   librocksdb-dev liburing-dev libxxhash-dev libmimalloc-dev libconcurrentqueue-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
-  libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev redis-server
+  libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev golang-go redis-server
   prometheus tmux)
 
 install_missing() {
@@ -64,7 +64,7 @@ build() {  # build PRESET [TARGET...]
 case "${1:-demo}" in
   demo)
     install_missing
-    build release --target wharf_demo
+    build release --target wharf_demo wharf_cli
     exec build/release/tools/wharf_demo
     ;;
   test)
