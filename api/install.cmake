@@ -5,14 +5,18 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# Components are the Debian packages (packaging/cpack.cmake): libwharf0 (the shared libraries),
+# libwharf-dev (headers, static archive, link names, pkg-config, CMake), wharf (the CLI),
+# python3-wharf (the module).
 install(TARGETS wharf wharfxx wharf_static
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT libwharf0 NAMELINK_COMPONENT libwharf-dev
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT libwharf-dev)
 # The static archive holds the C ABI and the C++ API: -lwharf++ finds it too when linking statically.
 install(CODE "file(CREATE_LINK libwharf.a
-  \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libwharf++.a\" SYMBOLIC)")
-install(FILES include/wharf.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY include/wharf DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libwharf++.a\" SYMBOLIC)"
+  COMPONENT libwharf-dev)
+install(FILES include/wharf.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT libwharf-dev)
+install(DIRECTORY include/wharf DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT libwharf-dev)
 
 # What a static link needs besides the archive: the libraries the engine uses, with what Debian's
 # static librocksdb.a needs (its CMake package lists them; its rocksdb.pc does not).
@@ -45,7 +49,7 @@ Libs.private: @WHARF_PC_LIBS_PRIVATE@
 Cflags: @WHARF_PC_CFLAGS@
 ")
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/wharf${flavor}.pc
-    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT libwharf-dev)
 endforeach()
 
 # The CMake package, relocatable like the pkg-config files: paths relative to its own directory.
@@ -58,11 +62,12 @@ configure_file(${CMAKE_CURRENT_SOURCE_DIR}/wharfConfig.cmake.in
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/wharfConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/wharfConfig.cmake
-  ${CMAKE_CURRENT_BINARY_DIR}/wharfConfigVersion.cmake DESTINATION ${WHARF_CMAKE_DIR})
+  ${CMAKE_CURRENT_BINARY_DIR}/wharfConfigVersion.cmake DESTINATION ${WHARF_CMAKE_DIR}
+  COMPONENT libwharf-dev)
 
 # The Python module (ctypes over libwharf.so; no compiled extension), where Debian's python3 looks
 # for packages under the prefix (/usr/lib/python3/dist-packages for /usr). `pip install api/python`
 # is the other way to get it.
 set(WHARF_PYTHON_DIR lib/python3/dist-packages CACHE STRING
   "Where `cmake --install` puts the Python module (relative to the prefix)")
-install(FILES python/wharf.py DESTINATION ${WHARF_PYTHON_DIR})
+install(FILES python/wharf.py DESTINATION ${WHARF_PYTHON_DIR} COMPONENT python3-wharf)
