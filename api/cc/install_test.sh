@@ -9,14 +9,8 @@ build=$1
 prefix=$2
 examples=$3
 cxx=$4
-rm -rf "$prefix"
-cmake --install "$build" --prefix "$prefix" >"$prefix.log" 2>&1 || {
-  cat "$prefix.log"
-  exit 1
-}
-pc=$(find "$prefix" -name wharf++.pc | head -n 1)
-[ -n "$pc" ] || { echo "FAIL: no wharf++.pc installed under $prefix"; exit 1; }
-export PKG_CONFIG_PATH="$(dirname "$pc")"
+. "$(dirname "$0")/../install_prefix.sh"
+install_prefix "$build" "$prefix"
 libdir=$(pkg-config --variable=libdir wharf++)
 objdump -p "$libdir/libwharf++.so.0" | grep -q 'SONAME *libwharf++.so.0$' ||
   { echo "FAIL: libwharf++.so.0 has no SONAME libwharf++.so.0"; exit 1; }

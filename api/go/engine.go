@@ -42,6 +42,14 @@ func cString(s string) (*C.char, func()) {
 	return p, func() { C.free(unsafe.Pointer(p)) }
 }
 
+// optionalCString is cString, or NULL for "" (an option string left out).
+func optionalCString(s string) (*C.char, func()) {
+	if s == "" {
+		return nil, func() {}
+	}
+	return cString(s)
+}
+
 // bytesPtr points at b's bytes for the duration of a call (nil for an empty slice).
 func bytesPtr(b []byte) unsafe.Pointer {
 	if len(b) == 0 {
@@ -81,12 +89,8 @@ type Engine struct {
 func Open(path string, options string) (*Engine, error) {
 	cpath, free := cString(path)
 	defer free()
-	var coptions *C.char
-	if options != "" {
-		p, freeOptions := cString(options)
-		defer freeOptions()
-		coptions = p
-	}
+	coptions, freeOptions := optionalCString(options)
+	defer freeOptions()
 	var engine *C.wharf_engine
 	if err := call(func() C.wharf_status { return C.wharf_open(cpath, coptions, &engine) }); err != nil {
 		return nil, err

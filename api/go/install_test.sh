@@ -6,14 +6,8 @@ set -eu
 build=$1
 prefix=$2
 package=$3
-rm -rf "$prefix"
-cmake --install "$build" --prefix "$prefix" >"$prefix.log" 2>&1 || {
-  cat "$prefix.log"
-  exit 1
-}
-pc=$(find "$prefix" -name wharf.pc | head -n 1)
-[ -n "$pc" ] || { echo "FAIL: no wharf.pc installed under $prefix"; exit 1; }
-export PKG_CONFIG_PATH="$(dirname "$pc")"
+. "$(dirname "$0")/../install_prefix.sh"
+install_prefix "$build" "$prefix"
 export LD_LIBRARY_PATH="$(pkg-config --variable=libdir wharf)"
 # Go's caches in the scratch prefix: the test must not write outside the build tree.
 export GOCACHE="$prefix/gocache" GOPATH="$prefix/gopath" GOFLAGS=-mod=mod GOTOOLCHAIN=local

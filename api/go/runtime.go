@@ -64,12 +64,8 @@ type Runtime struct {
 // NewRuntime creates a runtime on engine. options: "" or "key=value;..." (workers, instance,
 // lease_ms, renew_ms, backoff_initial_ms, backoff_max_ms, ...). Trace warnings go to stderr.
 func NewRuntime(engine *Engine, options string) (*Runtime, error) {
-	var coptions *C.char
-	if options != "" {
-		p, free := cString(options)
-		defer free()
-		coptions = p
-	}
+	coptions, freeOptions := optionalCString(options)
+	defer freeOptions()
 	var rt *C.wharf_runtime
 	err := engine.with(func(c *C.wharf_engine) C.wharf_status {
 		return C.wharf_runtime_new(c, coptions, &rt)

@@ -92,12 +92,8 @@ func (r *Runtime) register(kind registration, name string, types []string, optio
 	defer freeName()
 	ctypes, freeTypes := cStrings(types)
 	defer freeTypes()
-	var coptions *C.char
-	if options != "" {
-		p, freeOptions := cString(options)
-		defer freeOptions()
-		coptions = p
-	}
+	coptions, freeOptions := optionalCString(options)
+	defer freeOptions()
 	// Owned by the runtime from here: it calls destroy_shim (freeing the cell) when it no longer
 	// needs it, also when the registration fails.
 	cell := newCell(handler)

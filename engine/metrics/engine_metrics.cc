@@ -2,14 +2,15 @@
 #include "engine/metrics/engine_metrics.h"
 
 #include "engine/core/engine_core.h"
+#include "io/wal/wal_fs.h"
 
 namespace wharf::internal {
 
 Status ReadCommitMetrics(const EngineCore& core, CommitMetrics* metrics) {
-  const Committer& committer = *core.committer();
-  metrics->durable_lsn = committer.durable_lsn();
-  metrics->last_lsn = std::max(committer.last_lsn(), metrics->durable_lsn);
-  metrics->producers_waiting = committer.space_waiters();
+  core.committer()->ReadMetrics(metrics);
+  const io::WalFileSystem* wal_fs = core.store()->wal_fs();
+  metrics->wal_spare_ready = wal_fs->spare_ready();
+  metrics->wal_spares_used_total = wal_fs->spare_wals();
   return Status::OK();
 }
 
