@@ -11,6 +11,7 @@
 #include "engine/core/engine_core.h"
 #include "engine/store/tables/cursors.h"
 #include "io/fault/fault_fs.h"
+#include "io/wal/wal_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/metrics.h"
@@ -58,6 +59,16 @@ class EngineMetricsTest : public ::testing::Test {
     MetricsSnapshot snapshot;
     EXPECT_OK(ReadMetrics(*engine_, &snapshot));
     return snapshot;
+  }
+  // A consumer's cursors at `fact_id` in every partition.
+  void SetAllCursors(const std::string& consumer, uint64_t fact_id) {
+    for (uint32_t p = 0; p < engine_->partitions(); ++p) {
+      internal::TxnRep rep;
+      rep.writes.push_back(internal::WriteOp{internal::kCursors, false,
+                                             tables::cursors::Key(consumer, p),
+                                             tables::cursors::EncodeValue(fact_id, 0)});
+      ASSERT_OK(core()->Commit(&rep));
+    }
   }
   // Commits `facts` facts of `payload_bytes` in one transaction.
   Status CommitFacts(int facts, size_t payload_bytes = 100) {
@@ -222,6 +233,122 @@ TEST_F(EngineMetricsTest, BusyRefusalsAreCounted) {
   const MetricsSnapshot after = Read();
   EXPECT_EQ(after.commits.busy_total, 1u);
   EXPECT_EQ(after.commits.transactions_total, 3u);  // DeclareTypes, and the two async commits
+}
+
+// The WAL spare's fields are the WAL file system's: a WAL created from a spare is counted, and the
+// next spare is reported ready once built.
+TEST_F(EngineMetricsTest, WalSpareStateIsReported) {
+  EngineOptions options;
+  options.memtable_bytes = 16u << 20;
+  options.wal_prefill_bytes = 1u << 20;  // the first WAL asks for a spare after 128 KiB
+  Open(options);
+  const io::WalFileSystem* wal_fs = core()->store()->wal_fs();
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (Read().commits.wal_spares_used_total == 0 && Clock::now() < deadline) {
+    ASSERT_OK(CommitFacts(1, 1000));
+  }
+  ASSERT_GE(wal_fs->spare_wals(), 1u) << "no WAL was created from a spare";
+  EXPECT_EQ(Read().commits.wal_spares_used_total, wal_fs->spare_wals());
+  // Taking the spare asked for the next one.
+  while (!Read().commits.wal_spare_ready && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(Read().commits.wal_spare_ready);
+}
+
+// Retention's counters follow its passes: passes (not dry runs), failed passes, facts and bytes
+// removed as the passes reported them; a consumer's loss under a bound is listed from its record.
+TEST_F(EngineMetricsTest, RetentionCountsPassesRemovalsAndLosses) {
+  std::atomic<int64_t> now_ms{1'000'000};
+  EngineOptions options;
+  options.clock_ms = [&now_ms] { return now_ms.load(); };
+  options.retention_max_age_ms = 60'000;
+  Open(options);
+  for (int i = 0; i < 4; ++i) ASSERT_OK(CommitFacts(10));  // facts 1..40
+  SetAllCursors("a", 20);
+  TrimReport report;
+  ASSERT_OK(TrimPassed(*engine_, &report));
+  ASSERT_EQ(report.fact_count, 20u);
+  RetentionMetrics r = Read().retention;
+  EXPECT_EQ(r.passes_total, 1u);
+  EXPECT_EQ(r.failed_passes_total, 0u);
+  EXPECT_EQ(r.facts_removed_total, 20u);
+  EXPECT_EQ(r.bytes_removed_total, report.bytes);
+  EXPECT_GT(r.bytes_removed_total, 20u * 100);
+  EXPECT_TRUE(r.dropped.empty());
+  const uint64_t first_bytes = report.bytes;
+
+  // A dry run is no pass.
+  TrimOptions dry;
+  dry.dry_run = true;
+  ASSERT_OK(TrimPassed(*engine_, &report, dry));
+  EXPECT_EQ(Read().retention.passes_total, 1u);
+
+  // Under the age bound (a pass of the engine's own kind), the old facts go although "a" had not
+  // passed facts 21..40: its loss is recorded.
+  now_ms += 70'000;
+  ASSERT_OK(CommitFacts(10));  // young: kept
+  internal::RetentionPassOptions bounded;
+  bounded.bounded = true;
+  ASSERT_OK(core()->retention()->Pass(bounded, &report));
+  ASSERT_EQ(report.fact_count, 20u);
+  r = Read().retention;
+  EXPECT_EQ(r.passes_total, 2u);
+  EXPECT_EQ(r.facts_removed_total, 40u);
+  EXPECT_EQ(r.bytes_removed_total, first_bytes + report.bytes);
+  ASSERT_EQ(r.dropped.size(), 1u);
+  EXPECT_EQ(r.dropped[0].consumer, "a");
+  EXPECT_EQ(r.dropped[0].facts_total, 20u);
+
+  // A pass whose floors cannot be committed (a full disk) fails and removes nothing.
+  SetAllCursors("a", 50);
+  fs_->SetNoSpace(true);
+  EXPECT_FALSE(TrimPassed(*engine_, &report).ok());
+  fs_->SetNoSpace(false);
+  r = Read().retention;
+  EXPECT_EQ(r.passes_total, 2u);
+  EXPECT_EQ(r.failed_passes_total, 1u);
+  EXPECT_EQ(r.facts_removed_total, 40u);
+}
+
+// RocksDB's figures after flushes, a compaction and reads of flushed facts.
+TEST_F(EngineMetricsTest, StoreMetricsFollowFlushesCompactionsAndReads) {
+  Open();
+  const StoreMetrics before = Read().store;
+  rocksdb::DB* db = core()->store()->db();
+  rocksdb::ColumnFamilyHandle* outbox = core()->store()->cf(internal::kOutbox);
+  // Two flushed tables of overlapping key ranges (every partition in each).
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 20; ++i) ASSERT_OK(CommitFacts(10, 500));
+    EXPECT_GT(Read().store.memtable_bytes, 0u);
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), outbox).ok());
+  }
+  StoreMetrics after = Read().store;
+  EXPECT_GT(after.live_sst_bytes, 400u * 500);
+  EXPECT_GT(after.flush_bytes_total - before.flush_bytes_total, 400u * 500);
+  EXPECT_GE(after.directory_bytes, after.live_sst_bytes);
+  EXPECT_FALSE(after.writes_stopped);
+
+  rocksdb::CompactRangeOptions compact;
+  ASSERT_TRUE(db->CompactRange(compact, outbox, nullptr, nullptr).ok());
+  after = Read().store;
+  EXPECT_GT(after.compaction_bytes_total - before.compaction_bytes_total, 400u * 500);
+
+  // The first read of the table's blocks misses the block cache, the second hits it.
+  auto read_all = [&] {
+    for (uint32_t p = 0; p < engine_->partitions(); ++p) {
+      std::vector<Fact> facts;
+      ASSERT_OK(engine_->ReadFacts(p, 0, SIZE_MAX, &facts));
+    }
+  };
+  const StoreMetrics cold = Read().store;
+  read_all();
+  const StoreMetrics warm = Read().store;
+  EXPECT_GT(warm.block_cache_misses_total, cold.block_cache_misses_total);
+  read_all();
+  const StoreMetrics hot = Read().store;
+  EXPECT_GT(hot.block_cache_hits_total, warm.block_cache_hits_total);
+  EXPECT_EQ(hot.block_cache_misses_total, warm.block_cache_misses_total);
 }
 
 }  // namespace
