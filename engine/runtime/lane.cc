@@ -12,6 +12,7 @@
 #include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/retries.h"
 
 namespace wharf {
 namespace internal {
@@ -69,6 +70,8 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
   pending_position_.assign(n, 0);
   pending_scanned_.assign(n, 0);
   lag_ = std::make_unique<PartitionLag[]>(n);
+  stored_retry_.assign(n, 0);
+  pending_stored_retry_.assign(n, 0);
   pending_passed_.assign(n, 0);
   pending_head_ms_.assign(n, kHeadUnknown);
 }
@@ -244,6 +247,12 @@ uint32_t Lane::NoteDelivery(const Fact& fact, size_t index) {
   return 1;
 }
 
+uint32_t Lane::AttemptsOf(uint64_t fact_id) const {
+  auto it = std::lower_bound(attempts_.begin(), attempts_.end(), fact_id,
+                             [](const Attempts& a, uint64_t id) { return a.fact_id < id; });
+  return it != attempts_.end() && it->fact_id == fact_id ? it->count : 0;
+}
+
 void Lane::NoteRetry(const Fact& fact, uint32_t attempt, const std::string& error) {
   const int64_t now_ms = context_.core->NowMs();
   if (retry_fact_id_ != fact.id) {
@@ -251,6 +260,8 @@ void Lane::NoteRetry(const Fact& fact, uint32_t attempt, const std::string& erro
     retry_index_ = IndexOf(fact.partition);
     retry_since_ms_ = now_ms;
   }
+  retry_error_ = error;
+  retry_last_ms_ = now_ms;
   failure_.Retrying(fact.id, attempt, retry_since_ms_, error, now_ms);
 }
 
@@ -268,7 +279,7 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
     // Committed alone, the store still refused this fact's effects: settle it without them.
     std::string reason = "the store refused this fact's effects (" + poison_reason_ +
                          "); it is settled as failed without them";
-    attempt_ = 0;  // not a delivery: the store refused the fact's effects
+    attempt_ = AttemptsOf(fact.id);  // not delivered again: the store refused its effects
     AddDeadLetter(rep, fact, "store-rejected", reason, /*counted=*/false);
     failure_.Failed("store-rejected: " + reason, context_.core->NowMs());
     (*context_.trace)(TraceEvent::Level::kWarning, "store-rejected", consumer_, fact.id,
@@ -432,9 +443,8 @@ bool Lane::FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool b
   pending_taken_ = taken;
   pending_last_id_ = *std::max_element(pending_position_.begin(), pending_position_.end());
   TxnRep* rep = EngineCore::RepOf(*txn);
-  if (pending_position_ == position_ && rep->writes.empty()) {
-    return !stopped;  // stopped at the first fact: nothing to commit
-  }
+  const bool passed_any = pending_position_ != position_;
+  if (!passed_any && rep->writes.empty() && !stopped) return true;
   if (taken == 0 && !stopped) {
     // Only skipped facts: advance in memory; persisted within cursor_persist_ms or on stop.
     position_ = pending_position_;
@@ -444,8 +454,24 @@ bool Lane::FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool b
     return true;
   }
   AddCursorWrites(rep);
+  if (stopped) AddRetryRecord(rep);
   Status committed = CommitBatch(txn, blocking);
-  return committed.ok() || !stopped;
+  // Stopped at its first fact, the batch only stored the failure: nothing ran.
+  return stopped ? committed.ok() && passed_any : true;
+}
+
+void Lane::AddRetryRecord(TxnRep* rep) {
+  WHARF_DASSERT(retry_fact_id_ != 0);  // NoteRetry ran for the fact the batch stopped at
+  tables::retries::RetryRecord record;
+  record.fact_id = retry_fact_id_;
+  record.attempts = attempt_;
+  record.first_ms = retry_since_ms_;
+  record.last_ms = retry_last_ms_;
+  record.last_error = retry_error_;
+  rep->writes.push_back({kMeta, false,
+                         tables::retries::Key(consumer_->id, partitions_[retry_index_]),
+                         tables::retries::EncodeValue(record)});
+  pending_stored_retry_[retry_index_] = retry_fact_id_;
 }
 
 void Lane::AddCursorWrites(TxnRep* rep) {
@@ -453,8 +479,15 @@ void Lane::AddCursorWrites(TxnRep* rep) {
   if (batch_owned_) AddLeaseFence(context_.options->instance, consumer_->id, batch_epoch_, rep);
   const uint64_t epoch = batch_epoch_;
   pending_epoch_ = epoch;
+  pending_stored_retry_ = stored_retry_;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (pending_position_[i] == persisted_[i]) continue;
+    if (stored_retry_[i] != 0 && pending_position_[i] >= stored_retry_[i]) {
+      // The advance passes the fact it was retrying: its record goes with it.
+      rep->writes.push_back(
+          {kMeta, true, tables::retries::Key(consumer_->id, partitions_[i]), std::string()});
+      pending_stored_retry_[i] = 0;
+    }
     std::string key = tables::cursors::Key(consumer_->id, partitions_[i]);
     rep->checks.push_back({kCursors, key, persisted_bytes_[i],
                            "cursor of " + consumer_->id + "/" + std::to_string(partitions_[i])});
@@ -467,7 +500,7 @@ bool Lane::AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name,
                          std::string_view reason, bool counted) {
   WriteOp write{kDead, false, tables::dead_letters::Key(consumer_->id, fact.id),
                 tables::dead_letters::EncodeValue(std::string(name) + ": " + std::string(reason),
-                                                  codec::EncodeFact(fact))};
+                                                  codec::EncodeFact(fact), attempt_)};
   const size_t bytes = write.key.size() + write.value.size();
   if (counted) {
     // A dead letter is part of what the transaction carries. One that only earlier facts of the
@@ -509,6 +542,7 @@ void Lane::Complete(const Status& status) {
     position_ = pending_position_;
     persisted_ = pending_position_;
     scanned_to_ = pending_scanned_;
+    stored_retry_ = pending_stored_retry_;
     dirty_since_ms_ = 0;
     if (retry_at_ms_ <= SteadyMs()) backoff_ms_ = 0;
     if (poison_id_ != 0 && pending_last_id_ >= poison_id_) poison_id_ = 0;
@@ -596,9 +630,47 @@ Status Lane::LoadCursors() {
     if (lag_counted_ && position_[i] != before[i]) AdjustLagForMove(i, before[i]);
     lag_[i].cursor.store(position_[i], std::memory_order_relaxed);
   }
+  Status s = LoadRetryRecords();
+  if (!s.ok()) return s;
   ForgetPassed();
   // Whatever is durable beyond the cursors may hold facts the consumer takes: look at it.
   Want(context_.core->committer()->durable_lsn());
+  return Status::OK();
+}
+
+Status Lane::LoadRetryRecords() {
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    std::string stored;
+    rocksdb::Status s = context_.core->store()->db()->Get(
+        rocksdb::ReadOptions(), context_.core->store()->cf(kMeta),
+        tables::retries::Key(consumer_->id, partitions_[i]), &stored);
+    stored_retry_[i] = 0;
+    if (s.IsNotFound()) continue;
+    if (!s.ok()) return FromRocks(s, "read retry record of " + consumer_->id);
+    tables::retries::RetryRecord record;
+    Status decoded = tables::retries::DecodeValue(stored, &record);
+    if (!decoded.ok()) return decoded;
+    stored_retry_[i] = record.fact_id;  // deleted when the cursor passes it, even if stale
+    if (record.fact_id <= position_[i]) continue;
+    // A fact this consumer kept failing before (another instance, or before a restart): its
+    // attempts go on counting from there.
+    auto it = std::lower_bound(attempts_.begin(), attempts_.end(), record.fact_id,
+                               [](const Attempts& a, uint64_t id) { return a.fact_id < id; });
+    if (it != attempts_.end() && it->fact_id == record.fact_id) {
+      it->count = std::max(it->count, record.attempts);
+    } else {
+      attempts_.insert(it, Attempts{record.fact_id, static_cast<uint32_t>(i), record.attempts});
+    }
+    if (retry_fact_id_ != record.fact_id) {
+      retry_fact_id_ = record.fact_id;
+      retry_index_ = i;
+      retry_since_ms_ = record.first_ms;
+      retry_error_ = record.last_error;
+      retry_last_ms_ = record.last_ms;
+      failure_.Retrying(record.fact_id, record.attempts, record.first_ms, record.last_error,
+                        record.last_ms);
+    }
+  }
   return Status::OK();
 }
 

@@ -154,6 +154,12 @@ class Lane {
   void NoteRetry(const Fact& fact, uint32_t attempt, const std::string& error);
   // Forgets attempts and the retry state of facts the position passed.
   void ForgetPassed();
+  // Deliveries of `fact_id` so far (0: none).
+  uint32_t AttemptsOf(uint64_t fact_id) const;
+  // Stores the fact the batch stopped at as retrying (tables/retries.h).
+  void AddRetryRecord(TxnRep* rep);
+  // Reads the stored retry records of the lane's partitions: attempts continue from them.
+  Status LoadRetryRecords();
   // Counts the facts the consumer takes in (from, to] of the partition at `index`.
   Status CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count,
                     int64_t* first_commit_ms) const;
@@ -211,10 +217,17 @@ class Lane {
   };
   std::vector<Attempts> attempts_;
   uint32_t attempt_ = 0;  // the attempt of the fact being delivered
-  // The fact the lane stopped at to retry (0: none), its partition's index and first failure.
+  // The fact the lane stopped at to retry (0: none), its partition's index and first failure,
+  // its last error and when.
   uint64_t retry_fact_id_ = 0;
   size_t retry_index_ = 0;
   int64_t retry_since_ms_ = 0;
+  std::string retry_error_;
+  int64_t retry_last_ms_ = 0;
+  // Per partition: the fact id of the stored retry record (0: none), and as the batch in flight
+  // leaves it.
+  std::vector<uint64_t> stored_retry_;
+  std::vector<uint64_t> pending_stored_retry_;
 };
 
 }  // namespace wharf::internal

@@ -489,7 +489,9 @@ Status RuntimeImpl::Drain() {
       while (!stuck.count(lane) && lane->HasUnscanned()) {
         lane->ClearRetry();
         bool ran = lane->RunBatch(/*blocking=*/true);
-        if (lane->retry_at_ms() > SteadyMs()) {
+        // Backed off during the batch (however short the backoff, or however long the batch's
+        // commit took: a failure is stored through the committer).
+        if (lane->retry_at_ms() != 0) {
           // The handler asked to retry or the store failed transiently: report, don't spin.
           stuck.insert(lane);
           result = Status::Busy("consumer '" + lane->consumer()->id +

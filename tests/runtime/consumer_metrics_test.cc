@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/core/engine_core.h"
+#include "engine/store/tables/retries.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/metrics.h"
@@ -301,6 +303,88 @@ TEST_F(ConsumerMetricsTest, LeaseFieldsAndRemovalAtStop) {
   reader.join();
   ASSERT_OK(ReadMetrics(*engine_, &snapshot));
   EXPECT_TRUE(snapshot.consumers.empty());
+}
+
+// A subscriber's failures are stored: `wharf stat` (ReadStat) shows the fact, its attempts, since
+// when and the last error; a restarted runtime continues counting its attempts (traces, metrics,
+// dead letter); the record goes in the transaction that passes the fact.
+TEST_F(ConsumerMetricsTest, RetryRecordSurvivesARestartAndGoesWithTheCursor) {
+  const uint64_t flaky = Commit("A", "k", "flaky");
+  const uint64_t last = Commit("A", "k", "fine");
+  const uint32_t partition = engine_->PartitionOf("k");
+  auto stat_of = [&](const std::string& consumer) {
+    StatSnapshot stat;
+    EXPECT_OK(ReadStat(*engine_, &stat));
+    for (const ConsumerStat& row : stat.consumers) {
+      if (row.consumer == consumer) return row;
+    }
+    return ConsumerStat();
+  };
+  auto stored = [&] {
+    auto* core = internal::EngineInternal::Core(*engine_).get();
+    std::vector<tables::retries::RetryRecord> records;
+    EXPECT_OK(tables::retries::List(core->store()->db(), core->store()->cf(internal::kMeta), "",
+                                    &records));
+    return records;
+  };
+  const int64_t first_failure_ms = now_ms_.load();
+  {
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Subscribe("sub", {"A"}, [&](const Fact& fact) {
+      if (fact.payload != "flaky") return Outcome::kHandled;
+      if (now_ms_.load() == first_failure_ms) throw std::runtime_error("connection refused");
+      SetFailureReason("downstream 503");
+      return Outcome::kFailed;
+    }));
+    // Each drain delivers the fact once and stops at its failure.
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(runtime.Drain().IsBusy());
+      now_ms_ += 1'000;
+    }
+    EXPECT_EQ(traces_.Attempts("subscriber-failed", flaky), (std::vector<uint32_t>{1, 2, 3}));
+    ConsumerStat row = stat_of("sub");
+    EXPECT_TRUE(row.retrying);
+    EXPECT_EQ(row.retrying_partition, partition);
+    EXPECT_EQ(row.retrying_fact_id, flaky);
+    EXPECT_EQ(row.retrying_attempt, 3u);
+    EXPECT_EQ(row.retrying_since_ms, first_failure_ms);
+    EXPECT_EQ(row.last_error, "subscriber-failed: downstream 503");
+    EXPECT_EQ(row.last_error_ms, first_failure_ms + 2'000);
+    ASSERT_OK(runtime.Stop());
+  }
+  EXPECT_EQ(stored().size(), 1u);
+
+  // Restarted: the first delivery is attempt 4; the fact is rejected there (a dead letter at 4).
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Subscribe("sub", {"A"}, [&](const Fact& fact) {
+    if (fact.payload != "flaky") return Outcome::kHandled;
+    SetFailureReason("gave up");
+    return Outcome::kRejected;
+  }));
+  ASSERT_OK(runtime.Start());  // workers = 0: loads the record, delivers nothing
+  ConsumerMetrics metrics = Metrics("sub");
+  EXPECT_TRUE(metrics.retrying);
+  EXPECT_EQ(metrics.retrying_fact_id, flaky);
+  EXPECT_EQ(metrics.retrying_attempt, 3u);
+  EXPECT_EQ(metrics.retrying_since_ms, first_failure_ms);
+  EXPECT_EQ(metrics.last_error, "subscriber-failed: downstream 503");
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(traces_.Attempts("handler-rejected", flaky), (std::vector<uint32_t>{4}));
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "sub", &dead));
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].attempt, 4u);
+  EXPECT_EQ(dead[0].reason, "handler-rejected: gave up");
+  metrics = Metrics("sub");
+  EXPECT_FALSE(metrics.retrying);
+  EXPECT_EQ(metrics.retries_total, 1u);  // given before (by the first runtime)
+  EXPECT_EQ(metrics.last_error, "handler-rejected: gave up");
+  uint64_t cursor = 0;
+  ASSERT_OK(GetCursor(*engine_, "sub", partition, &cursor));
+  EXPECT_EQ(cursor, last);
+  EXPECT_TRUE(stored().empty());
+  EXPECT_FALSE(stat_of("sub").retrying);
+  EXPECT_EQ(stat_of("sub").last_error, "");
 }
 
 }  // namespace
