@@ -2,6 +2,8 @@
 # The README's quick start. On a fresh Debian 12 machine:
 #   tools/setup.sh demo   installs what is missing, builds (release) and runs the demo
 #   tools/setup.sh test   installs what is missing, builds (release) and runs the whole test suite
+#   tools/setup.sh package  builds the Debian packages (CPack), installs them, builds and runs the
+#                         examples against them, removes them (root; CI runs it)
 #   tools/setup.sh sanitize  the test suite under ASan+UBSan and under TSan
 #   tools/setup.sh fuzz   builds the libFuzzer targets (clang 14) and runs each for FUZZ_SECONDS (45)
 #   tools/setup.sh soak   300 SIGKILLs under load (SOAK_KILLS), then each fuzzer for 10 minutes
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   librocksdb-dev liburing-dev libxxhash-dev libmimalloc-dev libconcurrentqueue-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
-  libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev redis-server
+  libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev golang-go redis-server
   prometheus tmux)
 
 install_missing() {
@@ -64,13 +66,18 @@ build() {  # build PRESET [TARGET...]
 case "${1:-demo}" in
   demo)
     install_missing
-    build release --target wharf_demo
+    build release --target wharf_demo wharf_cli
     exec build/release/tools/wharf_demo
     ;;
   test)
     install_missing
     build release
     ctest --preset release
+    ;;
+  package)  # the Debian packages: built, installed, examples built against them, removed (root)
+    install_missing
+    build release
+    packaging/deb_test.sh build/release
     ;;
   sanitize)  # ASan+UBSan and TSan builds of the test suite (CI runs these too)
     install_missing
@@ -94,7 +101,7 @@ case "${1:-demo}" in
     run_fuzzers "${SOAK_FUZZ_SECONDS:-600}"
     ;;
   *)
-    echo "usage: tools/setup.sh demo|test|sanitize|fuzz|soak" >&2
+    echo "usage: tools/setup.sh demo|test|package|sanitize|fuzz|soak" >&2
     exit 2
     ;;
 esac

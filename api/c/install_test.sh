@@ -7,15 +7,8 @@ build=$1
 prefix=$2
 example=$3
 cc=$4
-rm -rf "$prefix"
-cmake --install "$build" --prefix "$prefix" >"$prefix.log" 2>&1 || {
-  cat "$prefix.log"
-  exit 1
-}
-pc=$(find "$prefix" -name wharf.pc | head -n 1)
-[ -n "$pc" ] || { echo "FAIL: no wharf.pc installed under $prefix"; exit 1; }
-test -f "$prefix/include/wharf.h" || { echo "FAIL: wharf.h not installed"; exit 1; }
-export PKG_CONFIG_PATH="$(dirname "$pc")"
+. "$(dirname "$0")/../install_prefix.sh"
+install_prefix "$build" "$prefix"
 flags=$(pkg-config --cflags --libs wharf)
 echo "pkg-config --cflags --libs wharf: $flags"
 libdir=$(pkg-config --variable=libdir wharf)

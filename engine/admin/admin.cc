@@ -25,6 +25,7 @@
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/retention.h"
+#include "engine/store/tables/retries.h"
 #include "engine/store/tables/scan.h"
 
 namespace wharf {
@@ -236,6 +237,12 @@ Status ChangeCursors(Engine& engine, std::string_view consumer, const Change& ch
     if (!s.ok()) return s;
     s = change(core, current, count, &rep);
     if (!s.ok()) return s;
+    // The cursors moved by hand: a retry record (tables/retries.h) no longer says where the
+    // consumer is stuck; a runtime still failing on a fact stores it again.
+    for (uint32_t partition = 0; partition < current.size(); ++partition) {
+      rep.writes.push_back(
+          WriteOp{internal::kMeta, true, tables::retries::Key(consumer, partition), ""});
+    }
     AddCursorChecks(consumer, current, &rep);
   }
   WHARF_DASSERT(!rep.writes.empty());

@@ -63,6 +63,7 @@ struct Committer::Round {
   io::WalFileSystem::SyncPlan plan;
   std::vector<Group> groups;
   size_t commits = 0;
+  size_t facts = 0;
   std::chrono::steady_clock::time_point started;
 };
 
@@ -138,6 +139,8 @@ void Committer::ReleaseSlot() {
 }
 
 Status Committer::Submit(TxnRep* rep) {
+  // The start of its commit latency (CommitMetrics::commit_seconds): its one clock reading.
+  rep->submitted = std::chrono::steady_clock::now();
   // Nothing else in flight: write and sync on this thread, as RocksDB's write leader does. It
   // saves the two thread hand-offs (to the committer and back), most of a lone commit's latency
   // beyond the fdatasync itself.
@@ -147,6 +150,7 @@ Status Committer::Submit(TxnRep* rep) {
   while (true) {
     if (current >= options_.queue_capacity) {
       if (options_.when_full == WhenFull::kError || tls_engine_thread) {
+        counters_.busy.fetch_add(1, std::memory_order_relaxed);
         return Status::Busy("commit queue is full (" + std::to_string(options_.queue_capacity) +
                             " transactions waiting)");
       }
@@ -181,8 +185,35 @@ void Committer::Stop() {
 }
 
 CommitterStats Committer::stats() const {
-  return {commits_.load(), facts_.load(),         groups_.load(),
-          syncs_.load(),   sync_us_total_.load(), failures_.load()};
+  CommitterStats stats;
+  stats.commits = counters_.transactions.load(std::memory_order_relaxed);
+  stats.facts = counters_.facts.load(std::memory_order_relaxed);
+  stats.groups = counters_.groups.load(std::memory_order_relaxed);
+  stats.syncs = counters_.sync_rounds.load(std::memory_order_relaxed);
+  stats.sync_us_total = counters_.sync_ns.sum() / 1000;
+  stats.failures = counters_.failed.load(std::memory_order_relaxed);
+  return stats;
+}
+
+void Committer::ReadMetrics(CommitMetrics* metrics) const {
+  const auto load = [](const std::atomic<uint64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
+  metrics->transactions_total = load(counters_.transactions);
+  metrics->facts_total = load(counters_.facts);
+  metrics->bytes_total = load(counters_.bytes);
+  metrics->refused_total = load(counters_.refused);
+  metrics->failed_total = load(counters_.failed);
+  metrics->busy_total = load(counters_.busy);
+  metrics->sync_rounds_total = load(counters_.sync_rounds);
+  metrics->commit_seconds = counters_.commit_ns.Snapshot();
+  metrics->sync_seconds = counters_.sync_ns.Snapshot();
+  metrics->sync_facts = counters_.sync_facts.Snapshot();
+  metrics->queue_depth = outstanding_.load(std::memory_order_relaxed);
+  metrics->producers_waiting = space_waiters_.load(std::memory_order_relaxed);
+  // The durable LSN first: read after it, the last LSN is never below it.
+  metrics->durable_lsn = durable_lsn();
+  metrics->last_lsn = std::max(last_lsn(), metrics->durable_lsn);
 }
 
 void Committer::Run() {
@@ -303,7 +334,10 @@ void Committer::AddToBuilding(TxnRep* rep) {
     WHARF_DASSERT(rep->result.last_fact_id - rep->result.first_fact_id + 1 == rep->facts.size());
     building_.facts += rep->facts.size();
   }
+  size_t stored_bytes = 0;
+  for (const FactOp& fact : rep->facts) stored_bytes += fact.record.size();
   for (const WriteOp& write : rep->writes) {
+    stored_bytes += write.key.size() + write.value.size();
     if (write.cf == kOutbox) AppendOutboxPuts();  // keep the batch's order for the outbox
     if (write.is_delete && !write.range_end.empty()) {
       // Only trimming deletes ranges, and only outbox keys outside its insert hint's domain:
@@ -318,6 +352,7 @@ void Committer::AddToBuilding(TxnRep* rep) {
     }
     if (write.cf == kCursors || write.cf == kLeases) batch_checked_keys_.insert(write.key);
   }
+  rep->stored_bytes = stored_bytes;
   building_.group.reps.push_back(rep);
 }
 
@@ -356,7 +391,7 @@ bool Committer::WriteBuilding() {
   // LSNs are never reused, even when the write failed: its outcome is unknown.
   next_lsn_ = next_lsn;
   last_lsn_.store(next_lsn - 1, std::memory_order_release);
-  groups_.fetch_add(1, std::memory_order_relaxed);
+  counters_.groups.fetch_add(1, std::memory_order_relaxed);
   const bool written = s.ok();
   if (!written) {
     {
@@ -370,11 +405,13 @@ bool Committer::WriteBuilding() {
     NotifyReaders();  // waiting for this group: it will not become durable on its own
   } else {
     group.last_lsn = next_lsn - 1;
+    group.facts = building_.facts;
     if (options_.durability == Durability::kBuffered) {
       durable_lsn_.store(group.last_lsn, std::memory_order_release);
       PublishDurable(group.seq);
       AnnounceDurable(group);
-      for (TxnRep* rep : group.reps) Finish(rep);
+      const auto acked = std::chrono::steady_clock::now();
+      for (TxnRep* rep : group.reps) Finish(rep, acked);
     } else {
       std::lock_guard lock(sync_mu_);
       unsynced_.push_back(std::move(group));
@@ -410,8 +447,11 @@ std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
     if (options_.durability != Durability::kBuffered) return nullptr;
     if (now - last_sync_ < std::chrono::milliseconds(options_.buffered_sync_ms)) return nullptr;
   }
-  size_t unsynced_commits = 0;
-  for (const Group& group : unsynced_) unsynced_commits += group.reps.size();
+  size_t unsynced_commits = 0, unsynced_facts = 0;
+  for (const Group& group : unsynced_) {
+    unsynced_commits += group.reps.size();
+    unsynced_facts += group.facts;
+  }
   if (!force && unsynced_commits < gather_target_) {
     // Gathering: the producers the last round acknowledged are probably about to commit again.
     // Syncing without them would split the producers into two cohorts that alternate between
@@ -430,6 +470,7 @@ std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
   round->groups = std::move(unsynced_);
   unsynced_.clear();
   round->commits = unsynced_commits;
+  round->facts = unsynced_facts;
   round->started = now;
   last_sync_ = round->started;
   sync_in_flight_.store(true, std::memory_order_release);
@@ -488,9 +529,11 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
   EngineThreadScope engine_thread;
   Status status = store_->wal_fs()->CompleteSync(round->plan, errno_value);
   auto elapsed = std::chrono::steady_clock::now() - round->started;
-  syncs_.fetch_add(1, std::memory_order_relaxed);
-  sync_us_total_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
-                           std::memory_order_relaxed);
+  counters_.sync_rounds.fetch_add(1, std::memory_order_relaxed);
+  counters_.sync_ns.Observe(static_cast<uint64_t>(
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count())));
+  // What it made durable: the facts of the transactions it acknowledges (none when it failed).
+  counters_.sync_facts.Observe(status.ok() ? round->facts : 0);
   // On the backend's thread, start the next round before acknowledging this one: the disk then
   // works on the groups written meanwhile while the woken producers compete for the CPU, instead
   // of idling until the committer thread is scheduled again. The round in flight passes straight
@@ -529,10 +572,11 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
     durable_lsn_.store(round->groups.back().last_lsn, std::memory_order_release);
     PublishDurable(round->groups.back().seq);
   }
+  const auto acked = std::chrono::steady_clock::now();  // once per round, not per transaction
   for (const Group& group : round->groups) {
     if (status.ok()) {
       AnnounceDurable(group);
-      for (TxnRep* rep : group.reps) Finish(rep);
+      for (TxnRep* rep : group.reps) Finish(rep, acked);
     } else {
       FinishAll(group.reps,
                 Status::IOError(status.message() + "; the outcome of this commit is unknown"));
@@ -545,7 +589,6 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
 }
 
 void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
-  failures_.fetch_add(reps.size(), std::memory_order_relaxed);
   for (TxnRep* rep : reps) {
     rep->status = status;
     rep->result = CommitResult();
@@ -570,11 +613,24 @@ void Committer::AnnounceDurable(const Group& group) {
   listener_->OnFactsDurable(group.last_lsn, facts);
 }
 
-void Committer::Finish(TxnRep* rep) {
-  if (rep->status.ok()) {
-    commits_.fetch_add(1, std::memory_order_relaxed);
-    facts_.fetch_add(rep->facts.size(), std::memory_order_relaxed);
+void Committer::CountAnswer(const TxnRep& rep, std::chrono::steady_clock::time_point acked) {
+  if (rep.status.ok()) {
+    WHARF_DASSERT(acked != std::chrono::steady_clock::time_point{});
+    counters_.transactions.fetch_add(1, std::memory_order_relaxed);
+    counters_.facts.fetch_add(rep.facts.size(), std::memory_order_relaxed);
+    counters_.bytes.fetch_add(rep.stored_bytes, std::memory_order_relaxed);
+    const int64_t latency_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(acked - rep.submitted).count();
+    counters_.commit_ns.Observe(static_cast<uint64_t>(std::max<int64_t>(0, latency_ns)));
+  } else if (rep.status.IsIOError()) {
+    counters_.failed.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters_.refused.fetch_add(1, std::memory_order_relaxed);  // a failed check
   }
+}
+
+void Committer::Finish(TxnRep* rep, std::chrono::steady_clock::time_point acked) {
+  CountAnswer(*rep, acked);
   // Free the slot before waking the producer: it may commit again at once and must find room.
   ReleaseSlot();
   if (rep->callback) {

@@ -47,18 +47,21 @@
 #include "engine/commit/durable_listener.h"
 #include "engine/commit/mpsc_queue.h"
 #include "engine/commit/txn_rep.h"
+#include "engine/metrics/histogram.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
+#include "wharf/metrics.h"
 
 namespace wharf::internal {
 
+// A few of the committer's counters (see CommitMetrics for the whole set), for tests and benches.
 struct CommitterStats {
-  uint64_t commits = 0;
+  uint64_t commits = 0;  // acknowledged OK
   uint64_t facts = 0;
   uint64_t groups = 0;  // WriteBatches written
   uint64_t syncs = 0;   // sync rounds completed
   uint64_t sync_us_total = 0;
-  uint64_t failures = 0;
+  uint64_t failures = 0;  // answered with an I/O error
 };
 
 class Committer {
@@ -86,6 +89,9 @@ class Committer {
   Status WaitDurable(uint64_t seq);
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_acquire); }
   CommitterStats stats() const;
+  // Fills the committer's part of a metrics snapshot (wharf/metrics.h): counters, histograms,
+  // queue depth, waiting producers and LSNs (not the WAL spare's fields). Lock-free.
+  void ReadMetrics(CommitMetrics* metrics) const;
   // Producers blocked in Submit waiting for queue space (when_full=block).
   uint32_t space_waiters() const { return space_waiters_.load(); }
   bool IsEngineThread() const;
@@ -95,6 +101,7 @@ class Committer {
     std::vector<TxnRep*> reps;
     uint64_t last_lsn = 0;
     uint64_t seq = 0;  // write_seq_ of this group
+    size_t facts = 0;  // of its transactions
   };
   struct Round;
 
@@ -138,7 +145,11 @@ class Committer {
   void AnswerUnknownGroups();
   // Tells the listener that `group` is durable (before its waiters are acknowledged).
   void AnnounceDurable(const Group& group);
-  void Finish(TxnRep* rep);
+  // Answers `rep` (its status set). `acked`: the moment a successful one is acknowledged (one
+  // clock reading per group or round), for its commit latency.
+  void Finish(TxnRep* rep, std::chrono::steady_clock::time_point acked = {});
+  // Counts an answered transaction in counters_ (its outcome, facts, bytes and latency).
+  void CountAnswer(const TxnRep& rep, std::chrono::steady_clock::time_point acked);
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
   // After a failure: resumes RocksDB and flushes every memtable (at most every 100 ms, and only
   // while the disk has room for the flush); OK once writes may go on. REQUIRES: write_mu_ held.
@@ -205,8 +216,18 @@ class Committer {
   std::atomic<uint32_t> durable_word_{0};  // futex: bumped after every durable_seq_ change
   std::atomic<uint32_t> read_waiters_{0};  // readers asleep (or about to be) on durable_word_
   std::atomic<bool> stopped_{false};       // the committer thread has ended
-  std::atomic<uint64_t> commits_{0}, facts_{0}, groups_{0}, syncs_{0}, sync_us_total_{0},
-      failures_{0};
+
+  // What the committer did since it started (ReadMetrics): relaxed atomics added to where
+  // transactions are answered and rounds complete, never under a lock for them. On their own
+  // cache lines, away from the queue's and the pipeline's atomics that every commit touches.
+  struct alignas(64) Counters {
+    std::atomic<uint64_t> transactions{0}, facts{0}, bytes{0}, refused{0}, failed{0}, busy{0},
+        groups{0}, sync_rounds{0};
+    LatencyHistogram commit_ns{kLatencyBoundsNs, kNsPerSecond};
+    LatencyHistogram sync_ns{kLatencyBoundsNs, kNsPerSecond};
+    RoundFactsHistogram sync_facts{kRoundFactsBounds, 1};
+  };
+  Counters counters_;
 };
 
 }  // namespace wharf::internal

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -52,6 +53,12 @@ struct TxnRep {
   std::vector<CheckOp> checks;
   size_t bytes = 0;
   bool committed = false;
+
+  // For the committer's metrics (engine/metrics): when Submit took it (the one clock reading per
+  // transaction), and the bytes it writes (keys and sealed values of its writes, its sealed fact
+  // records), counted when it joins a group.
+  std::chrono::steady_clock::time_point submitted{};
+  size_t stored_bytes = 0;
 
   // Outcome, written by the committer before `done` is set.
   Status status;

@@ -15,13 +15,13 @@
 #include <rocksdb/db.h>
 
 #include <algorithm>
-#include <filesystem>
 
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
 #include "engine/retention/plan.h"
 #include "engine/retention/retention.h"
 #include "engine/store/codec.h"
+#include "engine/store/directory_use.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/scan.h"
 
@@ -98,7 +98,7 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
                                    &outbox_files)) {
     return Status::IOError("RocksDB did not report the outbox's table file sizes");
   }
-  const DirectoryUse use = DirectoryBytes();
+  const DirectoryUse use = ReadDirectoryUse(core_->path());
   const uint64_t directory = use.total_bytes;
   const uint64_t other = directory > outbox_files ? directory - outbox_files : 0;
   const uint64_t budget = max_bytes > other ? max_bytes - other : 0;
@@ -135,20 +135,6 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
     floor = std::max(floor, std::min(high, plan->durable_lsn));
   }
   return Status::OK();
-}
-
-Retention::DirectoryUse Retention::DirectoryBytes() const {
-  DirectoryUse use;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(core_->path(), error)) {
-    std::error_code entry_error;
-    if (!entry.is_regular_file(entry_error)) continue;
-    const uint64_t size = entry.file_size(entry_error);
-    if (entry_error) continue;
-    use.total_bytes += size;
-    if (entry.path().extension() == ".log") use.wal_bytes += size;
-  }
-  return use;
 }
 
 }  // namespace wharf::internal

@@ -16,6 +16,7 @@
 #include "engine/core/engine_core.h"
 #include "engine/retention/plan.h"
 #include "engine/retention/retention.h"
+#include "engine/store/directory_use.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/scan.h"
 
@@ -82,7 +83,7 @@ void Retention::FlushOldWals() {
   const uint64_t wal_max = options.retention_max_bytes > 0
                                ? options.retention_max_bytes / kWalShareOfBound
                                : options.memtable_bytes * kWalMemtables;
-  if (DirectoryBytes().wal_bytes <= wal_max) return;
+  if (ReadDirectoryUse(core_->path()).wal_bytes <= wal_max) return;
   auto guard = core_->ReadGuard();
   if (!core_->CheckOpen().ok()) return;
   Store* store = core_->store();

@@ -11,6 +11,7 @@
 #include "engine/core/engine_core.h"
 #include "engine/retention/plan.h"
 #include "engine/store/codec.h"
+#include "engine/store/directory_use.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -55,7 +56,7 @@ void Retention::Run() {
     lock.unlock();
     bool due = Clock::now() >= next_pass || MemtableNearlyFull();
     if (!due && options.retention_max_bytes > 0) {
-      due = DirectoryBytes().total_bytes > options.retention_max_bytes;
+      due = ReadDirectoryUse(core_->path()).total_bytes > options.retention_max_bytes;
     }
     if (due) {
       TrimReport report;
@@ -203,6 +204,19 @@ Status Retention::CommitFloors(const RetentionPlan& plan) const {
 
 Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) {
   std::lock_guard pass(pass_mutex_);
+  Status s = RunPass(options, report);
+  if (!options.dry_run) (s.ok() ? passes_ : failed_passes_).fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+void Retention::ReadCounters(RetentionMetrics* metrics) const {
+  metrics->passes_total = passes_.load(std::memory_order_relaxed);
+  metrics->failed_passes_total = failed_passes_.load(std::memory_order_relaxed);
+  metrics->facts_removed_total = facts_removed_.load(std::memory_order_relaxed);
+  metrics->bytes_removed_total = bytes_removed_.load(std::memory_order_relaxed);
+}
+
+Status Retention::RunPass(const RetentionPassOptions& options, TrimReport* report) {
   *report = TrimReport();
   RetentionPlan plan;
   {
@@ -270,6 +284,8 @@ Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) 
       }
       // Durable: the filter may drop what the floors cover (outbox_floors.h).
       core_->store()->floors()->Raise(plan.floors);
+      facts_removed_.fetch_add(report->fact_count, std::memory_order_relaxed);
+      bytes_removed_.fetch_add(report->bytes, std::memory_order_relaxed);
     }
   }
   if (!plan.drops.empty()) Tell(plan.drops, Status::OK());

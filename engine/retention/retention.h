@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "wharf/admin.h"
+#include "wharf/metrics.h"
 #include "wharf/status.h"
 
 namespace wharf::internal {
@@ -78,7 +79,12 @@ class Retention {
   void Start();
   void Stop();
 
+  // Counted in the metrics (ReadCounters) unless a dry run: as a pass, or as a failed one.
   Status Pass(const RetentionPassOptions& options, TrimReport* report);
+
+  // The passes and what they removed since the engine opened (RetentionMetrics' counters; its
+  // `dropped` is read from the stored loss records, not here). Lock-free.
+  void ReadCounters(RetentionMetrics* metrics) const;
 
   // Held by every commit that may move a cursor back (see above).
   std::unique_lock<std::mutex> LockCursorRewinds() { return std::unique_lock(rewind_mutex_); }
@@ -88,6 +94,7 @@ class Retention {
 
  private:
   void Run();
+  Status RunPass(const RetentionPassOptions& options, TrimReport* report);
   Status ReadCursors(RetentionPlan* plan) const;
   Status ApplyAgeBound(RetentionPlan* plan) const;    // bounds.cc
   Status ApplyBytesBound(RetentionPlan* plan) const;  // bounds.cc
@@ -96,13 +103,6 @@ class Retention {
   void Tell(const std::vector<RetentionDrop>& drops, const Status& failure);
   // reclaim.cc: deletes files below the floors and compacts ranges with many removed bytes.
   Status Reclaim(const std::vector<uint64_t>& floors);
-  // Bytes of the files in the database directory (what `du` counts, near enough), and of its WAL
-  // files.
-  struct DirectoryUse {
-    uint64_t total_bytes = 0;
-    uint64_t wal_bytes = 0;
-  };
-  DirectoryUse DirectoryBytes() const;
   // Flushes every family when the WAL files hold more than two outbox memtables' worth (under a
   // byte bound: a quarter of the bound). A WAL file is deleted only once every family's writes in
   // it are flushed; the small families would otherwise keep up to max_total_wal_size (256 MiB) of
@@ -125,6 +125,8 @@ class Retention {
   bool stopping_ = false;  // guarded by thread_mutex_
   std::atomic<bool> cancel_compaction_{false};
   uint64_t memtable_bytes_seen_ = 0;  // the active outbox memtable at the last look (Run only)
+  // For ReadCounters: relaxed atomics, added to by Pass (removals once their floors are durable).
+  std::atomic<uint64_t> passes_{0}, failed_passes_{0}, facts_removed_{0}, bytes_removed_{0};
   std::thread thread_;
 };
 

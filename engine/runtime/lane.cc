@@ -12,6 +12,7 @@
 #include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
+#include "engine/store/tables/retries.h"
 
 namespace wharf {
 namespace internal {
@@ -68,6 +69,11 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
   scanned_to_.assign(n, 0);
   pending_position_.assign(n, 0);
   pending_scanned_.assign(n, 0);
+  lag_ = std::make_unique<PartitionLag[]>(n);
+  stored_retry_.assign(n, 0);
+  pending_stored_retry_.assign(n, 0);
+  pending_passed_.assign(n, 0);
+  pending_head_ms_.assign(n, kHeadUnknown);
 }
 
 void Lane::BeginBatch() {
@@ -228,13 +234,54 @@ HandlerCall Lane::CallHandler(const Fact& fact, Txn* txn) {
   return call;
 }
 
+uint32_t Lane::NoteDelivery(const Fact& fact, size_t index) {
+  // Batches deliver in id order and start again from the position: the ids are kept sorted.
+  auto it = std::lower_bound(attempts_.begin(), attempts_.end(), fact.id,
+                             [](const Attempts& a, uint64_t id) { return a.fact_id < id; });
+  counters_.delivered.Add();
+  if (it != attempts_.end() && it->fact_id == fact.id) {
+    counters_.retries.Add();
+    return ++it->count;
+  }
+  attempts_.insert(it, Attempts{fact.id, static_cast<uint32_t>(index), 1});
+  return 1;
+}
+
+uint32_t Lane::AttemptsOf(uint64_t fact_id) const {
+  auto it = std::lower_bound(attempts_.begin(), attempts_.end(), fact_id,
+                             [](const Attempts& a, uint64_t id) { return a.fact_id < id; });
+  return it != attempts_.end() && it->fact_id == fact_id ? it->count : 0;
+}
+
+void Lane::NoteRetry(const Fact& fact, uint32_t attempt, const std::string& error) {
+  const int64_t now_ms = context_.core->NowMs();
+  if (retry_fact_id_ != fact.id) {
+    retry_fact_id_ = fact.id;
+    retry_index_ = IndexOf(fact.partition);
+    retry_since_ms_ = now_ms;
+  }
+  retry_error_ = error;
+  retry_last_ms_ = now_ms;
+  failure_.Retrying(fact.id, attempt, retry_since_ms_, error, now_ms);
+}
+
+void Lane::ForgetPassed() {
+  std::erase_if(attempts_, [this](const Attempts& a) { return a.fact_id <= position_[a.index]; });
+  if (retry_fact_id_ != 0 && retry_fact_id_ <= position_[retry_index_]) {
+    retry_fact_id_ = 0;
+    failure_.ClearRetrying();
+  }
+}
+
 Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
   TxnRep* rep = EngineCore::RepOf(*txn);
   if (fact.id == poison_id_) {
     // Committed alone, the store still refused this fact's effects: settle it without them.
     std::string reason = "the store refused this fact's effects (" + poison_reason_ +
                          "); it is settled as failed without them";
+    attempt_ = AttemptsOf(fact.id);  // not delivered again: the store refused its effects
     AddDeadLetter(rep, fact, "store-rejected", reason, /*counted=*/false);
+    failure_.Failed("store-rejected: " + reason, context_.core->NowMs());
     (*context_.trace)(TraceEvent::Level::kWarning, "store-rejected", consumer_, fact.id,
                       std::move(reason));
     return Step::kPassed;
@@ -242,18 +289,41 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
   const TxnMark mark{rep->writes.size(), rep->facts.size(), rep->bytes};
   const HandlerCall call = CallHandler(fact, txn);
   if (call.batch_full) {
-    // Earlier facts of the batch filled the transaction: commit them, run this one next.
+    // Earlier facts of the batch filled the transaction: commit them, run this one next (not
+    // counted: the handler's call is made again, as the same attempt).
     Truncate(rep, mark);
     return Step::kBatchFull;
   }
+  attempt_ = NoteDelivery(fact, IndexOf(fact.partition));
   const bool threw = !call.error.empty();
+  // What the handler did: a throw counts as failed, and so do effects the store refused.
+  if (threw || !call.failure_name.empty()) {
+    counters_.failed.Add();
+  } else {
+    switch (call.outcome) {
+      case Outcome::kHandled:
+        counters_.handled.Add();
+        break;
+      case Outcome::kRejected:
+        counters_.rejected.Add();
+        break;
+      case Outcome::kRetry:
+        counters_.retry.Add();
+        break;
+      case Outcome::kFailed:
+        counters_.failed.Add();
+        break;
+    }
+  }
   if (consumer_->kind == ConsumerKind::kSubscriber) {
     if (call.outcome == Outcome::kHandled && !threw) return Step::kPassed;
     if (call.outcome == Outcome::kRejected && !threw) {
       return SettleFailed(rep, mark, fact, "handler-rejected", call.Reason("rejected"));
     }
+    std::string reason = call.Reason(call.outcome == Outcome::kRetry ? "retry" : "failed");
+    NoteRetry(fact, attempt_, "subscriber-failed: " + reason);
     (*context_.trace)(TraceEvent::Level::kWarning, "subscriber-failed", consumer_, fact.id,
-                      call.Reason(call.outcome == Outcome::kRetry ? "retry" : "failed"));
+                      std::move(reason), attempt_);
     return Step::kRetryLater;
   }
   if (call.outcome == Outcome::kHandled && !threw && call.failure_name.empty()) {
@@ -261,8 +331,10 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
   }
   Truncate(rep, mark);  // a failed fact's effects are not applied
   if (call.outcome == Outcome::kRetry && !threw) {
+    std::string reason = call.Reason("retry requested");
+    NoteRetry(fact, attempt_, "handler-retry: " + reason);
     (*context_.trace)(TraceEvent::Level::kInfo, "handler-retry", consumer_, fact.id,
-                      call.Reason("retry requested"));
+                      std::move(reason), attempt_);
     return Step::kRetryLater;
   }
   if (!call.failure_name.empty()) {
@@ -278,11 +350,22 @@ Lane::Step Lane::SettleFailed(TxnRep* rep, const TxnMark& mark, const Fact& fact
     Truncate(rep, mark);
     return Step::kBatchFull;
   }
-  (*context_.trace)(TraceEvent::Level::kWarning, name, consumer_, fact.id, std::move(reason));
+  failure_.Failed(name + ": " + reason, context_.core->NowMs());
+  (*context_.trace)(TraceEvent::Level::kWarning, name, consumer_, fact.id, std::move(reason),
+                    attempt_);
   return Step::kPassed;
 }
 
 bool Lane::RunBatch(bool blocking) {
+  if (recount_.load(std::memory_order_relaxed)) {
+    recount_.store(false, std::memory_order_relaxed);
+    Status counted = RecountLag();
+    if (!counted.ok()) {
+      RequestRecount();  // next batch
+      (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0,
+                        "counting the lag: " + counted.ToString());
+    }
+  }
   const uint64_t furthest = *std::max_element(position_.begin(), position_.end());
   const uint32_t limit = furthest < single_until_ ? 1 : consumer_->batch_facts;
   BeginBatch();
@@ -300,12 +383,28 @@ bool Lane::RunBatch(bool blocking) {
   }
   WHARF_DASSERT(entries.size() <= std::max<size_t>(kReadChunkMin, limit) * partitions_.size());
 
+  std::fill(pending_passed_.begin(), pending_passed_.end(), 0);
+  std::fill(pending_head_ms_.begin(), pending_head_ms_.end(), kHeadUnknown);
+  pending_dead_ = 0;
+  // A lane whose oldest pending fact is not known (it passed all it had read) learns it here.
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (lag_[i].head_commit_ms.load(std::memory_order_relaxed) != kHeadUnknown) continue;
+    for (const FactPtr& entry : entries) {
+      if (entry->partition == partitions_[i] && consumer_->Takes(*entry)) {
+        int64_t unknown = kHeadUnknown;
+        lag_[i].head_commit_ms.compare_exchange_strong(unknown, entry->commit_ms);
+        break;
+      }
+    }
+  }
+
   Txn txn = context_.core->Begin();
   bool stopped = false;  // a fact must be retried later: back off
   bool full = false;     // the transaction is full: the next batch starts at once
   uint32_t taken = 0;    // facts the consumer takes that the batch settles or stopped at
-  for (const FactPtr& entry : entries) {
-    const Fact& fact = *entry;
+  size_t next = 0;       // entries before it were passed
+  for (; next < entries.size(); ++next) {
+    const Fact& fact = *entries[next];
     const size_t index = IndexOf(fact.partition);
     WHARF_DASSERT(fact.id > pending_position_[index]);  // in id order, after the position
     if (!consumer_->Takes(fact)) {
@@ -323,6 +422,15 @@ bool Lane::RunBatch(bool blocking) {
       break;
     }
     pending_position_[index] = fact.id;
+    ++pending_passed_[index];
+  }
+  // The oldest fact each partition keeps pending, when the batch read it.
+  for (size_t j = next; j < entries.size(); ++j) {
+    const Fact& fact = *entries[j];
+    const size_t index = IndexOf(fact.partition);
+    if (pending_head_ms_[index] == kHeadUnknown && consumer_->Takes(fact)) {
+      pending_head_ms_[index] = fact.commit_ms;
+    }
   }
   if (stopped) BackOff();
   return FinishBatch(&txn, taken, stopped, full, blocking);
@@ -335,19 +443,35 @@ bool Lane::FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool b
   pending_taken_ = taken;
   pending_last_id_ = *std::max_element(pending_position_.begin(), pending_position_.end());
   TxnRep* rep = EngineCore::RepOf(*txn);
-  if (pending_position_ == position_ && rep->writes.empty()) {
-    return !stopped;  // stopped at the first fact: nothing to commit
-  }
+  const bool passed_any = pending_position_ != position_;
+  if (!passed_any && rep->writes.empty() && !stopped) return true;
   if (taken == 0 && !stopped) {
     // Only skipped facts: advance in memory; persisted within cursor_persist_ms or on stop.
     position_ = pending_position_;
     scanned_to_ = pending_scanned_;
+    PublishPassed();
     if (dirty_since_ms_ == 0) dirty_since_ms_ = SteadyMs();
     return true;
   }
   AddCursorWrites(rep);
+  if (stopped) AddRetryRecord(rep);
   Status committed = CommitBatch(txn, blocking);
-  return committed.ok() || !stopped;
+  // Stopped at its first fact, the batch only stored the failure: nothing ran.
+  return stopped ? committed.ok() && passed_any : true;
+}
+
+void Lane::AddRetryRecord(TxnRep* rep) {
+  WHARF_DASSERT(retry_fact_id_ != 0);  // NoteRetry ran for the fact the batch stopped at
+  tables::retries::RetryRecord record;
+  record.fact_id = retry_fact_id_;
+  record.attempts = attempt_;
+  record.first_ms = retry_since_ms_;
+  record.last_ms = retry_last_ms_;
+  record.last_error = retry_error_;
+  rep->writes.push_back({kMeta, false,
+                         tables::retries::Key(consumer_->id, partitions_[retry_index_]),
+                         tables::retries::EncodeValue(record)});
+  pending_stored_retry_[retry_index_] = retry_fact_id_;
 }
 
 void Lane::AddCursorWrites(TxnRep* rep) {
@@ -355,8 +479,15 @@ void Lane::AddCursorWrites(TxnRep* rep) {
   if (batch_owned_) AddLeaseFence(context_.options->instance, consumer_->id, batch_epoch_, rep);
   const uint64_t epoch = batch_epoch_;
   pending_epoch_ = epoch;
+  pending_stored_retry_ = stored_retry_;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (pending_position_[i] == persisted_[i]) continue;
+    if (stored_retry_[i] != 0 && pending_position_[i] >= stored_retry_[i]) {
+      // The advance passes the fact it was retrying: its record goes with it.
+      rep->writes.push_back(
+          {kMeta, true, tables::retries::Key(consumer_->id, partitions_[i]), std::string()});
+      pending_stored_retry_[i] = 0;
+    }
     std::string key = tables::cursors::Key(consumer_->id, partitions_[i]);
     rep->checks.push_back({kCursors, key, persisted_bytes_[i],
                            "cursor of " + consumer_->id + "/" + std::to_string(partitions_[i])});
@@ -369,7 +500,7 @@ bool Lane::AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name,
                          std::string_view reason, bool counted) {
   WriteOp write{kDead, false, tables::dead_letters::Key(consumer_->id, fact.id),
                 tables::dead_letters::EncodeValue(std::string(name) + ": " + std::string(reason),
-                                                  codec::EncodeFact(fact))};
+                                                  codec::EncodeFact(fact), attempt_)};
   const size_t bytes = write.key.size() + write.value.size();
   if (counted) {
     // A dead letter is part of what the transaction carries. One that only earlier facts of the
@@ -379,6 +510,7 @@ bool Lane::AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name,
     rep->bytes += bytes;
   }
   rep->writes.push_back(std::move(write));
+  ++pending_dead_;
   return true;
 }
 
@@ -410,9 +542,11 @@ void Lane::Complete(const Status& status) {
     position_ = pending_position_;
     persisted_ = pending_position_;
     scanned_to_ = pending_scanned_;
+    stored_retry_ = pending_stored_retry_;
     dirty_since_ms_ = 0;
     if (retry_at_ms_ <= SteadyMs()) backoff_ms_ = 0;
     if (poison_id_ != 0 && pending_last_id_ >= poison_id_) poison_id_ = 0;
+    PublishPassed();
     return;
   }
   if (status.IsClosed()) return;
@@ -459,6 +593,9 @@ bool Lane::PersistIfDue(bool force, bool blocking) {
   pending_scanned_ = scanned_to_;
   pending_taken_ = 0;
   pending_last_id_ = 0;
+  std::fill(pending_passed_.begin(), pending_passed_.end(), 0);
+  std::fill(pending_head_ms_.begin(), pending_head_ms_.end(), kHeadUnknown);
+  pending_dead_ = 0;
   AddCursorWrites(EngineCore::RepOf(txn));
   if (EngineCore::RepOf(txn)->writes.empty()) {
     dirty_since_ms_ = 0;
@@ -469,6 +606,7 @@ bool Lane::PersistIfDue(bool force, bool blocking) {
 }
 
 Status Lane::LoadCursors() {
+  const std::vector<uint64_t> before = position_;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     std::string key = tables::cursors::Key(consumer_->id, partitions_[i]), stored;
     rocksdb::Status s = context_.core->store()->db()->Get(
@@ -488,9 +626,141 @@ Status Lane::LoadCursors() {
     scanned_to_[i] = fact_id;
   }
   dirty_since_ms_ = 0;
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (lag_counted_ && position_[i] != before[i]) AdjustLagForMove(i, before[i]);
+    lag_[i].cursor.store(position_[i], std::memory_order_relaxed);
+  }
+  Status s = LoadRetryRecords();
+  if (!s.ok()) return s;
+  ForgetPassed();
   // Whatever is durable beyond the cursors may hold facts the consumer takes: look at it.
   Want(context_.core->committer()->durable_lsn());
   return Status::OK();
+}
+
+Status Lane::LoadRetryRecords() {
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    std::string stored;
+    rocksdb::Status s = context_.core->store()->db()->Get(
+        rocksdb::ReadOptions(), context_.core->store()->cf(kMeta),
+        tables::retries::Key(consumer_->id, partitions_[i]), &stored);
+    stored_retry_[i] = 0;
+    if (s.IsNotFound()) continue;
+    if (!s.ok()) return FromRocks(s, "read retry record of " + consumer_->id);
+    tables::retries::RetryRecord record;
+    Status decoded = tables::retries::DecodeValue(stored, &record);
+    if (!decoded.ok()) return decoded;
+    stored_retry_[i] = record.fact_id;  // deleted when the cursor passes it, even if stale
+    if (record.fact_id <= position_[i]) continue;
+    // A fact this consumer kept failing before (another instance, or before a restart): its
+    // attempts go on counting from there.
+    auto it = std::lower_bound(attempts_.begin(), attempts_.end(), record.fact_id,
+                               [](const Attempts& a, uint64_t id) { return a.fact_id < id; });
+    if (it != attempts_.end() && it->fact_id == record.fact_id) {
+      it->count = std::max(it->count, record.attempts);
+    } else {
+      attempts_.insert(it, Attempts{record.fact_id, static_cast<uint32_t>(i), record.attempts});
+    }
+    if (retry_fact_id_ != record.fact_id) {
+      retry_fact_id_ = record.fact_id;
+      retry_index_ = i;
+      retry_since_ms_ = record.first_ms;
+      retry_error_ = record.last_error;
+      retry_last_ms_ = record.last_ms;
+      failure_.Retrying(record.fact_id, record.attempts, record.first_ms, record.last_error,
+                        record.last_ms);
+    }
+  }
+  return Status::OK();
+}
+
+void Lane::PublishPassed() {
+  counters_.dead_letters.Add(pending_dead_);
+  pending_dead_ = 0;
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    PartitionLag& cell = lag_[i];
+    cell.cursor.store(position_[i], std::memory_order_relaxed);
+    if (pending_passed_[i] == 0) continue;
+    const int64_t passed = pending_passed_[i];
+    pending_passed_[i] = 0;
+    const int64_t left = cell.facts.fetch_sub(passed) - passed;
+    // The oldest pending fact was among those passed: the next is the one the batch stopped at
+    // (read), or none, or not known until the next batch reads it.
+    if (pending_head_ms_[i] != kHeadUnknown) {
+      cell.head_commit_ms.store(pending_head_ms_[i]);
+    } else if (left <= 0) {
+      cell.ClearHeadIfCaughtUp();
+    } else {
+      cell.head_commit_ms.store(kHeadUnknown);
+    }
+  }
+  ForgetPassed();
+}
+
+void Lane::Announce(uint32_t partition, int64_t count, int64_t first_commit_ms) {
+  PartitionLag& cell = lag_[IndexOf(partition)];
+  // The first fact pending is the oldest (a lane whose lag is not counted yet is recounted).
+  if (cell.facts.fetch_add(count) <= 0) cell.head_commit_ms.store(first_commit_ms);
+}
+
+Status Lane::CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count,
+                        int64_t* first_commit_ms) const {
+  constexpr size_t kChunkFacts = 4096;
+  *count = 0;
+  *first_commit_ms = 0;
+  std::vector<Fact> facts;
+  for (uint64_t next = from + 1; next <= to;) {
+    facts.clear();
+    Status s = context_.core->ReadFacts(partitions_[index], next, to, kChunkFacts, &facts);
+    if (!s.ok()) return s;
+    for (const Fact& fact : facts) {
+      if (!consumer_->Takes(fact)) continue;
+      if (*count == 0) *first_commit_ms = fact.commit_ms;
+      ++*count;
+    }
+    if (facts.size() < kChunkFacts) break;
+    next = facts.back().id + 1;
+  }
+  return Status::OK();
+}
+
+Status Lane::RecountLag() {
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    PartitionLag& cell = lag_[i];
+    int64_t at_cut = 0, count = 0, first_ms = 0;
+    const uint64_t horizon = context_.horizon->Cut(cell.facts, &at_cut);
+    Status s = CountTaken(i, position_[i], horizon, &count, &first_ms);
+    if (!s.ok()) return s;
+    // What the listener added since the cut stays; what it counted before is replaced.
+    cell.facts.fetch_add(count - at_cut);
+    if (count > 0) {
+      cell.head_commit_ms.store(first_ms);
+    } else {
+      cell.ClearHeadIfCaughtUp();
+    }
+    cell.cursor.store(position_[i], std::memory_order_relaxed);
+  }
+  lag_counted_ = true;
+  return Status::OK();
+}
+
+void Lane::AdjustLagForMove(size_t index, uint64_t from) {
+  PartitionLag& cell = lag_[index];
+  const uint64_t to = position_[index];
+  int64_t count = 0, first_ms = 0;
+  Status s = CountTaken(index, std::min(from, to), std::max(from, to), &count, &first_ms);
+  if (!s.ok()) {
+    RequestRecount();
+    return;
+  }
+  if (to > from) {
+    cell.facts.fetch_sub(count);
+    if (count > 0) cell.head_commit_ms.store(kHeadUnknown);
+    cell.ClearHeadIfCaughtUp();
+  } else {
+    cell.facts.fetch_add(count);
+    if (count > 0) cell.head_commit_ms.store(first_ms);  // older than what was pending
+  }
 }
 
 }  // namespace internal

@@ -14,12 +14,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/commit/txn_rep.h"
 #include "engine/runtime/consumer.h"
+#include "engine/runtime/consumer_metrics.h"
 #include "engine/runtime/tail_cache.h"
 #include "engine/runtime/trace.h"
 #include "wharf/engine.h"
@@ -51,6 +53,7 @@ struct LaneContext {
   const TailCache* cache = nullptr;
   const RuntimeOptions* options = nullptr;
   Tracer* trace = nullptr;
+  LagHorizon* horizon = nullptr;  // the durable listener's side of lag counting
 };
 
 class Lane {
@@ -104,6 +107,20 @@ class Lane {
   // Applies the outcome of the lane's commit (its worker's thread).
   void Complete(const Status& status);
 
+  // Metrics (consumer_metrics.h). Counters, lag and failures are read by snapshots (any thread).
+  const LaneCounters& counters() const { return counters_; }
+  const PartitionLag& lag(size_t index) const { return lag_[index]; }
+  const FailureCell& failure() const { return failure_; }
+  // Counts the facts pending after the position from the store (the lane's thread; the first
+  // time when the lanes are built, after the listener is attached and the horizon opened).
+  Status RecountLag();
+  // Asks the lane's thread to recount before its next batch (any thread: the listener missed
+  // facts, or retention removed facts the lane had not passed).
+  void RequestRecount() { recount_.store(true, std::memory_order_relaxed); }
+  // Durable listener: `count` facts of `partition` that the consumer takes were announced, the
+  // oldest committed at `first_commit_ms`.
+  void Announce(uint32_t partition, int64_t count, int64_t first_commit_ms);
+
  private:
   // How a fact the consumer takes leaves the batch.
   enum class Step {
@@ -131,6 +148,25 @@ class Lane {
                      bool counted = true);
   void BackOff();
   size_t IndexOf(uint32_t partition) const;
+  // The attempt this delivery of `fact` is (1: first); counts a redelivery.
+  uint32_t NoteDelivery(const Fact& fact, size_t index);
+  // The fact stopped the batch to be retried later (`error`: why).
+  void NoteRetry(const Fact& fact, uint32_t attempt, const std::string& error);
+  // Forgets attempts and the retry state of facts the position passed.
+  void ForgetPassed();
+  // Deliveries of `fact_id` so far (0: none).
+  uint32_t AttemptsOf(uint64_t fact_id) const;
+  // Stores the fact the batch stopped at as retrying (tables/retries.h).
+  void AddRetryRecord(TxnRep* rep);
+  // Reads the stored retry records of the lane's partitions: attempts continue from them.
+  Status LoadRetryRecords();
+  // Counts the facts the consumer takes in (from, to] of the partition at `index`.
+  Status CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count,
+                    int64_t* first_commit_ms) const;
+  // Lag after the position of the partition at `index` moved from `from` to position_[index].
+  void AdjustLagForMove(size_t index, uint64_t from);
+  // After a committed batch: the facts it passed leave the lag.
+  void PublishPassed();
 
   const LaneContext context_;
   Consumer* const consumer_;
@@ -161,6 +197,37 @@ class Lane {
   int64_t dirty_since_ms_ = 0;  // SteadyMs since position > persisted (0: clean)
   std::atomic<uint64_t> wanted_to_{0};
   bool skipping_ = false;  // worker only: skip to the durable end, even with nothing wanted
+
+  // Metrics (consumer_metrics.h).
+  LaneCounters counters_;
+  std::unique_ptr<PartitionLag[]> lag_;  // per partition of `partitions_`
+  FailureCell failure_;
+  std::atomic<bool> recount_{false};
+  bool lag_counted_ = false;  // RecountLag ran once: lag is kept from here on
+  // The batch in flight, per partition: facts it takes that it passes, and the commit time of
+  // the first fact it takes that it does not pass (kHeadUnknown: not read).
+  std::vector<uint32_t> pending_passed_;
+  std::vector<int64_t> pending_head_ms_;
+  uint32_t pending_dead_ = 0;  // dead letters it adds
+  // Deliveries of facts not passed yet, by fact id (a batch that is not committed runs again).
+  struct Attempts {
+    uint64_t fact_id;
+    uint32_t index;  // of the partition
+    uint32_t count;
+  };
+  std::vector<Attempts> attempts_;
+  uint32_t attempt_ = 0;  // the attempt of the fact being delivered
+  // The fact the lane stopped at to retry (0: none), its partition's index and first failure,
+  // its last error and when.
+  uint64_t retry_fact_id_ = 0;
+  size_t retry_index_ = 0;
+  int64_t retry_since_ms_ = 0;
+  std::string retry_error_;
+  int64_t retry_last_ms_ = 0;
+  // Per partition: the fact id of the stored retry record (0: none), and as the batch in flight
+  // leaves it.
+  std::vector<uint64_t> stored_retry_;
+  std::vector<uint64_t> pending_stored_retry_;
 };
 
 }  // namespace wharf::internal

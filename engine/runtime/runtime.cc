@@ -240,6 +240,13 @@ void RuntimeImpl::ObserveRetention() {
     for (const RetentionDrop& drop : drops) {
       for (const auto& consumer : consumers_) {
         if (consumer->id != drop.consumer || !consumer->durable()) continue;
+        for (const auto& lane : lanes_) {
+          if (lane->consumer() != consumer.get()) continue;
+          const auto& partitions = lane->partitions();
+          if (std::find(partitions.begin(), partitions.end(), drop.partition) != partitions.end()) {
+            lane->RequestRecount();  // facts it counted pending are gone
+          }
+        }
         trace_(TraceEvent::Level::kWarning, "retention-dropped", consumer.get(), drop.to_id,
                "retention removed " + std::to_string(drop.fact_count) + " facts of partition " +
                    std::to_string(drop.partition) + " with ids " + std::to_string(drop.from_id) +
@@ -305,7 +312,7 @@ Status RuntimeImpl::BuildLanes() {
   const uint32_t partitions = core_->options().partitions;
   // The cache's horizon is set once the listener is attached (below); until then it is empty.
   cache_ = std::make_unique<TailCache>(partitions, core_->options().tail_cache_facts);
-  const LaneContext context{core_, cache_.get(), &options_, &trace_};
+  const LaneContext context{core_, cache_.get(), &options_, &trace_, &horizon_};
   std::vector<std::unique_ptr<Lane>> lanes;
   for (const auto& consumer : consumers_) {
     if (!consumer->durable()) continue;
@@ -331,7 +338,76 @@ Status RuntimeImpl::BuildLanes() {
   // Facts durable before the listener was attached were never announced: look at them.
   for (const auto& lane : lanes_) lane->Want(durable);
   lanes_built_ = true;
+  horizon_.Open(durable);
+  s = CountInitialLag();
+  if (!s.ok()) return s;
+  core_->AddMetricsSource(this, [this](std::vector<ConsumerMetrics>* out) { CollectMetrics(out); });
+  metrics_source_ = true;
   return Status::OK();
+}
+
+Status RuntimeImpl::CountInitialLag() {
+  // One scan per lane of the facts after its cursor (no worker runs a lane yet).
+  for (const auto& lane : lanes_) {
+    Status s = lane->RecountLag();
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) const {
+  const int64_t now_ms = core_->NowMs();
+  for (const auto& consumer : consumers_) {
+    if (!consumer->durable()) continue;
+    ConsumerMetrics metrics;
+    metrics.consumer = consumer->id;
+    metrics.kind = ToString(consumer->kind);
+    metrics.instance = options_.instance;
+    int64_t oldest_ms = 0;
+    for (const auto& lane : lanes_) {
+      if (lane->consumer() != consumer.get()) continue;
+      const LaneCounters& counters = lane->counters();
+      metrics.delivered_total += counters.delivered.Get();
+      metrics.handled_total += counters.handled.Get();
+      metrics.rejected_total += counters.rejected.Get();
+      metrics.failed_total += counters.failed.Get();
+      metrics.retry_total += counters.retry.Get();
+      metrics.retries_total += counters.retries.Get();
+      metrics.dead_letters_total += counters.dead_letters.Get();
+      for (size_t i = 0; i < lane->partitions().size(); ++i) {
+        const PartitionLag& lag = lane->lag(i);
+        ConsumerPartitionMetrics partition;
+        partition.partition = lane->partitions()[i];
+        partition.cursor = lag.cursor.load(std::memory_order_relaxed);
+        partition.lag_facts = static_cast<uint64_t>(std::max<int64_t>(0, lag.facts.load()));
+        metrics.lag_facts += partition.lag_facts;
+        const int64_t head_ms = lag.head_commit_ms.load();
+        if (partition.lag_facts > 0 && head_ms > 0 && (oldest_ms == 0 || head_ms < oldest_ms)) {
+          oldest_ms = head_ms;
+        }
+        metrics.partitions.push_back(partition);
+      }
+      const FailureState failure = lane->failure().Get();
+      // The lane retrying longest, and the latest error of any lane.
+      if (failure.retrying &&
+          (!metrics.retrying || failure.retrying_since_ms < metrics.retrying_since_ms)) {
+        metrics.retrying = true;
+        metrics.retrying_fact_id = failure.retrying_fact_id;
+        metrics.retrying_attempt = failure.retrying_attempt;
+        metrics.retrying_since_ms = failure.retrying_since_ms;
+      }
+      if (failure.last_error_ms != 0 && failure.last_error_ms >= metrics.last_error_ms) {
+        metrics.last_error = failure.last_error;
+        metrics.last_error_ms = failure.last_error_ms;
+      }
+    }
+    if (oldest_ms > 0) metrics.lag_seconds = std::max<int64_t>(0, now_ms - oldest_ms) / 1000.0;
+    std::sort(metrics.partitions.begin(), metrics.partitions.end(),
+              [](const auto& a, const auto& b) { return a.partition < b.partition; });
+    metrics.lease_held = consumer->owned.load();
+    metrics.lease_epoch = metrics.lease_held ? consumer->epoch.load() : 0;
+    out->push_back(std::move(metrics));
+  }
 }
 
 Status RuntimeImpl::Start() {
@@ -370,6 +446,9 @@ void RuntimeImpl::WaitForBatches(const Consumer* consumer) const {
 
 Status RuntimeImpl::Stop() {
   if (stopping_.exchange(true)) return Status::OK();
+  // First: a snapshot must not read the lanes once they may go (waits for one in progress).
+  if (metrics_source_) core_->RemoveMetricsSource(this);
+  metrics_source_ = false;
   if (leases_) leases_->Stop();
   workers_.Stop();
   if (timers_) timers_->Stop();
@@ -410,7 +489,9 @@ Status RuntimeImpl::Drain() {
       while (!stuck.count(lane) && lane->HasUnscanned()) {
         lane->ClearRetry();
         bool ran = lane->RunBatch(/*blocking=*/true);
-        if (lane->retry_at_ms() > SteadyMs()) {
+        // Backed off during the batch (however short the backoff, or however long the batch's
+        // commit took: a failure is stored through the committer).
+        if (lane->retry_at_ms() != 0) {
           // The handler asked to retry or the store failed transiently: report, don't spin.
           stuck.insert(lane);
           result = Status::Busy("consumer '" + lane->consumer()->id +
@@ -447,31 +528,84 @@ void RuntimeImpl::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFa
   }
   cache_->Append(durable_lsn, decoded);
   if (!threads_ready_.load(std::memory_order_acquire)) {
-    NotifyWorkers(decoded);  // only raises the lanes' wanted_to: no worker runs yet
+    NotifyWorkers(durable_lsn, decoded);  // only raises the lanes' wanted_to: no worker runs yet
     return;
   }
   taps_.Dispatch(decoded);
-  NotifyWorkers(decoded);
+  NotifyWorkers(durable_lsn, decoded);
 }
 
-void RuntimeImpl::NotifyWorkers(const std::vector<FactPtr>& facts) {
-  // Per fact type, the newest fact of the round in each partition.
-  std::unordered_map<std::string_view, std::vector<uint64_t>> newest;
-  for (const FactPtr& fact : facts) {
-    std::vector<uint64_t>& ids = newest[fact->type];
-    if (ids.empty()) ids.assign(lanes_by_partition_.size(), 0);
-    ids[fact->partition] = std::max(ids[fact->partition], fact->id);
+namespace {
+
+// Facts of one type in one partition of a notice.
+struct TypeRun {
+  uint64_t newest_id = 0;
+  int64_t counted = 0;  // after the lag horizon, without a retry-for header
+  uint64_t first_id = 0;
+  int64_t first_commit_ms = 0;
+};
+
+bool HasRetryFor(const Fact& fact) {
+  for (const auto& header : fact.headers) {
+    if (header.first == kRetryForHeader) return true;
   }
+  return false;
+}
+
+}  // namespace
+
+void RuntimeImpl::NotifyWorkers(uint64_t durable_lsn, const std::vector<FactPtr>& facts) {
+  const uint64_t count_above = horizon_.BeginNotice();
+  // Per fact type, the newest fact of the round in each partition, and those the lag counts.
+  std::unordered_map<std::string_view, std::vector<TypeRun>> newest;
+  for (const FactPtr& fact : facts) {
+    std::vector<TypeRun>& runs = newest[fact->type];
+    if (runs.empty()) runs.assign(lanes_by_partition_.size(), TypeRun());
+    TypeRun& run = runs[fact->partition];
+    run.newest_id = std::max(run.newest_id, fact->id);
+    if (fact->id <= count_above) continue;
+    if (!fact->headers.empty() && HasRetryFor(*fact)) {
+      // Re-emitted for one consumer (`wharf dead retry`): only its lanes count it.
+      for (Lane* lane : lanes_by_partition_[fact->partition]) {
+        if (lane->consumer()->Takes(*fact)) lane->Announce(fact->partition, 1, fact->commit_ms);
+      }
+      continue;
+    }
+    if (run.counted++ == 0) {
+      run.first_id = fact->id;
+      run.first_commit_ms = fact->commit_ms;
+    }
+  }
+  // Lag: the runs in id order, so that a lane's first pending fact is the oldest of the round.
+  std::vector<std::pair<uint64_t, std::pair<std::string_view, uint32_t>>> counted;
+  for (const auto& [type, runs] : newest) {
+    for (size_t partition = 0; partition < runs.size(); ++partition) {
+      if (runs[partition].counted > 0) {
+        counted.push_back({runs[partition].first_id, {type, static_cast<uint32_t>(partition)}});
+      }
+    }
+  }
+  std::sort(counted.begin(), counted.end());
+  for (const auto& [first_id, run_key] : counted) {
+    const auto& [type, partition] = run_key;
+    const TypeRun& run = newest[type][partition];
+    for (Lane* lane : lanes_by_partition_[partition]) {
+      if (lane->consumer()->Takes(type)) {
+        lane->Announce(partition, run.counted, run.first_commit_ms);
+      }
+    }
+  }
+  horizon_.EndNotice(durable_lsn);
   // Lanes whose consumer takes one of them want it; their workers wake now. Lanes of the other
   // consumers wait for their worker's skip deadline.
   const bool ready = threads_ready_.load(std::memory_order_acquire);
   std::vector<uint8_t> wake(ready ? workers_.size() : 0, 0), skip(wake.size(), 0);
-  for (const auto& [type, ids] : newest) {
-    for (size_t partition = 0; partition < ids.size(); ++partition) {
-      if (ids[partition] == 0) continue;
+  for (const auto& [type, runs] : newest) {
+    for (size_t partition = 0; partition < runs.size(); ++partition) {
+      if (runs[partition].newest_id == 0) continue;
       for (Lane* lane : lanes_by_partition_[partition]) {
         const bool takes = lane->consumer()->Takes(type);
-        if (takes) lane->Want(ids[partition]);
+        if (takes) lane->Want(runs[partition].newest_id);
         if (lane->worker() < wake.size()) (takes ? wake : skip)[lane->worker()] = 1;
       }
     }
@@ -480,6 +614,10 @@ void RuntimeImpl::NotifyWorkers(const std::vector<FactPtr>& facts) {
 }
 
 void RuntimeImpl::OnGap(uint64_t durable_lsn) {
+  // Facts were not announced: the lanes recount up to here.
+  horizon_.BeginNotice();
+  for (const auto& lane : lanes_) lane->RequestRecount();
+  horizon_.EndNotice(durable_lsn);
   cache_->Reset(durable_lsn);
   // Facts up to durable_lsn were not announced: every lane looks at them.
   for (const auto& lane : lanes_) lane->Want(durable_lsn);

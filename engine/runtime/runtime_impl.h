@@ -20,6 +20,7 @@
 
 #include "engine/core/engine_core.h"
 #include "engine/runtime/consumer.h"
+#include "engine/runtime/consumer_metrics.h"
 #include "engine/runtime/lane.h"
 #include "engine/runtime/leases.h"
 #include "engine/runtime/tail_cache.h"
@@ -73,10 +74,16 @@ class RuntimeImpl : public DurableListener {
   // The lanes of `consumer`, with their cursors loaded.
   Status MakeLanes(Consumer* consumer, const LaneContext& context,
                    std::vector<std::unique_ptr<Lane>>* lanes) const;
-  // Wakes the workers of lanes that take one of `facts`, and notes the skips of the others.
-  void NotifyWorkers(const std::vector<FactPtr>& facts);
+  // Wakes the workers of lanes that take one of `facts`, and notes the skips of the others;
+  // adds the facts to the lags of the lanes that take them (every fact up to durable_lsn).
+  void NotifyWorkers(uint64_t durable_lsn, const std::vector<FactPtr>& facts);
   void WaitForBatches(const Consumer* consumer) const;
   std::vector<std::string> ConsumerIds() const;
+  // Counts, per lane, the facts pending at the start (lag), once the listener is attached.
+  Status CountInitialLag();
+  // The metrics source (wharf/metrics.h): this runtime's durable consumers, from the lanes'
+  // cells, without stopping delivery (any thread).
+  void CollectMetrics(std::vector<ConsumerMetrics>* out) const;
 
   // Keeps the engine's core alive: after Engine::Close every call here answers Closed instead
   // of touching freed memory.
@@ -84,6 +91,7 @@ class RuntimeImpl : public DurableListener {
   EngineCore* const core_;
   RuntimeOptions options_;
   Tracer trace_;
+  LagHorizon horizon_;  // lag counting's listener side (consumer_metrics.h)
 
   std::vector<std::unique_ptr<Consumer>> consumers_;
   std::unique_ptr<TailCache> cache_;
@@ -94,6 +102,7 @@ class RuntimeImpl : public DurableListener {
   std::unique_ptr<LeaseKeeper> leases_;
   std::optional<TimerThread> timers_;
   bool attached_ = false;
+  bool metrics_source_ = false;  // added to the engine's metrics sources (control thread)
   // Set (release) once Start() has started workers_ and taps_: the durable listener, attached
   // earlier, touches them only afterwards. They do not change again until the listener detaches.
   std::atomic<bool> threads_ready_{false};

@@ -18,7 +18,7 @@ class Tracer {
   explicit Tracer(TraceFn sink) : sink_(std::move(sink)) {}
 
   void operator()(TraceEvent::Level level, std::string name, const Consumer* consumer,
-                  uint64_t fact_id, std::string reason);
+                  uint64_t fact_id, std::string reason, uint32_t attempt = 0);
 
  private:
   const TraceFn sink_;

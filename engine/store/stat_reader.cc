@@ -11,6 +11,7 @@
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/retention.h"
+#include "engine/store/tables/retries.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/timers.h"
 
@@ -170,6 +171,26 @@ Status ReadConsumerStats(const StoreView& view, std::string_view consumer,
     row.lost_last_ms = loss.last_ms;
     row.lost_last_from_id = loss.last_from_id;
     row.lost_last_to_id = loss.last_to_id;
+  }
+
+  // Retry records (tables/retries.h) count once their consumer has a row and while the fact is
+  // after its cursor (an older record is stale: an operator moved the cursor past it).
+  std::vector<tables::retries::RetryRecord> retries;
+  s = tables::retries::List(view.db, Family(view, kMeta), consumer, &retries);
+  if (!s.ok()) return s;
+  for (const tables::retries::RetryRecord& record : retries) {
+    auto it = rows.find(record.consumer);
+    if (it == rows.end() || record.partition >= view.partitions) continue;
+    ConsumerStat& row = it->second;
+    if (record.fact_id <= row.partitions[record.partition].fact_id) continue;
+    if (row.retrying && row.retrying_since_ms <= record.first_ms) continue;
+    row.retrying = true;
+    row.retrying_partition = record.partition;
+    row.retrying_fact_id = record.fact_id;
+    row.retrying_attempt = record.attempts;
+    row.retrying_since_ms = record.first_ms;
+    row.last_error = record.last_error;
+    row.last_error_ms = record.last_ms;
   }
 
   std::vector<uint64_t> first_ids;

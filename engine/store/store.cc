@@ -4,6 +4,7 @@
 #include <rocksdb/env.h>
 #include <rocksdb/listener.h>
 #include <rocksdb/slice_transform.h>
+#include <rocksdb/statistics.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
@@ -171,6 +172,11 @@ rocksdb::DBOptions DbOptionsFor(const EngineOptions& options, rocksdb::Env* env)
   // Flushes and compactions write SST files in 1 MiB steps instead of one burst at the end, so a
   // WAL fdatasync never waits behind tens of MiB of dirty SST pages.
   db_options.bytes_per_sync = 1u << 20;
+  // RocksDB's tickers (write stalls, flush and compaction bytes, block-cache hits) for the
+  // metrics (engine/metrics/engine_metrics.cc). Tickers only: per-core counters, no clock
+  // readings, where the histograms would time every write and read (README, "Metrics cost").
+  db_options.statistics = rocksdb::CreateDBStatistics();
+  db_options.statistics->set_stats_level(rocksdb::StatsLevel::kExceptHistogramOrTimers);
   return db_options;
 }
 
@@ -185,6 +191,7 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
   store->env_ = rocksdb::NewCompositeEnv(store->wal_fs_);
 
   rocksdb::DBOptions db_options = DbOptionsFor(options, store->env_.get());
+  store->statistics_ = db_options.statistics;
 
   // The directory's lock, and what it holds: a database, nothing, or an interrupted creation
   // (engine/store_dir.cc). Existing databases have their structure and WALs checked first.

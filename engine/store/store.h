@@ -69,6 +69,8 @@ class Store {
   // Each partition's retention floor (engine/store/outbox_floors.h): loaded from the meta family
   // at open, raised by retention. Reads of the outbox start above it.
   OutboxFloors* floors() const { return floors_.get(); }
+  // RocksDB's own counters (tickers only, kStatisticsLevel in store.cc), for the metrics.
+  rocksdb::Statistics* statistics() const { return statistics_.get(); }
 
   // Reads and unseals a value. NotFound when absent; Corruption on a bad envelope.
   Status Get(Cf cf, const rocksdb::Slice& key, std::string* value) const;
@@ -112,6 +114,7 @@ class Store {
   uint64_t open_epoch_ = 0;
   std::vector<std::string> recovered_types_;
   std::shared_ptr<OutboxFloors> floors_ = std::make_shared<OutboxFloors>();
+  std::shared_ptr<rocksdb::Statistics> statistics_;
 };
 
 }  // namespace wharf::internal

@@ -85,8 +85,10 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
   // Stops building spares and deletes an unused one; call before the database closes (after it,
   // on_switch never runs). Idempotent.
   void StopSpares();
-  // WAL files created from a spare so far (for tests and benchmarks).
+  // WAL files created from a spare so far (for tests, benchmarks and metrics).
   uint64_t spare_wals() const { return spare_wals_.load(); }
+  // A spare is ready for the next WAL file (false without EnableSpares).
+  bool spare_ready() const { return spare_ != nullptr && spare_->ready(); }
 
  private:
   rocksdb::IOStatus Track(const std::string& fname, uint64_t prefilled_bytes,

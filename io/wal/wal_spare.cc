@@ -66,6 +66,7 @@ void WalSpare::Stop() {
     fs_->DeleteFile(paths_[next_path_], rocksdb::IOOptions(), nullptr).PermitUncheckedError();
   }
   ready_ = false;
+  ready_flag_.store(false, std::memory_order_relaxed);
 }
 
 void WalSpare::SetOnSwitch(std::function<bool()> on_switch) {
@@ -82,6 +83,7 @@ std::string WalSpare::Take(uint64_t* bytes) {
   cv_.notify_all();
   if (!ready_) return {};
   ready_ = false;
+  ready_flag_.store(false, std::memory_order_relaxed);
   switch_wanted_ = false;  // the new WAL is this spare
   *bytes = ready_bytes_;
   const int taken = next_path_;
@@ -113,6 +115,7 @@ void WalSpare::Run() {
       lock.lock();
       if (built) {
         ready_ = true;
+        ready_flag_.store(true, std::memory_order_relaxed);
         ready_bytes_ = bytes;
         wanted_ = false;
       } else if (!stop_) {

@@ -28,6 +28,7 @@
 
 #include <rocksdb/file_system.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -68,6 +69,9 @@ class WalSpare {
   void Stop();
 
   uint64_t bytes_max() const { return bytes_max_; }
+  // A whole, synced spare waits for the next WAL (read without the lock: for metrics, a moment
+  // old).
+  bool ready() const { return ready_flag_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
@@ -85,12 +89,13 @@ class WalSpare {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  bool wanted_ = false;         // build a spare when there is none
-  bool switch_wanted_ = false;  // run on_switch_ once a spare is ready
-  int next_path_ = 0;           // index in paths_ of the next (or the ready) spare
-  bool ready_ = false;          // a whole, synced spare is at paths_[next_path_]
-  uint64_t ready_bytes_ = 0;    // its size
-  uint64_t next_bytes_;         // the size of the next spare
+  bool wanted_ = false;                  // build a spare when there is none
+  bool switch_wanted_ = false;           // run on_switch_ once a spare is ready
+  int next_path_ = 0;                    // index in paths_ of the next (or the ready) spare
+  bool ready_ = false;                   // a whole, synced spare is at paths_[next_path_]
+  std::atomic<bool> ready_flag_{false};  // ready_, for ready(); written with it under mu_
+  uint64_t ready_bytes_ = 0;             // its size
+  uint64_t next_bytes_;                  // the size of the next spare
   std::function<bool()> on_switch_;
   std::thread thread_;  // last: starts after the members it uses
 };

@@ -14,6 +14,7 @@
 #include "engine/store/tables/leases.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
+#include "engine/store/tables/retries.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/state.h"
 #include "engine/store/tables/timers.h"
@@ -137,6 +138,86 @@ TEST(TablesTest, DeadLetterKeysAndValuesRoundTrip) {
   EXPECT_EQ(letter.fact.type, "order.placed");
   EXPECT_TRUE(dead_letters::DecodeEntry(key, codec::Seal("\x05"), &letter).IsCorruption());
   EXPECT_TRUE(dead_letters::DecodeEntry(key.substr(2), codec::Seal(""), &letter).IsCorruption());
+}
+
+// Dead letters carry the attempt that settled the fact; those written before attempts were
+// recorded (the reason right before the fact's record) still decode, with attempt 0.
+TEST(TablesTest, DeadLetterAttemptsAndOldRecords) {
+  const std::string key = dead_letters::Key("orders", 77);
+  Fact fact;
+  fact.type = "order.placed";
+  fact.key = "k";
+  fact.payload = "{\"n\":1}";
+  fact.commit_ms = 1234567;
+  DeadLetter letter;
+  ASSERT_OK(dead_letters::DecodeEntry(
+      key, dead_letters::EncodeValue("handler-failed: boom", codec::EncodeFact(fact), 7), &letter));
+  EXPECT_EQ(letter.reason, "handler-failed: boom");
+  EXPECT_EQ(letter.attempt, 7u);
+  EXPECT_EQ(letter.fact.payload, fact.payload);
+  EXPECT_EQ(letter.fact.commit_ms, fact.commit_ms);
+
+  // The layout before: u16 reason length · reason · the fact's sealed record.
+  for (const std::string& reason : {std::string("handler-failed: old"), std::string()}) {
+    std::string body;
+    codec::PutString16(&body, reason);
+    body.append(codec::EncodeFact(fact));
+    letter = DeadLetter();
+    letter.attempt = 99;
+    ASSERT_OK(dead_letters::DecodeEntry(key, codec::Seal(body), &letter));
+    EXPECT_EQ(letter.reason, reason);
+    EXPECT_EQ(letter.attempt, 0u);
+    EXPECT_EQ(letter.fact.id, 77u);
+    EXPECT_EQ(letter.fact.type, "order.placed");
+    EXPECT_EQ(letter.fact.payload, fact.payload);
+  }
+  // A tag without its attempt is refused.
+  std::string body;
+  codec::PutString16(&body, "r");
+  body.push_back(static_cast<char>(dead_letters::kAttemptTag));
+  body.append("\x01\x02");
+  EXPECT_TRUE(dead_letters::DecodeEntry(key, codec::Seal(body), &letter).IsCorruption());
+}
+
+// Retry records round-trip, list by consumer then partition, and refuse damaged values.
+TEST(TablesTest, RetryRecordsRoundTrip) {
+  TempDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.db(), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  retries::RetryRecord record;
+  record.fact_id = 42;
+  record.attempts = 3;
+  record.first_ms = 1'000;
+  record.last_ms = 5'000;
+  record.last_error = "subscriber-failed: downstream 503";
+  for (auto [consumer, partition] :
+       std::vector<std::pair<std::string, uint32_t>>{{"b", 0}, {"a", 256}, {"a", 1}, {"ab", 0}}) {
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), retries::Key(consumer, partition),
+                        retries::EncodeValue(record))
+                    .ok());
+  }
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "retrz", "not a retry record").ok());
+  std::vector<retries::RetryRecord> records;
+  ASSERT_OK(retries::List(db.get(), db->DefaultColumnFamily(), "", &records));
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0].consumer, "a");
+  EXPECT_EQ(records[0].partition, 1u);
+  EXPECT_EQ(records[1].partition, 256u);
+  EXPECT_EQ(records[2].consumer, "ab");
+  EXPECT_EQ(records[3].consumer, "b");
+  EXPECT_EQ(records[3].fact_id, 42u);
+  EXPECT_EQ(records[3].attempts, 3u);
+  EXPECT_EQ(records[3].first_ms, 1'000);
+  EXPECT_EQ(records[3].last_ms, 5'000);
+  EXPECT_EQ(records[3].last_error, record.last_error);
+  ASSERT_OK(retries::List(db.get(), db->DefaultColumnFamily(), "a", &records));
+  EXPECT_EQ(records.size(), 2u);  // not "ab"'s
+  std::string value = retries::EncodeValue(record);
+  EXPECT_TRUE(retries::DecodeValue(value.substr(0, value.size() - 1), &record).IsCorruption());
+  EXPECT_TRUE(retries::DecodeValue(codec::Seal("short"), &record).IsCorruption());
 }
 
 TEST(TablesTest, LeaseKeysAreClassifiedAndMalformedOnesRefused) {

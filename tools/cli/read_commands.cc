@@ -77,6 +77,20 @@ void ConsumerJson(Json& json, const ConsumerStat& report, int64_t now_ms, bool l
   }
   json.Key("lost_last_from_id").Uint(report.lost_last_from_id);
   json.Key("lost_last_to_id").Uint(report.lost_last_to_id);
+  // A fact it keeps failing, as its runtime stored it (null fields when it is not retrying).
+  json.Key("retrying").Bool(report.retrying);
+  json.Key("retrying_partition");
+  report.retrying ? json.Uint(report.retrying_partition) : json.Null();
+  json.Key("retrying_fact_id");
+  report.retrying ? json.Uint(report.retrying_fact_id) : json.Null();
+  json.Key("retrying_attempt");
+  report.retrying ? json.Uint(report.retrying_attempt) : json.Null();
+  json.Key("retrying_since_ms");
+  report.retrying ? json.Int(report.retrying_since_ms) : json.Null();
+  json.Key("last_error");
+  report.retrying ? json.String(Display(report.last_error)) : json.Null();
+  json.Key("last_error_ms");
+  report.retrying ? json.Int(report.last_error_ms) : json.Null();
   if (lanes) {
     json.Key("partitions").BeginArray();
     for (const ConsumerPartitionStat& lane : report.partitions) {
@@ -109,6 +123,22 @@ Table ConsumerTable(const std::vector<ConsumerStat>& reports, int64_t now_ms) {
                std::to_string(report.fact_lag), std::to_string(report.facts_behind),
                Age(report.oldest_commit_ms, now_ms), std::to_string(report.lost_fact_count),
                LastLoss(report)});
+  }
+  return table;
+}
+
+// Consumers stuck on a fact they keep failing: which, how often, since when, and why.
+Table RetryTable(const std::vector<ConsumerStat>& reports, int64_t now_ms) {
+  Table table({"CONSUMER", "PARTITION", "RETRYING_FACT", "ATTEMPTS", "SINCE", "FOR_MS",
+               "LAST_ERROR_AT", "LAST_ERROR"},
+              {false, true, true, true, false, true, false, false});
+  for (const ConsumerStat& report : reports) {
+    if (!report.retrying) continue;
+    table.Add({report.consumer, std::to_string(report.retrying_partition),
+               std::to_string(report.retrying_fact_id), std::to_string(report.retrying_attempt),
+               FormatTimeMs(report.retrying_since_ms),
+               std::to_string(std::max<int64_t>(0, now_ms - report.retrying_since_ms)),
+               FormatTimeMs(report.last_error_ms), Display(report.last_error, 120)});
   }
   return table;
 }
@@ -341,6 +371,8 @@ int Stat(const Context& context) {
     out += "\n" + ConsumerTable(data.snapshot.consumers, data.now_ms).Render();
     Table lanes = LaneTable(data.snapshot.consumers, data.now_ms);
     if (!lanes.empty()) out += "\n" + lanes.Render();
+    Table retrying = RetryTable(data.snapshot.consumers, data.now_ms);
+    if (!retrying.empty()) out += "\n" + retrying.Render();
   }
   std::string lease_tables = LeaseTables(data.lease_view, data.now_ms);
   if (!lease_tables.empty()) out += "\n" + lease_tables;
@@ -593,6 +625,8 @@ int DeadList(const Context& context, const std::string& consumer) {
     for (const DeadLetter& letter : letters) {
       json.BeginObject().Key("consumer").String(letter.consumer);
       json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(Display(letter.reason));
+      // Which delivery settled it; 0 for letters written before attempts were recorded.
+      json.Key("attempt").Uint(letter.attempt);
       json.Key("type").String(letter.fact.type).BytesField("key", letter.fact.key);
       json.Key("partition").Uint(letter.fact.partition);
       json.Key("commit_ms").Int(letter.fact.commit_ms);
@@ -605,11 +639,13 @@ int DeadList(const Context& context, const std::string& consumer) {
     Print("no dead letters\n");
     return kExitOk;
   }
-  Table table({"CONSUMER", "FACT_ID", "TYPE", "PARTITION", "REASON", "COMMITTED", "PAYLOAD"},
-              {false, true, false, true, false, false, false});
+  Table table(
+      {"CONSUMER", "FACT_ID", "TYPE", "PARTITION", "ATTEMPT", "REASON", "COMMITTED", "PAYLOAD"},
+      {false, true, false, true, true, false, false, false});
   for (const DeadLetter& letter : letters) {
     table.Add({letter.consumer, std::to_string(letter.fact.id), letter.fact.type,
-               std::to_string(letter.fact.partition), Display(letter.reason),
+               std::to_string(letter.fact.partition),
+               letter.attempt == 0 ? "-" : std::to_string(letter.attempt), Display(letter.reason),
                FormatTimeMs(letter.fact.commit_ms), Display(letter.fact.payload, 60)});
   }
   Print(table.Render());

@@ -31,8 +31,14 @@ struct CursorInfo {
 
 struct DeadLetter {
   std::string consumer;
+  // "NAME: TEXT": what settled the fact (handler-rejected, handler-failed, store-rejected, ...)
+  // and the handler's own text (SetFailureReason, or what() of what it threw).
   std::string reason;
   Fact fact;
+  // Which delivery of the fact settled it (1: the first; a subscriber's attempts count across
+  // restarts). 0: the letter was written by a version that did not record attempts, or the fact
+  // was settled without being delivered (store-rejected after a refused batch).
+  uint32_t attempt = 0;
 };
 
 // All cursors, ordered by consumer then partition.
@@ -177,6 +183,16 @@ struct ConsumerStat {
   uint64_t lost_last_ms = 0;
   uint64_t lost_last_from_id = 0;
   uint64_t lost_last_to_id = 0;
+  // A fact it keeps failing (a subscriber's failure or retry, a handler's kRetry), as its runtime
+  // stored it: the partition where it has been retrying longest. All 0/empty when none. Stored
+  // on failures and removed with the cursor advance that passes the fact.
+  bool retrying = false;
+  uint32_t retrying_partition = 0;
+  uint64_t retrying_fact_id = 0;
+  uint32_t retrying_attempt = 0;                  // failed deliveries so far (over restarts)
+  int64_t retrying_since_ms = 0;                  // wall clock of its first failure
+  std::string last_error;                         // its last failure's text ("NAME: TEXT")
+  int64_t last_error_ms = 0;                      // wall clock of that failure
   std::vector<ConsumerPartitionStat> partitions;  // one per partition, in order
 };
 

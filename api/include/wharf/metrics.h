@@ -34,18 +34,21 @@ struct Histogram {
   double sum = 0;  // of the observations, in the histogram's unit
 };
 
-// The committer (engine/commit): what producers committed.
+// The committer (engine/commit): what producers committed. commit_seconds: from Commit()/
+// CommitAsync() to the acknowledgement, of the transactions acknowledged OK (its count is
+// transactions_total). sync_facts: the facts of the transactions one round acknowledged; 0 for a
+// failed round, and under durability=buffered (which acknowledges facts when they are written).
 struct CommitMetrics {
   uint64_t transactions_total = 0;     // acknowledged OK
   uint64_t facts_total = 0;            // facts of those transactions
-  uint64_t bytes_total = 0;            // their bytes as written (state writes and sealed facts)
+  uint64_t bytes_total = 0;            // their keys and sealed values (state writes, fact records)
   uint64_t refused_total = 0;          // refused before writing (a failed precondition check)
-  uint64_t failed_total = 0;           // answered with an I/O error (an unknown outcome)
+  uint64_t failed_total = 0;           // answered with an I/O error (mostly an unknown outcome)
   uint64_t busy_total = 0;             // refused with Busy: the queue was full (when_full=error)
   uint64_t sync_rounds_total = 0;      // fdatasync rounds of the WAL completed
   Histogram commit_seconds;            // from Commit()/CommitAsync() to the acknowledgement
   Histogram sync_seconds;              // one sync round, from its submission to its completion
-  Histogram sync_facts;                // facts made durable by one round (unit: facts)
+  Histogram sync_facts;                // facts acknowledged by one round (unit: facts)
   uint32_t queue_depth = 0;            // transactions submitted and not yet acknowledged
   uint32_t producers_waiting = 0;      // producers blocked on a full queue (when_full=block)
   uint64_t durable_lsn = 0;            // Engine::durable_lsn()

@@ -125,7 +125,10 @@ struct TraceEvent {
   std::string name;      // e.g. "handler-failed", "store-rejected", "subscriber-failed"
   std::string consumer;  // consumer id, or empty
   uint64_t fact_id = 0;  // 0 when not about one fact
-  std::string reason;
+  std::string reason;    // for a handler's failure: the text it gave (SetFailureReason) or threw
+  // For an event about a delivery of `fact_id`: which delivery it was (1: the first; counted
+  // across restarts for a fact a subscriber keeps failing). 0 when not about a delivery.
+  uint32_t attempt = 0;
 };
 using TraceFn = std::function<void(const TraceEvent& event)>;
 

@@ -341,6 +341,13 @@ void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
     json->Key("lost_last_ms").Uint(consumer.lost_last_ms);
     json->Key("lost_last_from_id").Uint(consumer.lost_last_from_id);
     json->Key("lost_last_to_id").Uint(consumer.lost_last_to_id);
+    json->Key("retrying").Bool(consumer.retrying);
+    json->Key("retrying_partition").Uint(consumer.retrying_partition);
+    json->Key("retrying_fact_id").Uint(consumer.retrying_fact_id);
+    json->Key("retrying_attempt").Uint(consumer.retrying_attempt);
+    json->Key("retrying_since_ms").Int(consumer.retrying_since_ms);
+    json->Key("last_error_hex").String(HexOf(consumer.last_error));
+    json->Key("last_error_ms").Int(consumer.last_error_ms);
     json->Key("partitions").BeginArray();
     for (const ConsumerPartitionStat& partition : consumer.partitions) {
       json->BeginObject().Key("partition").Uint(partition.partition);
@@ -481,7 +488,8 @@ void WriteResult(Op op, const Reply& reply, JsonWriter* json) {
       json->Key("dead_letters").BeginArray();
       for (const DeadLetter& letter : reply.dead_letters) {
         json->BeginObject().Key("consumer").String(letter.consumer);
-        json->Key("reason_hex").String(HexOf(letter.reason)).Key("fact");
+        json->Key("reason_hex").String(HexOf(letter.reason));
+        json->Key("attempt").Uint(letter.attempt).Key("fact");
         WriteFact(letter.fact, json);
         json->EndObject();
       }
@@ -701,6 +709,13 @@ void ReadStat(Fields* result, StatSnapshot* stat) {
     consumer.lost_last_ms = fields.U64("lost_last_ms");
     consumer.lost_last_from_id = fields.U64("lost_last_from_id");
     consumer.lost_last_to_id = fields.U64("lost_last_to_id");
+    consumer.retrying = fields.Bool("retrying");
+    consumer.retrying_partition = fields.U32("retrying_partition");
+    consumer.retrying_fact_id = fields.U64("retrying_fact_id");
+    consumer.retrying_attempt = fields.U32("retrying_attempt");
+    consumer.retrying_since_ms = fields.I64("retrying_since_ms");
+    consumer.last_error = fields.Hex("last_error_hex");
+    consumer.last_error_ms = fields.I64("last_error_ms");
     for (element inner : fields.Array("partitions")) {
       Fields of(inner, "consumer partition stat");
       ConsumerPartitionStat& partition = consumer.partitions.emplace_back();
@@ -877,6 +892,7 @@ Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
         DeadLetter& letter = reply->dead_letters.emplace_back();
         letter.consumer = fields.String("consumer");
         letter.reason = fields.Hex("reason_hex");
+        letter.attempt = fields.U32("attempt");
         if (fields.ok()) letter.fact = ReadFact(fields.At("fact"), &fields);
         result.Absorb(fields);
       }

@@ -21,18 +21,27 @@ bool DecodeKey(std::string_view key, std::string_view* consumer, uint64_t* lsn) 
 
 KeyRange Range(std::string_view consumer) { return cursors::Range(consumer); }
 
-std::string EncodeValue(std::string_view reason, std::string_view fact_record) {
+std::string EncodeValue(std::string_view reason, std::string_view fact_record, uint32_t attempt) {
   std::string body;
   codec::PutString16(&body, reason.substr(0, 0xffff));
+  body.push_back(static_cast<char>(kAttemptTag));
+  codec::PutFixed32BE(&body, attempt);
   body.append(fact_record);
   return codec::Seal(body);
 }
 
-Status DecodeValue(std::string_view sealed, std::string* reason, Fact* fact) {
+Status DecodeValue(std::string_view sealed, std::string* reason, Fact* fact, uint32_t* attempt) {
   std::string_view body;
   Status s = codec::Unseal(sealed, &body);
   if (!s.ok()) return Status::Corruption("dead letter: " + s.message());
   if (!codec::GetString16(&body, reason)) return Status::Corruption("dead letter is truncated");
+  uint32_t recorded = 0;  // written before attempts were recorded
+  if (!body.empty() && static_cast<uint8_t>(body[0]) == kAttemptTag) {
+    if (body.size() < 5) return Status::Corruption("dead letter's attempt is truncated");
+    recorded = codec::DecodeFixed32BE(body.data() + 1);
+    body.remove_prefix(5);
+  }
+  if (attempt != nullptr) *attempt = recorded;
   s = codec::DecodeFact(body, fact);
   if (!s.ok()) return Status::Corruption("dead letter's fact: " + s.message());
   return Status::OK();
@@ -46,7 +55,7 @@ Status DecodeEntry(std::string_view key, std::string_view value, DeadLetter* let
                               " bytes is malformed");
   }
   letter->consumer.assign(consumer);
-  Status s = DecodeValue(value, &letter->reason, &letter->fact);
+  Status s = DecodeValue(value, &letter->reason, &letter->fact, &letter->attempt);
   if (!s.ok()) {
     return Status::Corruption("dead letter " + std::to_string(lsn) + " of " + letter->consumer +
                               ": " + s.message());

@@ -579,6 +579,46 @@ TEST_F(CliTest, StatShowsRetentionLosses) {
   EXPECT_EQ(stat["consumers"][0]["lost_last_ms"].kind, JsonValue::kNull);
 }
 
+// A subscriber that keeps failing: `wharf stat` shows the fact, its attempts, since when and the
+// subscriber's own error text (human and --json), read through the secondary.
+TEST_F(CliTest, StatShowsARetryingConsumer) {
+  Build();
+  RuntimeOptions options;
+  options.workers = 0;
+  options.trace = [](const TraceEvent&) {};
+  Runtime runtime(engine_.get(), options);
+  ASSERT_OK(runtime.Subscribe("notifier", {"OrderCreated"}, [](const Fact&) {
+    SetFailureReason("smtp 451 \"try later\"");
+    return Outcome::kRetry;
+  }));
+  EXPECT_TRUE(runtime.Drain().IsBusy());
+  EXPECT_TRUE(runtime.Drain().IsBusy());
+  Result r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue stat = ParseJson(r.out);
+  const JsonValue* notifier = nullptr;
+  for (const JsonValue& consumer : stat["consumers"].items) {
+    if (consumer["consumer"].text == "notifier") notifier = &consumer;
+    if (consumer["consumer"].text == "order-totals") {
+      EXPECT_FALSE(consumer["retrying"].b());
+      EXPECT_EQ(consumer["last_error"].kind, JsonValue::kNull);
+    }
+  }
+  ASSERT_NE(notifier, nullptr) << r.out;
+  EXPECT_TRUE((*notifier)["retrying"].b());
+  EXPECT_EQ((*notifier)["retrying_fact_id"].u(), 1u);
+  EXPECT_EQ((*notifier)["retrying_partition"].u(), 0u);  // every lane stuck: the first
+  EXPECT_EQ((*notifier)["retrying_attempt"].u(), 2u);
+  EXPECT_GT((*notifier)["retrying_since_ms"].i(), 0);
+  EXPECT_GE((*notifier)["last_error_ms"].i(), (*notifier)["retrying_since_ms"].i());
+  EXPECT_EQ((*notifier)["last_error"].text, "subscriber-failed: smtp 451 \"try later\"");
+  r = RunDb({"stat"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "RETRYING_FACT");
+  EXPECT_CONTAINS(r.out, "subscriber-failed: smtp 451 \"try later\"");
+  ASSERT_OK(runtime.Stop());
+}
+
 // The read-only commands work next to a running runtime (its workers deliver while the CLI reads):
 // the projection's cursors, lag and dead letters show up, and changes are refused while it runs.
 TEST_F(CliTest, ReadsNextToRunningRuntime) {
@@ -611,9 +651,11 @@ TEST_F(CliTest, ReadsNextToRunningRuntime) {
   ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
   EXPECT_EQ(dead["dead_letters"][0]["fact_id"].u(), 2u);
   EXPECT_EQ(dead["dead_letters"][0]["reason"].text, "handler-rejected: order two was cancelled");
+  EXPECT_EQ(dead["dead_letters"][0]["attempt"].u(), 1u);
   r = RunDb({"dead", "list"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("handler-rejected: order two was cancelled"), std::string::npos) << r.out;
+  EXPECT_CONTAINS(r.out, "ATTEMPT");
 
   Emit("OrderCreated", KeyIn(3), "while running");
   ASSERT_OK(runtime.Drain());

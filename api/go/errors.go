@@ -1,0 +1,73 @@
+package wharf
+
+/*
+#cgo pkg-config: wharf
+#include <wharf.h>
+*/
+import "C"
+
+import "fmt"
+
+// Status is a wharf_status code of the C ABI.
+type Status int
+
+// The status codes (wharf.h); never renumbered.
+const (
+	StatusOK              Status = C.WHARF_OK
+	StatusInvalidArgument Status = C.WHARF_INVALID_ARGUMENT
+	StatusNotFound        Status = C.WHARF_NOT_FOUND
+	StatusIOError         Status = C.WHARF_IO_ERROR
+	StatusCorruption      Status = C.WHARF_CORRUPTION
+	StatusBusy            Status = C.WHARF_BUSY
+	StatusClosed          Status = C.WHARF_CLOSED
+	StatusConflict        Status = C.WHARF_CONFLICT
+	StatusNotSupported    Status = C.WHARF_NOT_SUPPORTED
+	StatusInternal        Status = C.WHARF_INTERNAL
+)
+
+func (s Status) String() string { return C.GoString(C.wharf_errstr(C.wharf_status(s))) }
+
+// Error is a failed call: the status, its subcode (wharf_subcode) and the message that names the
+// problem. Compare with errors.Is against the Err* values, which match on the status alone.
+type Error struct {
+	Status  Status
+	Subcode int
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return "wharf: " + e.Status.String()
+	}
+	return fmt.Sprintf("wharf: %s: %s", e.Status, e.Message)
+}
+
+// Is matches an *Error with the same status (errors.Is(err, wharf.ErrNotFound)).
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Subcode == 0 && t.Status == e.Status
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrInvalidArgument = &Error{Status: StatusInvalidArgument}
+	ErrNotFound        = &Error{Status: StatusNotFound}
+	ErrIOError         = &Error{Status: StatusIOError}
+	ErrCorruption      = &Error{Status: StatusCorruption}
+	ErrBusy            = &Error{Status: StatusBusy}
+	ErrClosed          = &Error{Status: StatusClosed}
+	ErrConflict        = &Error{Status: StatusConflict}
+)
+
+// check turns a status into an error, reading the thread's last error message. The caller must
+// still be on the OS thread that made the call (see call).
+func check(status C.wharf_status) error {
+	if status == C.WHARF_OK {
+		return nil
+	}
+	return &Error{
+		Status:  Status(status),
+		Subcode: int(C.wharf_last_subcode()),
+		Message: C.GoString(C.wharf_last_error()),
+	}
+}

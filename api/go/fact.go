@@ -1,0 +1,62 @@
+package wharf
+
+/*
+#include <wharf.h>
+*/
+import "C"
+
+import "unsafe"
+
+// Fact is a delivered or read fact, copied out of the C ABI's borrowed view.
+type Fact struct {
+	ID          uint64 // strictly increasing over the database
+	Type        string
+	Key         []byte
+	Payload     []byte
+	Partition   uint32
+	Depth       uint32 // 0 for application commits; a reaction's emit: trigger's depth + 1
+	Source      string // the consumer that emitted it; "" for application commits
+	Version     uint32 // the payload's schema version
+	CommitMs    int64  // wall-clock ms its transaction committed
+	ScheduledID uint64 // a delayed fact: the id its commit returned; else 0
+	Headers     map[string][]byte
+}
+
+func goBytes(p unsafe.Pointer, n C.size_t) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	return C.GoBytes(p, C.int(n))
+}
+
+// copyFact copies every field of a borrowed C fact.
+func copyFact(f *C.wharf_fact) *Fact {
+	var n C.size_t
+	fact := &Fact{ID: uint64(C.wharf_fact_id(f))}
+	typ := C.wharf_fact_type(f, &n)
+	fact.Type = C.GoStringN(typ, C.int(n))
+	key := C.wharf_fact_key(f, &n)
+	fact.Key = goBytes(key, n)
+	payload := C.wharf_fact_payload(f, &n)
+	fact.Payload = goBytes(payload, n)
+	fact.Partition = uint32(C.wharf_fact_partition(f))
+	fact.Depth = uint32(C.wharf_fact_depth(f))
+	source := C.wharf_fact_source(f, &n)
+	fact.Source = C.GoStringN(source, C.int(n))
+	fact.Version = uint32(C.wharf_fact_version(f))
+	fact.CommitMs = int64(C.wharf_fact_commit_ms(f))
+	fact.ScheduledID = uint64(C.wharf_fact_scheduled_id(f))
+	count := int(C.wharf_fact_header_count(f))
+	if count > 0 {
+		fact.Headers = make(map[string][]byte, count)
+		for i := 0; i < count; i++ {
+			var name *C.char
+			var nameLen, valueLen C.size_t
+			var value unsafe.Pointer
+			if C.wharf_fact_header(f, C.size_t(i), &name, &nameLen, &value, &valueLen) == C.WHARF_OK {
+				fact.Headers[C.GoStringN(name, C.int(nameLen))] = goBytes(value, valueLen)
+			}
+		}
+	}
+	return fact
+}

@@ -1,0 +1,3 @@
+module wharf
+
+go 1.19

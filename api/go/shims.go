@@ -1,0 +1,110 @@
+package wharf
+
+// C shims between the C ABI's callback types (const-qualified facts) and the functions exported
+// from Go in callbacks.go. They live in a file without //export, since cgo allows C definitions
+// only there.
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <wharf.h>
+
+extern void wharfGoFact(void* ctx, wharf_fact* fact);
+extern wharf_outcome wharfGoProject(void* ctx, wharf_fact* fact, wharf_txn* effects);
+extern wharf_outcome wharfGoSubscribe(void* ctx, wharf_fact* fact);
+extern void wharfGoDestroy(void* ctx);
+
+static void fact_shim(void* ctx, const wharf_fact* fact) { wharfGoFact(ctx, (wharf_fact*)fact); }
+static wharf_outcome project_shim(void* ctx, const wharf_fact* fact, wharf_txn* effects) {
+  return wharfGoProject(ctx, (wharf_fact*)fact, effects);
+}
+static wharf_outcome subscribe_shim(void* ctx, const wharf_fact* fact) {
+  return wharfGoSubscribe(ctx, (wharf_fact*)fact);
+}
+static void destroy_shim(void* ctx) { wharfGoDestroy(ctx); }
+
+static wharf_status read_facts_go(wharf_engine* engine, uint32_t partition, uint64_t from_id,
+                                  size_t count_max, void* ctx, size_t* count) {
+  return wharf_read_facts(engine, partition, from_id, count_max, fact_shim, ctx, count);
+}
+static wharf_status project_go(wharf_runtime* rt, const char* name, const char* const* types,
+                               size_t n_types, const char* options, void* ctx) {
+  return wharf_runtime_project_v2(rt, name, types, n_types, options, project_shim, ctx,
+                                  destroy_shim);
+}
+static wharf_status react_go(wharf_runtime* rt, const char* name, const char* const* types,
+                             size_t n_types, const char* options, void* ctx) {
+  return wharf_runtime_react_v2(rt, name, types, n_types, options, project_shim, ctx,
+                                destroy_shim);
+}
+static wharf_status subscribe_go(wharf_runtime* rt, const char* name, const char* const* types,
+                                 size_t n_types, const char* options, void* ctx) {
+  return wharf_runtime_subscribe_v2(rt, name, types, n_types, options, subscribe_shim, ctx,
+                                    destroy_shim);
+}
+*/
+import "C"
+
+import (
+	"runtime/cgo"
+	"unsafe"
+)
+
+// A Go value handed to C as a callback's ctx: a C-allocated cell holding a cgo.Handle (a Go
+// pointer may not be kept by C, and an integer is not a pointer).
+func newCell(v any) unsafe.Pointer {
+	cell := C.malloc(C.size_t(unsafe.Sizeof(C.uintptr_t(0))))
+	*(*C.uintptr_t)(cell) = C.uintptr_t(cgo.NewHandle(v))
+	return cell
+}
+
+func cellValue(cell unsafe.Pointer) any {
+	return cgo.Handle(*(*C.uintptr_t)(cell)).Value()
+}
+
+func freeCell(cell unsafe.Pointer) {
+	cgo.Handle(*(*C.uintptr_t)(cell)).Delete()
+	C.free(cell)
+}
+
+// ReadFacts reads up to max durable facts of partition with id >= fromID, in id order.
+func (e *Engine) ReadFacts(partition uint32, fromID uint64, max int) ([]*Fact, error) {
+	var facts []*Fact
+	cell := newCell(func(f *Fact) { facts = append(facts, f) })
+	defer freeCell(cell)
+	err := e.with(func(c *C.wharf_engine) C.wharf_status {
+		return C.read_facts_go(c, C.uint32_t(partition), C.uint64_t(fromID), C.size_t(max), cell, nil)
+	})
+	return facts, err
+}
+
+type registration int
+
+const (
+	registerProject registration = iota
+	registerReact
+	registerSubscribe
+)
+
+func (r *Runtime) register(kind registration, name string, types []string, options string,
+	handler any) error {
+	cname, freeName := cString(name)
+	defer freeName()
+	ctypes, freeTypes := cStrings(types)
+	defer freeTypes()
+	coptions, freeOptions := optionalCString(options)
+	defer freeOptions()
+	// Owned by the runtime from here: it calls destroy_shim (freeing the cell) when it no longer
+	// needs it, also when the registration fails.
+	cell := newCell(handler)
+	return r.with(func(rt *C.wharf_runtime) C.wharf_status {
+		switch kind {
+		case registerProject:
+			return C.project_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)
+		case registerReact:
+			return C.react_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)
+		default:
+			return C.subscribe_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)
+		}
+	}, func() { freeCell(cell) })
+}

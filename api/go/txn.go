@@ -1,0 +1,133 @@
+package wharf
+
+/*
+#include <stdlib.h>
+#include <wharf.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Txn holds state writes and emitted facts that commit all together or not at all. It is used
+// by one goroutine at a time and ends with exactly one of Commit or Abort.
+type Txn struct {
+	c      *C.wharf_txn
+	engine *Engine // nil for a handler's effects
+}
+
+// Begin starts a transaction.
+func (e *Engine) Begin() (*Txn, error) {
+	var txn *C.wharf_txn
+	err := e.with(func(c *C.wharf_engine) C.wharf_status { return C.wharf_txn_begin(c, &txn) })
+	if err != nil {
+		return nil, err
+	}
+	return &Txn{c: txn, engine: e}, nil
+}
+
+func (t *Txn) live() error {
+	if t.c == nil {
+		return &Error{Status: StatusInvalidArgument, Message: "the transaction has ended"}
+	}
+	return nil
+}
+
+// Put writes value under key in state table table (created on first write).
+func (t *Txn) Put(table string, key, value []byte) error {
+	if err := t.live(); err != nil {
+		return err
+	}
+	ctable, free := cString(table)
+	defer free()
+	err := call(func() C.wharf_status {
+		return C.wharf_txn_put(t.c, ctable, bytesPtr(key), C.size_t(len(key)), bytesPtr(value),
+			C.size_t(len(value)))
+	})
+	runtime.KeepAlive(key)
+	runtime.KeepAlive(value)
+	return err
+}
+
+// Delete removes key from state table table (an absent key is not an error).
+func (t *Txn) Delete(table string, key []byte) error {
+	if err := t.live(); err != nil {
+		return err
+	}
+	ctable, free := cString(table)
+	defer free()
+	err := call(func() C.wharf_status {
+		return C.wharf_txn_delete(t.c, ctable, bytesPtr(key), C.size_t(len(key)))
+	})
+	runtime.KeepAlive(key)
+	return err
+}
+
+// Emit adds a fact of a declared type, partitioned by key (may be empty). The payload must not be
+// empty.
+func (t *Txn) Emit(factType string, key, payload []byte) error {
+	if err := t.live(); err != nil {
+		return err
+	}
+	ctype, free := cString(factType)
+	defer free()
+	err := call(func() C.wharf_status {
+		return C.wharf_txn_emit(t.c, ctype, bytesPtr(key), C.size_t(len(key)), bytesPtr(payload),
+			C.size_t(len(payload)))
+	})
+	runtime.KeepAlive(key)
+	runtime.KeepAlive(payload)
+	return err
+}
+
+// Get reads committed state (not this transaction's own writes); in a handler's effects it sees
+// the batch's earlier effects as the C ABI documents.
+func (t *Txn) Get(table string, key []byte) ([]byte, error) {
+	if err := t.live(); err != nil {
+		return nil, err
+	}
+	ctable, free := cString(table)
+	defer free()
+	var value unsafe.Pointer
+	var length C.size_t
+	err := call(func() C.wharf_status {
+		return C.wharf_txn_get(t.c, ctable, bytesPtr(key), C.size_t(len(key)), &value, &length)
+	})
+	runtime.KeepAlive(key)
+	if err != nil {
+		return nil, err
+	}
+	defer C.wharf_free(value)
+	return C.GoBytes(value, C.int(length)), nil
+}
+
+// Commit blocks until the transaction is durable and returns the id of the last fact it emitted
+// (0 when none). The transaction ends in every case. An error other than ErrInvalidArgument,
+// ErrBusy and ErrClosed leaves the outcome unknown: after recovery it is there entirely or not.
+func (t *Txn) Commit() (uint64, error) {
+	if err := t.live(); err != nil {
+		return 0, err
+	}
+	if t.engine == nil {
+		return 0, &Error{Status: StatusInvalidArgument,
+			Message: "a handler's effects commit with the handler's outcome, not with Commit"}
+	}
+	var last C.uint64_t
+	txn := t.c
+	t.c = nil
+	// A transaction stays a valid handle after its engine closed (its commit returns ErrClosed
+	// and frees it), so it needs no lock against Engine.Close.
+	err := call(func() C.wharf_status { return C.wharf_txn_commit(txn, &last) })
+	return uint64(last), err
+}
+
+// Abort discards the transaction. Aborting an ended transaction is a no-op.
+func (t *Txn) Abort() {
+	if t.c == nil || t.engine == nil {
+		return
+	}
+	C.wharf_txn_abort(t.c)
+	t.c = nil
+}
