@@ -458,9 +458,9 @@ bool Lane::FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool b
   }
   AddCursorWrites(rep);
   if (stopped) AddRetryRecord(rep);
-  Status committed = CommitBatch(txn, blocking);
+  const bool committed = CommitBatch(txn, blocking).ok();  // (Complete applied the outcome)
   // Stopped at its first fact, the batch only stored the failure: nothing ran.
-  return stopped ? committed.ok() && passed_any : true;
+  return stopped ? committed && passed_any : true;
 }
 
 void Lane::AddRetryRecord(TxnRep* rep) {
