@@ -704,12 +704,15 @@ void Lane::Announce(uint32_t partition, int64_t count, int64_t first_commit_ms) 
 }
 
 Status Lane::CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count,
-                        int64_t* first_commit_ms) const {
+                        int64_t* first_commit_ms, const std::atomic<bool>* stop) const {
   constexpr size_t kChunkFacts = 4096;
   *count = 0;
   *first_commit_ms = 0;
   std::vector<Fact> facts;
   for (uint64_t next = from + 1; next <= to;) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      return Status::Closed("lag count stopped");
+    }
     facts.clear();
     Status s = context_.core->ReadFacts(partitions_[index], next, to, kChunkFacts, &facts);
     if (!s.ok()) return s;
@@ -725,6 +728,8 @@ Status Lane::CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count
 }
 
 Status Lane::RecountLag() {
+  // Held through the scan: the initial count (if still pending) must not add in the middle.
+  std::lock_guard lock(lag_count_mutex_);
   for (size_t i = 0; i < partitions_.size(); ++i) {
     PartitionLag& cell = lag_[i];
     int64_t at_cut = 0, count = 0, first_ms = 0;
@@ -741,6 +746,51 @@ Status Lane::RecountLag() {
     cell.cursor.store(position_[i], std::memory_order_relaxed);
   }
   lag_counted_ = true;
+  initial_pending_ = false;  // counted whole: the initial count, if pending, is dropped
+  lag_known_.store(true, std::memory_order_release);
+  return Status::OK();
+}
+
+void Lane::BeginInitialCount() {
+  std::lock_guard lock(lag_count_mutex_);
+  initial_.assign(partitions_.size(), InitialCut());
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    InitialCut& cut = initial_[i];
+    cut.from = position_[i];
+    cut.to = context_.horizon->Cut(lag_[i].facts, &cut.at_cut);
+    lag_[i].cursor.store(position_[i], std::memory_order_relaxed);
+  }
+  lag_counted_ = true;
+  initial_pending_ = true;
+}
+
+Status Lane::FinishInitialCount(const std::atomic<bool>& stop) {
+  std::vector<int64_t> counts(partitions_.size()), first_ms(partitions_.size());
+  {
+    std::lock_guard lock(lag_count_mutex_);
+    if (!initial_pending_) return Status::OK();
+  }
+  // initial_ is written only by BeginInitialCount, before this thread started.
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    Status s = CountTaken(i, initial_[i].from, initial_[i].to, &counts[i], &first_ms[i], &stop);
+    if (!s.ok()) return s;
+  }
+  std::lock_guard lock(lag_count_mutex_);
+  if (!initial_pending_) return Status::OK();  // the lane recounted meanwhile
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    PartitionLag& cell = lag_[i];
+    cell.facts.fetch_add(counts[i] - initial_[i].at_cut);
+    if (counts[i] == 0) continue;
+    if (cell.cursor.load(std::memory_order_relaxed) == initial_[i].from) {
+      cell.head_commit_ms.store(first_ms[i]);  // nothing passed since: the oldest pending
+    } else {
+      // Facts were passed since: the oldest pending is read by the lane's next batch.
+      int64_t none = 0;
+      cell.head_commit_ms.compare_exchange_strong(none, kHeadUnknown);
+    }
+  }
+  initial_pending_ = false;
+  lag_known_.store(true, std::memory_order_release);
   return Status::OK();
 }
 

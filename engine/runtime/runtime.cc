@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/base/assert.h"
+#include "engine/base/thread_name.h"
 #include "engine/runtime/assignment.h"
 #include "engine/runtime/runtime_impl.h"
 #include "engine/store/codec.h"
@@ -339,20 +340,33 @@ Status RuntimeImpl::BuildLanes() {
   for (const auto& lane : lanes_) lane->Want(durable);
   lanes_built_ = true;
   horizon_.Open(durable);
-  s = CountInitialLag();
-  if (!s.ok()) return s;
+  StartLagCounter();
   core_->AddMetricsSource(this, [this](std::vector<ConsumerMetrics>* out) { CollectMetrics(out); });
   metrics_source_ = true;
   return Status::OK();
 }
 
-Status RuntimeImpl::CountInitialLag() {
-  // One scan per lane of the facts after its cursor (no worker runs a lane yet).
-  for (const auto& lane : lanes_) {
-    Status s = lane->RecountLag();
-    if (!s.ok()) return s;
-  }
-  return Status::OK();
+void RuntimeImpl::StartLagCounter() {
+  // Positions and horizons are noted now, before any worker runs a lane; the scans run on their
+  // own thread so that the first delivery never waits for them (lane.h, BeginInitialCount).
+  for (const auto& lane : lanes_) lane->BeginInitialCount();
+  lag_counter_ = std::thread([this] {
+    io::NameThisThread("wharf-lagcount");
+    for (const auto& lane : lanes_) {
+      if (lag_counter_stop_.load()) return;
+      Status s = lane->FinishInitialCount(lag_counter_stop_);
+      if (!s.ok() && !lag_counter_stop_.load()) {
+        lane->RequestRecount();  // its own thread counts it before its next batch
+        trace_(TraceEvent::Level::kError, "read-failed", lane->consumer(), 0,
+               "counting the lag: " + s.ToString());
+      }
+    }
+  });
+}
+
+void RuntimeImpl::StopLagCounter() {
+  lag_counter_stop_.store(true);
+  if (lag_counter_.joinable()) lag_counter_.join();
 }
 
 void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) const {
@@ -380,6 +394,8 @@ void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) const {
         partition.partition = lane->partitions()[i];
         partition.cursor = lag.cursor.load(std::memory_order_relaxed);
         partition.lag_facts = static_cast<uint64_t>(std::max<int64_t>(0, lag.facts.load()));
+        partition.lag_known = lane->lag_known();
+        metrics.lag_known = metrics.lag_known && partition.lag_known;
         metrics.lag_facts += partition.lag_facts;
         const int64_t head_ms = lag.head_commit_ms.load();
         if (partition.lag_facts > 0 && head_ms > 0 && (oldest_ms == 0 || head_ms < oldest_ms)) {
@@ -449,6 +465,7 @@ Status RuntimeImpl::Stop() {
   // First: a snapshot must not read the lanes once they may go (waits for one in progress).
   if (metrics_source_) core_->RemoveMetricsSource(this);
   metrics_source_ = false;
+  StopLagCounter();
   if (leases_) leases_->Stop();
   workers_.Stop();
   if (timers_) timers_->Stop();

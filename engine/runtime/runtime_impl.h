@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "engine/core/engine_core.h"
@@ -80,7 +81,10 @@ class RuntimeImpl : public DurableListener {
   void WaitForBatches(const Consumer* consumer) const;
   std::vector<std::string> ConsumerIds() const;
   // Counts, per lane, the facts pending at the start (lag), once the listener is attached.
-  Status CountInitialLag();
+  // The lanes' initial lag counts, on lag_counter_ (started when the lanes are built, stopped
+  // first by Stop).
+  void StartLagCounter();
+  void StopLagCounter();
   // The metrics source (wharf/metrics.h): this runtime's durable consumers, from the lanes'
   // cells, without stopping delivery (any thread).
   void CollectMetrics(std::vector<ConsumerMetrics>* out) const;
@@ -103,6 +107,8 @@ class RuntimeImpl : public DurableListener {
   std::optional<TimerThread> timers_;
   bool attached_ = false;
   bool metrics_source_ = false;  // added to the engine's metrics sources (control thread)
+  std::thread lag_counter_;
+  std::atomic<bool> lag_counter_stop_{false};
   // Set (release) once Start() has started workers_ and taps_: the durable listener, attached
   // earlier, touches them only afterwards. They do not change again until the listener detaches.
   std::atomic<bool> threads_ready_{false};
