@@ -151,7 +151,7 @@ wharf_status wharf_dead_letters(wharf_engine* engine, const char* consumer, whar
     s = wharf::ListDeadLetters(*state->engine, consumer == nullptr ? "" : consumer, &letters);
     if (!s.ok()) return s;
     for (const wharf::DeadLetter& letter : letters) {
-      wharf::capi::ScopedFact view(letter.fact);
+      wharf::capi::ScopedFact view(letter.fact, letter.attempt);
       fn(ctx, letter.consumer.c_str(), letter.reason.c_str(), view.get());
     }
     return Status::OK();
@@ -330,6 +330,13 @@ wharf_status wharf_stat(wharf_engine* engine, wharf_stat_snapshot* snapshot,
         row.lost_last_ms = consumer.lost_last_ms;
         row.lost_last_from_id = consumer.lost_last_from_id;
         row.lost_last_to_id = consumer.lost_last_to_id;
+        row.retrying = consumer.retrying ? 1 : 0;
+        row.retrying_partition = consumer.retrying_partition;
+        row.retrying_fact_id = consumer.retrying_fact_id;
+        row.retrying_attempt = consumer.retrying_attempt;
+        row.retrying_since_ms = consumer.retrying_since_ms;
+        row.last_error = consumer.last_error.c_str();
+        row.last_error_ms = consumer.last_error_ms;
         on_consumer(ctx, &row);
       }
       if (on_lane == nullptr) continue;

@@ -245,8 +245,10 @@ Status RefuseInCallback(std::string_view function) {
                                  " must not be called from a wharf callback (it would deadlock)");
 }
 
-ScopedFact::ScopedFact(const Fact& fact) : handle_(MakeHandle<wharf_fact>(Kind::kFact)) {
+ScopedFact::ScopedFact(const Fact& fact, uint32_t dead_letter_attempt)
+    : handle_(MakeHandle<wharf_fact>(Kind::kFact)) {
   handle_->rep = &fact;
+  handle_->dead_letter_attempt = dead_letter_attempt;
 }
 
 ScopedFact::~ScopedFact() {

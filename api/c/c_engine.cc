@@ -478,6 +478,21 @@ int64_t wharf_fact_deliver_at_ms(const wharf_fact* fact) {
   return FactField(fact, "wharf_fact_deliver_at_ms", &Fact::deliver_at_ms);
 }
 
+uint32_t wharf_dead_letter_attempt(const wharf_fact* fact) {
+  try {
+    std::shared_ptr<wharf_fact> handle;
+    Status s = Find(fact, Kind::kFact, "fact", &handle);
+    if (!s.ok()) {
+      wharf::capi::Fail("wharf_dead_letter_attempt", s);
+      return 0;
+    }
+    return handle->dead_letter_attempt;
+  } catch (...) {
+    wharf::capi::SetError("wharf_dead_letter_attempt", WHARF_INTERNAL, "unknown exception");
+    return 0;
+  }
+}
+
 uint64_t wharf_fact_scheduled_id(const wharf_fact* fact) {
   return FactField(fact, "wharf_fact_scheduled_id", &Fact::scheduled_id);
 }

@@ -168,6 +168,9 @@ wharf::SubscribeFn SubscribeTrampoline(wharf_subscribe_fn fn, std::shared_ptr<Re
   };
 }
 
+// The attempt of the trace event being delivered on this thread (wharf_trace_attempt).
+thread_local uint32_t t_trace_attempt = 0;
+
 wharf::TraceFn TraceTrampoline(wharf_trace_fn trace, void* ctx) {
   using Level = wharf::TraceEvent::Level;
   static_assert(WHARF_TRACE_INFO == static_cast<int>(Level::kInfo));
@@ -175,12 +178,15 @@ wharf::TraceFn TraceTrampoline(wharf_trace_fn trace, void* ctx) {
   static_assert(WHARF_TRACE_ERROR == static_cast<int>(Level::kError));
   return [trace, ctx](const wharf::TraceEvent& event) {
     CallbackScope scope;
+    const uint32_t outer = t_trace_attempt;  // a trace callback may run inside another's
+    t_trace_attempt = event.attempt;
     try {
       trace(ctx, static_cast<wharf_trace_level>(event.level), event.name.c_str(),
             event.consumer.c_str(), event.fact_id, event.reason.c_str());
     } catch (...) {
       // A C++ trace callback threw: drop the event.
     }
+    t_trace_attempt = outer;
   };
 }
 
@@ -489,6 +495,8 @@ wharf_status wharf_runtime_release_timers(wharf_runtime* rt, size_t* released) {
                        [&](wharf::Runtime& runtime) { return runtime.ReleaseDueTimers(released); });
   });
 }
+
+uint32_t wharf_trace_attempt(void) { return t_trace_attempt; }
 
 wharf_status wharf_handler_reason(const wharf_fact* fact, const char* reason) {
   return Guard("wharf_handler_reason", [&] {

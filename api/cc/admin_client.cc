@@ -243,6 +243,16 @@ Status AdminClient::ReadStat(StatSnapshot* snapshot) {
   return call.reply.status;
 }
 
+Status AdminClient::ReadMetrics(MetricsSnapshot* snapshot) {
+  if (snapshot == nullptr) return Status::InvalidArgument("metrics snapshot pointer is null");
+  Call call;
+  call.request.op = admin_socket::Op::kMetrics;
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  *snapshot = std::move(call.reply.metrics);
+  return call.reply.status;
+}
+
 Status AdminClient::TrimPassed(TrimReport* report, const TrimOptions& options) {
   if (report == nullptr) return Status::InvalidArgument("report output pointer is null");
   *report = TrimReport();

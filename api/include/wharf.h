@@ -399,6 +399,10 @@ typedef void (*wharf_destroy_fn)(void* ctx);
 ** any runtime or worker thread, possibly concurrently: it must be thread-safe and quick. */
 typedef void (*wharf_trace_fn)(void* ctx, wharf_trace_level level, const char* name,
                                const char* consumer, uint64_t fact_id, const char* reason);
+/* Inside a wharf_trace_fn call, on its thread: which delivery of `fact_id` the event is about (1:
+** the first; a subscriber's attempts at a fact count across restarts). 0 for an event that is not
+** about a delivery, and outside a trace callback. */
+WHARF_EXPORT uint32_t wharf_trace_attempt(void);
 
 /* Called by a project/react/subscribe handler, on the thread running it, before it returns
 ** WHARF_REJECTED, WHARF_FAILED or WHARF_RETRY: `reason` (NUL-terminated, COPIED; cut at 4096
@@ -531,9 +535,15 @@ typedef void (*wharf_cursor_fn)(void* ctx, const char* consumer, uint32_t partit
 /* Calls `fn` for every cursor, ordered by consumer then partition. */
 WHARF_EXPORT wharf_status wharf_cursor_list(wharf_engine* engine, wharf_cursor_fn fn, void* ctx);
 
-/* One dead letter: the consumer, the reason it failed, the fact. */
+/* One dead letter: the consumer, the reason it failed ("NAME: TEXT", TEXT being the handler's
+** own), the fact. */
 typedef void (*wharf_dead_letter_fn)(void* ctx, const char* consumer, const char* reason,
                                      const wharf_fact* fact);
+/* The attempt of the dead letter whose `fact` a wharf_dead_letter_fn call received: which
+** delivery settled it (1: the first). 0 for a letter written before attempts were recorded, a
+** fact settled without a delivery, or any other fact handle (a handle that is not live: 0 and
+** wharf_last_error says why). */
+WHARF_EXPORT uint32_t wharf_dead_letter_attempt(const wharf_fact* fact);
 /* Calls `fn` for every dead letter of `consumer` (NULL or "": of every consumer), ordered by
 ** consumer then fact id. */
 WHARF_EXPORT wharf_status wharf_dead_letters(wharf_engine* engine, const char* consumer,
@@ -662,6 +672,15 @@ typedef struct wharf_stat_consumer {
   uint64_t lost_last_ms;      /* when the last loss happened; 0 when none */
   uint64_t lost_last_from_id; /* the id range of the last loss */
   uint64_t lost_last_to_id;
+  /* Later fields (read them only when struct_size covers them): a fact it keeps failing, as its
+  ** runtime stored it (the partition where it has been retrying longest; all 0 when none). */
+  uint8_t retrying;
+  uint32_t retrying_partition;
+  uint64_t retrying_fact_id;
+  uint32_t retrying_attempt;  /* failed deliveries so far (over restarts) */
+  int64_t retrying_since_ms;  /* wall clock of its first failure */
+  const char* last_error;     /* BORROWED: its last failure's text ("NAME: TEXT"); "" when none */
+  int64_t last_error_ms;      /* wall clock of that failure */
 } wharf_stat_consumer;
 
 /* One consumer in one partition (every partition of every consumer, after its consumer row). */

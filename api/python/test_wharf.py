@@ -183,6 +183,7 @@ class TestRuntime(EngineTestCase):
         # The exception's text is the failure's reason.
         self.assertEqual(letter.reason, "handler-failed: ValueError: cannot ship")
         self.assertEqual(letter.fact.payload, b"broken")
+        self.assertEqual(letter.attempt, 1)
 
     def test_subscriber_at_least_once(self):
         delivered = []
@@ -190,8 +191,8 @@ class TestRuntime(EngineTestCase):
         traces = []
         got_all = threading.Event()
 
-        def trace(level, name, consumer, fact_id, reason):
-            traces.append((name, consumer))
+        def trace(level, name, consumer, fact_id, reason, attempt):
+            traces.append((name, consumer, attempt))
 
         runtime = wharf.Runtime(self.engine, "workers=2;backoff_initial_ms=1;backoff_max_ms=5",
                                 trace=trace)
@@ -214,7 +215,9 @@ class TestRuntime(EngineTestCase):
         runtime.close()
         self.assertEqual(delivered, [b"one", b"flaky", b"two"])
         self.assertEqual(attempts["flaky"], 2)
-        self.assertEqual(traces.count(("subscriber-failed", "mailer")), 2)
+        # Each failure's trace says which attempt it was.
+        self.assertEqual(traces.count(("subscriber-failed", "mailer", 1)), 1)
+        self.assertEqual(traces.count(("subscriber-failed", "mailer", 2)), 1)
 
     def test_tap(self):
         seen = []
@@ -418,6 +421,24 @@ class TestAdminApi(EngineTestCase):
         self.assertEqual(len(mailer.partitions), 4)
         self.assertEqual(sum(lane.fact_lag for lane in mailer.partitions), 1)
         self.assertTrue(any(lane.has_cursor for lane in mailer.partitions))
+        self.assertFalse(mailer.retrying)
+        self.assertEqual(mailer.last_error, "")
+
+        # A subscriber that keeps failing: stat shows the fact, its attempts and its own error.
+        with wharf.Runtime(self.engine, "workers=0") as runtime:
+            def pusher(fact):
+                raise ConnectionError("gateway timeout")
+            runtime.subscribe("pusher", "OrderPlaced", pusher)
+            for _ in range(2):
+                with self.assertRaises(wharf.Busy):
+                    runtime.drain()
+        pusher_stat = next(c for c in self.engine.stat().consumers if c.consumer == "pusher")
+        self.assertTrue(pusher_stat.retrying)
+        self.assertEqual(pusher_stat.retrying_fact_id, 1)
+        self.assertEqual(pusher_stat.retrying_attempt, 2)
+        self.assertGreater(pusher_stat.retrying_since_ms, 0)
+        self.assertEqual(pusher_stat.last_error,
+                         "subscriber-failed: ConnectionError: gateway timeout")
         self.engine.close()
         with self.assertRaises(wharf.Closed):
             self.engine.stat()

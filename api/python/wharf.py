@@ -44,6 +44,7 @@ import ctypes.util
 import enum
 import glob
 import atexit
+import inspect
 import itertools
 import operator
 import os
@@ -240,7 +241,10 @@ class _StatConsumer(ctypes.Structure):
                 ("fact_lag", c_uint64), ("facts_behind", c_uint64),
                 ("oldest_commit_ms", c_int64), ("lost_fact_count", c_uint64),
                 ("lost_last_ms", c_uint64), ("lost_last_from_id", c_uint64),
-                ("lost_last_to_id", c_uint64)]
+                ("lost_last_to_id", c_uint64), ("retrying", c_uint8),
+                ("retrying_partition", c_uint32), ("retrying_fact_id", c_uint64),
+                ("retrying_attempt", c_uint32), ("retrying_since_ms", c_int64),
+                ("last_error", c_char_p), ("last_error_ms", c_int64)]
 
 
 class _StatLane(ctypes.Structure):
@@ -297,6 +301,8 @@ _SIGNATURES = {
     "wharf_fact_commit_ms": (c_int64, [_P]),
     "wharf_fact_deliver_at_ms": (c_int64, [_P]),
     "wharf_fact_scheduled_id": (c_uint64, [_P]),
+    "wharf_trace_attempt": (c_uint32, []),
+    "wharf_dead_letter_attempt": (c_uint32, [_P]),
     "wharf_fact_header_count": (c_size_t, [_P]),
     "wharf_fact_header": (_status, [_P, c_size_t, POINTER(c_void_p), POINTER(c_size_t),
                                     POINTER(c_void_p), POINTER(c_size_t)]),
@@ -529,8 +535,9 @@ class CursorInfo:
 @dataclass(frozen=True)
 class DeadLetter:
     consumer: str
-    reason: str
+    reason: str  # "NAME: TEXT", TEXT being the handler's own (exception text, handler reason)
     fact: Fact
+    attempt: int = 0  # which delivery settled it; 0: written before attempts were recorded
 
 
 @dataclass(frozen=True)
@@ -618,6 +625,15 @@ class ConsumerStat:
     lost_last_ms: int
     lost_last_from_id: int
     lost_last_to_id: int
+    # A fact it keeps failing, as its runtime stored it (the partition where it has been retrying
+    # longest): its attempts over restarts, since when (ms since the epoch), its last error.
+    retrying: bool = False
+    retrying_partition: int = 0
+    retrying_fact_id: int = 0
+    retrying_attempt: int = 0
+    retrying_since_ms: int = 0
+    last_error: str = ""
+    last_error_ms: int = 0
     partitions: List[ConsumerPartitionStat] = field(default_factory=list)
 
 
@@ -733,6 +749,27 @@ def _destroy_impl(ctx):
     _unregister_callback(ctx)
 
 
+class _TraceCall:
+    """A Runtime's trace callable; one with an `attempt` parameter (or **kwargs) also receives
+    the event's attempt (which delivery of the fact it is about; 0 when none)."""
+
+    def __init__(self, trace: Callable[..., None]):
+        self.trace = trace
+        try:
+            parameters = inspect.signature(trace).parameters.values()
+        except (TypeError, ValueError):
+            parameters = []
+        self.wants_attempt = any(p.name == "attempt" or p.kind == p.VAR_KEYWORD
+                                 for p in parameters)
+
+    def __call__(self, level, name, consumer, fact_id, reason):
+        if self.wants_attempt:
+            self.trace(level, name, consumer, fact_id, reason,
+                       attempt=_lib.wharf_trace_attempt())
+        else:
+            self.trace(level, name, consumer, fact_id, reason)
+
+
 def _trace_impl(ctx, level, name, consumer, fact_id, reason):
     trace = _callback(ctx)
     try:
@@ -768,7 +805,8 @@ def _collect_cursor_impl(ctx, consumer, partition, fact_id, epoch):
 def _collect_dead_impl(ctx, consumer, reason, fact):
     _callback(ctx).append(DeadLetter(consumer.decode("utf-8", "replace"),
                                      reason.decode("utf-8", "replace"),
-                                     Fact._from_handle(fact)))
+                                     Fact._from_handle(fact),
+                                     _lib.wharf_dead_letter_attempt(fact)))
 
 
 def _text(value: Optional[bytes]) -> str:
@@ -815,6 +853,10 @@ def _collect_stat_consumer_impl(ctx, row):
     fields["types"] = [_text(types[i]) for i in range(count)] if types else []
     fields["consumer"] = _text(fields.get("consumer"))
     fields["registered"] = bool(fields.get("registered"))
+    if "retrying" in fields:
+        fields["retrying"] = bool(fields["retrying"])
+    if "last_error" in fields:
+        fields["last_error"] = _text(fields["last_error"])
     _callback(ctx)["consumers"].append(ConsumerStat(**fields))
 
 
@@ -1220,12 +1262,14 @@ class Runtime:
     (projection/reaction/subscriber/tapper) before start(). A handler returns None/Outcome.HANDLED
     to pass a fact, or another Outcome; an exception counts as Outcome.FAILED (and is kept in
     `errors`). `options`: instance, workers, lease_ms, renew_ms, max_depth, ... (see wharf.h).
-    `trace(level, name, consumer, fact_id, reason)` receives trace events."""
+    `trace(level, name, consumer, fact_id, reason)` receives trace events; a trace callable with
+    an `attempt` parameter also receives which delivery of the fact an event is about (1: the
+    first; 0 when it is not about a delivery)."""
 
     def __init__(self, engine: Engine, options: Options = None,
                  trace: Optional[Callable[[TraceLevel, str, str, int, str], None]] = None):
         self._engine = engine
-        self._trace_key = _register_callback(trace) if trace is not None else 0
+        self._trace_key = _register_callback(_TraceCall(trace)) if trace is not None else 0
         handle = c_void_p()
         status = _lib.wharf_runtime_new_v2(
             engine._live(), _options(options),

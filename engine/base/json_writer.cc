@@ -1,5 +1,8 @@
 #include "engine/base/json_writer.h"
 
+#include <charconv>
+#include <cmath>
+
 #include "engine/base/assert.h"
 
 namespace wharf::internal {
@@ -179,6 +182,16 @@ JsonWriter& JsonWriter::Bool(bool value) {
 JsonWriter& JsonWriter::Null() {
   Separate();
   out_ += "null";
+  return *this;
+}
+
+JsonWriter& JsonWriter::Double(double value) {
+  if (!std::isfinite(value)) return Null();
+  Separate();
+  char text[32];
+  auto [end, error] = std::to_chars(text, text + sizeof(text), value);
+  WHARF_ASSERT(error == std::errc());  // 32 bytes hold any double's shortest form
+  out_.append(text, end);
   return *this;
 }
 

@@ -27,6 +27,9 @@ class JsonWriter {
   JsonWriter& Int(int64_t value);
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
+  // The shortest text that reads back as exactly `value` (std::to_chars); null when it is not
+  // finite (JSON has no infinities or NaN).
+  JsonWriter& Double(double value);
 
   const std::string& str() const { return out_; }
   std::string Take() { return std::move(out_); }

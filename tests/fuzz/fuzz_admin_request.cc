@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Request again;
     if (!ParseRequest(line, &again).ok() || !Same(request, again)) __builtin_trap();
   }
-  for (int op = 0; op <= static_cast<int>(Op::kStat); ++op) {
+  for (int op = 0; op <= static_cast<int>(kLastOp); ++op) {
     bool progress = false;
     uint32_t done = 0, total = 0;
     Reply reply;

@@ -66,6 +66,11 @@ int DeadRetry(const Context& context, const std::string& consumer,
               const std::vector<uint64_t>& fact_ids, bool yes);
 int LeaseList(const Context& context);
 
+// The running engine's metrics snapshot as Prometheus text (--json: every field), read over its
+// admin socket; with no engine answering, what the database records (live=false), with a note on
+// stderr (tools/cli/metrics_command.cc).
+int Metrics(const Context& context);
+
 // Arguments passed through to the workload runner (tools/cli/bench_command.cc).
 struct BenchOptions {
   std::vector<std::string> workloads;  // empty: every implemented workload

@@ -264,6 +264,16 @@ int Run(int argc, char** argv) {
   release->add_flag("--yes", yes, "Confirm the change");
   release->callback(needs_db([&] { return LeaseRelease(context, consumer, yes); }));
 
+  // metrics
+  auto* metrics = app.add_subcommand(
+      "metrics", "The running engine's metrics as Prometheus text (--json: the whole snapshot)");
+  metrics->footer(
+      "Asks the engine holding the database over its admin socket (<db>/admin.sock or\n"
+      "--admin-socket PATH). When none answers, prints what the database itself records\n"
+      "(LSNs, consumers' positions and lag, retention losses, disk bytes; live=false) and says on\n"
+      "stderr that counters and histograms need a running engine.");
+  metrics->callback(needs_db([&] { return Metrics(context); }));
+
   // bench
   BenchOptions bench_options;
   auto* bench = app.add_subcommand(

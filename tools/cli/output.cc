@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -155,6 +157,15 @@ Json& Json::Bool(bool value) {
 Json& Json::Null() {
   Separate();
   out_ += "null";
+  return *this;
+}
+
+Json& Json::Double(double value) {
+  if (!std::isfinite(value)) return Null();
+  Separate();
+  char text[32];
+  auto [end, error] = std::to_chars(text, text + sizeof(text), value);
+  if (error == std::errc()) out_.append(text, end);  // 32 bytes hold any double's shortest form
   return *this;
 }
 

@@ -26,6 +26,8 @@ class Json {
   Json& Int(int64_t value);
   Json& Bool(bool value);
   Json& Null();
+  // The shortest text that reads back as exactly `value`; null when it is not finite.
+  Json& Double(double value);
   // "name": text, "name_encoding": "text" | "hex" (hex when the bytes are not printable UTF-8).
   Json& BytesField(std::string_view name, std::string_view bytes);
 

@@ -6,9 +6,10 @@
 //   WHARF_CHECK(wharf::AdminClient::Connect("/var/lib/app/wharf", &client));
 //   WHARF_CHECK(client->SetCursor("mailer", 0));  // replay from the start
 //
-// Each method has the meaning, arguments, results and errors of the admin.h function of the same
-// name: the engine runs that function and the outcome comes back with the same code, subcode and
-// message (a remote InvalidArgument is an InvalidArgument here). Besides those:
+// Each method has the meaning, arguments, results and errors of the admin.h (metrics.h for
+// ReadMetrics) function of the same name: the engine runs that function and the outcome comes back
+// with the same code, subcode and message (a remote InvalidArgument is an InvalidArgument here).
+// Besides those:
 //   IOError   the socket cannot be reached (no engine serves it: none holds the database, or it
 //             runs with admin_socket=off or another path), the connection broke, or the engine
 //             refused this process's user (only the engine's own user and root are served)
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "wharf/admin.h"
+#include "wharf/metrics.h"
 #include "wharf/status.h"
 
 namespace wharf {
@@ -67,6 +69,8 @@ class AdminClient {
   Status ListRetentionLosses(std::vector<RetentionLoss>* losses);
   Status ListLeases(std::vector<LeaseInfo>* leases);
   Status ReadStat(StatSnapshot* snapshot);
+  // wharf/metrics.h ReadMetrics: the engine's snapshot, every field as the engine read it.
+  Status ReadMetrics(MetricsSnapshot* snapshot);
   // options.progress, when set, is called as the engine reports partitions done.
   Status TrimPassed(TrimReport* report, const TrimOptions& options = {});
 

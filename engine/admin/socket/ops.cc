@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "wharf/admin.h"
+#include "wharf/metrics.h"
 
 namespace wharf::internal::admin_socket {
 
@@ -64,6 +65,9 @@ std::string Execute(Engine& engine, const Request& request, const ProgressSink& 
       break;
     case Op::kStat:
       reply.status = ReadStat(engine, &reply.stat);
+      break;
+    case Op::kMetrics:
+      reply.status = ReadMetrics(engine, &reply.metrics);
       break;
   }
   return EncodeReply(request.op, reply);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -74,6 +75,7 @@ const std::vector<OpSpec>& Specs() {
       {Op::kRetentionLosses, "retention_losses", {}},
       {Op::kLeaseList, "lease_list", {}},
       {Op::kStat, "stat", {}},
+      {Op::kMetrics, "metrics", {}},
   };
   return specs;
 }
@@ -361,6 +363,95 @@ void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
   json->Key("next_timer_due_ms").Int(stat.next_timer_due_ms);
 }
 
+void WriteHistogram(const Histogram& histogram, JsonWriter* json) {
+  json->BeginObject().Key("upper_bounds").BeginArray();
+  for (double bound : histogram.upper_bounds) json->Double(bound);
+  json->EndArray().Key("cumulative_counts").BeginArray();
+  for (uint64_t count : histogram.cumulative_counts) json->Uint(count);
+  json->EndArray().Key("count").Uint(histogram.count);
+  json->Key("sum").Double(histogram.sum).EndObject();
+}
+
+// The fields of a metrics snapshot (inside the result object), every one of wharf/metrics.h.
+void WriteMetrics(const MetricsSnapshot& m, JsonWriter* json) {
+  json->Key("live").Bool(m.live).Key("taken_ms").Int(m.taken_ms);
+  json->Key("io_backend").String(m.io_backend).Key("partitions").Uint(m.partitions);
+  const CommitMetrics& c = m.commits;
+  json->Key("commits").BeginObject();
+  json->Key("transactions_total").Uint(c.transactions_total);
+  json->Key("facts_total").Uint(c.facts_total).Key("bytes_total").Uint(c.bytes_total);
+  json->Key("refused_total").Uint(c.refused_total).Key("failed_total").Uint(c.failed_total);
+  json->Key("busy_total").Uint(c.busy_total);
+  json->Key("sync_rounds_total").Uint(c.sync_rounds_total);
+  json->Key("commit_seconds");
+  WriteHistogram(c.commit_seconds, json);
+  json->Key("sync_seconds");
+  WriteHistogram(c.sync_seconds, json);
+  json->Key("sync_facts");
+  WriteHistogram(c.sync_facts, json);
+  json->Key("queue_depth").Uint(c.queue_depth);
+  json->Key("producers_waiting").Uint(c.producers_waiting);
+  json->Key("durable_lsn").Uint(c.durable_lsn).Key("last_lsn").Uint(c.last_lsn);
+  json->Key("wal_spare_ready").Bool(c.wal_spare_ready);
+  json->Key("wal_spares_used_total").Uint(c.wal_spares_used_total).EndObject();
+  json->Key("consumers").BeginArray();
+  for (const ConsumerMetrics& consumer : m.consumers) {
+    json->BeginObject().Key("consumer").String(consumer.consumer);
+    json->Key("kind").String(consumer.kind);
+    json->Key("instance_hex").String(HexOf(consumer.instance));
+    json->Key("delivered_total").Uint(consumer.delivered_total);
+    json->Key("handled_total").Uint(consumer.handled_total);
+    json->Key("rejected_total").Uint(consumer.rejected_total);
+    json->Key("failed_total").Uint(consumer.failed_total);
+    json->Key("retry_total").Uint(consumer.retry_total);
+    json->Key("retries_total").Uint(consumer.retries_total);
+    json->Key("dead_letters_total").Uint(consumer.dead_letters_total);
+    json->Key("lag_facts").Uint(consumer.lag_facts);
+    json->Key("lag_seconds").Double(consumer.lag_seconds);
+    json->Key("retrying").Bool(consumer.retrying);
+    json->Key("retrying_fact_id").Uint(consumer.retrying_fact_id);
+    json->Key("retrying_attempt").Uint(consumer.retrying_attempt);
+    json->Key("retrying_since_ms").Int(consumer.retrying_since_ms);
+    json->Key("last_error_hex").String(HexOf(consumer.last_error));
+    json->Key("last_error_ms").Int(consumer.last_error_ms);
+    json->Key("lease_held").Bool(consumer.lease_held);
+    json->Key("lease_epoch").Uint(consumer.lease_epoch);
+    json->Key("partitions").BeginArray();
+    for (const ConsumerPartitionMetrics& lane : consumer.partitions) {
+      json->BeginObject().Key("partition").Uint(lane.partition);
+      json->Key("cursor").Uint(lane.cursor).Key("lag_facts").Uint(lane.lag_facts).EndObject();
+    }
+    json->EndArray().EndObject();
+  }
+  json->EndArray();
+  const RetentionMetrics& r = m.retention;
+  json->Key("retention").BeginObject().Key("passes_total").Uint(r.passes_total);
+  json->Key("failed_passes_total").Uint(r.failed_passes_total);
+  json->Key("facts_removed_total").Uint(r.facts_removed_total);
+  json->Key("bytes_removed_total").Uint(r.bytes_removed_total);
+  json->Key("dropped").BeginArray();
+  for (const RetentionMetrics::Dropped& dropped : r.dropped) {
+    json->BeginObject().Key("consumer").String(dropped.consumer);
+    json->Key("facts_total").Uint(dropped.facts_total).EndObject();
+  }
+  json->EndArray().EndObject();
+  const StoreMetrics& st = m.store;
+  json->Key("store").BeginObject().Key("live_sst_bytes").Uint(st.live_sst_bytes);
+  json->Key("memtable_bytes").Uint(st.memtable_bytes);
+  json->Key("directory_bytes").Uint(st.directory_bytes);
+  json->Key("flushes_running").Uint(st.flushes_running);
+  json->Key("compactions_running").Uint(st.compactions_running);
+  json->Key("compactions_pending").Uint(st.compactions_pending);
+  json->Key("pending_compaction_bytes").Uint(st.pending_compaction_bytes);
+  json->Key("writes_stopped").Bool(st.writes_stopped);
+  json->Key("write_stalls_total").Uint(st.write_stalls_total);
+  json->Key("write_stall_seconds_total").Double(st.write_stall_seconds_total);
+  json->Key("flush_bytes_total").Uint(st.flush_bytes_total);
+  json->Key("compaction_bytes_total").Uint(st.compaction_bytes_total);
+  json->Key("block_cache_hits_total").Uint(st.block_cache_hits_total);
+  json->Key("block_cache_misses_total").Uint(st.block_cache_misses_total).EndObject();
+}
+
 // Whether replies to `op` carry a result object.
 bool HasResult(Op op) {
   return op != Op::kCursorCopy && op != Op::kCursorDelete && op != Op::kLeaseRelease;
@@ -450,6 +541,9 @@ void WriteResult(Op op, const Reply& reply, JsonWriter* json) {
     case Op::kStat:
       WriteStat(reply.stat, json);
       break;
+    case Op::kMetrics:
+      WriteMetrics(reply.metrics, json);
+      break;
     case Op::kCursorCopy:
     case Op::kCursorDelete:
     case Op::kLeaseRelease:
@@ -484,6 +578,13 @@ class Fields {
   int64_t I64(const char* key) {
     int64_t value = 0;
     if (ok() && object_[key].get_int64().get(value)) Fail(key, "an integer");
+    return value;
+  }
+  // A number; null (what the writer makes of a value that is not finite) reads as NaN.
+  double Double(const char* key) {
+    double value = 0;
+    if (ok() && object_[key].is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (ok() && object_[key].get_double().get(value)) Fail(key, "a number");
     return value;
   }
   bool Bool(const char* key) {
@@ -634,6 +735,125 @@ void ReadStat(Fields* result, StatSnapshot* stat) {
   stat->next_timer_due_ms = result->I64("next_timer_due_ms");
 }
 
+Histogram ReadHistogram(Fields* parent, const char* key) {
+  Histogram histogram;
+  Fields fields(parent->At(key), key);
+  for (element bound : fields.Array("upper_bounds")) {
+    double value = 0;
+    if (bound.get_double().get(value)) {
+      fields.Absorb(Fields(std::nullopt, std::string(key) + " upper bound"));
+      break;
+    }
+    histogram.upper_bounds.push_back(value);
+  }
+  for (element count : fields.Array("cumulative_counts")) {
+    uint64_t value = 0;
+    if (count.get_uint64().get(value)) {
+      fields.Absorb(Fields(std::nullopt, std::string(key) + " cumulative count"));
+      break;
+    }
+    histogram.cumulative_counts.push_back(value);
+  }
+  histogram.count = fields.U64("count");
+  histogram.sum = fields.Double("sum");
+  parent->Absorb(fields);
+  return histogram;
+}
+
+void ReadMetricsResult(Fields* result, MetricsSnapshot* m) {
+  m->live = result->Bool("live");
+  m->taken_ms = result->I64("taken_ms");
+  m->io_backend = result->String("io_backend");
+  m->partitions = result->U32("partitions");
+  {
+    Fields fields(result->At("commits"), "commits");
+    CommitMetrics& c = m->commits;
+    c.transactions_total = fields.U64("transactions_total");
+    c.facts_total = fields.U64("facts_total");
+    c.bytes_total = fields.U64("bytes_total");
+    c.refused_total = fields.U64("refused_total");
+    c.failed_total = fields.U64("failed_total");
+    c.busy_total = fields.U64("busy_total");
+    c.sync_rounds_total = fields.U64("sync_rounds_total");
+    c.commit_seconds = ReadHistogram(&fields, "commit_seconds");
+    c.sync_seconds = ReadHistogram(&fields, "sync_seconds");
+    c.sync_facts = ReadHistogram(&fields, "sync_facts");
+    c.queue_depth = fields.U32("queue_depth");
+    c.producers_waiting = fields.U32("producers_waiting");
+    c.durable_lsn = fields.U64("durable_lsn");
+    c.last_lsn = fields.U64("last_lsn");
+    c.wal_spare_ready = fields.Bool("wal_spare_ready");
+    c.wal_spares_used_total = fields.U64("wal_spares_used_total");
+    result->Absorb(fields);
+  }
+  for (element item : result->Array("consumers")) {
+    Fields fields(item, "consumer metrics");
+    ConsumerMetrics& consumer = m->consumers.emplace_back();
+    consumer.consumer = fields.String("consumer");
+    consumer.kind = fields.String("kind");
+    consumer.instance = fields.Hex("instance_hex");
+    consumer.delivered_total = fields.U64("delivered_total");
+    consumer.handled_total = fields.U64("handled_total");
+    consumer.rejected_total = fields.U64("rejected_total");
+    consumer.failed_total = fields.U64("failed_total");
+    consumer.retry_total = fields.U64("retry_total");
+    consumer.retries_total = fields.U64("retries_total");
+    consumer.dead_letters_total = fields.U64("dead_letters_total");
+    consumer.lag_facts = fields.U64("lag_facts");
+    consumer.lag_seconds = fields.Double("lag_seconds");
+    consumer.retrying = fields.Bool("retrying");
+    consumer.retrying_fact_id = fields.U64("retrying_fact_id");
+    consumer.retrying_attempt = fields.U32("retrying_attempt");
+    consumer.retrying_since_ms = fields.I64("retrying_since_ms");
+    consumer.last_error = fields.Hex("last_error_hex");
+    consumer.last_error_ms = fields.I64("last_error_ms");
+    consumer.lease_held = fields.Bool("lease_held");
+    consumer.lease_epoch = fields.U64("lease_epoch");
+    for (element inner : fields.Array("partitions")) {
+      Fields of(inner, "consumer partition metrics");
+      ConsumerPartitionMetrics& lane = consumer.partitions.emplace_back();
+      lane.partition = of.U32("partition");
+      lane.cursor = of.U64("cursor");
+      lane.lag_facts = of.U64("lag_facts");
+      fields.Absorb(of);
+    }
+    result->Absorb(fields);
+  }
+  {
+    Fields fields(result->At("retention"), "retention");
+    RetentionMetrics& r = m->retention;
+    r.passes_total = fields.U64("passes_total");
+    r.failed_passes_total = fields.U64("failed_passes_total");
+    r.facts_removed_total = fields.U64("facts_removed_total");
+    r.bytes_removed_total = fields.U64("bytes_removed_total");
+    for (element item : fields.Array("dropped")) {
+      Fields of(item, "retention dropped");
+      RetentionMetrics::Dropped& dropped = r.dropped.emplace_back();
+      dropped.consumer = of.String("consumer");
+      dropped.facts_total = of.U64("facts_total");
+      fields.Absorb(of);
+    }
+    result->Absorb(fields);
+  }
+  Fields fields(result->At("store"), "store");
+  StoreMetrics& st = m->store;
+  st.live_sst_bytes = fields.U64("live_sst_bytes");
+  st.memtable_bytes = fields.U64("memtable_bytes");
+  st.directory_bytes = fields.U64("directory_bytes");
+  st.flushes_running = fields.U64("flushes_running");
+  st.compactions_running = fields.U64("compactions_running");
+  st.compactions_pending = fields.U64("compactions_pending");
+  st.pending_compaction_bytes = fields.U64("pending_compaction_bytes");
+  st.writes_stopped = fields.Bool("writes_stopped");
+  st.write_stalls_total = fields.U64("write_stalls_total");
+  st.write_stall_seconds_total = fields.Double("write_stall_seconds_total");
+  st.flush_bytes_total = fields.U64("flush_bytes_total");
+  st.compaction_bytes_total = fields.U64("compaction_bytes_total");
+  st.block_cache_hits_total = fields.U64("block_cache_hits_total");
+  st.block_cache_misses_total = fields.U64("block_cache_misses_total");
+  result->Absorb(fields);
+}
+
 Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
   Fields result(value, "result");
   switch (op) {
@@ -729,6 +949,9 @@ Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
       break;
     case Op::kStat:
       ReadStat(&result, &reply->stat);
+      break;
+    case Op::kMetrics:
+      ReadMetricsResult(&result, &reply->metrics);
       break;
     case Op::kCursorCopy:
     case Op::kCursorDelete:

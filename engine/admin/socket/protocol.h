@@ -8,12 +8,15 @@
 //   progress  {"v":1,"progress":{"done":3,"total":16}}   (trim with "progress":true, before
 //                                                        its reply)
 //
-// Each op mirrors one function of wharf/admin.h with the same arguments and results; "result" is
-// present whenever the op has results, also with an error (the dead letters retried and the
-// facts trimmed before a failure). Bytes that may be anything (fact keys, payloads, header
-// values, dead-letter reasons) travel as lower-case hex in fields named *_hex. Every request field
-// is checked like any other input: an unknown op or field, a missing or ill-typed field, a number
-// out of range, a bad consumer id, a duplicate field is InvalidArgument naming it.
+// Each op mirrors one function of wharf/admin.h (metrics: wharf/metrics.h ReadMetrics) with the
+// same arguments and results; "result" is present whenever the op has results, also with an error
+// (the dead letters retried and the facts trimmed before a failure). Bytes that may be anything
+// (fact keys, payloads, header values, dead-letter reasons, a handler's error text, a runtime
+// instance id) travel as lower-case hex in fields named *_hex. Floating-point values (histogram
+// bounds and sums, seconds) travel in their shortest exact form and read back bit for bit; one
+// that is not finite travels as null and reads back as NaN. Every request field is checked like any
+// other input: an unknown op or field, a missing or ill-typed field, a number out of range, a bad
+// consumer id, a duplicate field is InvalidArgument naming it.
 //
 // Thread safety: free functions over their arguments.
 #pragma once
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "wharf/admin.h"
+#include "wharf/metrics.h"
 #include "wharf/status.h"
 
 namespace wharf::internal::admin_socket {
@@ -47,8 +51,11 @@ enum class Op {
   kTrim,             // TrimPassed: [dry_run], [progress]
   kRetentionLosses,  // ListRetentionLosses
   kLeaseList,        // ListLeases
-  kStat,             // ReadStat (the last op: tests and the fuzzer go through them all)
+  kStat,             // ReadStat
+  kMetrics,          // ReadMetrics (wharf/metrics.h): the whole snapshot
 };
+// The last op: tests and the fuzzer go through them all, from 0 to this.
+inline constexpr Op kLastOp = Op::kMetrics;
 // "cursor_set" and so on; Op from such a name (false when unknown).
 const char* OpName(Op op);
 bool OpFromName(std::string_view name, Op* op);
@@ -85,6 +92,7 @@ struct Reply {
   std::vector<RetentionLoss> losses;
   std::vector<LeaseInfo> leases;
   StatSnapshot stat;
+  MetricsSnapshot metrics;
 };
 
 // The reply to a request of `op`, one line, newline included.

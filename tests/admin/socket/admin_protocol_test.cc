@@ -4,6 +4,9 @@
 // sends them over a real socket; fuzz_admin_request throws everything else at the parser.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "engine/admin/socket/protocol.h"
 #include "test_util.h"
 
@@ -49,7 +52,7 @@ TEST(AdminProtocolTest, RequestsRoundTrip) {
   ASSERT_OK(ParseRequest(R"({"op":"trim","v":1})", &parsed));
   EXPECT_EQ(parsed.op, Op::kTrim);
   EXPECT_FALSE(parsed.dry_run);
-  for (int op = 0; op <= static_cast<int>(Op::kStat); ++op) {
+  for (int op = 0; op <= static_cast<int>(kLastOp); ++op) {
     Op back;
     ASSERT_TRUE(OpFromName(OpName(static_cast<Op>(op)), &back));
     EXPECT_EQ(static_cast<int>(back), op);
@@ -130,6 +133,201 @@ TEST(AdminProtocolTest, ResultsRoundTripWithAnyBytes) {
   EXPECT_TRUE(decoded.moves[0].existed);
   EXPECT_EQ(decoded.moves[0].from_fact_id, 5u);
   EXPECT_FALSE(decoded.moves[1].existed);
+}
+
+// A histogram whose values are not exact in decimal, bounds down to the smallest subnormal.
+Histogram SampleHistogram(double scale) {
+  Histogram histogram;
+  histogram.upper_bounds = {5e-324, 0.1 * scale, 1.0 / 3 * scale, 1e300};
+  histogram.cumulative_counts = {1, 2, 3, UINT64_MAX};
+  histogram.count = UINT64_MAX;
+  histogram.sum = 0.1 + 0.2 * scale;
+  return histogram;
+}
+
+void ExpectSameHistogram(const Histogram& a, const Histogram& b) {
+  EXPECT_EQ(a.upper_bounds, b.upper_bounds);  // bit for bit: == on doubles
+  EXPECT_EQ(a.cumulative_counts, b.cumulative_counts);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.sum, b.sum);
+}
+
+// Every field of a metrics snapshot, each with its own value, comes back exactly.
+TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
+  Reply reply;
+  MetricsSnapshot& m = reply.metrics;
+  m.live = false;
+  m.taken_ms = -1700000000123;
+  m.io_backend = "uring";
+  m.partitions = UINT32_MAX;
+  CommitMetrics& c = m.commits;
+  c.transactions_total = 1;
+  c.facts_total = 2;
+  c.bytes_total = 3;
+  c.refused_total = 4;
+  c.failed_total = 5;
+  c.busy_total = 6;
+  c.sync_rounds_total = 7;
+  c.commit_seconds = SampleHistogram(1);
+  c.sync_seconds = SampleHistogram(7);
+  c.sync_facts = SampleHistogram(1e6);
+  c.queue_depth = 8;
+  c.producers_waiting = 9;
+  c.durable_lsn = 10;
+  c.last_lsn = UINT64_MAX;
+  c.wal_spare_ready = true;
+  c.wal_spares_used_total = 11;
+  for (int i = 0; i < 2; ++i) {
+    ConsumerMetrics& consumer = m.consumers.emplace_back();
+    consumer.consumer = i == 0 ? "m\xc3\xa9ller \"q\"\n" : "totals";
+    consumer.kind = "projection";
+    consumer.instance = std::string("inst\0\xff", 6);
+    consumer.delivered_total = 12 + i;
+    consumer.handled_total = 13;
+    consumer.rejected_total = 14;
+    consumer.failed_total = 15;
+    consumer.retry_total = 16;
+    consumer.retries_total = 17;
+    consumer.dead_letters_total = 18;
+    consumer.lag_facts = 19;
+    consumer.lag_seconds = 0.30000000000000004;
+    consumer.retrying = true;
+    consumer.retrying_fact_id = 20;
+    consumer.retrying_attempt = UINT32_MAX;
+    consumer.retrying_since_ms = 21;
+    consumer.last_error = std::string("timeout\0\n\xfe", 10);
+    consumer.last_error_ms = 22;
+    consumer.lease_held = true;
+    consumer.lease_epoch = 23;
+    consumer.partitions = {{0, 24, 25}, {UINT32_MAX, UINT64_MAX, 26}};
+  }
+  RetentionMetrics& r = m.retention;
+  r.passes_total = 27;
+  r.failed_passes_total = 28;
+  r.facts_removed_total = 29;
+  r.bytes_removed_total = 30;
+  r.dropped = {{"mailer", 31}, {"totals", 32}};
+  StoreMetrics& st = m.store;
+  st.live_sst_bytes = 33;
+  st.memtable_bytes = 34;
+  st.directory_bytes = 35;
+  st.flushes_running = 36;
+  st.compactions_running = 37;
+  st.compactions_pending = 38;
+  st.pending_compaction_bytes = 39;
+  st.writes_stopped = true;
+  st.write_stalls_total = 40;
+  st.write_stall_seconds_total = 1e-7;
+  st.flush_bytes_total = 41;
+  st.compaction_bytes_total = 42;
+  st.block_cache_hits_total = 43;
+  st.block_cache_misses_total = 44;
+
+  const MetricsSnapshot got = RoundTrip(Op::kMetrics, reply).metrics;
+  EXPECT_EQ(got.live, m.live);
+  EXPECT_EQ(got.taken_ms, m.taken_ms);
+  EXPECT_EQ(got.io_backend, m.io_backend);
+  EXPECT_EQ(got.partitions, m.partitions);
+  const CommitMetrics& gc = got.commits;
+  EXPECT_EQ(gc.transactions_total, 1u);
+  EXPECT_EQ(gc.facts_total, 2u);
+  EXPECT_EQ(gc.bytes_total, 3u);
+  EXPECT_EQ(gc.refused_total, 4u);
+  EXPECT_EQ(gc.failed_total, 5u);
+  EXPECT_EQ(gc.busy_total, 6u);
+  EXPECT_EQ(gc.sync_rounds_total, 7u);
+  ExpectSameHistogram(gc.commit_seconds, c.commit_seconds);
+  ExpectSameHistogram(gc.sync_seconds, c.sync_seconds);
+  ExpectSameHistogram(gc.sync_facts, c.sync_facts);
+  EXPECT_EQ(gc.queue_depth, 8u);
+  EXPECT_EQ(gc.producers_waiting, 9u);
+  EXPECT_EQ(gc.durable_lsn, 10u);
+  EXPECT_EQ(gc.last_lsn, UINT64_MAX);
+  EXPECT_TRUE(gc.wal_spare_ready);
+  EXPECT_EQ(gc.wal_spares_used_total, 11u);
+  ASSERT_EQ(got.consumers.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const ConsumerMetrics& want = m.consumers[i];
+    const ConsumerMetrics& have = got.consumers[i];
+    EXPECT_EQ(have.consumer, want.consumer);
+    EXPECT_EQ(have.kind, want.kind);
+    EXPECT_EQ(have.instance, want.instance);
+    EXPECT_EQ(have.delivered_total, want.delivered_total);
+    EXPECT_EQ(have.handled_total, 13u);
+    EXPECT_EQ(have.rejected_total, 14u);
+    EXPECT_EQ(have.failed_total, 15u);
+    EXPECT_EQ(have.retry_total, 16u);
+    EXPECT_EQ(have.retries_total, 17u);
+    EXPECT_EQ(have.dead_letters_total, 18u);
+    EXPECT_EQ(have.lag_facts, 19u);
+    EXPECT_EQ(have.lag_seconds, 0.30000000000000004);
+    EXPECT_TRUE(have.retrying);
+    EXPECT_EQ(have.retrying_fact_id, 20u);
+    EXPECT_EQ(have.retrying_attempt, UINT32_MAX);
+    EXPECT_EQ(have.retrying_since_ms, 21);
+    EXPECT_EQ(have.last_error, want.last_error);
+    EXPECT_EQ(have.last_error_ms, 22);
+    EXPECT_TRUE(have.lease_held);
+    EXPECT_EQ(have.lease_epoch, 23u);
+    ASSERT_EQ(have.partitions.size(), 2u);
+    for (size_t p = 0; p < 2; ++p) {
+      EXPECT_EQ(have.partitions[p].partition, want.partitions[p].partition);
+      EXPECT_EQ(have.partitions[p].cursor, want.partitions[p].cursor);
+      EXPECT_EQ(have.partitions[p].lag_facts, want.partitions[p].lag_facts);
+    }
+  }
+  EXPECT_EQ(got.retention.passes_total, 27u);
+  EXPECT_EQ(got.retention.failed_passes_total, 28u);
+  EXPECT_EQ(got.retention.facts_removed_total, 29u);
+  EXPECT_EQ(got.retention.bytes_removed_total, 30u);
+  ASSERT_EQ(got.retention.dropped.size(), 2u);
+  EXPECT_EQ(got.retention.dropped[1].consumer, "totals");
+  EXPECT_EQ(got.retention.dropped[1].facts_total, 32u);
+  const StoreMetrics& gs = got.store;
+  EXPECT_EQ(gs.live_sst_bytes, 33u);
+  EXPECT_EQ(gs.memtable_bytes, 34u);
+  EXPECT_EQ(gs.directory_bytes, 35u);
+  EXPECT_EQ(gs.flushes_running, 36u);
+  EXPECT_EQ(gs.compactions_running, 37u);
+  EXPECT_EQ(gs.compactions_pending, 38u);
+  EXPECT_EQ(gs.pending_compaction_bytes, 39u);
+  EXPECT_TRUE(gs.writes_stopped);
+  EXPECT_EQ(gs.write_stalls_total, 40u);
+  EXPECT_EQ(gs.write_stall_seconds_total, 1e-7);
+  EXPECT_EQ(gs.flush_bytes_total, 41u);
+  EXPECT_EQ(gs.compaction_bytes_total, 42u);
+  EXPECT_EQ(gs.block_cache_hits_total, 43u);
+  EXPECT_EQ(gs.block_cache_misses_total, 44u);
+
+  // A value that is not finite (JSON has none) travels as null and reads back as NaN; the
+  // defaults (an empty snapshot) round-trip too.
+  reply = Reply();
+  reply.metrics.commits.commit_seconds.sum = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(std::isnan(RoundTrip(Op::kMetrics, reply).metrics.commits.commit_seconds.sum));
+  reply = Reply();
+  const MetricsSnapshot empty = RoundTrip(Op::kMetrics, reply).metrics;
+  EXPECT_TRUE(empty.live);
+  EXPECT_TRUE(empty.consumers.empty());
+  EXPECT_TRUE(empty.commits.sync_seconds.upper_bounds.empty());
+
+  // A reply missing a part, or with a bound that is not a number, is refused by name.
+  bool progress = false;
+  uint32_t done = 0, total = 0;
+  std::string line = EncodeReply(Op::kMetrics, Reply());
+  line.pop_back();
+  std::string broken = line;
+  broken.replace(broken.find("\"store\""), 7, "\"stor\"");
+  Status s = DecodeReply(Op::kMetrics, broken, &progress, &done, &total, &reply);
+  EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
+  EXPECT_NE(s.message().find("'store'"), std::string::npos) << s.message();
+  reply = Reply();
+  reply.metrics.commits.sync_seconds.upper_bounds = {0.5};
+  line = EncodeReply(Op::kMetrics, reply);
+  line.pop_back();
+  line.replace(line.find("[0.5]"), 5, "[\"x\"]");
+  s = DecodeReply(Op::kMetrics, line, &progress, &done, &total, &reply);
+  EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
+  EXPECT_NE(s.message().find("sync_seconds upper bound"), std::string::npos) << s.message();
 }
 
 TEST(AdminProtocolTest, MalformedRepliesAreRefused) {

@@ -22,6 +22,7 @@
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/admin_client.h"
+#include "wharf/metrics.h"
 
 namespace wharf {
 namespace {
@@ -470,6 +471,104 @@ TEST_F(AdminSocketTest, AThousandClientsAtOnce) {
   producer.join();
   std::unique_ptr<AdminClient> client;
   ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+}
+
+// The metrics op: the client's snapshot is the engine's (ReadMetrics in-process), and a thousand
+// requests (from four threads at once, while a producer commits) are all answered, each snapshot
+// at or past the commits acknowledged before it was asked for. Malformed metrics requests (bad
+// JSON, unknown fields, a huge line) get an error naming the problem and the socket serves on.
+TEST_F(AdminSocketTest, MetricsOverTheSocket) {
+  Open();
+  Build();
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+  MetricsSnapshot remote, local;
+  ASSERT_OK(client->ReadMetrics(&remote));
+  ASSERT_OK(ReadMetrics(*engine_, &local));
+  EXPECT_TRUE(remote.live);
+  EXPECT_EQ(remote.io_backend, local.io_backend);
+  EXPECT_EQ(remote.partitions, kPartitions);
+  EXPECT_EQ(remote.commits.last_lsn, 12u);
+  EXPECT_EQ(remote.commits.durable_lsn, local.commits.durable_lsn);
+  EXPECT_EQ(remote.commits.transactions_total, local.commits.transactions_total);
+  EXPECT_EQ(remote.commits.commit_seconds.upper_bounds, local.commits.commit_seconds.upper_bounds);
+  EXPECT_EQ(remote.commits.sync_seconds.upper_bounds, local.commits.sync_seconds.upper_bounds);
+  EXPECT_LE(remote.taken_ms, local.taken_ms);
+  Status s = client->ReadMetrics(nullptr);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> acknowledged{0};
+  std::thread producer([&] {
+    while (!done.load()) {
+      Txn txn = engine_->Begin();
+      CommitResult result;
+      if (!txn.Emit("OrderCreated", "p", "during the requests").ok()) break;
+      if (!txn.Commit(&result).ok()) break;
+      acknowledged.store(result.first_fact_id);
+    }
+  });
+  constexpr int kThreads = 4, kRequestsEach = 250;
+  std::atomic<int> answered{0};
+  std::vector<std::string> problems(kThreads);
+  std::vector<std::thread> askers;
+  for (int t = 0; t < kThreads; ++t) {
+    askers.emplace_back([&, t] {
+      std::unique_ptr<AdminClient> own;
+      Status status = AdminClient::Connect(dir_.db(), &own);
+      for (int i = 0; status.ok() && i < kRequestsEach; ++i) {
+        const uint64_t before = acknowledged.load();
+        MetricsSnapshot snapshot;
+        status = own->ReadMetrics(&snapshot);
+        if (status.ok() && snapshot.commits.durable_lsn < before) {
+          status = Status::Internal("durable_lsn " + std::to_string(snapshot.commits.durable_lsn) +
+                                    " < " + std::to_string(before) + " acknowledged before");
+        }
+        if (status.ok()) answered.fetch_add(1);
+      }
+      if (!status.ok()) problems[t] = status.ToString();
+    });
+  }
+  for (std::thread& asker : askers) asker.join();
+  done.store(true);
+  producer.join();
+  for (const std::string& problem : problems) EXPECT_EQ(problem, "");
+  EXPECT_EQ(answered.load(), kThreads * kRequestsEach);
+  EXPECT_GT(acknowledged.load(), 12u);  // commits went on meanwhile
+
+  Raw raw(Socket());
+  ASSERT_TRUE(raw.connected());
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"v":1,"op":"metrics")", "not valid JSON"},
+      {R"({"v":1,"op":"metrics","consumer":"mailer"})",
+       "op 'metrics' takes no field 'consumer' (its fields: none)"},
+      {R"({"v":1,"op":"metrics","live":true})", "op 'metrics' takes no field 'live'"},
+      {R"({"v":1,"op":"metrics","op":"metrics"})", "field 'op' is given twice"},
+      {R"({"v":1,"op":"Metrics"})", "unknown op 'Metrics'"},
+      {R"({"v":"1","op":"metrics"})", "is not supported (this engine speaks version 1)"},
+  };
+  for (const auto& [request, problem] : cases) {
+    ASSERT_TRUE(raw.Send(request + "\n"));
+    std::string reply = raw.Line();
+    EXPECT_CONTAINS(reply, "\"ok\":false");
+    EXPECT_CONTAINS(reply, "\"code\":\"InvalidArgument\"");
+    EXPECT_CONTAINS(reply, problem);
+  }
+  ASSERT_TRUE(raw.Send(R"({"v":1,"op":"metrics"})"
+                       "\n"));
+  std::string reply = raw.Line();
+  EXPECT_CONTAINS(reply, "\"ok\":true");
+  EXPECT_CONTAINS(reply, "\"commits\":{");
+
+  Raw huge(Socket());
+  std::string line(200 * 1024, ' ');
+  huge.Send("{\"v\":1,\"op\":\"metrics\"," + line + "}\n");  // may stop early: the server closes
+  EXPECT_CONTAINS(huge.Line(), "longer than the limit of 65536 bytes");
+  EXPECT_TRUE(huge.Closed());
+
+  MetricsSnapshot after;
+  ASSERT_OK(client->ReadMetrics(&after));
+  EXPECT_GE(after.commits.durable_lsn, acknowledged.load());
 }
 
 // Runs `body` in a child process under uid/gid 65534 (nobody); returns its exit status. The

@@ -109,7 +109,9 @@ TEST_F(CAbiTest, SubscriberRetriesWithTraces) {
          const char*) {
         auto* s = static_cast<State*>(ctx);
         std::lock_guard lock(s->mutex);
-        s->traces.push_back(std::string(name) + "/" + consumer);
+        // The attempt of the event being traced, read inside the callback.
+        s->traces.push_back(std::string(name) + "/" + consumer + "/" +
+                            std::to_string(wharf_trace_attempt()));
       },
       &state, &state.rt));
   const char* a[] = {"A"};
@@ -143,7 +145,9 @@ TEST_F(CAbiTest, SubscriberRetriesWithTraces) {
   std::lock_guard lock(state.mutex);
   EXPECT_EQ(state.calls, (std::vector<uint64_t>{flaky, flaky, flaky, fine}));
   EXPECT_EQ(state.drain_inside, WHARF_INVALID_ARGUMENT);
-  EXPECT_EQ(std::count(state.traces.begin(), state.traces.end(), "subscriber-failed/push"), 2);
+  EXPECT_EQ(std::count(state.traces.begin(), state.traces.end(), "subscriber-failed/push/1"), 1);
+  EXPECT_EQ(std::count(state.traces.begin(), state.traces.end(), "subscriber-failed/push/2"), 1);
+  EXPECT_EQ(wharf_trace_attempt(), 0u);  // outside a trace callback
 }
 
 TEST_F(CAbiTest, SubscriberDeliversAtLeastOnceAndRejectsToDeadLetters) {
@@ -186,8 +190,9 @@ TEST_F(CAbiTest, SubscriberDeliversAtLeastOnceAndRejectsToDeadLetters) {
   ASSERT_WHARF_OK(wharf_dead_letters(
       engine_, "mailer",
       [](void* ctx, const char* consumer, const char* reason, const wharf_fact* fact) {
-        static_cast<Dead*>(ctx)->entries.push_back(std::string(consumer) + "/" + reason + "/" +
-                                                   std::to_string(wharf_fact_id(fact)));
+        static_cast<Dead*>(ctx)->entries.push_back(
+            std::string(consumer) + "/" + reason + "/" + std::to_string(wharf_fact_id(fact)) +
+            "/attempt " + std::to_string(wharf_dead_letter_attempt(fact)));
       },
       &dead));
   ASSERT_EQ(dead.entries.size(), 1u);
@@ -195,6 +200,8 @@ TEST_F(CAbiTest, SubscriberDeliversAtLeastOnceAndRejectsToDeadLetters) {
   EXPECT_NE(dead.entries[0].find("/" + std::to_string(rejected)), std::string::npos);
   EXPECT_NE(dead.entries[0].find("/handler-rejected: no such mailbox/"), std::string::npos)
       << dead.entries[0];
+  EXPECT_NE(dead.entries[0].find("/attempt 1"), std::string::npos) << dead.entries[0];
+  EXPECT_EQ(wharf_dead_letter_attempt(nullptr), 0u);  // not a live handle
   Dead all;
   ASSERT_WHARF_OK(wharf_dead_letters(
       engine_, nullptr,

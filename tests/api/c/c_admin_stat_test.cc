@@ -29,7 +29,8 @@ struct StatRows {
   std::vector<wharf_stat_partition> partitions;
   std::vector<std::string> consumers;
   std::vector<std::vector<std::string>> types;
-  std::vector<wharf_stat_consumer> consumer_rows;  // with consumer/types pointers cleared
+  std::vector<wharf_stat_consumer> consumer_rows;  // with consumer/types/last_error cleared
+  std::vector<std::string> last_errors;
   std::vector<std::pair<std::string, wharf_stat_lane>> lanes;
 };
 
@@ -40,9 +41,11 @@ void OnConsumer(void* ctx, const wharf_stat_consumer* row) {
   auto* rows = static_cast<StatRows*>(ctx);
   rows->consumers.emplace_back(row->consumer);
   rows->types.emplace_back(row->types, row->types + row->type_count);
+  rows->last_errors.emplace_back(row->last_error);
   wharf_stat_consumer copy = *row;
   copy.consumer = nullptr;
   copy.types = nullptr;
+  copy.last_error = nullptr;
   rows->consumer_rows.push_back(copy);
 }
 void OnLane(void* ctx, const wharf_stat_lane* row) {
@@ -418,6 +421,42 @@ TEST_F(CAdminStatTest, StatReportsTotalsAndRows) {
 
 // A program built with a newer header (a larger struct) gets the fields this library knows and
 // learns which from struct_size; bytes beyond are untouched. Too small a size is refused.
+// A subscriber that keeps failing: its row says which fact, how often, since when and why.
+TEST_F(CAdminStatTest, StatReportsARetryingConsumer) {
+  Commit("A", "a", "x");
+  const uint64_t stuck = Commit("A", "a", "y");
+  wharf_runtime* rt = nullptr;
+  const char* types[] = {"A"};
+  ASSERT_WHARF_OK(wharf_runtime_new(engine_, "workers=0", &rt));
+  ASSERT_WHARF_OK(wharf_runtime_subscribe(
+      rt, "pusher", types, 1,
+      [](void*, const wharf_fact* fact) {
+        size_t len = 0;
+        const void* payload = wharf_fact_payload(fact, &len);
+        if (std::string(static_cast<const char*>(payload), len) == "x") return WHARF_HANDLED;
+        wharf_handler_reason(fact, "gateway timeout");
+        return WHARF_RETRY;
+      },
+      nullptr));
+  EXPECT_WHARF(WHARF_BUSY, wharf_runtime_drain(rt));
+  EXPECT_WHARF(WHARF_BUSY, wharf_runtime_drain(rt));
+  wharf_runtime_free(rt);
+  StatRows rows;
+  Stat(&rows);
+  ASSERT_EQ(rows.consumers, (std::vector<std::string>{"pusher"}));
+  const wharf_stat_consumer& row = rows.consumer_rows[0];
+  EXPECT_EQ(row.struct_size, sizeof(wharf_stat_consumer));
+  EXPECT_EQ(row.retrying, 1);
+  EXPECT_EQ(row.retrying_fact_id, stuck);
+  uint32_t partition = 0;
+  ASSERT_WHARF_OK(wharf_partition_of(engine_, "a", 1, &partition));
+  EXPECT_EQ(row.retrying_partition, partition);
+  EXPECT_EQ(row.retrying_attempt, 2u);
+  EXPECT_GT(row.retrying_since_ms, 0);
+  EXPECT_GE(row.last_error_ms, row.retrying_since_ms);
+  EXPECT_EQ(rows.last_errors[0], "subscriber-failed: gateway timeout");
+}
+
 TEST_F(CAdminStatTest, StatStructSizeHandshake) {
   Commit("A", "a", "1");
   struct Newer {
