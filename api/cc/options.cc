@@ -6,6 +6,7 @@
 
 #include "engine/base/option_string.h"
 #include "engine/declarative/model.h"
+#include "engine/metrics/listen_address.h"
 
 namespace wharf {
 namespace {
@@ -107,6 +108,23 @@ Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) 
     o->admin_socket = std::string(value);
     return Status::OK();
   }
+  if (key == "metrics_listen") {
+    if (!value.empty()) {
+      internal::ListenAddress address;
+      Status s = internal::ParseListenAddress(key, value, &address);
+      if (!s.ok()) return s;
+    }
+    o->metrics_listen = std::string(value);
+    return Status::OK();
+  }
+  if (key == "metrics_textfile") {
+    o->metrics_textfile = std::string(value);
+    return Status::OK();
+  }
+  if (key == "metrics_interval_ms") {
+    return ParseInt<uint32_t>(key, value, kMetricsIntervalMsMin, 86'400'000,
+                              &o->metrics_interval_ms);
+  }
   if (key == "config") return declarative::LoadEngineOptions(std::string(value), o);
   return Status::InvalidArgument("unknown engine option '" + std::string(key) + "'");
 }
@@ -120,6 +138,23 @@ Status ParseEngineOptions(std::string_view text, EngineOptions* options) {
   });
   if (s.ok()) *options = std::move(parsed);
   return s;
+}
+
+Status ValidateMetricsOptions(const EngineOptions& options) {
+  if (!options.metrics_listen.empty()) {
+    internal::ListenAddress address;
+    Status s = internal::ParseListenAddress("metrics_listen", options.metrics_listen, &address);
+    if (!s.ok()) return s;
+  }
+  if (options.metrics_interval_ms < kMetricsIntervalMsMin) {
+    return Status::InvalidArgument(
+        "option 'metrics_interval_ms': '" + std::to_string(options.metrics_interval_ms) +
+        "' is below the minimum of " + std::to_string(kMetricsIntervalMsMin));
+  }
+  if (options.metrics_textfile.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("option 'metrics_textfile': the path holds a NUL byte");
+  }
+  return Status::OK();
 }
 
 namespace internal {

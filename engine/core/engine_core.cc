@@ -9,6 +9,7 @@
 #include "engine/admin/socket/server.h"
 #include "engine/base/assert.h"
 #include "engine/base/futex.h"
+#include "engine/metrics/http_listener.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -94,6 +95,8 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
                         const StoreHooks& hooks, std::unique_ptr<Engine>* engine) {
   if (options.queue_capacity == 0) return Status::InvalidArgument("queue_capacity must be >= 1");
   if (options.group_facts_max == 0) return Status::InvalidArgument("group_facts_max must be >= 1");
+  Status valid = ValidateMetricsOptions(options);
+  if (!valid.ok()) return valid;
   std::shared_ptr<EngineCore> core(new EngineCore());
   core->path_ = path;
   core->options_ = options;
@@ -120,6 +123,14 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
       return s;
     }
   }
+  if (!options.metrics_listen.empty()) {
+    s = HttpListener::Start(engine->get(), options.metrics_listen, HttpListenerLimits(),
+                            &raw->metrics_listener_);
+    if (!s.ok()) {
+      engine->reset();  // closes it
+      return s;
+    }
+  }
   return Status::OK();
 }
 
@@ -127,7 +138,8 @@ EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
 
 Status EngineCore::Close() {
   if (closed_.exchange(true)) return Status::OK();
-  // No admin request may run while the rest closes (one in progress finishes first).
+  // No scrape or admin request may run while the rest closes (one in progress finishes first).
+  if (metrics_listener_) metrics_listener_->Stop();
   if (admin_server_) admin_server_->Stop();
   // A retention pass commits and compacts: it ends first (a compaction it started is cancelled).
   if (retention_) retention_->Stop();
@@ -137,6 +149,10 @@ Status EngineCore::Close() {
   Status s = store_ ? store_->Close() : Status::OK();
   backend_.reset();
   return s;
+}
+
+std::string EngineCore::metrics_listen_address() const {
+  return metrics_listener_ ? metrics_listener_->address() : std::string();
 }
 
 Status EngineCore::CheckOpen() const {

@@ -30,6 +30,7 @@ namespace wharf::internal {
 namespace admin_socket {
 class AdminServer;  // engine/admin/socket/server.h
 }  // namespace admin_socket
+class HttpListener;  // engine/metrics/http_listener.h
 
 struct StringHash {
   using is_transparent = void;
@@ -56,6 +57,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   const std::string& path() const { return path_; }
   const char* io_backend() const { return backend_->name(); }
   int64_t NowMs() const;
+  // The metrics listener's bound HOST:PORT (the actual port when metrics_listen asked for port
+  // 0); "" when there is none. For tests.
+  std::string metrics_listen_address() const;
   // What one transaction may carry (kTxnBytesMax; tests lower it to exercise the limit without
   // allocating 64 MiB objects, whose page faults take seconds on small VMs).
   size_t txn_bytes_max() const { return txn_bytes_max_.load(std::memory_order_relaxed); }
@@ -124,6 +128,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   // The admin socket (option admin_socket; null when off): started once the engine is open,
   // stopped first by Close() so that no request runs while the committer stops.
   std::unique_ptr<admin_socket::AdminServer> admin_server_;
+  // The metrics listener (option metrics_listen; null when off): started and stopped like the
+  // admin server, stopped before it.
+  std::unique_ptr<HttpListener> metrics_listener_;
 
   std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};
 

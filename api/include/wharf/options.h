@@ -47,6 +47,8 @@ inline constexpr size_t kValueBytesMax = 16u << 20;  // state values and fact pa
 inline constexpr size_t kHeaderCountMax = 64;        // headers per fact
 inline constexpr size_t kTxnBytesMax = 64u << 20;    // everything one transaction carries
 inline constexpr uint32_t kPartitionsMax = 4096;
+// The textfile writer's shortest interval (metrics_interval_ms).
+inline constexpr uint32_t kMetricsIntervalMsMin = 100;
 
 // What a new database gets when `partitions` is left at 0.
 inline constexpr uint32_t kDefaultPartitions = 16;
@@ -108,6 +110,19 @@ struct EngineOptions {
   // user are refused, except root.
   std::string admin_socket = "on";
 
+  // Metrics (wharf/metrics.h), served to scrapers; README "Observability".
+  // `metrics_listen`: HOST:PORT on which an HTTP listener serves `GET /metrics` (Prometheus text).
+  // Empty (the default): none. `127.0.0.1:9464` keeps it on the machine; port 0 takes any free
+  // port. IPv6 hosts in brackets (`[::1]:9464`). A bind failure fails Open with IOError.
+  std::string metrics_listen;
+  // `metrics_textfile`: a file rewritten (write, fsync, rename) with the Prometheus text every
+  // metrics_interval_ms, at open and at close, for node-exporter's textfile collector. Empty (the
+  // default): none. Its directory must exist at Open (else InvalidArgument); later write failures
+  // are reported on stderr, once per kind, and never fail a commit.
+  std::string metrics_textfile;
+  // `metrics_interval_ms`: the textfile's rewrite interval (>= 100).
+  uint32_t metrics_interval_ms = 15'000;
+
   // Wall clock in milliseconds since the epoch (commit times, timers, leases). Tests inject one.
   // Must be thread-safe. Empty: the system clock.
   std::function<int64_t()> clock_ms;
@@ -129,6 +144,10 @@ struct EngineOptions {
 // runtime file (partitions and keyed partitioning; see engine/declarative/model.h) at that point.
 // An unknown key or a bad value returns InvalidArgument naming it and leaves *options unchanged.
 Status ParseEngineOptions(std::string_view text, EngineOptions* options);
+
+// Checks the metrics options (metrics_listen's HOST:PORT syntax, metrics_interval_ms's range);
+// Engine::Open calls it. InvalidArgument naming the option and the value.
+Status ValidateMetricsOptions(const EngineOptions& options);
 
 const char* ToString(Durability value);
 const char* ToString(IoBackend value);

@@ -31,7 +31,9 @@ std::string Describe(const EngineOptions& o) {
          ";retention_interval_ms=" + std::to_string(o.retention_interval_ms) +
          ";retention_max_bytes=" + std::to_string(o.retention_max_bytes) +
          ";retention_max_age_ms=" + std::to_string(o.retention_max_age_ms) +
-         ";admin_socket=" + o.admin_socket;
+         ";admin_socket=" + o.admin_socket + ";metrics_listen=" + o.metrics_listen +
+         ";metrics_textfile=" + o.metrics_textfile +
+         ";metrics_interval_ms=" + std::to_string(o.metrics_interval_ms);
 }
 
 // Parses `text` into default options and returns what it made of them.
@@ -83,6 +85,7 @@ TEST(EngineOptionsParse, EveryIntegerKeyAtItsBounds) {
       {"retention_interval_ms", 0, 86'400'000},
       {"retention_max_bytes", 0, uint64_t{1} << 50},
       {"retention_max_age_ms", 0, uint64_t{1} << 50},
+      {"metrics_interval_ms", 100, 86'400'000},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.key);
@@ -145,6 +148,23 @@ TEST(EngineOptionsParse, AdminSocketIsOnOffOrAPath) {
   EXPECT_NE(Parsed("admin_socket=off").find("admin_socket=off"), std::string::npos);
   EXPECT_NE(Parsed("admin_socket=/run/x.sock").find("admin_socket=/run/x.sock"), std::string::npos);
   ExpectRefused("admin_socket=", "admin_socket");
+}
+
+// metrics_listen is empty (off) or HOST:PORT; metrics_textfile empty (off) or a path.
+TEST(EngineOptionsParse, MetricsListenIsEmptyOrHostPort) {
+  EXPECT_NE(Parsed("").find("metrics_listen=;"), std::string::npos);
+  for (const char* good : {"127.0.0.1:9464", "0.0.0.0:0", "localhost:65535", "[::1]:9464"}) {
+    const std::string item = std::string("metrics_listen=") + good;
+    EXPECT_NE(Parsed(item).find(item + ";"), std::string::npos) << item;
+  }
+  for (const char* bad : {"9464", "localhost", ":9464", "host:", "host:65536", "host:-1", "host:9x",
+                          "::1:9464", "[::1]", "[::1:9464", "a b:1"}) {
+    ExpectRefused(std::string("metrics_listen=") + bad, "metrics_listen");
+  }
+  EXPECT_NE(Parsed("metrics_textfile=/var/lib/node/wharf.prom")
+                .find("metrics_textfile=/var/lib/node/wharf.prom;"),
+            std::string::npos);
+  EXPECT_NE(Parsed("").find("metrics_interval_ms=15000"), std::string::npos);
 }
 
 TEST(EngineOptionsParse, RefusalsSayWhatIsAllowed) {
