@@ -356,16 +356,19 @@ Lane::Step Lane::SettleFailed(TxnRep* rep, const TxnMark& mark, const Fact& fact
   return Step::kPassed;
 }
 
-bool Lane::RunBatch(bool blocking) {
-  if (recount_.load(std::memory_order_relaxed)) {
-    recount_.store(false, std::memory_order_relaxed);
-    Status counted = RecountLag();
-    if (!counted.ok()) {
-      RequestRecount();  // next batch
-      (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0,
-                        "counting the lag: " + counted.ToString());
-    }
+void Lane::RecountIfRequested() {
+  if (!recount_.load(std::memory_order_relaxed)) return;
+  recount_.store(false, std::memory_order_relaxed);
+  Status counted = RecountLag();
+  if (!counted.ok()) {
+    RequestRecount();  // next time
+    (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0,
+                      "counting the lag: " + counted.ToString());
   }
+}
+
+bool Lane::RunBatch(bool blocking) {
+  RecountIfRequested();
   const uint64_t furthest = *std::max_element(position_.begin(), position_.end());
   const uint32_t limit = furthest < single_until_ ? 1 : consumer_->batch_facts;
   BeginBatch();
@@ -627,7 +630,7 @@ Status Lane::LoadCursors() {
   }
   dirty_since_ms_ = 0;
   for (size_t i = 0; i < partitions_.size(); ++i) {
-    if (lag_counted_ && position_[i] != before[i]) AdjustLagForMove(i, before[i]);
+    if (lag_counted() && position_[i] != before[i]) AdjustLagForMove(i, before[i]);
     lag_[i].cursor.store(position_[i], std::memory_order_relaxed);
   }
   Status s = LoadRetryRecords();
@@ -704,15 +707,12 @@ void Lane::Announce(uint32_t partition, int64_t count, int64_t first_commit_ms) 
 }
 
 Status Lane::CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count,
-                        int64_t* first_commit_ms, const std::atomic<bool>* stop) const {
+                        int64_t* first_commit_ms) const {
   constexpr size_t kChunkFacts = 4096;
   *count = 0;
   *first_commit_ms = 0;
   std::vector<Fact> facts;
   for (uint64_t next = from + 1; next <= to;) {
-    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
-      return Status::Closed("lag count stopped");
-    }
     facts.clear();
     Status s = context_.core->ReadFacts(partitions_[index], next, to, kChunkFacts, &facts);
     if (!s.ok()) return s;
@@ -728,8 +728,6 @@ Status Lane::CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count
 }
 
 Status Lane::RecountLag() {
-  // Held through the scan: the initial count (if still pending) must not add in the middle.
-  std::lock_guard lock(lag_count_mutex_);
   for (size_t i = 0; i < partitions_.size(); ++i) {
     PartitionLag& cell = lag_[i];
     int64_t at_cut = 0, count = 0, first_ms = 0;
@@ -745,52 +743,7 @@ Status Lane::RecountLag() {
     }
     cell.cursor.store(position_[i], std::memory_order_relaxed);
   }
-  lag_counted_ = true;
-  initial_pending_ = false;  // counted whole: the initial count, if pending, is dropped
-  lag_known_.store(true, std::memory_order_release);
-  return Status::OK();
-}
-
-void Lane::BeginInitialCount() {
-  std::lock_guard lock(lag_count_mutex_);
-  initial_.assign(partitions_.size(), InitialCut());
-  for (size_t i = 0; i < partitions_.size(); ++i) {
-    InitialCut& cut = initial_[i];
-    cut.from = position_[i];
-    cut.to = context_.horizon->Cut(lag_[i].facts, &cut.at_cut);
-    lag_[i].cursor.store(position_[i], std::memory_order_relaxed);
-  }
-  lag_counted_ = true;
-  initial_pending_ = true;
-}
-
-Status Lane::FinishInitialCount(const std::atomic<bool>& stop) {
-  std::vector<int64_t> counts(partitions_.size()), first_ms(partitions_.size());
-  {
-    std::lock_guard lock(lag_count_mutex_);
-    if (!initial_pending_) return Status::OK();
-  }
-  // initial_ is written only by BeginInitialCount, before this thread started.
-  for (size_t i = 0; i < partitions_.size(); ++i) {
-    Status s = CountTaken(i, initial_[i].from, initial_[i].to, &counts[i], &first_ms[i], &stop);
-    if (!s.ok()) return s;
-  }
-  std::lock_guard lock(lag_count_mutex_);
-  if (!initial_pending_) return Status::OK();  // the lane recounted meanwhile
-  for (size_t i = 0; i < partitions_.size(); ++i) {
-    PartitionLag& cell = lag_[i];
-    cell.facts.fetch_add(counts[i] - initial_[i].at_cut);
-    if (counts[i] == 0) continue;
-    if (cell.cursor.load(std::memory_order_relaxed) == initial_[i].from) {
-      cell.head_commit_ms.store(first_ms[i]);  // nothing passed since: the oldest pending
-    } else {
-      // Facts were passed since: the oldest pending is read by the lane's next batch.
-      int64_t none = 0;
-      cell.head_commit_ms.compare_exchange_strong(none, kHeadUnknown);
-    }
-  }
-  initial_pending_ = false;
-  lag_known_.store(true, std::memory_order_release);
+  lag_counted_.store(true, std::memory_order_release);
   return Status::OK();
 }
 

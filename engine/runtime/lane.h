@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -112,24 +111,17 @@ class Lane {
   const LaneCounters& counters() const { return counters_; }
   const PartitionLag& lag(size_t index) const { return lag_[index]; }
   const FailureCell& failure() const { return failure_; }
-  // Counts the facts pending after the position from the store (the lane's thread).
+  // Counts the facts pending after the position from the store (the lane's thread; the first
+  // time when the lanes are built, after the listener is attached and the horizon opened).
   Status RecountLag();
-  // The first count, off the start path: a backlog of millions of facts takes seconds to scan,
-  // and delivery must not wait for a metric. BeginInitialCount (the control thread, when the
-  // lanes are built, after the listener is attached and the horizon opened; no worker runs the
-  // lane yet) notes each partition's position p0 and the horizon h it cuts; the lane keeps
-  // counting from there (the listener adds facts after h, batches subtract what they pass).
-  // FinishInitialCount (the runtime's lag-counter thread) scans (p0, h] and adds it:
-  //   lag = count(p0, h] + announced after h - passed since p0 = facts pending after the lane.
-  // A RecountLag on the lane's thread in between replaces the value whole, and the initial count
-  // is then dropped (lag_count_mutex_ orders the two). Until it is added, lag_known() is false.
-  // Returns early without adding when `stop` is raised.
-  void BeginInitialCount();
-  Status FinishInitialCount(const std::atomic<bool>& stop);
-  bool lag_known() const { return lag_known_.load(std::memory_order_acquire); }
-  // Asks the lane's thread to recount before its next batch (any thread: the listener missed
-  // facts, or retention removed facts the lane had not passed).
+  // Asks the lane's thread to recount before its next batch (any thread: the first snapshot,
+  // the listener missed facts, or retention removed facts the lane had not passed).
   void RequestRecount() { recount_.store(true, std::memory_order_relaxed); }
+  bool recount_requested() const { return recount_.load(std::memory_order_relaxed); }
+  // Recounts if asked to (the lane's thread).
+  void RecountIfRequested();
+  // RecountLag ran once: the lag cells count from here on (any thread).
+  bool lag_counted() const { return lag_counted_.load(std::memory_order_acquire); }
   // Durable listener: `count` facts of `partition` that the consumer takes were announced, the
   // oldest committed at `first_commit_ms`.
   void Announce(uint32_t partition, int64_t count, int64_t first_commit_ms);
@@ -174,9 +166,8 @@ class Lane {
   // Reads the stored retry records of the lane's partitions: attempts continue from them.
   Status LoadRetryRecords();
   // Counts the facts the consumer takes in (from, to] of the partition at `index`.
-  // `stop` (may be null) cuts the scan short: Closed.
   Status CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count,
-                    int64_t* first_commit_ms, const std::atomic<bool>* stop = nullptr) const;
+                    int64_t* first_commit_ms) const;
   // Lag after the position of the partition at `index` moved from `from` to position_[index].
   void AdjustLagForMove(size_t index, uint64_t from);
   // After a committed batch: the facts it passed leave the lag.
@@ -217,16 +208,7 @@ class Lane {
   std::unique_ptr<PartitionLag[]> lag_;  // per partition of `partitions_`
   FailureCell failure_;
   std::atomic<bool> recount_{false};
-  bool lag_counted_ = false;  // counting began (BeginInitialCount or RecountLag): adjust moves
-  std::atomic<bool> lag_known_{false};  // the backlog the lane started with is counted
-  std::mutex lag_count_mutex_;          // a recount against the initial count's addition
-  bool initial_pending_ = false;        // guarded by lag_count_mutex_
-  struct InitialCut {
-    uint64_t from = 0;   // the position when counting began
-    uint64_t to = 0;     // the horizon cut then
-    int64_t at_cut = 0;  // what the lag held for (from, to] at the cut
-  };
-  std::vector<InitialCut> initial_;  // per partition
+  std::atomic<bool> lag_counted_{false};
   // The batch in flight, per partition: facts it takes that it passes, and the commit time of
   // the first fact it takes that it does not pass (kHeadUnknown: not read).
   std::vector<uint32_t> pending_passed_;

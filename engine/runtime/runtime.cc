@@ -7,7 +7,6 @@
 #include <set>
 
 #include "engine/base/assert.h"
-#include "engine/base/thread_name.h"
 #include "engine/runtime/assignment.h"
 #include "engine/runtime/runtime_impl.h"
 #include "engine/store/codec.h"
@@ -340,36 +339,31 @@ Status RuntimeImpl::BuildLanes() {
   for (const auto& lane : lanes_) lane->Want(durable);
   lanes_built_ = true;
   horizon_.Open(durable);
-  StartLagCounter();
   core_->AddMetricsSource(this, [this](std::vector<ConsumerMetrics>* out) { CollectMetrics(out); });
   metrics_source_ = true;
   return Status::OK();
 }
 
-void RuntimeImpl::StartLagCounter() {
-  // Positions and horizons are noted now, before any worker runs a lane; the scans run on their
-  // own thread so that the first delivery never waits for them (lane.h, BeginInitialCount).
-  for (const auto& lane : lanes_) lane->BeginInitialCount();
-  lag_counter_ = std::thread([this] {
-    io::NameThisThread("wharf-lagcount");
-    for (const auto& lane : lanes_) {
-      if (lag_counter_stop_.load()) return;
-      Status s = lane->FinishInitialCount(lag_counter_stop_);
-      if (!s.ok() && !lag_counter_stop_.load()) {
-        lane->RequestRecount();  // its own thread counts it before its next batch
-        trace_(TraceEvent::Level::kError, "read-failed", lane->consumer(), 0,
-               "counting the lag: " + s.ToString());
-      }
-    }
-  });
+void RuntimeImpl::RecountRequestedLanes() {
+  bool requested = false;
+  for (const auto& lane : lanes_) {
+    if (!lane->lag_counted()) lane->RequestRecount();
+    requested |= lane->recount_requested();
+  }
+  if (!requested) return;
+  if (threads_ready_.load(std::memory_order_acquire) && workers_.size() > 0) {
+    workers_.WakeAll();  // each worker recounts its lanes (a partial lag until then)
+    return;
+  }
+  // Not waiting: a drain may run (a handler may even take this snapshot); the next one counts.
+  std::unique_lock lock(lanes_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  if (threads_ready_.load(std::memory_order_acquire) && workers_.size() > 0) return;
+  for (const auto& lane : lanes_) lane->RecountIfRequested();
 }
 
-void RuntimeImpl::StopLagCounter() {
-  lag_counter_stop_.store(true);
-  if (lag_counter_.joinable()) lag_counter_.join();
-}
-
-void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) const {
+void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) {
+  RecountRequestedLanes();
   const int64_t now_ms = core_->NowMs();
   for (const auto& consumer : consumers_) {
     if (!consumer->durable()) continue;
@@ -394,7 +388,9 @@ void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) const {
         partition.partition = lane->partitions()[i];
         partition.cursor = lag.cursor.load(std::memory_order_relaxed);
         partition.lag_facts = static_cast<uint64_t>(std::max<int64_t>(0, lag.facts.load()));
-        partition.lag_known = lane->lag_known();
+        // Until the lane's first count (asked for by the first snapshot) the lag holds only what
+        // arrived since the lanes were built: not exported.
+        partition.lag_known = lane->lag_counted();
         metrics.lag_known = metrics.lag_known && partition.lag_known;
         metrics.lag_facts += partition.lag_facts;
         const int64_t head_ms = lag.head_commit_ms.load();
@@ -434,9 +430,12 @@ Status RuntimeImpl::Start() {
   if (!s.ok()) return s;
   started_ = true;
   if (options_.workers == 0) return Status::OK();  // API-only instance: delivers nothing
-  workers_.Start(options_.workers, lanes_);
-  taps_.Start(consumers_);
-  threads_ready_.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(lanes_mutex_);  // a snapshot may be counting the lanes' lag
+    workers_.Start(options_.workers, lanes_);
+    taps_.Start(consumers_);
+    threads_ready_.store(true, std::memory_order_release);
+  }
   timers_.emplace(core_, options_.timer_tick_ms, &trace_);
   timers_->Start();
   std::vector<Consumer*> durable;
@@ -465,7 +464,6 @@ Status RuntimeImpl::Stop() {
   // First: a snapshot must not read the lanes once they may go (waits for one in progress).
   if (metrics_source_) core_->RemoveMetricsSource(this);
   metrics_source_ = false;
-  StopLagCounter();
   if (leases_) leases_->Stop();
   workers_.Stop();
   if (timers_) timers_->Stop();
@@ -494,6 +492,7 @@ Status RuntimeImpl::Drain() {
   if (s.ok()) s = BuildLanes();
   if (!s.ok()) return s;
   workers_.Pause();
+  std::lock_guard lanes_lock(lanes_mutex_);  // a snapshot may be counting the lanes' lag
   Status result;
   std::set<Lane*> stuck;
   for (int round = 0;; ++round) {

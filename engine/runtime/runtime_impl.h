@@ -14,9 +14,9 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "engine/core/engine_core.h"
@@ -80,14 +80,13 @@ class RuntimeImpl : public DurableListener {
   void NotifyWorkers(uint64_t durable_lsn, const std::vector<FactPtr>& facts);
   void WaitForBatches(const Consumer* consumer) const;
   std::vector<std::string> ConsumerIds() const;
-  // Counts, per lane, the facts pending at the start (lag), once the listener is attached.
-  // The lanes' initial lag counts, on lag_counter_ (started when the lanes are built, stopped
-  // first by Stop).
-  void StartLagCounter();
-  void StopLagCounter();
   // The metrics source (wharf/metrics.h): this runtime's durable consumers, from the lanes'
-  // cells, without stopping delivery (any thread).
-  void CollectMetrics(std::vector<ConsumerMetrics>* out) const;
+  // cells, without stopping delivery (any thread). The lag is counted lazily: the first snapshot
+  // asks each lane to count what is pending after its position (one scan, on the lane's worker;
+  // done here when no worker runs the lanes), so a runtime nobody takes metrics of never scans.
+  void CollectMetrics(std::vector<ConsumerMetrics>* out);
+  // Recounts the lanes that were asked to, when no worker runs them (else wakes the workers).
+  void RecountRequestedLanes();
 
   // Keeps the engine's core alive: after Engine::Close every call here answers Closed instead
   // of touching freed memory.
@@ -107,13 +106,14 @@ class RuntimeImpl : public DurableListener {
   std::optional<TimerThread> timers_;
   bool attached_ = false;
   bool metrics_source_ = false;  // added to the engine's metrics sources (control thread)
-  std::thread lag_counter_;
-  std::atomic<bool> lag_counter_stop_{false};
   // Set (release) once Start() has started workers_ and taps_: the durable listener, attached
   // earlier, touches them only afterwards. They do not change again until the listener detaches.
   std::atomic<bool> threads_ready_{false};
   bool lanes_built_ = false;
   bool started_ = false;
+  // Held while the control thread runs lanes (Drain) or starts the workers, and by a snapshot
+  // that counts the lanes' lag itself because no worker runs them.
+  std::mutex lanes_mutex_;
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> abandoned_{false};
