@@ -97,7 +97,8 @@ void AddCommits(Builder& out, const MetricsSnapshot& snapshot) {
   out.Family("wharf_sync_round_duration_seconds", "histogram",
              "Time of one WAL sync round, from its submission to its completion.")
       .Histogram(c.sync_seconds);
-  out.Family("wharf_sync_round_facts", "histogram", "Facts made durable by one sync round.")
+  out.Family("wharf_sync_round_facts", "histogram",
+             "Facts of the transactions one sync round acknowledged.")
       .Histogram(c.sync_facts);
   out.Family("wharf_commit_queue_depth", "gauge",
              "Transactions submitted and not yet acknowledged.")

@@ -174,7 +174,8 @@ rocksdb::DBOptions DbOptionsFor(const EngineOptions& options, rocksdb::Env* env)
   db_options.bytes_per_sync = 1u << 20;
   // RocksDB's tickers (write stalls, flush and compaction bytes, block-cache hits) for the
   // metrics (engine/metrics/engine_metrics.cc). Tickers only: per-core counters, no clock
-  // readings, where the histograms would time every write and read (README, "Metrics cost").
+  // readings, where the histograms would time every write and read. Cost: bench/README.md,
+  // "Metrics cost".
   db_options.statistics = rocksdb::CreateDBStatistics();
   db_options.statistics->set_stats_level(rocksdb::StatsLevel::kExceptHistogramOrTimers);
   return db_options;

@@ -26,7 +26,15 @@ TEST(ReadMetricsTest, LsnsOfAnOpenEngine) {
   EXPECT_EQ(snapshot.partitions, 4u);
   EXPECT_EQ(snapshot.commits.durable_lsn, 3u);
   EXPECT_EQ(snapshot.commits.last_lsn, 3u);
-  EXPECT_NE(ToPrometheusText(snapshot).find("wharf_durable_lsn 3\n"), std::string::npos);
+  const std::string text = ToPrometheusText(snapshot);
+  EXPECT_NE(text.find("wharf_durable_lsn 3\n"), std::string::npos);
+  // The engine's counters reach the text: DeclareTypes' transaction and the three commits, each
+  // timed once; the rounds acknowledged the three facts.
+  EXPECT_NE(text.find("wharf_transactions_committed_total 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("wharf_facts_committed_total 3\n"), std::string::npos);
+  EXPECT_NE(text.find("wharf_commit_duration_seconds_count 4\n"), std::string::npos);
+  EXPECT_NE(text.find("wharf_commit_duration_seconds_bucket{le=\"+Inf\"} 4\n"), std::string::npos);
+  EXPECT_NE(text.find("wharf_sync_round_facts_sum 3\n"), std::string::npos);
   EXPECT_TRUE(ReadMetrics(*engine, nullptr).IsInvalidArgument());
   ASSERT_OK(engine->Close());
   EXPECT_TRUE(ReadMetrics(*engine, &snapshot).IsClosed());
