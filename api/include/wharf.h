@@ -677,10 +677,10 @@ typedef struct wharf_stat_consumer {
   uint8_t retrying;
   uint32_t retrying_partition;
   uint64_t retrying_fact_id;
-  uint32_t retrying_attempt;  /* failed deliveries so far (over restarts) */
-  int64_t retrying_since_ms;  /* wall clock of its first failure */
-  const char* last_error;     /* BORROWED: its last failure's text ("NAME: TEXT"); "" when none */
-  int64_t last_error_ms;      /* wall clock of that failure */
+  uint32_t retrying_attempt; /* failed deliveries so far (over restarts) */
+  int64_t retrying_since_ms; /* wall clock of its first failure */
+  const char* last_error;    /* BORROWED: its last failure's text ("NAME: TEXT"); "" when none */
+  int64_t last_error_ms;     /* wall clock of that failure */
 } wharf_stat_consumer;
 
 /* One consumer in one partition (every partition of every consumer, after its consumer row). */

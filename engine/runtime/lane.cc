@@ -356,16 +356,19 @@ Lane::Step Lane::SettleFailed(TxnRep* rep, const TxnMark& mark, const Fact& fact
   return Step::kPassed;
 }
 
-bool Lane::RunBatch(bool blocking) {
-  if (recount_.load(std::memory_order_relaxed)) {
-    recount_.store(false, std::memory_order_relaxed);
-    Status counted = RecountLag();
-    if (!counted.ok()) {
-      RequestRecount();  // next batch
-      (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0,
-                        "counting the lag: " + counted.ToString());
-    }
+void Lane::RecountIfRequested() {
+  if (!recount_.load(std::memory_order_relaxed)) return;
+  recount_.store(false, std::memory_order_relaxed);
+  Status counted = RecountLag();
+  if (!counted.ok()) {
+    RequestRecount();  // next time
+    (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0,
+                      "counting the lag: " + counted.ToString());
   }
+}
+
+bool Lane::RunBatch(bool blocking) {
+  RecountIfRequested();
   const uint64_t furthest = *std::max_element(position_.begin(), position_.end());
   const uint32_t limit = furthest < single_until_ ? 1 : consumer_->batch_facts;
   BeginBatch();
@@ -627,7 +630,7 @@ Status Lane::LoadCursors() {
   }
   dirty_since_ms_ = 0;
   for (size_t i = 0; i < partitions_.size(); ++i) {
-    if (lag_counted_ && position_[i] != before[i]) AdjustLagForMove(i, before[i]);
+    if (lag_counted() && position_[i] != before[i]) AdjustLagForMove(i, before[i]);
     lag_[i].cursor.store(position_[i], std::memory_order_relaxed);
   }
   Status s = LoadRetryRecords();
@@ -740,7 +743,7 @@ Status Lane::RecountLag() {
     }
     cell.cursor.store(position_[i], std::memory_order_relaxed);
   }
-  lag_counted_ = true;
+  lag_counted_.store(true, std::memory_order_release);
   return Status::OK();
 }
 

@@ -114,9 +114,14 @@ class Lane {
   // Counts the facts pending after the position from the store (the lane's thread; the first
   // time when the lanes are built, after the listener is attached and the horizon opened).
   Status RecountLag();
-  // Asks the lane's thread to recount before its next batch (any thread: the listener missed
-  // facts, or retention removed facts the lane had not passed).
+  // Asks the lane's thread to recount before its next batch (any thread: the first snapshot,
+  // the listener missed facts, or retention removed facts the lane had not passed).
   void RequestRecount() { recount_.store(true, std::memory_order_relaxed); }
+  bool recount_requested() const { return recount_.load(std::memory_order_relaxed); }
+  // Recounts if asked to (the lane's thread).
+  void RecountIfRequested();
+  // RecountLag ran once: the lag cells count from here on (any thread).
+  bool lag_counted() const { return lag_counted_.load(std::memory_order_acquire); }
   // Durable listener: `count` facts of `partition` that the consumer takes were announced, the
   // oldest committed at `first_commit_ms`.
   void Announce(uint32_t partition, int64_t count, int64_t first_commit_ms);
@@ -203,7 +208,7 @@ class Lane {
   std::unique_ptr<PartitionLag[]> lag_;  // per partition of `partitions_`
   FailureCell failure_;
   std::atomic<bool> recount_{false};
-  bool lag_counted_ = false;  // RecountLag ran once: lag is kept from here on
+  std::atomic<bool> lag_counted_{false};
   // The batch in flight, per partition: facts it takes that it passes, and the commit time of
   // the first fact it takes that it does not pass (kHeadUnknown: not read).
   std::vector<uint32_t> pending_passed_;

@@ -339,23 +339,31 @@ Status RuntimeImpl::BuildLanes() {
   for (const auto& lane : lanes_) lane->Want(durable);
   lanes_built_ = true;
   horizon_.Open(durable);
-  s = CountInitialLag();
-  if (!s.ok()) return s;
   core_->AddMetricsSource(this, [this](std::vector<ConsumerMetrics>* out) { CollectMetrics(out); });
   metrics_source_ = true;
   return Status::OK();
 }
 
-Status RuntimeImpl::CountInitialLag() {
-  // One scan per lane of the facts after its cursor (no worker runs a lane yet).
+void RuntimeImpl::RecountRequestedLanes() {
+  bool requested = false;
   for (const auto& lane : lanes_) {
-    Status s = lane->RecountLag();
-    if (!s.ok()) return s;
+    if (!lane->lag_counted()) lane->RequestRecount();
+    requested |= lane->recount_requested();
   }
-  return Status::OK();
+  if (!requested) return;
+  if (threads_ready_.load(std::memory_order_acquire) && workers_.size() > 0) {
+    workers_.WakeAll();  // each worker recounts its lanes (a partial lag until then)
+    return;
+  }
+  // Not waiting: a drain may run (a handler may even take this snapshot); the next one counts.
+  std::unique_lock lock(lanes_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  if (threads_ready_.load(std::memory_order_acquire) && workers_.size() > 0) return;
+  for (const auto& lane : lanes_) lane->RecountIfRequested();
 }
 
-void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) const {
+void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) {
+  RecountRequestedLanes();
   const int64_t now_ms = core_->NowMs();
   for (const auto& consumer : consumers_) {
     if (!consumer->durable()) continue;
@@ -418,9 +426,12 @@ Status RuntimeImpl::Start() {
   if (!s.ok()) return s;
   started_ = true;
   if (options_.workers == 0) return Status::OK();  // API-only instance: delivers nothing
-  workers_.Start(options_.workers, lanes_);
-  taps_.Start(consumers_);
-  threads_ready_.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(lanes_mutex_);  // a snapshot may be counting the lanes' lag
+    workers_.Start(options_.workers, lanes_);
+    taps_.Start(consumers_);
+    threads_ready_.store(true, std::memory_order_release);
+  }
   timers_.emplace(core_, options_.timer_tick_ms, &trace_);
   timers_->Start();
   std::vector<Consumer*> durable;
@@ -477,6 +488,7 @@ Status RuntimeImpl::Drain() {
   if (s.ok()) s = BuildLanes();
   if (!s.ok()) return s;
   workers_.Pause();
+  std::lock_guard lanes_lock(lanes_mutex_);  // a snapshot may be counting the lanes' lag
   Status result;
   std::set<Lane*> stuck;
   for (int round = 0;; ++round) {

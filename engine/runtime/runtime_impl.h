@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <vector>
@@ -79,11 +80,13 @@ class RuntimeImpl : public DurableListener {
   void NotifyWorkers(uint64_t durable_lsn, const std::vector<FactPtr>& facts);
   void WaitForBatches(const Consumer* consumer) const;
   std::vector<std::string> ConsumerIds() const;
-  // Counts, per lane, the facts pending at the start (lag), once the listener is attached.
-  Status CountInitialLag();
   // The metrics source (wharf/metrics.h): this runtime's durable consumers, from the lanes'
-  // cells, without stopping delivery (any thread).
-  void CollectMetrics(std::vector<ConsumerMetrics>* out) const;
+  // cells, without stopping delivery (any thread). The lag is counted lazily: the first snapshot
+  // asks each lane to count what is pending after its position (one scan, on the lane's worker;
+  // done here when no worker runs the lanes), so a runtime nobody takes metrics of never scans.
+  void CollectMetrics(std::vector<ConsumerMetrics>* out);
+  // Recounts the lanes that were asked to, when no worker runs them (else wakes the workers).
+  void RecountRequestedLanes();
 
   // Keeps the engine's core alive: after Engine::Close every call here answers Closed instead
   // of touching freed memory.
@@ -108,6 +111,9 @@ class RuntimeImpl : public DurableListener {
   std::atomic<bool> threads_ready_{false};
   bool lanes_built_ = false;
   bool started_ = false;
+  // Held while the control thread runs lanes (Drain) or starts the workers, and by a snapshot
+  // that counts the lanes' lag itself because no worker runs them.
+  std::mutex lanes_mutex_;
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> abandoned_{false};

@@ -132,7 +132,9 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
     }
   }
   for (Lane* lane : worker->lanes) {
-    if (lane->in_flight() || !lane->consumer()->owned.load()) continue;
+    if (lane->in_flight()) continue;
+    lane->RecountIfRequested();  // a snapshot asked for the lag (first time, or after a gap)
+    if (!lane->consumer()->owned.load()) continue;
     if (lane->ReloadIfReacquired() && lane->retry_at_ms() <= now_ms) {
       if (lane->HasWork() || (lane->skipping() && lane->HasUnscanned())) {
         did_work |= lane->RunBatch(/*blocking=*/false);
