@@ -710,6 +710,36 @@ WHARF_EXPORT wharf_status wharf_stat(wharf_engine* engine, wharf_stat_snapshot* 
                                      wharf_stat_consumer_fn on_consumer, wharf_stat_lane_fn on_lane,
                                      void* ctx);
 
+/* ---------------------------------------------------------------------------------------------
+** METRICS
+**
+** What the engine and the runtimes attached to it have done since the engine opened (counters
+** restart at 0 at each open), as Prometheus names them: the same samples as the engine's
+** metrics_listen and metrics_textfile (see wharf/metrics.h for what each means). A sample is a
+** name, its labels and a value, so new metrics never change the ABI.
+*/
+
+/* Called once per sample, on the calling thread, in the order of the Prometheus text (family by
+** family; a histogram's _bucket samples, then _sum and _count). `name` is the sample's name
+** (`wharf_facts_committed_total`, `wharf_commit_seconds_bucket`...); `labels` is its label set in
+** Prometheus' text form, values escaped (`{consumer="audit",partition="3"}`), or "" when it has
+** none. Both are BORROWED: valid until the callback returns. */
+typedef void (*wharf_metric_fn)(void* ctx, const char* name, const char* labels, double value);
+
+/* Takes one metrics snapshot and calls `fn` for every sample of it. The snapshot is taken before
+** the first call: the callback may call wharf functions (not wharf_close).
+**   WHARF_INVALID_ARGUMENT  a NULL engine or fn
+**   WHARF_CLOSED            the engine is closed
+** Thread-safe. */
+WHARF_EXPORT wharf_status wharf_metrics(wharf_engine* engine, wharf_metric_fn fn, void* ctx);
+
+/* One metrics snapshot as Prometheus text (exposition format 0.0.4, what metrics_listen serves).
+** On WHARF_OK, *text is OWNED by the caller, NUL-terminated: release it with wharf_free.
+**   WHARF_INVALID_ARGUMENT  a NULL engine or text
+**   WHARF_CLOSED            the engine is closed
+** Thread-safe. */
+WHARF_EXPORT wharf_status wharf_metrics_text(wharf_engine* engine, char** text);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -126,6 +126,29 @@ class TestCommitAndRead(EngineTestCase):
         self.assertNotEqual(result["thread"], threading.get_ident())
 
 
+class TestMetrics(EngineTestCase):
+    def test_samples_and_text(self):
+        for i in range(3):
+            self.commit("OrderPlaced", f"k{i}", b"{}")
+        samples = self.engine.metrics()
+        self.assertEqual(samples["wharf_durable_lsn"], 3)
+        self.assertIn("wharf_commit_duration_seconds_count", samples)
+        self.assertTrue(any(k.startswith('wharf_commit_duration_seconds_bucket{le="') for k in samples))
+        text = self.engine.metrics_text()
+        self.assertIn("# TYPE wharf_durable_lsn gauge\nwharf_durable_lsn 3\n", text)
+        # The text's sample lines are the samples, one for one.
+        lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+        self.assertEqual(len(lines), len(samples))
+
+    def test_closed_engine(self):
+        self.engine.close()
+        with self.assertRaises(wharf.WharfError):
+            self.engine.metrics()
+        with self.assertRaises(wharf.WharfError):
+            self.engine.metrics_text()
+        self.engine = self.open()
+
+
 class TestRuntime(EngineTestCase):
     def test_projection_exactly_once_across_reopen(self):
         for i in range(10):

@@ -56,6 +56,7 @@ from ctypes import (
     POINTER,
     byref,
     c_char_p,
+    c_double,
     c_int,
     c_int32,
     c_int64,
@@ -212,6 +213,7 @@ _DEAD_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_void_p)
 _LEASE_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_uint64, c_int64, c_uint64)
 _RETRIED_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
 _LOSS_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint64, c_uint64, c_uint64, c_uint64)
+_METRIC_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_double)
 _TRIM_PARTITION_FN = CFUNCTYPE(None, c_void_p, c_uint32, c_uint64, c_uint64, c_uint64)
 
 
@@ -276,6 +278,8 @@ _SIGNATURES = {
     "wharf_partitions": (_status, [_P, POINTER(c_uint32)]),
     "wharf_partition_of": (_status, [_P, c_char_p, c_size_t, POINTER(c_uint32)]),
     "wharf_io_backend": (_status, [_P, POINTER(c_char_p)]),
+    "wharf_metrics": (_status, [_P, _METRIC_FN, c_void_p]),
+    "wharf_metrics_text": (_status, [_P, POINTER(c_void_p)]),
     "wharf_read_facts": (_status, [_P, c_uint32, c_uint64, c_size_t, _FACT_FN, c_void_p,
                                    POINTER(c_size_t)]),
     "wharf_txn_begin": (_status, [_P, POINTER(_P)]),
@@ -1135,6 +1139,27 @@ class Engine:
         value = c_char_p()
         _check(_lib.wharf_io_backend(self._live(), byref(value)))
         return value.value.decode()
+
+    # -- metrics
+    def metrics(self) -> Dict[str, float]:
+        """One metrics snapshot: every sample, keyed by its series as Prometheus writes it
+        (`wharf_durable_lsn`, `wharf_consumer_lag_facts{consumer="audit"}`), to its value."""
+        samples: Dict[str, float] = {}
+
+        def collect(_ctx, name, labels, value):
+            samples[name.decode() + labels.decode()] = value
+
+        _check(_lib.wharf_metrics(self._live(), _METRIC_FN(collect), None))
+        return samples
+
+    def metrics_text(self) -> str:
+        """One metrics snapshot as Prometheus text (what metrics_listen serves)."""
+        value = c_void_p()
+        _check(_lib.wharf_metrics_text(self._live(), byref(value)))
+        try:
+            return ctypes.string_at(value.value).decode()
+        finally:
+            _lib.wharf_free(value)
 
     # -- administration
     def cursor(self, consumer: str, partition: int) -> int:

@@ -10,6 +10,7 @@
 #include "engine/base/assert.h"
 #include "engine/base/futex.h"
 #include "engine/metrics/http_listener.h"
+#include "engine/metrics/textfile_writer.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -123,6 +124,14 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
       return s;
     }
   }
+  if (!options.metrics_textfile.empty()) {
+    s = TextfileWriter::Start(engine->get(), options.metrics_textfile, options.metrics_interval_ms,
+                              {}, &raw->metrics_textfile_);
+    if (!s.ok()) {
+      engine->reset();  // closes it
+      return s;
+    }
+  }
   if (!options.metrics_listen.empty()) {
     s = HttpListener::Start(engine->get(), options.metrics_listen, HttpListenerLimits(),
                             &raw->metrics_listener_);
@@ -137,7 +146,10 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
 EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
 
 Status EngineCore::Close() {
-  if (closed_.exchange(true)) return Status::OK();
+  if (closing_.exchange(true)) return Status::OK();
+  // The textfile's last write reads the metrics of the engine still open.
+  if (metrics_textfile_) metrics_textfile_->Stop();
+  closed_.store(true);
   // No scrape or admin request may run while the rest closes (one in progress finishes first).
   if (metrics_listener_) metrics_listener_->Stop();
   if (admin_server_) admin_server_->Stop();

@@ -30,7 +30,8 @@ namespace wharf::internal {
 namespace admin_socket {
 class AdminServer;  // engine/admin/socket/server.h
 }  // namespace admin_socket
-class HttpListener;  // engine/metrics/http_listener.h
+class HttpListener;    // engine/metrics/http_listener.h
+class TextfileWriter;  // engine/metrics/textfile_writer.h
 
 struct StringHash {
   using is_transparent = void;
@@ -131,6 +132,10 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   // The metrics listener (option metrics_listen; null when off): started and stopped like the
   // admin server, stopped before it.
   std::unique_ptr<HttpListener> metrics_listener_;
+  // The metrics textfile (option metrics_textfile; null when off): its last write happens in
+  // Close() before the engine counts as closed, so it needs its own once-only flag (closing_).
+  std::unique_ptr<TextfileWriter> metrics_textfile_;
+  std::atomic<bool> closing_{false};
 
   std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};
 

@@ -132,17 +132,22 @@ void AddConsumers(Builder& out, const MetricsSnapshot& snapshot) {
              "Durable facts after a consumer's cursor in a partition that it takes.");
   for (const ConsumerMetrics& consumer : snapshot.consumers) {
     for (const ConsumerPartitionMetrics& lane : consumer.partitions) {
+      if (!lane.lag_known) continue;  // still being counted: no sample rather than a wrong one
       Labels labels = ConsumerLabels(consumer);
       labels.emplace_back("partition", std::to_string(lane.partition));
       out.Sample(D(lane.lag_facts), std::move(labels));
     }
   }
-  PerConsumer(out, snapshot, "wharf_consumer_lag_facts", "gauge",
-              "Durable facts a consumer takes and has not passed, over its partitions.",
-              [](const ConsumerMetrics& c) { return D(c.lag_facts); });
-  PerConsumer(out, snapshot, "wharf_consumer_lag_seconds", "gauge",
-              "Age of the oldest durable fact a consumer takes and has not passed (0: caught up).",
-              [](const ConsumerMetrics& c) { return c.lag_seconds; });
+  out.Family("wharf_consumer_lag_facts", "gauge",
+             "Durable facts a consumer takes and has not passed, over its partitions.");
+  for (const ConsumerMetrics& consumer : snapshot.consumers) {
+    if (consumer.lag_known) out.Sample(D(consumer.lag_facts), ConsumerLabels(consumer));
+  }
+  out.Family("wharf_consumer_lag_seconds", "gauge",
+             "Age of the oldest durable fact a consumer takes and has not passed (0: caught up).");
+  for (const ConsumerMetrics& consumer : snapshot.consumers) {
+    if (consumer.lag_known) out.Sample(consumer.lag_seconds, ConsumerLabels(consumer));
+  }
   if (!snapshot.live) return;
   PerConsumer(out, snapshot, "wharf_consumer_delivered_total", "counter",
               "Facts handed to a consumer's handler (a redelivery counts again).",

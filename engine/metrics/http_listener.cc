@@ -176,7 +176,7 @@ thread_local bool close_after_reply = false;
 class BoundedPool final : public httplib::TaskQueue {
  public:
   BoundedPool(size_t threads, size_t queued_max, std::atomic<uint64_t>* refused)
-      : queued_max_(queued_max), refused_(refused) {
+      : capacity_(threads + queued_max), refused_(refused) {
     for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
   }
   ~BoundedPool() override { shutdown(); }
@@ -184,7 +184,9 @@ class BoundedPool final : public httplib::TaskQueue {
   void enqueue(std::function<void()> fn) override {
     {
       std::lock_guard lock(mutex_);
-      if (!shutdown_ && jobs_.size() < queued_max_ + idle_) {
+      // Counted from the jobs running rather than the workers waiting: a worker just started
+      // (or between two jobs) is not waiting yet, but will take the job.
+      if (!shutdown_ && jobs_.size() + running_ < capacity_) {
         jobs_.push_back(std::move(fn));
         wake_.notify_one();
         return;
@@ -212,24 +214,24 @@ class BoundedPool final : public httplib::TaskQueue {
     io::NameThisThread("wharf-metrics");
     std::unique_lock lock(mutex_);
     for (;;) {
-      ++idle_;
       wake_.wait(lock, [this] { return shutdown_ || !jobs_.empty(); });
-      --idle_;
       if (jobs_.empty()) return;  // shutdown_, and every queued connection has been closed
       std::function<void()> job = std::move(jobs_.front());
       jobs_.pop_front();
+      ++running_;
       lock.unlock();
       job();
       lock.lock();
+      --running_;
     }
   }
 
-  const size_t queued_max_;
+  const size_t capacity_;  // connections running or waiting, at most (threads + queued_max)
   std::atomic<uint64_t>* const refused_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;  // guarded by mutex_
-  size_t idle_ = 0;                         // workers waiting for a job; guarded by mutex_
+  size_t running_ = 0;                      // jobs being run; guarded by mutex_
   bool shutdown_ = false;                   // guarded by mutex_
   std::vector<std::thread> threads_;
 };

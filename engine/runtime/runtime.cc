@@ -388,6 +388,10 @@ void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) {
         partition.partition = lane->partitions()[i];
         partition.cursor = lag.cursor.load(std::memory_order_relaxed);
         partition.lag_facts = static_cast<uint64_t>(std::max<int64_t>(0, lag.facts.load()));
+        // Until the lane's first count (asked for by the first snapshot) the lag holds only what
+        // arrived since the lanes were built: not exported.
+        partition.lag_known = lane->lag_counted();
+        metrics.lag_known = metrics.lag_known && partition.lag_known;
         metrics.lag_facts += partition.lag_facts;
         const int64_t head_ms = lag.head_commit_ms.load();
         if (partition.lag_facts > 0 && head_ms > 0 && (oldest_ms == 0 || head_ms < oldest_ms)) {

@@ -71,6 +71,14 @@ int LeaseList(const Context& context);
 // stderr (tools/cli/metrics_command.cc).
 int Metrics(const Context& context);
 
+struct TopOptions {
+  uint64_t interval_ms = 1000;  // between frames (> 0)
+  uint64_t iterations = 0;      // frames before exiting (0: until q or Ctrl-C)
+  uint64_t stuck_ms = 10000;    // a consumer behind whose cursors did not move for this long
+};
+// A live view of the running engine's metrics (tools/cli/top_command.cc, top_frame.h).
+int Top(const Context& context, const TopOptions& options);
+
 // Arguments passed through to the workload runner (tools/cli/bench_command.cc).
 struct BenchOptions {
   std::vector<std::string> workloads;  // empty: every implemented workload

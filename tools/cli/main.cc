@@ -274,6 +274,30 @@ int Run(int argc, char** argv) {
       "stderr that counters and histograms need a running engine.");
   metrics->callback(needs_db([&] { return Metrics(context); }));
 
+  // top
+  TopOptions top_options;
+  auto* top = app.add_subcommand(
+      "top", "A live view of the running engine: commit rate, sync latency, consumers' state");
+  top->add_option("--interval-ms", top_options.interval_ms, "Between frames (default 1000)")
+      ->check(kNumber)
+      ->check(CLI::Range(uint64_t{1}, uint64_t{3600000}));
+  top->add_option("--iterations", top_options.iterations,
+                  "Print N frames, then exit (default: until q or Ctrl-C)")
+      ->check(kNumber);
+  top->add_option("--stuck-ms", top_options.stuck_ms,
+                  "A consumer behind whose cursors did not move for this long is 'stuck' "
+                  "(default 10000)")
+      ->check(kNumber);
+  top->footer(
+      "Every interval: transactions/s and facts/s committed, the sync round's p50/p99 (estimated\n"
+      "from its histogram over the interval) and mean, queue depth, disk bytes; per consumer its\n"
+      "deliveries/s, lag (facts, seconds), state (caught up, behind, retrying fact N (attempt K,\n"
+      "since T), stuck) and last error. On a terminal it redraws in place (colors unless NO_COLOR\n"
+      "is set); q quits (exit 0), Ctrl-C exits 130. Otherwise it prints plain frames, one per\n"
+      "interval. Needs the running engine's admin socket (<db>/admin.sock or --admin-socket);\n"
+      "without one it says so and exits 1 ('wharf metrics' reads a database nobody holds).");
+  top->callback(needs_db([&] { return Top(context, top_options); }));
+
   // bench
   BenchOptions bench_options;
   auto* bench = app.add_subcommand(

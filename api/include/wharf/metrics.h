@@ -62,6 +62,9 @@ struct ConsumerPartitionMetrics {
   uint32_t partition = 0;
   uint64_t cursor = 0;     // the last fact it passed here
   uint64_t lag_facts = 0;  // durable facts after the cursor that it takes
+  // false while the runtime still counts (in the background, after Start) the backlog the lane
+  // started with: lag_facts then holds only what arrived since, and is not exported.
+  bool lag_known = true;
 };
 
 // A durable consumer of a runtime attached to this engine (taps have no cursor and are not listed).
@@ -78,6 +81,7 @@ struct ConsumerMetrics {
   uint64_t dead_letters_total = 0;
   uint64_t lag_facts = 0;         // sum over the partitions
   double lag_seconds = 0;         // age of the oldest durable fact it takes and has not passed; 0
+  bool lag_known = true;          // every partition's lag_known
   bool retrying = false;          // a fact keeps failing (it waits for its backoff)
   uint64_t retrying_fact_id = 0;  // that fact
   uint32_t retrying_attempt = 0;  // attempts so far (1: delivered once)

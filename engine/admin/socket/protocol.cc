@@ -408,6 +408,7 @@ void WriteMetrics(const MetricsSnapshot& m, JsonWriter* json) {
     json->Key("dead_letters_total").Uint(consumer.dead_letters_total);
     json->Key("lag_facts").Uint(consumer.lag_facts);
     json->Key("lag_seconds").Double(consumer.lag_seconds);
+    json->Key("lag_known").Bool(consumer.lag_known);
     json->Key("retrying").Bool(consumer.retrying);
     json->Key("retrying_fact_id").Uint(consumer.retrying_fact_id);
     json->Key("retrying_attempt").Uint(consumer.retrying_attempt);
@@ -419,7 +420,8 @@ void WriteMetrics(const MetricsSnapshot& m, JsonWriter* json) {
     json->Key("partitions").BeginArray();
     for (const ConsumerPartitionMetrics& lane : consumer.partitions) {
       json->BeginObject().Key("partition").Uint(lane.partition);
-      json->Key("cursor").Uint(lane.cursor).Key("lag_facts").Uint(lane.lag_facts).EndObject();
+      json->Key("cursor").Uint(lane.cursor).Key("lag_facts").Uint(lane.lag_facts);
+      json->Key("lag_known").Bool(lane.lag_known).EndObject();
     }
     json->EndArray().EndObject();
   }
@@ -801,6 +803,7 @@ void ReadMetricsResult(Fields* result, MetricsSnapshot* m) {
     consumer.dead_letters_total = fields.U64("dead_letters_total");
     consumer.lag_facts = fields.U64("lag_facts");
     consumer.lag_seconds = fields.Double("lag_seconds");
+    consumer.lag_known = fields.Bool("lag_known");
     consumer.retrying = fields.Bool("retrying");
     consumer.retrying_fact_id = fields.U64("retrying_fact_id");
     consumer.retrying_attempt = fields.U32("retrying_attempt");
@@ -815,6 +818,7 @@ void ReadMetricsResult(Fields* result, MetricsSnapshot* m) {
       lane.partition = of.U32("partition");
       lane.cursor = of.U64("cursor");
       lane.lag_facts = of.U64("lag_facts");
+      lane.lag_known = of.Bool("lag_known");
       fields.Absorb(of);
     }
     result->Absorb(fields);

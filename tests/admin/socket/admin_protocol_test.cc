@@ -191,6 +191,7 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
     consumer.dead_letters_total = 18;
     consumer.lag_facts = 19;
     consumer.lag_seconds = 0.30000000000000004;
+    consumer.lag_known = false;  // not the default: the round trip must carry it
     consumer.retrying = true;
     consumer.retrying_fact_id = 20;
     consumer.retrying_attempt = UINT32_MAX;
@@ -199,7 +200,7 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
     consumer.last_error_ms = 22;
     consumer.lease_held = true;
     consumer.lease_epoch = 23;
-    consumer.partitions = {{0, 24, 25}, {UINT32_MAX, UINT64_MAX, 26}};
+    consumer.partitions = {{0, 24, 25, true}, {UINT32_MAX, UINT64_MAX, 26, false}};
   }
   RetentionMetrics& r = m.retention;
   r.passes_total = 27;
@@ -261,6 +262,7 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
     EXPECT_EQ(have.dead_letters_total, 18u);
     EXPECT_EQ(have.lag_facts, 19u);
     EXPECT_EQ(have.lag_seconds, 0.30000000000000004);
+    EXPECT_FALSE(have.lag_known);
     EXPECT_TRUE(have.retrying);
     EXPECT_EQ(have.retrying_fact_id, 20u);
     EXPECT_EQ(have.retrying_attempt, UINT32_MAX);
@@ -274,6 +276,7 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
       EXPECT_EQ(have.partitions[p].partition, want.partitions[p].partition);
       EXPECT_EQ(have.partitions[p].cursor, want.partitions[p].cursor);
       EXPECT_EQ(have.partitions[p].lag_facts, want.partitions[p].lag_facts);
+      EXPECT_EQ(have.partitions[p].lag_known, want.partitions[p].lag_known);
     }
   }
   EXPECT_EQ(got.retention.passes_total, 27u);

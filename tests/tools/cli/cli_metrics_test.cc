@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -315,6 +316,165 @@ TEST_F(CliMetricsTest, ErrorsNameTheProblem) {
   r = Run({"metrics"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "--db PATH is required");
+}
+
+size_t Count(const std::string& text, const std::string& part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+// `wharf top` with stdout not a terminal: plain frames, one per interval, no escape codes. The
+// commit rate of a producer committing meanwhile, sync latency, and each consumer's state:
+// retrying its fact, behind (its cursors not moving, under --stuck-ms) or stuck (past it).
+TEST_F(CliMetricsTest, TopPlainFrames) {
+  StartRuntime();
+  Commit(10, 3);
+  EXPECT_TRUE(runtime_->Drain().IsBusy());  // mailer caught up, notifier retrying fact 1
+  EXPECT_TRUE(runtime_->Drain().IsBusy());
+  Result r = RunDb({"top", "--iterations", "2", "--interval-ms", "100"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(Count(r.out, "wharf top  " + dir_.db()), 2u) << r.out;
+  EXPECT_LACKS(r.out, "\x1b");
+  EXPECT_CONTAINS(r.out, "txn/s");
+  EXPECT_CONTAINS(r.out, "last lsn 30   durable lsn 30");
+  EXPECT_CONTAINS(r.out, "CONSUMER  KIND        RATE/S  LAG_FACTS  LAG_S  STATE");
+  EXPECT_CONTAINS(r.out, "caught up");
+  EXPECT_CONTAINS(r.out, "retrying fact 1 (attempt 2, since ");
+  EXPECT_CONTAINS(r.out, "subscriber-failed: smtp 451 \"try later\" (");
+
+  // A producer commits while top watches; nobody drains, so mailer falls behind.
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    while (!done.load()) {
+      Txn txn = engine_->Begin();
+      if (!txn.Emit("OrderCreated", "customer-7", "more").ok() || !txn.Commit().ok()) break;
+    }
+  });
+  r = RunDb({"top", "--iterations", "3", "--interval-ms", "100"});
+  Result stuck = RunDb({"top", "--iterations", "1", "--interval-ms", "50", "--stuck-ms", "0"});
+  done.store(true);
+  producer.join();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Count(r.out, "wharf top  "), 3u) << r.out;
+  // Some interval saw commits (the producer never pauses) and sync rounds.
+  bool committing = false;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("commits   ", 0) == 0 && line.rfind("commits   0.0 txn/s", 0) != 0 &&
+        line.rfind("commits   - txn/s", 0) != 0) {
+      committing = true;
+    }
+  }
+  EXPECT_TRUE(committing) << r.out;
+  EXPECT_CONTAINS(r.out, "sync      p50 ");
+  EXPECT_CONTAINS(r.out, "behind");
+  EXPECT_LACKS(r.out, "stuck");
+  ASSERT_EQ(stuck.code, 0) << stuck.err;
+  EXPECT_CONTAINS(stuck.out, "stuck");
+}
+
+// Without a running engine top says so (exit 1); with no database at all, exit 2.
+TEST_F(CliMetricsTest, TopNeedsARunningEngine) {
+  ASSERT_OK(engine_->Close());
+  engine_.reset();
+  Result r = RunDb({"top", "--iterations", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "no engine answers at the admin socket");
+  EXPECT_CONTAINS(r.err, "wharf top shows a running engine");
+  EXPECT_EQ(r.out, "");
+  r = Run({"top", "--db", dir_.path() + "/nothing-here"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "does not exist");
+  r = RunDb({"top", "--interval-ms", "0"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--interval-ms");
+}
+
+// A tmux server of its own (tmux -L NAME), killed at the end whatever happens.
+class Tmux {
+ public:
+  explicit Tmux(const std::string& scratch) : scratch_(scratch), tmux_(OnPath("tmux")) {
+    static int counter = 0;
+    name_ = "wharf-top-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  }
+  ~Tmux() {
+    if (!tmux_.empty()) Run({"kill-server"});
+  }
+  bool present() const { return !tmux_.empty(); }
+  Result Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {tmux_, "-L", name_, "-f", "/dev/null"});
+    return RunProgram(args, scratch_);
+  }
+  // The pane's text (with escape sequences for its colors when `escapes`).
+  std::string Capture(const std::string& target, bool escapes = false) {
+    std::vector<std::string> args = {"capture-pane", "-p", "-t", target};
+    if (escapes) args.push_back("-e");
+    return Run(args).out;
+  }
+  // Captures until the pane shows `part` (at most two minutes: a bound, not a timing assertion).
+  std::string WaitFor(const std::string& target, const std::string& part, bool shown = true) {
+    std::string text;
+    for (int i = 0; i < 1200; ++i) {
+      text = Capture(target);
+      if ((text.find(part) != std::string::npos) == shown) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return text;
+  }
+
+ private:
+  std::string scratch_;
+  std::string tmux_;
+  std::string name_;
+};
+
+// `wharf top` in a real terminal (tmux, 160x40): the frame with the commit rate and the
+// consumers' lines appears, colored; q quits with 0. With NO_COLOR no colors, and Ctrl-C exits
+// 130.
+TEST_F(CliMetricsTest, TopInTmux) {
+  TempDir scratch;
+  Tmux tmux(scratch.path());
+  ASSERT_TRUE(tmux.present()) << "tmux not found on PATH: install Debian's `tmux` package "
+                                 "(apt-get install tmux; CI installs it through tools/setup.sh)";
+  StartRuntime();
+  Commit(10, 3);
+  EXPECT_TRUE(runtime_->Drain().IsBusy());
+  EXPECT_TRUE(runtime_->Drain().IsBusy());
+  const std::string top = std::string(WHARF_CLI_PATH) + " top --interval-ms 200 --db " + dir_.db();
+  Result r = tmux.Run({"new-session", "-d", "-s", "colored", "-x", "160", "-y", "40",
+                       top + "; echo exit=$?; sleep 600"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string pane = tmux.WaitFor("colored", "retrying fact 1 (attempt 2");
+  EXPECT_CONTAINS(pane, "wharf top  " + dir_.db());
+  EXPECT_CONTAINS(pane, "q quits");
+  EXPECT_CONTAINS(pane, "txn/s");
+  EXPECT_CONTAINS(pane, "caught up");
+  // The first frame with rates (after one interval) replaces the one without.
+  pane = tmux.WaitFor("colored", "(rates after the first interval)", /*shown=*/false);
+  EXPECT_CONTAINS(pane, " txn/s   ");
+  EXPECT_LACKS(pane, "commits   - txn/s");  // a rate, not the placeholder
+  EXPECT_CONTAINS(pane, "sync      ");
+  const std::string colored = tmux.Capture("colored", /*escapes=*/true);
+  EXPECT_CONTAINS(colored, "\x1b[32m");  // caught up: green
+  EXPECT_CONTAINS(colored, "\x1b[31m");  // retrying: red
+  ASSERT_EQ(tmux.Run({"send-keys", "-t", "colored", "q"}).code, 0);
+  pane = tmux.WaitFor("colored", "exit=");
+  EXPECT_CONTAINS(pane, "exit=0");
+  EXPECT_LACKS(pane, "retrying fact");  // the alternate screen is gone
+
+  r = tmux.Run({"new-session", "-d", "-s", "plain", "-x", "160", "-y", "40",
+                "NO_COLOR=1 " + top + "; echo exit=$?; sleep 600"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  pane = tmux.WaitFor("plain", "retrying fact 1 (attempt 2");
+  EXPECT_CONTAINS(pane, "retrying fact 1 (attempt 2");
+  pane = tmux.WaitFor("plain", "(rates after the first interval)", /*shown=*/false);
+  EXPECT_LACKS(pane, "commits   - txn/s");
+  EXPECT_LACKS(tmux.Capture("plain", /*escapes=*/true), "\x1b[3");
+  ASSERT_EQ(tmux.Run({"send-keys", "-t", "plain", "C-c"}).code, 0);
+  pane = tmux.WaitFor("plain", "exit=");
+  EXPECT_CONTAINS(pane, "exit=130");
 }
 
 }  // namespace
