@@ -245,7 +245,7 @@ TEST_F(ConsumerMetricsTest, LagIsExactForARuntimeThatDoesNotDeliver) {
   Runtime runtime(engine_.get(), Options(0));
   ASSERT_OK(runtime.Project("p", {"A"}, [](const Fact&, Effects&) { return Outcome::kHandled; }));
   ASSERT_OK(runtime.Start());
-  // The backlog it started with is counted in the background, off the start path.
+  // The backlog it started with is counted when a snapshot first asks.
   ASSERT_TRUE(WaitFor([&] { return Metrics("p").lag_known; }));
   EXPECT_EQ(LagByPartition(Metrics("p")), PendingA({}));
   EXPECT_EQ(Metrics("p").lag_facts, 20u);
@@ -276,9 +276,9 @@ TEST_F(ConsumerMetricsTest, LagIsExactForARuntimeThatDoesNotDeliver) {
   EXPECT_GT(metrics.lag_facts, 0u);
 }
 
-// The backlog a runtime starts with is counted on its own thread while the workers already
-// deliver (and pass) those facts: whichever finishes first, the lag ends exact.
-TEST_F(ConsumerMetricsTest, InitialCountRacingDeliveryEndsExact) {
+// The backlog a runtime starts with is counted when the first snapshot asks, while the workers
+// already deliver (and pass) those facts and producers add more: the lag ends exact.
+TEST_F(ConsumerMetricsTest, FirstCountWhileDeliveringEndsExact) {
   FindKeys();
   for (int round = 0; round < 3; ++round) {
     for (int t = 0; t < 50; ++t) {  // 2 000 facts, 40 per transaction (one sync each)
