@@ -68,10 +68,10 @@ void PerConsumer(Builder& out, const MetricsSnapshot& snapshot, std::string name
 
 void AddCommits(Builder& out, const MetricsSnapshot& snapshot) {
   const CommitMetrics& c = snapshot.commits;
+  out.Family("wharf_last_lsn", "gauge", "Highest fact id assigned.").Sample(D(c.last_lsn));
+  if (!snapshot.live) return;  // a secondary cannot know what the engine acknowledged durable
   out.Family("wharf_durable_lsn", "gauge", "Highest fact id acknowledged as durable.")
       .Sample(D(c.durable_lsn));
-  out.Family("wharf_last_lsn", "gauge", "Highest fact id assigned.").Sample(D(c.last_lsn));
-  if (!snapshot.live) return;
   out.Family("wharf_transactions_committed_total", "counter",
              "Transactions acknowledged as committed.")
       .Sample(D(c.transactions_total));
