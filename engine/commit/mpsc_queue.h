@@ -1,5 +1,5 @@
 // MpscQueue: the lock-free queue used for hand-offs between threads (producers → committer,
-// commit completions → workers, facts → taps).
+// commit completions → workers).
 //
 // It is moodycamel::ConcurrentQueue, except in ThreadSanitizer builds: moodycamel synchronizes
 // with std::atomic_thread_fence, which TSan does not model, so every hand-off through it would be

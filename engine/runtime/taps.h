@@ -10,11 +10,13 @@
 #include <concurrentqueue/lightweightsemaphore.h>
 
 #include <atomic>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "engine/commit/mpsc_queue.h"
+#include "engine/commit/mpsc_queue.h"  // kWakeSpins
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/tail_cache.h"
 #include "engine/runtime/trace.h"
@@ -35,9 +37,31 @@ class Taps {
   void Stop();
 
  private:
+  // A tap's inbox, in the order facts were dispatched. Not an MpscQueue: durable notices come
+  // from different threads (the sync backend's, a producer committing inline), and moodycamel
+  // interleaves the items of different producers in any order, which delivered a partition's
+  // facts out of order. A tap carries little; a mutex is cheap enough.
+  class Inbox {
+   public:
+    void enqueue(FactPtr fact) {
+      std::lock_guard lock(mutex_);
+      facts_.push_back(std::move(fact));
+    }
+    bool try_dequeue(FactPtr& fact) {
+      std::lock_guard lock(mutex_);
+      if (facts_.empty()) return false;
+      fact = std::move(facts_.front());
+      facts_.pop_front();
+      return true;
+    }
+
+   private:
+    std::mutex mutex_;
+    std::deque<FactPtr> facts_;
+  };
   struct Tap {
     Consumer* consumer = nullptr;
-    MpscQueue<FactPtr> inbox;
+    Inbox inbox;
     std::atomic<uint32_t> queued{0};
     std::atomic<bool> severed{false};
     moodycamel::LightweightSemaphore wake{0, kWakeSpins};
