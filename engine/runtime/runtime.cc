@@ -497,7 +497,7 @@ Status RuntimeImpl::Drain() {
   std::set<Lane*> stuck;
   for (int round = 0;; ++round) {
     s = ReleaseDueTimers(nullptr);
-    if (!s.ok()) result = s;
+    if (!s.ok() && result.ok()) result = s;  // the first problem is reported
     bool progress = false;
     for (const auto& owned : lanes_) {
       Lane* lane = owned.get();
@@ -510,9 +510,12 @@ Status RuntimeImpl::Drain() {
         if (lane->retry_at_ms() != 0) {
           // The handler asked to retry or the store failed transiently: report, don't spin.
           stuck.insert(lane);
-          result = Status::Busy("consumer '" + lane->consumer()->id +
-                                "' could not deliver everything pending (retrying handler or "
-                                "transient store error); see its trace events");
+          // The first problem is reported (a second stuck lane must not overwrite it unread).
+          if (result.ok()) {
+            result = Status::Busy("consumer '" + lane->consumer()->id +
+                                  "' could not deliver everything pending (retrying handler or "
+                                  "transient store error); see its trace events");
+          }
         }
         progress |= ran;
         if (!ran) break;
