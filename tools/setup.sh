@@ -89,7 +89,7 @@ case "${1:-demo}" in
   fuzz)  # libFuzzer (clang, ASan+UBSan): every target for FUZZ_SECONDS (CI runs this too)
     PACKAGES+=("${FUZZ_PACKAGES[@]}")
     install_missing
-    build fuzz
+    build fuzz --target fuzzers  # the fuzz targets and the library only: the suite runs elsewhere
     run_fuzzers "${FUZZ_SECONDS:-45}"
     ;;
   soak)  # the long attacks: SOAK_KILLS SIGKILLs under load, each fuzzer for SOAK_FUZZ_SECONDS
@@ -97,7 +97,7 @@ case "${1:-demo}" in
     install_missing
     build release --target kill_under_load_test kill_load_child
     WHARF_KILLS="${SOAK_KILLS:-300}" build/release/tests/kill_under_load_test
-    build fuzz
+    build fuzz --target fuzzers
     run_fuzzers "${SOAK_FUZZ_SECONDS:-600}"
     ;;
   *)
