@@ -3,8 +3,7 @@
 **
 ** This header is the specification of the C interface: only what it declares is API. It is C99 and
 ** usable from C++. Bindings for other languages (Python's wharf package, Go, Rust, Node...) are
-*written
-** against it.
+** written against it.
 **
 ** CONVENTIONS
 **
