@@ -72,7 +72,7 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
     return result;
   }
   TraceCollector traces;
-  RuntimeOptions runtime_options;
+  RuntimeOptions runtime_options = BenchRuntimeOptions();
   runtime_options.workers = static_cast<uint32_t>(workers);
   runtime_options.trace = [&traces](const TraceEvent& event) { traces.Add(event); };
 

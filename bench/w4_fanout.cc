@@ -137,7 +137,7 @@ W4Measurement RunW4Wharf(const std::string& dir, uint64_t facts, int workers) {
   // thread was joined, before the engine closes.
   std::array<std::unique_ptr<Runtime>, kW4Instances> runtimes;
   for (int i = 0; i < kW4Instances; ++i) {
-    RuntimeOptions options;
+    RuntimeOptions options = BenchRuntimeOptions();
     options.instance = kInstanceNames[i];
     options.workers = static_cast<uint32_t>(workers);
     options.lease_ms = kW4LeaseMs;

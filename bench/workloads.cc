@@ -92,6 +92,8 @@ void PrintUsage(std::FILE* out) {
       "                   instead of half of W1 P=16,B=10 measured first\n"
       "  --engine-options TEXT  Wharf's engine options, \"key=value;...\" (e.g.\n"
       "                   wal_prefill_bytes=0); default: the defaults\n"
+      "  --runtime-options TEXT  Wharf's runtime options for W2, W3, W4 and W6, \"key=value;...\"\n"
+      "                   (e.g. lane_batches_in_flight=1); default: the defaults\n"
       "  WORKLOAD         W1-append, W2-project, W3-latency, W4-fanout (default: these\n"
       "                   four), W5-recover, W6-steady, W6-stuck\n");
 }
@@ -201,6 +203,10 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       Status s = SetBenchEngineOptions(text);
       if (!s.ok()) return "--engine-options: " + s.ToString();
       flags->engine_options = text;
+    } else if (arg == "--runtime-options") {
+      if (!value(&text)) return "--runtime-options wants \"key=value;...\"";
+      Status s = SetBenchRuntimeOptions(text);
+      if (!s.ok()) return "--runtime-options: " + s.ToString();
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
       std::exit(0);
