@@ -79,7 +79,8 @@ class RocksDbProducer : public Producer {
 
 RocksDbReference::~RocksDbReference() { Close(); }
 
-std::string RocksDbReference::Open(const std::string& dir) {
+std::string RocksDbReference::Open(const std::string& dir,
+                                   const rocksdb::ColumnFamilyOptions& state_options) {
   // Default options on purpose: this is "what RocksDB gives out of the box". Statistics only for
   // the WAL sync ticker.
   rocksdb::DBOptions db_options;
@@ -90,7 +91,7 @@ std::string RocksDbReference::Open(const std::string& dir) {
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
       {kOutboxFamily, rocksdb::ColumnFamilyOptions()},
-      {kStateFamily, rocksdb::ColumnFamilyOptions()},
+      {kStateFamily, state_options},
   };
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles_, &raw_db);

@@ -25,8 +25,10 @@ class RocksDbReference {
   RocksDbReference(const RocksDbReference&) = delete;
   RocksDbReference& operator=(const RocksDbReference&) = delete;
 
-  // Creates or reopens the database in `dir`. Returns "" or an error.
-  std::string Open(const std::string& dir);
+  // Creates or reopens the database in `dir`, the "state" family with `state_options` (default:
+  // RocksDB's defaults). Returns "" or an error.
+  std::string Open(const std::string& dir, const rocksdb::ColumnFamilyOptions& state_options =
+                                               rocksdb::ColumnFamilyOptions());
   // Returns "" or the first error. Idempotent.
   std::string Close();
 

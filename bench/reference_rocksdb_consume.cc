@@ -2,6 +2,7 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/write_batch.h>
 
 #include <atomic>
@@ -41,7 +42,14 @@ W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed) {
   W2Measurement result;
   result.facts_total = committed;
   RocksDbReference db;
-  result.error = db.Open(dir);
+  // The projection's rows arrive in key order ("f" + the fact id in hex): with a one-byte prefix
+  // extractor as insert hint, the memtable's skip list starts each insert where the previous one
+  // of that prefix ended instead of searching from its head. ~1/3 less CPU per batch (Debian's
+  // RocksDB checks every skip-list level on insert); Wharf's state family does the same.
+  rocksdb::ColumnFamilyOptions state_options;
+  state_options.memtable_insert_with_hint_prefix_extractor.reset(
+      rocksdb::NewFixedPrefixTransform(1));
+  result.error = db.Open(dir, state_options);
   if (!result.error.empty()) return result;
 
   rocksdb::WriteOptions write_options;

@@ -6,6 +6,8 @@
 //                   [--engine-options TEXT] [WORKLOAD...]
 //
 // Progress goes to stderr, results to stdout.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -298,6 +300,11 @@ void LogW2(const char* system, const std::string& what, int run, int runs, const
   }
 }
 
+// Writes back every dirty page of the machine before a measurement starts: a load (or a copy)
+// leaves hundreds of MB in the page cache, and their writeback would share the disk with the
+// measured fdatasyncs of whichever system runs next.
+void SettleDisk() { ::sync(); }
+
 using W2Precommitter = std::function<std::string(const std::string&, uint64_t, uint64_t*, double*)>;
 using W2Consumer = std::function<W2Measurement(const std::string&, uint64_t)>;
 
@@ -315,6 +322,7 @@ W2Measurement RunW2Reference(const char* system, const W2Precommitter& precommit
   double precommit_s = 0;
   m.error = precommit(db_dir.path(), facts, &committed, &precommit_s);
   if (!m.error.empty()) return m;
+  SettleDisk();
   m = consume(db_dir.path(), committed);
   m.precommit_s = precommit_s;
   return m;
@@ -351,6 +359,7 @@ std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uin
       }
       dir = copy->path();
     }
+    SettleDisk();
     results[i] = ConsumeW2Wharf(dir, committed, worker_counts[i]);
     results[i].precommit_s = precommit_s;
   }
