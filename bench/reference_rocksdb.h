@@ -55,7 +55,8 @@ uint64_t DecodeRocksDbOutboxSequence(const char* key);
 // *next_sequence) and one state row, WriteOptions.sync = true.
 std::unique_ptr<Producer> MakeRocksDbW1Producer(const RocksDbReference& db,
                                                 std::atomic<uint64_t>* next_sequence,
-                                                int producer_index, int batch);
+                                                int producer_index, int batch,
+                                                KeyDistribution keys = KeyDistribution::kUniform);
 
 // Creates a database in `dir` (which must be empty) and runs W1 against it. Per transaction: one
 // WriteBatch with `batch` facts (12-byte key: 4-byte partition, 8-byte sequence, both big-endian;

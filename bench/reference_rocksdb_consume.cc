@@ -17,8 +17,8 @@
 
 namespace wharf::bench {
 
-std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, uint64_t* committed,
-                               double* seconds) {
+std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, KeyDistribution keys,
+                               uint64_t* committed, double* seconds) {
   const uint64_t start_ns = NowNs();
   RocksDbReference db;
   std::string error = db.Open(dir);
@@ -26,7 +26,8 @@ std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, uint64_t*
   std::atomic<uint64_t> next_sequence{1};
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < kW2RocksDbPrecommit.producers; ++i) {
-    producers.push_back(MakeRocksDbW1Producer(db, &next_sequence, i, kW2RocksDbPrecommit.batch));
+    producers.push_back(
+        MakeRocksDbW1Producer(db, &next_sequence, i, kW2RocksDbPrecommit.batch, keys));
   }
   const uint64_t transactions = kW2RocksDbPrecommit.Transactions(facts);
   error = CommitTransactions(producers, transactions);

@@ -49,15 +49,15 @@ struct W2SqliteRows {
 
 }  // namespace
 
-std::string PrecommitW2Sqlite(const std::string& dir, uint64_t facts, uint64_t* committed,
-                              double* seconds) {
+std::string PrecommitW2Sqlite(const std::string& dir, uint64_t facts, KeyDistribution keys,
+                              uint64_t* committed, double* seconds) {
   const uint64_t start_ns = NowNs();
   const std::string path = SqliteReferencePath(dir);
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < kW2SqlitePrecommit.producers; ++i) {
     std::string error;
     producers.push_back(MakeSqliteW1Producer(path, i, kW2SqlitePrecommit.batch,
-                                             /*create_schema=*/i == 0, &error));
+                                             /*create_schema=*/i == 0, keys, &error));
     if (!error.empty()) return error;
   }
   const uint64_t transactions = kW2SqlitePrecommit.Transactions(facts);
@@ -179,8 +179,8 @@ W3Measurement RunW3Sqlite(const W3Shape& shape, const std::string& dir) {
   W3Measurement result;
   const std::string path = SqliteReferencePath(dir);
   W3Recorder recorder(W3Capacity(shape));
-  std::unique_ptr<Producer> producer =
-      MakeSqliteW1Producer(path, 0, 1, /*create_schema=*/true, &result.error);
+  std::unique_ptr<Producer> producer = MakeSqliteW1Producer(
+      path, 0, 1, /*create_schema=*/true, KeyDistribution::kUniform, &result.error);
   if (!result.error.empty()) return result;
   SqliteConnection connection;
   result.error = OpenSqliteReference(path, /*create_schema=*/false, &connection);
