@@ -69,7 +69,7 @@ RedisStreamsSink::~RedisStreamsSink() {
   for (redisContext* context : idle_) redisFree(context);
 }
 
-Status RedisStreamsSink::Validate(const std::string& relay_name, Ordering ordering) const {
+Status RedisStreamsSink::Validate(const std::string& relay_name, Ordering ordering) {
   if (ordering != Ordering::kGlobal && !TemplateHasPartition(config_.target)) {
     return Status::InvalidArgument(
         "relay '" + relay_name + "': stream='" + config_.target +

@@ -32,7 +32,7 @@ class RedisStreamsSink : public RelaySink {
   explicit RedisStreamsSink(RelayConfig config);
   ~RedisStreamsSink() override;
 
-  Status Validate(const std::string& relay_name, Ordering ordering) const override;
+  Status Validate(const std::string& relay_name, Ordering ordering) override;
   void Publish(std::span<const Fact* const> facts, std::vector<PublishOutcome>* outcomes) override;
   Counters counters() const override;
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <memory>
 
+#include "engine/relay/nats_sink.h"
 #include "engine/relay/redis_sink.h"
 #include "wharf/relay.h"
 
@@ -100,14 +101,24 @@ Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
     } else if (!redis && key == "token") {
       parsed.token = value;
     } else if (!redis && key == "create_stream") {
+      if (value.empty()) return Bad("create_stream is empty");
       parsed.create_stream = value;
+    } else if (!redis && key == "id_prefix") {
+      if (value.empty()) return Bad("id_prefix is empty");
+      parsed.id_prefix = value;
     } else {
       return Bad("unknown key '" + std::string(key) + "' for kind=" + std::string(kind_name) +
                  (redis ? " (url, stream, user, password, timeout_ms, in_flight, maxlen)"
                         : " (url, subject, user, password, token, timeout_ms, in_flight, "
-                          "create_stream)"));
+                          "create_stream, id_prefix)"));
     }
     if (!s.ok()) return s;
+  }
+  if (!parsed.create_stream.empty() && parsed.target.starts_with("{")) {
+    return Bad(
+        "create_stream needs a subject whose first token is literal (the stream takes "
+        "its subjects as '<literal tokens>.>'), not subject='" +
+        parsed.target + "'");
   }
   std::string host;
   int port = 0;
@@ -181,7 +192,7 @@ Status MakeRelaySink(std::string_view options_text, std::unique_ptr<RelaySink>* 
   if (config.kind == internal::RelayKind::kRedisStreams) {
     *sink = std::make_unique<internal::RedisStreamsSink>(std::move(config));
   } else {
-    return Status::NotSupported("relay options: kind=nats_jetstream is not built yet");
+    *sink = std::make_unique<internal::NatsJetStreamSink>(std::move(config));
   }
   return Status::OK();
 }

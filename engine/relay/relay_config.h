@@ -21,7 +21,8 @@ struct RelayConfig {
   std::string user;
   std::string password;
   std::string token;          // NATS only
-  std::string create_stream;  // NATS only: a stream to create (over wharf.>) if missing
+  std::string create_stream;  // NATS only: a stream to create if missing
+  std::string id_prefix;      // NATS only: Nats-Msg-Id prefix (empty: the relay's name)
   uint32_t timeout_ms = 5000;
   uint32_t in_flight = 1024;
   uint64_t maxlen = 0;  // Redis only: XADD MAXLEN ~ maxlen (0: no trimming)

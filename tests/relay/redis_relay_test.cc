@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "relay/broker_process.h"
+#include "relay/relay_kills.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/relay.h"
@@ -342,47 +343,10 @@ TEST_F(RedisRelayTest, RelayProcessKilledAtRandomLosesAndReordersNothing) {
   ASSERT_OK(engine_->Close());
   engine_.reset();
   const std::string options = "kind=redis_streams;" + Url() + ";stream=c:{partition}";
-  std::mt19937_64 random(std::random_device{}());
-  int kills = 0;
-  for (int run = 0; kills < 20 && run < 200; ++run) {
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      ::execl(WHARF_RELAY_CHILD_PATH, "relay_child", dir_.db().c_str(), options.c_str(), "60",
-              std::to_string(run).c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    ::close(fds[1]);
-    // Wait for "ready" (the database is open), then kill at a random moment of the run.
-    char c = 0;
-    while (::read(fds[0], &c, 1) == 1 && c != '\n') {
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(random() % 150'000));
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      ++kills;
-    } else {
-      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "run " << run;
-    }
-    ::close(fds[0]);
-  }
-  ASSERT_GE(kills, 20);
-  // The last run goes to the end.
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl(WHARF_RELAY_CHILD_PATH, "relay_child", dir_.db().c_str(), options.c_str(), "0", "last",
-            static_cast<char*>(nullptr));
-    std::_Exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const testing::ChildReport report = testing::KillRelayChildRepeatedly(dir_.db(), options, 20);
+  // Some kill landed between a publish and its cursor's commit: the next run published again,
+  // and the broker recognised it (were it stored twice, the check below would count it).
+  EXPECT_GT(report.duplicates, 0u);
   EngineOptions engine_options;
   engine_options.partitions = kPartitions;
   ASSERT_OK(Engine::Open(dir_.db(), engine_options, &engine_));
