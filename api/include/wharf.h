@@ -2,8 +2,8 @@
 ** wharf.h: the C ABI of Wharf, an embedded transactional-outbox engine.
 **
 ** This header is the specification of the C interface: only what it declares is API. It is C99 and
-** usable from C++. Bindings for other languages (Python's wharf.py, Go, Rust, Node...) are written
-** against it.
+** usable from C++. Bindings for other languages (Python's wharf package, Go, Rust, Node...) are
+** written against it.
 **
 ** CONVENTIONS
 **
