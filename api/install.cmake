@@ -65,9 +65,27 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/wharfConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/wharfConfigVersion.cmake DESTINATION ${WHARF_CMAKE_DIR}
   COMPONENT libwharf-dev)
 
-# The Python module (ctypes over libwharf.so; no compiled extension), where Debian's python3 looks
-# for packages under the prefix (/usr/lib/python3/dist-packages for /usr). `pip install api/python`
-# is the other way to get it.
+# The Python package (ctypes over libwharf.so; no compiled extension, py.typed included), where
+# Debian's python3 looks for packages under the prefix (/usr/lib/python3/dist-packages for /usr).
+# `pip install api/python` is the other way to get it (api/python/pyproject.toml).
 set(WHARF_PYTHON_DIR lib/python3/dist-packages CACHE STRING
-  "Where `cmake --install` puts the Python module (relative to the prefix)")
-install(FILES python/wharf.py DESTINATION ${WHARF_PYTHON_DIR} COMPONENT python3-wharf)
+  "Where `cmake --install` puts the Python package (relative to the prefix)")
+install(DIRECTORY python/wharf DESTINATION ${WHARF_PYTHON_DIR} COMPONENT python3-wharf
+  PATTERN __pycache__ EXCLUDE)
+# wharf/_installed.py tells the package where the library is, relative to the package directory
+# (so the prefix stays relocatable: DESTDIR, cpack, --prefix): it loads that library first.
+if(IS_ABSOLUTE "${WHARF_PYTHON_DIR}")
+  set(WHARF_PYTHON_PACKAGE_DIR "${WHARF_PYTHON_DIR}/wharf")
+else()
+  set(WHARF_PYTHON_PACKAGE_DIR "${CMAKE_INSTALL_PREFIX}/${WHARF_PYTHON_DIR}/wharf")
+endif()
+file(RELATIVE_PATH WHARF_PYTHON_LIBRARY "${WHARF_PYTHON_PACKAGE_DIR}"
+  "${CMAKE_INSTALL_FULL_LIBDIR}/libwharf.so.${PROJECT_VERSION_MAJOR}")
+file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/python/_installed.py @ONLY CONTENT "\
+\"\"\"Written by `cmake --install` (api/install.cmake): where it installed libwharf.\"\"\"
+
+# Relative to this package's directory.
+LIBRARY = \"@WHARF_PYTHON_LIBRARY@\"
+")
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/python/_installed.py
+  DESTINATION ${WHARF_PYTHON_DIR}/wharf COMPONENT python3-wharf)

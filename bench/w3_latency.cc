@@ -48,7 +48,7 @@ W3Measurement RunW3Wharf(const W3Shape& shape, const std::string& dir) {
   }
   W3Recorder recorder(W3Capacity(shape));
   FirstTrace traces;
-  RuntimeOptions runtime_options;
+  RuntimeOptions runtime_options = BenchRuntimeOptions();
   runtime_options.workers = static_cast<uint32_t>(shape.workers);
   runtime_options.trace = [&traces](const TraceEvent& event) { traces.Add(event); };
   PacedResult paced;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/engine_options.h"
 #include "bench/producer_driver.h"
 #include "bench/resource_usage.h"
 #include "bench/w1_shape.h"
@@ -213,7 +214,7 @@ W6Measurement RunW6Wharf(const W6Shape& shape, const std::string& dir, const Eng
   TraceTally traces;
   std::array<HandledCount, kConsumersMax> handled;
   std::atomic<uint64_t> sink{0};
-  RuntimeOptions runtime_options;
+  RuntimeOptions runtime_options = BenchRuntimeOptions();
   runtime_options.workers = static_cast<uint32_t>(shape.workers);
   runtime_options.trace = [&traces](const TraceEvent& event) { traces.Add(event); };
   // A subscriber's default batch (10 facts) commits its cursor every 10 facts: at W6's rates it

@@ -3,7 +3,7 @@
 #   libwharf0      libwharf.so.0 and libwharf++.so.0
 #   libwharf-dev   headers, libwharf.a, the link names, pkg-config files, the CMake package
 #   wharf          the CLI
-#   python3-wharf  the Python module (ctypes over libwharf.so.0)
+#   python3-wharf  the Python package wharf (ctypes over libwharf.so.0, py.typed)
 # Runtime dependencies are computed by dpkg-shlibdeps from the binaries, so they name exactly the
 # Debian library packages (librocksdb7.8, liburing2, ...) the build linked.
 set(CPACK_GENERATOR DEB)
@@ -33,5 +33,5 @@ set(CPACK_COMPONENT_LIBWHARF0_DESCRIPTION
 set(CPACK_COMPONENT_LIBWHARF-DEV_DESCRIPTION
   "Wharf's headers, static library, pkg-config files and CMake package")
 set(CPACK_COMPONENT_WHARF_DESCRIPTION "The wharf command-line tool: inspect and operate a database")
-set(CPACK_COMPONENT_PYTHON3-WHARF_DESCRIPTION "Python binding of Wharf (ctypes, standard library only)")
+set(CPACK_COMPONENT_PYTHON3-WHARF_DESCRIPTION "Python binding of Wharf: the wharf package (ctypes, standard library only, typed)")
 include(CPack)

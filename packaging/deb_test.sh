@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the Debian packages of a release build, installs them on this machine (root: CI), builds
 # and runs the C and C++ examples against the installed packages only (pkg-config, and CMake's
-# find_package), runs the installed CLI and imports the installed Python module, then removes the
+# find_package), runs the installed CLI and imports the installed Python package, then removes the
 # packages again. Usage: packaging/deb_test.sh BUILD_DIR
 set -euo pipefail
 build=$(realpath "$1")
@@ -32,5 +32,6 @@ cmake -S "$source_dir/api/examples" -B "$work/cmake" >"$work/cmake.log" 2>&1 &&
 "$work/cmake/orders" "$work/db-cmake" | grep "3 orders projected, total 4450 cents"
 wharf --version 2>/dev/null || wharf version
 wharf stat --db "$work/db-cc" | head -n 3
-(cd "$work" && /usr/bin/python3 -c 'import wharf; print("python3: wharf", wharf.version(), "from", wharf.__file__)')
+(cd "$work" && env -u WHARF_LIBRARY /usr/bin/python3 -c 'import wharf; print("python3: wharf",
+  wharf.__version__, "from", wharf.__file__, "loads", wharf.library_path)')
 echo "deb: installed packages build and run the examples"

@@ -15,7 +15,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   librocksdb-dev liburing-dev libxxhash-dev libmimalloc-dev libconcurrentqueue-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
   libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev golang-go redis-server
-  prometheus tmux)
+  prometheus tmux
+  python3-venv python3-setuptools python3-wheel mypy)
 
 install_missing() {
   local missing=()

@@ -33,6 +33,14 @@ echo "find_package(wharf CONFIG) + wharf::wharf++: $out"
 
 test -x "$prefix/bin/wharf" || { echo "FAIL: the wharf CLI is not installed"; exit 1; }
 LD_LIBRARY_PATH="$libdir" "$prefix/bin/wharf" stat --db "$prefix/db-pc" >/dev/null
-py=$(find "$prefix" -name wharf.py | head -n 1)
-[ -n "$py" ] || { echo "FAIL: the Python module is not installed"; exit 1; }
-echo "installed: $(ls "$libdir" | tr '\n' ' ')bin/wharf ${py#"$prefix/"}"
+# The Python package: imported from the prefix, it loads the library installed with it (found
+# through wharf/_installed.py, with neither WHARF_LIBRARY nor LD_LIBRARY_PATH).
+py=$(find "$prefix" -path '*/wharf/__init__.py' | head -n 1)
+[ -n "$py" ] || { echo "FAIL: the Python package is not installed"; exit 1; }
+pydir=$(dirname "$(dirname "$py")")
+test -f "$pydir/wharf/py.typed" || { echo "FAIL: wharf/py.typed is not installed"; exit 1; }
+loaded=$(cd "$prefix" && env -u WHARF_LIBRARY -u LD_LIBRARY_PATH PYTHONPATH="$pydir" \
+  PYTHONDONTWRITEBYTECODE=1 python3 -c 'import os, wharf; print(os.path.realpath(wharf.library_path))')
+[ "$loaded" = "$(realpath "$libdir/libwharf.so.0")" ] ||
+  { echo "FAIL: the installed Python package loaded $loaded, not $libdir/libwharf.so.0"; exit 1; }
+echo "installed: $(ls "$libdir" | tr '\n' ' ')bin/wharf ${pydir#"$prefix/"}/wharf (loads ${loaded#"$prefix/"})"

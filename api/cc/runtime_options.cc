@@ -61,6 +61,7 @@ Status ParseOne(std::string_view key, std::string_view value, RuntimeOptions* o)
       {"backoff_initial_ms", &RuntimeOptions::backoff_initial_ms, 1},
       {"backoff_max_ms", &RuntimeOptions::backoff_max_ms, 1},
       {"timer_tick_ms", &RuntimeOptions::timer_tick_ms, 1},
+      {"lane_batches_in_flight", &RuntimeOptions::lane_batches_in_flight, 1},
   };
   for (const Field& field : kFields) {
     if (key == field.name) return ParseU32(key, value, field.min, &(o->*field.member));
@@ -85,6 +86,12 @@ Status ValidateRuntimeOptions(const RuntimeOptions& options) {
   if (options.workers > kWorkersMax) {
     return Status::InvalidArgument("workers (" + std::to_string(options.workers) +
                                    ") is above the limit of " + std::to_string(kWorkersMax));
+  }
+  if (options.lane_batches_in_flight == 0 ||
+      options.lane_batches_in_flight > kLaneBatchesInFlightMax) {
+    return Status::InvalidArgument(
+        "lane_batches_in_flight (" + std::to_string(options.lane_batches_in_flight) +
+        ") must be between 1 and " + std::to_string(kLaneBatchesInFlightMax));
   }
   struct Interval {
     const char* name;

@@ -2,8 +2,8 @@
 ** wharf.h: the C ABI of Wharf, an embedded transactional-outbox engine.
 **
 ** This header is the specification of the C interface: only what it declares is API. It is C99 and
-** usable from C++. Bindings for other languages (Python's wharf.py, Go, Rust, Node...) are written
-** against it.
+** usable from C++. Bindings for other languages (Python's wharf package, Go, Rust, Node...) are
+** written against it.
 **
 ** CONVENTIONS
 **
@@ -418,7 +418,8 @@ WHARF_EXPORT wharf_status wharf_handler_reason(const wharf_fact* fact, const cha
 ** (threads, at most 1024; 0: an API-only instance that delivers nothing), assignment
 ** (consistent_hash | round_robin), max_depth, lease_ms (default 30000), renew_ms (default 10000;
 ** must be < lease_ms), cursor_persist_ms, backoff_initial_ms (default 10; must be <=
-** backoff_max_ms), backoff_max_ms (default 5000), timer_tick_ms. Checked as a whole: an
+** backoff_max_ms), backoff_max_ms (default 5000), timer_tick_ms, lane_batches_in_flight (1..64,
+** default 4: batches of one consumer's partition committing at once). Checked as a whole: an
 ** inconsistent set is WHARF_INVALID_ARGUMENT naming the options and their values.
 ** On WHARF_OK, *out is OWNED by the caller: release it with wharf_runtime_free. Trace events go to
 ** stderr (warnings and errors). Thread-safe. */

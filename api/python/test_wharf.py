@@ -681,7 +681,8 @@ class TestExit(unittest.TestCase):
         """)
 
     def test_exit_with_a_started_runtime(self):
-        here = os.path.dirname(os.path.abspath(__file__))
+        # The directory the package under test was imported from (the source tree, or a venv).
+        here = os.path.dirname(os.path.dirname(os.path.abspath(wharf.__file__)))
         env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
         for run in range(3):
             with tempfile.TemporaryDirectory(prefix="wharf-py-exit-") as scratch:

@@ -2,6 +2,7 @@
 #include "engine/runtime/effects.h"
 
 #include "engine/base/assert.h"
+#include "engine/runtime/lane.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/state.h"
 
@@ -84,8 +85,12 @@ Status EffectsImpl::Get(std::string_view table, std::string_view key, std::strin
       return s;
     }
   }
-  // Without waiting for durability: whatever this reads was written before this batch, which
-  // commits after it, so the batch's effects are never durable without what they were based on.
+  // Earlier batches of the lane still in flight wrote what this batch must read on: their
+  // outcome first (a batch after a refused one is refused too, so a read of state they did not
+  // change is never committed on). Beyond them, without waiting for durability: whatever this
+  // reads was written before this batch, which commits after it, so the batch's effects are never
+  // durable without what they were based on.
+  if (lane_ != nullptr) lane_->AwaitBatchesInFlight();
   return EngineCore::CoreOf(*txn_)->GetState(table, key, value, /*durable_only=*/false);
 }
 

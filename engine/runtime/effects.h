@@ -14,6 +14,8 @@
 
 namespace wharf::internal {
 
+class Lane;
+
 // Effects implementation: forwards to the batch's Txn and remembers refusals.
 //
 // Batch limits: the batch's transaction is shared by its facts, so a fact's effects may cross a
@@ -25,10 +27,12 @@ namespace wharf::internal {
 // other limit — value sizes, headers per fact — holds per operation whatever the batch holds).
 class EffectsImpl {
  public:
-  EffectsImpl(Txn* txn, const Consumer* consumer, const Fact* trigger)
+  // `lane`: the lane running the batch (null outside one); reads wait for its batches in flight.
+  EffectsImpl(Txn* txn, const Consumer* consumer, const Fact* trigger, const Lane* lane = nullptr)
       : txn_(txn),
         consumer_(consumer),
         trigger_(trigger),
+        lane_(lane),
         batch_bytes_before_(EngineCore::RepOf(*txn)->bytes) {}
   Effects MakeEffects() { return Effects(this); }
 
@@ -53,6 +57,7 @@ class EffectsImpl {
   Txn* txn_;
   const Consumer* consumer_;
   const Fact* trigger_;
+  const Lane* lane_;
   const size_t batch_bytes_before_;  // what earlier facts of the batch put in the transaction
   std::string failure_name_;
   Status failure_;

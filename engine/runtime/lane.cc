@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "engine/base/assert.h"
+#include "engine/base/futex.h"
 #include "engine/core/engine_core.h"
 #include "engine/runtime/effects.h"
 #include "engine/runtime/leases.h"
@@ -74,6 +75,23 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
   pending_stored_retry_.assign(n, 0);
   pending_passed_.assign(n, 0);
   pending_head_ms_.assign(n, kHeadUnknown);
+  durable_.position.assign(n, 0);
+  durable_.persisted.assign(n, 0);
+  durable_.persisted_bytes.assign(n, std::nullopt);
+  durable_.scanned.assign(n, 0);
+  durable_.stored_retry.assign(n, 0);
+}
+
+bool Lane::CanPipeline() const {
+  return batches_.size() < context_.options->lane_batches_in_flight && !chain_failed_ &&
+         (batches_.empty() || !batches_.back()->stopped) && !recount_requested() &&
+         loaded_generation_ == consumer_->generation.load();
+}
+
+void Lane::AwaitBatchesInFlight() const {
+  for (const auto& batch : batches_) {
+    while (batch->settled.load(std::memory_order_acquire) == 0) FutexWait(&batch->settled, 0);
+  }
 }
 
 void Lane::BeginBatch() {
@@ -93,9 +111,9 @@ size_t Lane::IndexOf(uint32_t partition) const {
   return static_cast<size_t>(it - partitions_.begin());
 }
 
-bool Lane::ReloadIfReacquired() {
+bool Lane::ReloadCursorsIfNeeded() {
   uint64_t generation = consumer_->generation.load();
-  if (loaded_generation_ == generation) return true;
+  if (loaded_generation_ == generation && !reload_needed_) return true;
   Status s = LoadCursors();
   if (!s.ok()) {
     (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0, s.ToString());
@@ -103,6 +121,7 @@ bool Lane::ReloadIfReacquired() {
     return false;
   }
   loaded_generation_ = generation;
+  reload_needed_ = false;
   return true;
 }
 
@@ -214,10 +233,13 @@ struct HandlerCall {
 
 HandlerCall Lane::CallHandler(const Fact& fact, Txn* txn) {
   HandlerCall call;
-  EffectsImpl effects_impl(txn, consumer_, &fact);
+  EffectsImpl effects_impl(txn, consumer_, &fact, this);
   try {
     ReasonScope scope(&call.given);
-    if (consumer_->kind == ConsumerKind::kSubscriber) {
+    if (consumer_->relay != nullptr) {
+      // Relay: the broker's answer for the fact, published with its batch (RunBatch).
+      call.outcome = relay_batch_.OutcomeOf(fact, &call.given);
+    } else if (consumer_->kind == ConsumerKind::kSubscriber) {
       call.outcome = consumer_->subscribe(fact);
     } else {
       Effects effects = effects_impl.MakeEffects();
@@ -266,8 +288,9 @@ void Lane::NoteRetry(const Fact& fact, uint32_t attempt, const std::string& erro
 }
 
 void Lane::ForgetPassed() {
-  std::erase_if(attempts_, [this](const Attempts& a) { return a.fact_id <= position_[a.index]; });
-  if (retry_fact_id_ != 0 && retry_fact_id_ <= position_[retry_index_]) {
+  const std::vector<uint64_t>& passed = durable_.position;
+  std::erase_if(attempts_, [&](const Attempts& a) { return a.fact_id <= passed[a.index]; });
+  if (retry_fact_id_ != 0 && retry_fact_id_ <= passed[retry_index_]) {
     retry_fact_id_ = 0;
     failure_.ClearRetrying();
   }
@@ -316,13 +339,17 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
     }
   }
   if (consumer_->kind == ConsumerKind::kSubscriber) {
+    // A relay's rejection is the broker's; its failures are the broker's or the connection's.
+    const bool relay = consumer_->relay != nullptr;
     if (call.outcome == Outcome::kHandled && !threw) return Step::kPassed;
     if (call.outcome == Outcome::kRejected && !threw) {
-      return SettleFailed(rep, mark, fact, "handler-rejected", call.Reason("rejected"));
+      return SettleFailed(rep, mark, fact, relay ? "broker-rejected" : "handler-rejected",
+                          call.Reason("rejected"));
     }
     std::string reason = call.Reason(call.outcome == Outcome::kRetry ? "retry" : "failed");
-    NoteRetry(fact, attempt_, "subscriber-failed: " + reason);
-    (*context_.trace)(TraceEvent::Level::kWarning, "subscriber-failed", consumer_, fact.id,
+    const char* failed_name = relay ? "relay-failed" : "subscriber-failed";
+    NoteRetry(fact, attempt_, failed_name + (": " + reason));
+    (*context_.trace)(TraceEvent::Level::kWarning, failed_name, consumer_, fact.id,
                       std::move(reason), attempt_);
     return Step::kRetryLater;
   }
@@ -382,6 +409,7 @@ bool Lane::RunBatch(bool blocking) {
   pending_position_ = position_;
   if (entries.empty()) {
     scanned_to_ = pending_scanned_;
+    if (batches_.empty()) durable_.scanned = scanned_to_;  // the head is the durable position
     return false;
   }
   WHARF_DASSERT(entries.size() <= std::max<size_t>(kReadChunkMin, limit) * partitions_.size());
@@ -400,6 +428,10 @@ bool Lane::RunBatch(bool blocking) {
       }
     }
   }
+
+  // Relays publish the batch's facts at once (pipelined); each is then settled below with the
+  // broker's answer as its outcome.
+  if (consumer_->relay != nullptr) relay_batch_.Publish(*consumer_, entries);
 
   Txn txn = context_.core->Begin();
   bool stopped = false;  // a fact must be retried later: back off
@@ -449,16 +481,16 @@ bool Lane::FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool b
   const bool passed_any = pending_position_ != position_;
   if (!passed_any && rep->writes.empty() && !stopped) return true;
   if (taken == 0 && !stopped) {
-    // Only skipped facts: advance in memory; persisted within cursor_persist_ms or on stop.
-    position_ = pending_position_;
-    scanned_to_ = pending_scanned_;
-    PublishPassed();
-    if (dirty_since_ms_ == 0) dirty_since_ms_ = SteadyMs();
+    // Only skipped facts: advance in memory (after the batches in flight before it); persisted
+    // within cursor_persist_ms or on stop.
+    pending_stored_retry_ = stored_retry_;
+    PushBatch(/*commits=*/false, /*stopped=*/false);
+    Settle();
     return true;
   }
   AddCursorWrites(rep);
   if (stopped) AddRetryRecord(rep);
-  const bool committed = CommitBatch(txn, blocking).ok();  // (Complete applied the outcome)
+  const bool committed = CommitBatch(txn, stopped, blocking).ok();
   // Stopped at its first fact, the batch only stored the failure: nothing ran.
   return stopped ? committed && passed_any : true;
 }
@@ -481,10 +513,18 @@ void Lane::AddCursorWrites(TxnRep* rep) {
   // Drain() ignores leases: only a batch started under the lease is fenced by it.
   if (batch_owned_) AddLeaseFence(context_.options->instance, consumer_->id, batch_epoch_, rep);
   const uint64_t epoch = batch_epoch_;
-  pending_epoch_ = epoch;
   pending_stored_retry_ = stored_retry_;
   for (size_t i = 0; i < partitions_.size(); ++i) {
-    if (pending_position_[i] == persisted_[i]) continue;
+    if (pending_position_[i] == persisted_[i]) {
+      // Chained to the batches in flight: a cursor one of them writes must be as it leaves it,
+      // so that this batch is refused whenever one of them is.
+      if (persisted_bytes_[i] != durable_.persisted_bytes[i]) {
+        rep->checks.push_back(
+            {kCursors, tables::cursors::Key(consumer_->id, partitions_[i]), persisted_bytes_[i],
+             "cursor of " + consumer_->id + "/" + std::to_string(partitions_[i])});
+      }
+      continue;
+    }
     if (stored_retry_[i] != 0 && pending_position_[i] >= stored_retry_[i]) {
       // The advance passes the fact it was retrying: its record goes with it.
       rep->writes.push_back(
@@ -492,10 +532,13 @@ void Lane::AddCursorWrites(TxnRep* rep) {
       pending_stored_retry_[i] = 0;
     }
     std::string key = tables::cursors::Key(consumer_->id, partitions_[i]);
-    rep->checks.push_back({kCursors, key, persisted_bytes_[i],
+    std::string value = tables::cursors::EncodeValue(pending_position_[i], epoch);
+    rep->checks.push_back({kCursors, key, std::move(persisted_bytes_[i]),
                            "cursor of " + consumer_->id + "/" + std::to_string(partitions_[i])});
-    rep->writes.push_back({kCursors, false, std::move(key),
-                           tables::cursors::EncodeValue(pending_position_[i], epoch)});
+    // The head: what the next batch's compare-and-set expects (restored if this one fails).
+    persisted_[i] = pending_position_[i];
+    persisted_bytes_[i] = value;
+    rep->writes.push_back({kCursors, false, std::move(key), std::move(value)});
   }
 }
 
@@ -517,47 +560,154 @@ bool Lane::AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name,
   return true;
 }
 
-Status Lane::CommitBatch(Txn* txn, bool blocking) {
+Lane::Batch* Lane::PushBatch(bool commits, bool stopped) {
+  std::unique_ptr<Batch> batch;
+  if (free_batches_.empty()) {
+    batch = std::make_unique<Batch>();
+  } else {
+    batch = std::move(free_batches_.back());
+    free_batches_.pop_back();
+  }
+  batch->number = next_batch_++;
+  batch->commits = commits;
+  batch->stopped = stopped;
+  batch->outcome.reset();
+  batch->settled.store(commits ? 0 : 1, std::memory_order_relaxed);
+  batch->position = pending_position_;
+  batch->scanned = pending_scanned_;
+  batch->stored_retry = pending_stored_retry_;
+  batch->passed = pending_passed_;
+  batch->head_ms = pending_head_ms_;
+  batch->dead = pending_dead_;
+  batch->taken = pending_taken_;
+  batch->last_id = pending_last_id_;
+  batch->owned = batch_owned_;
+  batch->epoch = batch_epoch_;
+  std::fill(pending_passed_.begin(), pending_passed_.end(), 0);
+  pending_dead_ = 0;
+  // The head moves on at once: the next batch builds on this one.
+  position_ = pending_position_;
+  scanned_to_ = pending_scanned_;
+  stored_retry_ = pending_stored_retry_;
+  Batch* pushed = batch.get();
+  batches_.push_back(std::move(batch));
+  WHARF_ASSERT(batches_.size() <= std::max<size_t>(context_.options->lane_batches_in_flight, 1));
+  max_in_flight_ = std::max<uint32_t>(max_in_flight_, static_cast<uint32_t>(batches_.size()));
   in_flight_ = true;
+  return pushed;
+}
+
+Status Lane::CommitBatch(Txn* txn, bool stopped, bool blocking) {
+  Batch* batch = PushBatch(/*commits=*/true, stopped);
+  const uint64_t number = batch->number;
   if (blocking) {
+    WHARF_ASSERT(batches_.size() == 1);  // Drain and Stop do not pipeline
     Status s = txn->Commit();
-    Complete(s);
+    Complete(number, s);
     return s;
   }
   WHARF_ASSERT(completions_ != nullptr);  // a lane run by a worker has its worker's sink
-  Status s =
-      txn->CommitAsync([sink = completions_, this](const Status& status, const CommitResult&) {
-        sink->Post({this, status});
+  Status s = txn->CommitAsync(
+      [sink = completions_, this, batch, number](const Status& status, const CommitResult&) {
+        // The record lives until its completion is applied, which this post comes before.
+        batch->settled.store(1, std::memory_order_release);
+        FutexWakeAll(&batch->settled);
+        sink->Post({this, number, status});
       });
-  if (!s.ok()) Complete(s);
+  if (!s.ok()) Complete(number, s);  // not accepted: the callback will not run
   return s;
 }
 
-void Lane::Complete(const Status& status) {
-  in_flight_ = false;
-  Consumer* consumer = consumer_;
-  if (status.ok()) {
+void Lane::Complete(uint64_t number, const Status& status) {
+  auto it = std::find_if(batches_.begin(), batches_.end(),
+                         [number](const auto& batch) { return batch->number == number; });
+  WHARF_ASSERT(it != batches_.end() && (*it)->commits && !(*it)->outcome.has_value());
+  (*it)->outcome = status;
+  (*it)->settled.store(1, std::memory_order_release);
+  Settle();
+}
+
+void Lane::Settle() {
+  while (!batches_.empty()) {
+    Batch* batch = batches_.front().get();
+    if (batch->commits && !batch->outcome.has_value()) break;  // in order: wait for it
+    if (chain_failed_) {
+      // After a refused batch: refused too (its cursor compare-and-set expected the refused
+      // batch's cursor), or, when the refused batch's outcome is unknown because it reached the
+      // WAL, perhaps committed on top of it. Either way it is discarded; the cursors are
+      // reloaded when it committed.
+      if (batch->commits && batch->outcome->ok()) {
+        // The chained checks refuse what follows a refused batch; only an earlier batch's
+        // unknown outcome (cursors reloaded since) or somebody writing the very cursor bytes a
+        // later batch expects lets one through. The store stays whole either way (each batch's
+        // effects commit with its own compare-and-set); the lane reloads its cursors.
+        WHARF_DASSERT(!chain_failure_.IsConflict());
+        chain_successor_committed_ = true;
+      }
+    } else if (!batch->commits || batch->outcome->ok()) {
+      ApplySucceeded(batch);
+    } else {
+      chain_failed_ = true;
+      chain_failure_ = *batch->outcome;
+      chain_failure_batch_ = std::move(batches_.front());
+      batches_.pop_front();
+      continue;
+    }
+    free_batches_.push_back(std::move(batches_.front()));
+    batches_.pop_front();
+  }
+  in_flight_ = !batches_.empty();
+  if (!chain_failed_ || !batches_.empty()) return;
+  // Nothing is in flight any more: start again from what is durable.
+  chain_failed_ = false;
+  position_ = durable_.position;
+  persisted_ = durable_.persisted;
+  persisted_bytes_ = durable_.persisted_bytes;
+  scanned_to_ = durable_.scanned;
+  stored_retry_ = durable_.stored_retry;
+  ApplyFailed(*chain_failure_batch_, chain_failure_);
+  // A commit whose outcome is unknown (an I/O error once it may have reached the WAL; the
+  // committer's recovery then makes whatever was written durable) may have moved the cursors,
+  // and so has a batch that committed after it: no batch starts before they are read again.
+  const bool refused = chain_failure_.IsConflict() || chain_failure_.IsInvalidArgument() ||
+                       chain_failure_.IsCorruption() || chain_failure_.IsClosed();
+  if (chain_successor_committed_ || !refused) {
+    reload_needed_ = true;
+    ReloadCursorsIfNeeded();
+  }
+  chain_successor_committed_ = false;
+  free_batches_.push_back(std::move(chain_failure_batch_));
+}
+
+void Lane::ApplySucceeded(Batch* batch) {
+  if (batch->commits) {
     for (size_t i = 0; i < partitions_.size(); ++i) {
-      if (pending_position_[i] != persisted_[i]) {
-        persisted_bytes_[i] = tables::cursors::EncodeValue(pending_position_[i], pending_epoch_);
+      if (batch->position[i] != durable_.persisted[i]) {
+        durable_.persisted[i] = batch->position[i];
+        durable_.persisted_bytes[i] =
+            tables::cursors::EncodeValue(batch->position[i], batch->epoch);
       }
     }
-    position_ = pending_position_;
-    persisted_ = pending_position_;
-    scanned_to_ = pending_scanned_;
-    stored_retry_ = pending_stored_retry_;
+    durable_.stored_retry = batch->stored_retry;
     dirty_since_ms_ = 0;
     if (retry_at_ms_ <= SteadyMs()) backoff_ms_ = 0;
-    if (poison_id_ != 0 && pending_last_id_ >= poison_id_) poison_id_ = 0;
-    PublishPassed();
-    return;
+    if (poison_id_ != 0 && batch->last_id >= poison_id_) poison_id_ = 0;
+  } else if (dirty_since_ms_ == 0) {
+    dirty_since_ms_ = SteadyMs();  // advanced in memory over skipped facts
   }
+  durable_.position = batch->position;
+  durable_.scanned = batch->scanned;
+  PublishPassed(*batch);
+}
+
+void Lane::ApplyFailed(const Batch& batch, const Status& status) {
+  Consumer* consumer = consumer_;
   if (status.IsClosed()) return;
   if (status.IsConflict() && status.subcode() == Status::SubCode::kLeaseFenced) {
     // Another instance acquired the consumer while this batch ran: its commit is refused, so the
     // facts are applied once, by the new holder. (If this instance has re-acquired it since, its
     // newer lease stands; only the stale batch is dropped.)
-    if (consumer->epoch.load() == batch_epoch_) consumer->owned.store(false);
+    if (consumer->epoch.load() == batch.epoch) consumer->owned.store(false);
     (*context_.trace)(TraceEvent::Level::kWarning, "refused-stale-epoch", consumer, 0,
                       status.message());
     return;
@@ -572,12 +722,12 @@ void Lane::Complete(const Status& status) {
   }
   if (status.IsInvalidArgument() || status.IsCorruption()) {
     // The store refuses these bytes and would again: narrow down to the fact that causes it.
-    if (pending_taken_ > 1) {
+    if (batch.taken > 1) {
       (*context_.trace)(TraceEvent::Level::kInfo, "batch-refused", consumer, 0,
                         status.message() + "; retrying one fact at a time");
-      single_until_ = pending_last_id_;
+      single_until_ = batch.last_id;
     } else {
-      poison_id_ = pending_last_id_;
+      poison_id_ = batch.last_id;
       poison_reason_ = status.ToString();
     }
     return;
@@ -588,7 +738,7 @@ void Lane::Complete(const Status& status) {
 }
 
 bool Lane::PersistIfDue(bool force, bool blocking) {
-  if (in_flight_ || dirty_since_ms_ == 0) return false;
+  if (!batches_.empty() || dirty_since_ms_ == 0) return false;
   if (!force && SteadyMs() - dirty_since_ms_ < context_.options->cursor_persist_ms) return false;
   BeginBatch();
   Txn txn = context_.core->Begin();
@@ -604,11 +754,12 @@ bool Lane::PersistIfDue(bool force, bool blocking) {
     dirty_since_ms_ = 0;
     return false;
   }
-  CommitBatch(&txn, blocking).PermitUncheckedError();
+  CommitBatch(&txn, /*stopped=*/false, blocking).PermitUncheckedError();
   return true;
 }
 
 Status Lane::LoadCursors() {
+  WHARF_ASSERT(batches_.empty());  // the head is the durable position
   const std::vector<uint64_t> before = position_;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     std::string key = tables::cursors::Key(consumer_->id, partitions_[i]), stored;
@@ -629,6 +780,10 @@ Status Lane::LoadCursors() {
     scanned_to_[i] = fact_id;
   }
   dirty_since_ms_ = 0;
+  durable_.position = position_;
+  durable_.persisted = persisted_;
+  durable_.persisted_bytes = persisted_bytes_;
+  durable_.scanned = scanned_to_;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (lag_counted() && position_[i] != before[i]) AdjustLagForMove(i, before[i]);
     lag_[i].cursor.store(position_[i], std::memory_order_relaxed);
@@ -674,23 +829,22 @@ Status Lane::LoadRetryRecords() {
                         record.last_ms);
     }
   }
+  durable_.stored_retry = stored_retry_;
   return Status::OK();
 }
 
-void Lane::PublishPassed() {
-  counters_.dead_letters.Add(pending_dead_);
-  pending_dead_ = 0;
+void Lane::PublishPassed(const Batch& batch) {
+  counters_.dead_letters.Add(batch.dead);
   for (size_t i = 0; i < partitions_.size(); ++i) {
     PartitionLag& cell = lag_[i];
-    cell.cursor.store(position_[i], std::memory_order_relaxed);
-    if (pending_passed_[i] == 0) continue;
-    const int64_t passed = pending_passed_[i];
-    pending_passed_[i] = 0;
+    cell.cursor.store(batch.position[i], std::memory_order_relaxed);
+    if (batch.passed[i] == 0) continue;
+    const int64_t passed = batch.passed[i];
     const int64_t left = cell.facts.fetch_sub(passed) - passed;
     // The oldest pending fact was among those passed: the next is the one the batch stopped at
     // (read), or none, or not known until the next batch reads it.
-    if (pending_head_ms_[i] != kHeadUnknown) {
-      cell.head_commit_ms.store(pending_head_ms_[i]);
+    if (batch.head_ms[i] != kHeadUnknown) {
+      cell.head_commit_ms.store(batch.head_ms[i]);
     } else if (left <= 0) {
       cell.ClearHeadIfCaughtUp();
     } else {

@@ -1,25 +1,42 @@
 // Lane: one consumer's delivery over one partition (or, for ordering=global, over every
 // partition), with the consumer's position in each of them.
 //
-// A lane processes one batch at a time: collect the next facts after its position (from the tail
-// cache or RocksDB), run the handlers under the failure policy, and commit effects + dead letters
-// + cursor advance as one transaction, with a compare-and-set on the cursors it read and a check
-// of its consumer's lease fence. The commit completes asynchronously: its outcome is posted to the
-// lane's CompletionSink (its worker), which calls Complete() before the lane may start another.
+// A lane processes batches: collect the next facts after its position (from the tail cache or
+// RocksDB), run the handlers under the failure policy, and commit effects + dead letters + cursor
+// advance as one transaction, with a compare-and-set on the cursors it read and a check of its
+// consumer's lease fence. Commits complete asynchronously: each outcome is posted to the lane's
+// CompletionSink (its worker), which calls Complete().
+//
+// Pipelining (`lane_batches_in_flight`): batch k+1 is collected, handled and submitted while
+// batch k is still being synced. It is safe because the engine has one writer: transactions
+// reach the WAL in submission order and a sync makes everything before it durable, so batch k+1
+// is never durable without batch k. Batch k+1's cursor compare-and-set expects the cursor bytes
+// batch k writes (and checks every cursor an earlier batch in flight writes), so if batch k is
+// refused (fenced, cursor moved, store refusal), every later batch is refused with it; once the
+// last of them completed, the lane starts again from its durable position. Only when batch k's
+// outcome is unknown (an I/O error after it reached the WAL) may a later batch commit on top of
+// it; the lane then reloads its cursors, the store being the truth. Effects therefore apply
+// exactly once; a subscriber may see facts whose predecessors' cursor is not durable yet (at
+// least once, as always). The lane's position, persisted cursors and scan marks below are its
+// *head*: what the next batch builds on, including batches in flight; `durable_` keeps what the
+// completed batches made durable, where a refused chain starts again.
 //
 // Thread safety: a lane's state is touched by one thread at a time — its worker, or the thread
 // running Runtime::Drain() while the workers are paused — except `wanted_to` (raised by the
-// durable listener) and `in_flight` (read by the lease thread handing its consumer over).
+// durable listener), `in_flight` (read by the lease thread handing its consumer over) and a
+// batch's `settled` flag (set by the committer's callback).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/commit/txn_rep.h"
+#include "engine/relay/relay_batch.h"
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/consumer_metrics.h"
 #include "engine/runtime/tail_cache.h"
@@ -37,6 +54,7 @@ struct TxnMark;
 // The outcome of a lane's commit, handed back to the lane's worker.
 struct LaneCompletion {
   Lane* lane;
+  uint64_t batch;  // the batch's number (Lane::Complete matches it)
   Status status;
 };
 
@@ -69,7 +87,15 @@ class Lane {
   void set_worker(uint32_t worker) { worker_ = worker; }
   void set_completions(CompletionSink* sink) { completions_ = sink; }
 
+  // Any batch of the lane is committing (or waiting for an earlier one to complete).
   bool in_flight() const { return in_flight_.load(); }
+  // Another batch may start now, next to those in flight: fewer than lane_batches_in_flight are,
+  // none of them failed or stopped at a fact to retry, the consumer was not re-acquired, and no
+  // lag count waits (it runs when nothing is in flight).
+  bool CanPipeline() const;
+  // Waits until every batch in flight has its commit's outcome (the worker's thread: a handler
+  // reading state must see what earlier batches of its lane wrote).
+  void AwaitBatchesInFlight() const;
   int64_t retry_at_ms() const { return retry_at_ms_; }
   void ClearRetry() { retry_at_ms_ = 0; }
   // SteadyMs since the position passed facts not yet persisted (0: clean).
@@ -95,17 +121,21 @@ class Lane {
 
   // (Re)reads the consumer's cursors: the lane's position starts there.
   Status LoadCursors();
-  // Reloads the cursors after the consumer was (re)acquired. False: could not read them (the
-  // lane then retries after backoff_max_ms).
-  bool ReloadIfReacquired();
+  // Reloads the cursors after the consumer was (re)acquired, or after a commit whose outcome is
+  // unknown. False: could not read them (the lane then retries after backoff_max_ms, and starts
+  // no batch before they are read).
+  bool ReloadCursorsIfNeeded();
   // Collects, runs the handlers and commits the lane's next batch. Returns false if there was
   // nothing to deliver. With `blocking`, waits for the commit and applies its completion.
   bool RunBatch(bool blocking);
   // Persists a position advanced over skipped facts once cursor_persist_ms passed (or now, with
   // `force`). Returns true when it started a commit.
   bool PersistIfDue(bool force, bool blocking);
-  // Applies the outcome of the lane's commit (its worker's thread).
-  void Complete(const Status& status);
+  // Applies the outcome of batch `batch`'s commit (its worker's thread), and of every batch
+  // before it: outcomes are applied in submission order, whatever order they arrive in.
+  void Complete(uint64_t batch, const Status& status);
+  // Most batches that were in flight at once so far (tests).
+  uint32_t max_in_flight() const { return max_in_flight_; }
 
   // Metrics (consumer_metrics.h). Counters, lag and failures are read by snapshots (any thread).
   const LaneCounters& counters() const { return counters_; }
@@ -144,7 +174,8 @@ class Lane {
   // Records the lease the next batch runs under (before its handlers run).
   void BeginBatch();
   Status CollectBatch(uint32_t limit, std::vector<FactPtr>* entries);
-  Status CommitBatch(Txn* txn, bool blocking);
+  // Submits the batch built (`stopped`: it ends at a fact to retry later).
+  Status CommitBatch(Txn* txn, bool stopped, bool blocking);
   void AddCursorWrites(TxnRep* rep);
   // Adds the fact's dead letter, recorded with reason "NAME: REASON". `counted`: its bytes count
   // toward the transaction's (the commit refuses a transaction past kTxnBytesMax). Returns false,
@@ -152,6 +183,31 @@ class Lane {
   bool AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name, std::string_view reason,
                      bool counted = true);
   void BackOff();
+  // A batch whose commit was submitted (or whose in-memory advance waits for those before it).
+  struct Batch {
+    uint64_t number = 0;
+    bool commits = false;              // false: it passed skipped facts only (in memory, no commit)
+    bool stopped = false;              // it ends at a fact to retry later
+    std::optional<Status> outcome;     // its commit's, once known
+    std::atomic<uint32_t> settled{0};  // 1 once the commit's outcome is known (any thread)
+    std::vector<uint64_t> position;    // per partition: as the batch leaves it
+    std::vector<uint64_t> scanned;
+    std::vector<uint64_t> stored_retry;
+    std::vector<uint32_t> passed;  // facts it passes that the consumer takes
+    std::vector<int64_t> head_ms;  // commit time of the first taken fact it did not pass
+    uint32_t dead = 0;             // dead letters it adds
+    uint32_t taken = 0;            // facts it took (settled or stopped at)
+    uint64_t last_id = 0;          // the last fact it passes
+    bool owned = false;            // it ran under this instance's lease ...
+    uint64_t epoch = 0;            // ... at this epoch, which fences its commit
+  };
+  // Moves the batch just built (the pending_* members) into the pipeline: a free record.
+  Batch* PushBatch(bool commits, bool stopped);
+  // Applies, in order, the batches at the front of the pipeline whose outcome is known.
+  void Settle();
+  // A batch's outcome, the pipeline being in order up to it.
+  void ApplySucceeded(Batch* batch);
+  void ApplyFailed(const Batch& batch, const Status& status);
   size_t IndexOf(uint32_t partition) const;
   // The attempt this delivery of `fact` is (1: first); counts a redelivery.
   uint32_t NoteDelivery(const Fact& fact, size_t index);
@@ -171,7 +227,7 @@ class Lane {
   // Lag after the position of the partition at `index` moved from `from` to position_[index].
   void AdjustLagForMove(size_t index, uint64_t from);
   // After a committed batch: the facts it passed leave the lag.
-  void PublishPassed();
+  void PublishPassed(const Batch& batch);
 
   const LaneContext context_;
   Consumer* const consumer_;
@@ -184,17 +240,34 @@ class Lane {
   std::vector<uint64_t> persisted_;  // last fact passed, as the cursors family holds it
   std::vector<std::optional<std::string>> persisted_bytes_;  // exact stored cursor (CAS)
   std::vector<uint64_t> scanned_to_;  // no unpassed fact of the partition at or below this
-  // The batch in flight: positions it commits and how far the lane has then scanned.
+  // The batch being built: positions it commits and how far the lane has then scanned.
   std::vector<uint64_t> pending_position_;
   std::vector<uint64_t> pending_scanned_;
-  uint32_t pending_taken_ = 0;    // facts of the batch the consumer takes
-  uint64_t pending_last_id_ = 0;  // id of the last fact the batch passes
-  uint64_t pending_epoch_ = 0;    // lease epoch its cursor writes carry
-  bool batch_owned_ = false;      // the batch started while this instance held the lease
-  uint64_t batch_epoch_ = 0;      // ... at this epoch: its commit is fenced by it
-  uint64_t poison_id_ = 0;        // a fact whose commit the store refused alone: settle it
-  std::string poison_reason_;     // ... and the refusal
+  bool batch_owned_ = false;   // the batch started while this instance held the lease
+  uint64_t batch_epoch_ = 0;   // ... at this epoch: its commit is fenced by it
+  uint64_t poison_id_ = 0;     // a fact whose commit the store refused alone: settle it
+  std::string poison_reason_;  // ... and the refusal
   std::atomic<bool> in_flight_{false};
+  // The pipeline: batches in submission order, the oldest first. Records are reused.
+  std::deque<std::unique_ptr<Batch>> batches_;
+  std::vector<std::unique_ptr<Batch>> free_batches_;
+  uint64_t next_batch_ = 1;
+  uint32_t max_in_flight_ = 0;
+  // The first failure of the batches in flight: the later ones are discarded, and once none is
+  // in flight it is handled (ApplyFailed) from the durable position.
+  bool chain_failed_ = false;
+  std::unique_ptr<Batch> chain_failure_batch_;
+  Status chain_failure_;
+  bool chain_successor_committed_ = false;  // a batch after it committed (unknown outcome)
+  bool reload_needed_ = false;              // the cursors must be read again before a batch
+  // What the completed batches made durable (the head, when nothing is in flight).
+  struct Durable {
+    std::vector<uint64_t> position;
+    std::vector<uint64_t> persisted;
+    std::vector<std::optional<std::string>> persisted_bytes;
+    std::vector<uint64_t> scanned;
+    std::vector<uint64_t> stored_retry;
+  } durable_;
   uint64_t loaded_generation_ = 0;  // Consumer::generation its cursors were loaded at
   int64_t retry_at_ms_ = 0;         // SteadyMs
   uint32_t backoff_ms_ = 0;
@@ -209,11 +282,13 @@ class Lane {
   FailureCell failure_;
   std::atomic<bool> recount_{false};
   std::atomic<bool> lag_counted_{false};
-  // The batch in flight, per partition: facts it takes that it passes, and the commit time of
+  // The batch being built, per partition: facts it takes that it passes, and the commit time of
   // the first fact it takes that it does not pass (kHeadUnknown: not read).
   std::vector<uint32_t> pending_passed_;
   std::vector<int64_t> pending_head_ms_;
-  uint32_t pending_dead_ = 0;  // dead letters it adds
+  uint32_t pending_dead_ = 0;     // dead letters it adds
+  uint32_t pending_taken_ = 0;    // facts of the batch the consumer takes
+  uint64_t pending_last_id_ = 0;  // id of the last fact the batch passes
   // Deliveries of facts not passed yet, by fact id (a batch that is not committed runs again).
   struct Attempts {
     uint64_t fact_id;
@@ -229,10 +304,12 @@ class Lane {
   int64_t retry_since_ms_ = 0;
   std::string retry_error_;
   int64_t retry_last_ms_ = 0;
-  // Per partition: the fact id of the stored retry record (0: none), and as the batch in flight
-  // leaves it.
+  // Per partition: the fact id of the stored retry record (0: none), and as the batch being
+  // built leaves it.
   std::vector<uint64_t> stored_retry_;
   std::vector<uint64_t> pending_stored_retry_;
+  // Relays: the batch as published to the sink, which CallHandler reads each fact's outcome from.
+  RelayBatch relay_batch_;
 };
 
 }  // namespace wharf::internal

@@ -12,6 +12,7 @@
 // lease and tap threads run concurrently; the durable listener runs on the engine's sync thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -39,7 +40,8 @@ class RuntimeImpl : public DurableListener {
   ~RuntimeImpl() override;
 
   Status Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
-                  ProjectFn project, SubscribeFn subscribe, TapFn tap, ConsumerOptions options);
+                  ProjectFn project, SubscribeFn subscribe, TapFn tap, ConsumerOptions options,
+                  std::shared_ptr<RelaySink> relay = nullptr);
   Status Start();
   Status Drain();
   Status Stop();
@@ -58,6 +60,12 @@ class RuntimeImpl : public DurableListener {
   const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const { return consumers_; }
   // Returns from waiting, summed over the workers.
   uint64_t wakeups_for_testing() const { return workers_.wakeups(); }
+  // The most batches one lane had in flight at once (read after Stop()).
+  uint32_t max_batches_in_flight_for_testing() const {
+    uint32_t most = 0;
+    for (const auto& lane : lanes_) most = std::max(most, lane->max_in_flight());
+    return most;
+  }
 
   // DurableListener (engine sync thread).
   void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) override;

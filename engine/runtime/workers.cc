@@ -26,7 +26,7 @@ void WorkerPool::Worker::ApplyCompletions() {
   LaneCompletion completion;
   while (completions.try_dequeue(completion)) {
     WHARF_DASSERT(completion.lane->worker() == index);  // only its own lanes post here
-    completion.lane->Complete(completion.status);
+    completion.lane->Complete(completion.batch, completion.status);
   }
 }
 
@@ -132,10 +132,13 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
     }
   }
   for (Lane* lane : worker->lanes) {
-    if (lane->in_flight()) continue;
-    lane->RecountIfRequested();  // a snapshot asked for the lag (first time, or after a gap)
+    if (!lane->in_flight()) {
+      lane->RecountIfRequested();  // a snapshot asked for the lag (first time, or after a gap)
+    } else if (!lane->CanPipeline()) {
+      continue;  // its batches in flight complete first (then a requested lag count runs)
+    }
     if (!lane->consumer()->owned.load()) continue;
-    if (lane->ReloadIfReacquired() && lane->retry_at_ms() <= now_ms) {
+    if (lane->ReloadCursorsIfNeeded() && lane->retry_at_ms() <= now_ms) {
       if (lane->HasWork() || (lane->skipping() && lane->HasUnscanned())) {
         did_work |= lane->RunBatch(/*blocking=*/false);
         lane->BackdateDirty(skip_since_ms);  // skipped facts waited since then

@@ -1,7 +1,8 @@
 // Exactly-once delivery across power loss.
 //
 // A producer commits facts while a projection, a reaction and a subscriber run on a two-worker
-// pool; the fault-injecting file system cuts power at a random moment, unsynced bytes are
+// pool with pipelined lanes (several batches of a lane in flight: the test checks that some cut
+// met them); the fault-injecting file system cuts power at a random moment, unsynced bytes are
 // dropped, and the database is reopened. After every recovery:
 //   - the counter projection (batch 1, a read-modify-write effect per key) has counted each fact at
 //     or below its cursor exactly once: a count above the number of facts would be an effect
@@ -12,6 +13,7 @@
 //   - the subscriber saw each partition's facts in increasing order while commits succeeded.
 // At the end a final drain must have delivered every A fact to the subscriber at least once.
 // WHARF_SEED=<n> replays a run.
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <random>
@@ -19,6 +21,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/runtime/runtime_impl.h"
 #include "io/fault/fault_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
@@ -149,6 +152,7 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
   std::mt19937_64 rng(seed);
   constexpr int kCuts = 100;
   OpenEngine();
+  uint32_t most_in_flight = 0;  // batches of one lane in flight at once, in any run
   for (int cut = 0; cut < kCuts; ++cut) {
     {
       std::lock_guard lock(mutex_);
@@ -179,6 +183,9 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
     stop = true;
     producer.join();
     runtime->Stop().PermitUncheckedError();
+    most_in_flight =
+        std::max(most_in_flight,
+                 internal::RuntimeTestPeer::Impl(*runtime)->max_batches_in_flight_for_testing());
     runtime.reset();
     engine_->Close().PermitUncheckedError();
     engine_.reset();
@@ -186,6 +193,8 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
     OpenEngine();
     ASSERT_NO_FATAL_FAILURE(Verify()) << "after cut " << cut;
   }
+  // The cuts met pipelined lanes (lane_batches_in_flight, default 4).
+  EXPECT_GE(most_in_flight, 2u);
   // Finally everything is delivered: the subscriber saw every A fact at least once.
   {
     std::lock_guard lock(mutex_);

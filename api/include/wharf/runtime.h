@@ -63,6 +63,8 @@ enum class Assignment : uint8_t {
   kRoundRobin,  // "round_robin"
 };
 
+class RelaySink;  // wharf/relay.h
+
 namespace internal {
 class RuntimeImpl;
 class EffectsImpl;
@@ -135,6 +137,8 @@ using TraceFn = std::function<void(const TraceEvent& event)>;
 // Most worker threads one runtime may have (`workers`). More lanes than this share workers; a
 // higher value is refused (InvalidArgument) rather than spending seconds creating threads.
 inline constexpr uint32_t kWorkersMax = 1024;
+// Most batches one lane may have in flight (`lane_batches_in_flight`).
+inline constexpr uint32_t kLaneBatchesInFlightMax = 64;
 
 struct RuntimeOptions {
   // `instance`: this runtime's id (leases); empty: a random UUID.
@@ -157,6 +161,12 @@ struct RuntimeOptions {
   uint32_t backoff_max_ms = 5'000;
   // `timer_tick_ms`: how often due timers are released while started.
   uint32_t timer_tick_ms = 50;
+  // `lane_batches_in_flight` (1..kLaneBatchesInFlightMax): batches of one lane (a consumer's
+  // partition) committing at once. With more than 1, a lane collects, handles and submits its
+  // next batch while the previous one is being synced; a refused batch takes those after it
+  // along, and the lane starts again from its durable position (effects stay exactly once). A
+  // projection or reaction reading state (Effects::Get) waits for its lane's batches in flight.
+  uint32_t lane_batches_in_flight = 4;
   // Every trace event goes here; empty: warnings and errors are logged to stderr.
   TraceFn trace;
 };
@@ -166,7 +176,8 @@ struct RuntimeOptions {
 // naming it, *options unchanged.
 Status ParseRuntimeOptions(std::string_view text, RuntimeOptions* options);
 
-// Checks the options as a whole: workers <= kWorkersMax, renew_ms < lease_ms,
+// Checks the options as a whole: workers <= kWorkersMax, 1 <= lane_batches_in_flight <=
+// kLaneBatchesInFlightMax, renew_ms < lease_ms,
 // backoff_initial_ms <= backoff_max_ms, every interval >= 1 ms. InvalidArgument naming the
 // options and their values. Runtime::Start and Runtime::Drain call it too.
 Status ValidateRuntimeOptions(const RuntimeOptions& options);
@@ -188,6 +199,11 @@ class Runtime {
                    ConsumerOptions options = {});
   Status Tap(std::string name, std::vector<std::string> types, TapFn handler,
              ConsumerOptions options = {});
+  // A relay (wharf/relay.h): a subscriber whose lanes hand whole batches to `sink` (shared by
+  // its lanes; the runtime keeps it alive). Default batch_facts: 256. InvalidArgument as
+  // above, or the sink's Validate() refusal.
+  Status Relay(std::string name, std::vector<std::string> types, std::shared_ptr<RelaySink> sink,
+               ConsumerOptions options = {});
 
   // Checks identities (duplicate consumer id: error 026; undeclared type: named), loads cursors
   // and starts the workers and the timer loop. Fails without side effects.

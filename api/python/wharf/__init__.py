@@ -19,8 +19,11 @@ Standard library only (ctypes), Python 3.9+.
         runtime.drain()
         runtime.close()
 
-The library is found through the environment variable WHARF_LIBRARY (a path to libwharf.so),
-else next to this file's source tree (build/*/libwharf.so), else on the system library path.
+The library is found through the environment variable WHARF_LIBRARY (a path to libwharf.so.0),
+else where `cmake --install` put it with this package, else in the prefix Python runs in
+(sys.prefix), else in a source checkout's build tree, else on the dynamic linker's path
+(ctypes.util.find_library, the libwharf0 Debian package); wharf/_library.py has the details.
+`library_path` says which was loaded, `__version__` (= version()) the library's version.
 
 Errors: every failing call raises a WharfError subclass named after the C status code
 (InvalidArgument, NotFound, IOError_, Corruption, Busy, Closed, Conflict, NotSupported,
@@ -39,11 +42,9 @@ threads (holding the GIL while in Python). Facts handed to them are copies (Fact
 `effects` transaction is only usable during the handler call.
 """
 
-import ctypes
-import ctypes.util
-import enum
-import glob
 import atexit
+import ctypes
+import enum
 import inspect
 import itertools
 import operator
@@ -67,7 +68,22 @@ from ctypes import (
     c_void_p,
 )
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
+from types import TracebackType
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    SupportsIndex,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
+
+from . import _library
 
 __all__ = [
     "Engine", "Txn", "Effects", "Runtime", "Fact", "Outcome", "TraceLevel", "CursorInfo",
@@ -77,8 +93,25 @@ __all__ = [
     "Closed", "Conflict", "NotSupported", "InternalError", "version", "library_path",
 ]
 
+# Keys, payloads, values: bytes-like, or str (encoded as UTF-8).
 Bytes = Union[bytes, bytearray, memoryview, str]
+# Engine and runtime options: None, "key=value;..." or a dict.
 Options = Union[None, str, Dict[str, object]]
+# A database path.
+Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+# The fact types a consumer takes: one type, or several.
+Types = Union[str, Iterable[str]]
+# What a handler may return: None or True (handled), False (failed), or an Outcome.
+HandlerResult = Union[None, bool, int, "Outcome"]
+ProjectFn = Callable[["Fact", "Effects"], HandlerResult]
+SubscribeFn = Callable[["Fact"], HandlerResult]
+TapFn = Callable[["Fact"], object]  # what it returns is ignored
+# trace(level, name, consumer, fact_id, reason); one with an `attempt` parameter too gets it.
+TraceFn = Callable[["TraceLevel", str, str, int, str], None]
+CommitFn = Callable[[Optional["WharfError"], int, int], None]
+_ProjectT = TypeVar("_ProjectT", bound=ProjectFn)
+_SubscribeT = TypeVar("_SubscribeT", bound=SubscribeFn)
+_TapT = TypeVar("_TapT", bound=TapFn)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -92,7 +125,7 @@ class WharfError(Exception):
     code = -1
     subcode = 0
 
-    def __init__(self, message: str, code: Optional[int] = None, subcode: int = 0):
+    def __init__(self, message: str, code: Optional[int] = None, subcode: int = 0) -> None:
         super().__init__(message)
         self.message = message
         self.subcode = subcode
@@ -133,6 +166,8 @@ class Closed(WharfError):
 
 class Conflict(WharfError):
     code = 7
+    # Set by Engine.retry_dead_letters: the letters re-emitted before the conflict.
+    retried: "List[RetriedLetter]"
 
 
 class NotSupported(WharfError):
@@ -166,36 +201,8 @@ class TraceLevel(enum.IntEnum):
 # Loading the library
 
 
-def _candidates() -> List[str]:
-    env = os.environ.get("WHARF_LIBRARY")
-    if env:
-        return [env]
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    found = []
-    for pattern in ("build/*/libwharf.so", "build/libwharf.so", "build/*/libwharf.so.*"):
-        found.extend(glob.glob(os.path.join(root, pattern)))
-    found.sort(key=os.path.getmtime, reverse=True)  # the most recent build first
-    found.append(os.path.join(here, "libwharf.so"))
-    system = ctypes.util.find_library("wharf")
-    if system:
-        found.append(system)
-    found.append("libwharf.so.0")
-    return found
-
-
-def _load() -> Tuple[ctypes.CDLL, str]:
-    errors = []
-    for path in _candidates():
-        try:
-            return ctypes.CDLL(path), path
-        except OSError as e:
-            errors.append(f"{path}: {e}")
-    raise ImportError("cannot load libwharf (set WHARF_LIBRARY to its path): " +
-                      "; ".join(errors))
-
-
-_lib, library_path = _load()
+# Where the library is looked for, in order, and what the error says: wharf/_library.py.
+_lib, library_path = _library.load()
 
 _status = c_int
 _P = c_void_p
@@ -344,15 +351,21 @@ _SIGNATURES = {
                              _STAT_LANE_FN, c_void_p]),
 }
 
-for _name, (_restype, _argtypes) in _SIGNATURES.items():
-    _function = getattr(_lib, _name)
+for _symbol, (_restype, _argtypes) in _SIGNATURES.items():
+    _function = getattr(_lib, _symbol)
     _function.restype = _restype
     _function.argtypes = _argtypes
 
 
 def version() -> str:
     """The library's version string, e.g. "0.1.0"."""
-    return _lib.wharf_version().decode()
+    return str(_lib.wharf_version().decode())
+
+
+# The loaded C library's version: this package is versioned with it (pyproject.toml's version is
+# the project's, checked equal by the tests), so the two only differ when WHARF_LIBRARY or the
+# linker path points at another build.
+__version__ = version()
 
 
 def _check(status: int) -> None:
@@ -398,11 +411,11 @@ def _name(value: str, what: str) -> bytes:
     return _c_string(encoded, what)
 
 
-def _path(value: Union[str, bytes, os.PathLike]) -> bytes:
+def _path(value: Path) -> bytes:
     return _c_string(os.fsencode(value), "path")
 
 
-def _names(values: Union[str, Iterable[str]], what: str):
+def _names(values: Types, what: str) -> Tuple["ctypes.Array[c_char_p]", int]:
     if isinstance(values, str):
         values = [values]
     encoded = [_name(v, what) for v in values]
@@ -429,7 +442,7 @@ def _option_key(key: object) -> str:
 def _option_value(key: str, value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    text = str(os.fspath(value)) if isinstance(value, os.PathLike) else str(value)
     # The option string is "key=value;key=value" with whitespace trimmed: a value that holds ';'
     # would inject another option, and surrounding whitespace would be cut.
     if any(c in text for c in ";\0") or text != text.strip():
@@ -441,6 +454,8 @@ def _option_value(key: str, value: object) -> str:
 def _integer(value: object, what: str, low: int, high: int) -> int:
     """`value` as an int in [low, high] for a C integer parameter (ctypes would wrap it)."""
     try:
+        if not isinstance(value, SupportsIndex):
+            raise TypeError
         number = operator.index(value)
     except TypeError:
         raise TypeError(f"{what} must be an int, not {type(value).__name__}") from None
@@ -499,8 +514,8 @@ class Fact:
     headers: List[Tuple[str, bytes]] = field(default_factory=list)
 
     @staticmethod
-    def _from_handle(handle: int) -> "Fact":
-        def text(accessor) -> bytes:
+    def _from_handle(handle: Optional[int]) -> "Fact":
+        def text(accessor: Callable[[Optional[int], Any], Optional[int]]) -> bytes:
             length = c_size_t(0)
             return _view(accessor(handle, byref(length)), length.value)
 
@@ -671,7 +686,7 @@ def _register_callback(value: object) -> int:
         return key
 
 
-def _callback(ctx: Optional[int]):
+def _callback(ctx: Optional[int]) -> Any:  # what was registered: a handler, a list...
     with _callbacks_lock:
         return _callbacks.get(ctx or 0)
 
@@ -693,25 +708,28 @@ def _outcome(result: object) -> int:
         return int(Outcome.HANDLED)
     if result is False:
         return int(Outcome.FAILED)
+    if not isinstance(result, int):
+        raise ValueError(f"{result!r} is not a valid Outcome")
     return int(Outcome(result))
 
 
 class _Handler:
-    def __init__(self, fn, name: str):
+    def __init__(self, fn: Callable[..., object], name: str) -> None:
         self.fn = fn
         self.name = name
         self.on_severed: Optional[Callable[[], None]] = None
         self.errors: List[BaseException] = []
 
 
-def _fail_with(fact, error: BaseException) -> int:
+def _fail_with(fact: Optional[int], error: BaseException) -> int:
     # The exception's text becomes the failure's reason (trace event, dead letter).
     text = f"{type(error).__name__}: {error}".replace("\0", "\\0")
     _lib.wharf_handler_reason(fact, text.encode("utf-8", "replace"))
     return int(Outcome.FAILED)
 
 
-def _project_impl(ctx, fact, effects):
+# The C callbacks (trampolines): a void* arrives as an int or None, a const char* as bytes or None.
+def _project_impl(ctx: Optional[int], fact: Optional[int], effects: Optional[int]) -> int:
     handler = _callback(ctx)
     txn = Effects(effects)
     try:
@@ -723,7 +741,7 @@ def _project_impl(ctx, fact, effects):
         txn._handle = None
 
 
-def _subscribe_impl(ctx, fact):
+def _subscribe_impl(ctx: Optional[int], fact: Optional[int]) -> int:
     handler = _callback(ctx)
     try:
         return _outcome(handler.fn(Fact._from_handle(fact)))
@@ -732,7 +750,7 @@ def _subscribe_impl(ctx, fact):
         return _fail_with(fact, e)
 
 
-def _tap_impl(ctx, fact):
+def _tap_impl(ctx: Optional[int], fact: Optional[int]) -> None:
     handler = _callback(ctx)
     try:
         handler.fn(Fact._from_handle(fact))
@@ -740,7 +758,7 @@ def _tap_impl(ctx, fact):
         handler.errors.append(e)
 
 
-def _severed_impl(ctx):
+def _severed_impl(ctx: Optional[int]) -> None:
     handler = _callback(ctx)
     try:
         if handler.on_severed is not None:
@@ -749,7 +767,7 @@ def _severed_impl(ctx):
         _report_callback_error(f"on_severed of tap {handler.name!r}")
 
 
-def _destroy_impl(ctx):
+def _destroy_impl(ctx: Optional[int]) -> None:
     _unregister_callback(ctx)
 
 
@@ -757,8 +775,9 @@ class _TraceCall:
     """A Runtime's trace callable; one with an `attempt` parameter (or **kwargs) also receives
     the event's attempt (which delivery of the fact it is about; 0 when none)."""
 
-    def __init__(self, trace: Callable[..., None]):
-        self.trace = trace
+    def __init__(self, trace: TraceFn) -> None:
+        self.trace: Callable[..., None] = trace
+        parameters: Iterable[inspect.Parameter]
         try:
             parameters = inspect.signature(trace).parameters.values()
         except (TypeError, ValueError):
@@ -766,7 +785,8 @@ class _TraceCall:
         self.wants_attempt = any(p.name == "attempt" or p.kind == p.VAR_KEYWORD
                                  for p in parameters)
 
-    def __call__(self, level, name, consumer, fact_id, reason):
+    def __call__(self, level: "TraceLevel", name: str, consumer: str, fact_id: int,
+                 reason: str) -> None:
         if self.wants_attempt:
             self.trace(level, name, consumer, fact_id, reason,
                        attempt=_lib.wharf_trace_attempt())
@@ -774,7 +794,8 @@ class _TraceCall:
             self.trace(level, name, consumer, fact_id, reason)
 
 
-def _trace_impl(ctx, level, name, consumer, fact_id, reason):
+def _trace_impl(ctx: Optional[int], level: int, name: Optional[bytes], consumer: Optional[bytes],
+                fact_id: int, reason: Optional[bytes]) -> None:
     trace = _callback(ctx)
     try:
         trace(TraceLevel(level), (name or b"").decode("utf-8", "replace"),
@@ -784,7 +805,7 @@ def _trace_impl(ctx, level, name, consumer, fact_id, reason):
         _report_callback_error("trace callback")
 
 
-def _commit_impl(ctx, status, first_id, last_id):
+def _commit_impl(ctx: Optional[int], status: int, first_id: int, last_id: int) -> None:
     callback = _callback(ctx)
     _unregister_callback(ctx)
     error = None
@@ -797,19 +818,18 @@ def _commit_impl(ctx, status, first_id, last_id):
         _report_callback_error("commit callback")
 
 
-def _collect_fact_impl(ctx, fact):
+def _collect_fact_impl(ctx: Optional[int], fact: Optional[int]) -> None:
     _callback(ctx).append(Fact._from_handle(fact))
 
 
-def _collect_cursor_impl(ctx, consumer, partition, fact_id, epoch):
-    _callback(ctx).append(CursorInfo(consumer.decode("utf-8", "replace"), partition, fact_id,
-                                     epoch))
+def _collect_cursor_impl(ctx: Optional[int], consumer: Optional[bytes], partition: int,
+                         fact_id: int, epoch: int) -> None:
+    _callback(ctx).append(CursorInfo(_text(consumer), partition, fact_id, epoch))
 
 
-def _collect_dead_impl(ctx, consumer, reason, fact):
-    _callback(ctx).append(DeadLetter(consumer.decode("utf-8", "replace"),
-                                     reason.decode("utf-8", "replace"),
-                                     Fact._from_handle(fact),
+def _collect_dead_impl(ctx: Optional[int], consumer: Optional[bytes], reason: Optional[bytes],
+                       fact: Optional[int]) -> None:
+    _callback(ctx).append(DeadLetter(_text(consumer), _text(reason), Fact._from_handle(fact),
                                      _lib.wharf_dead_letter_attempt(fact)))
 
 
@@ -817,40 +837,45 @@ def _text(value: Optional[bytes]) -> str:
     return (value or b"").decode("utf-8", "replace")
 
 
-def _collect_lease_impl(ctx, consumer, owner, epoch, expires_at_ms, open_epoch):
+def _collect_lease_impl(ctx: Optional[int], consumer: Optional[bytes], owner: Optional[bytes],
+                        epoch: int, expires_at_ms: int, open_epoch: int) -> None:
     _callback(ctx).append(LeaseInfo(_text(consumer), _text(owner), epoch, expires_at_ms,
                                     open_epoch))
 
 
-def _collect_retried_impl(ctx, dead_fact_id, new_fact_id):
+def _collect_retried_impl(ctx: Optional[int], dead_fact_id: int, new_fact_id: int) -> None:
     _callback(ctx).append(RetriedLetter(dead_fact_id, new_fact_id))
 
 
-def _collect_loss_impl(ctx, consumer, fact_count, last_ms, last_from_id, last_to_id):
+def _collect_loss_impl(ctx: Optional[int], consumer: Optional[bytes], fact_count: int,
+                       last_ms: int, last_from_id: int, last_to_id: int) -> None:
     _callback(ctx).append(RetentionLoss(_text(consumer), fact_count, last_ms, last_from_id,
                                         last_to_id))
 
 
-def _collect_trim_partition_impl(ctx, partition, trim_point, fact_count, bytes_):
+def _collect_trim_partition_impl(ctx: Optional[int], partition: int, trim_point: int,
+                                 fact_count: int, bytes_: int) -> None:
     _callback(ctx).append(TrimPartition(partition, trim_point, fact_count, bytes_))
 
 
-def _row_fields(row: ctypes.Structure) -> Dict[str, object]:
+def _row_fields(row: ctypes.Structure) -> Dict[str, Any]:
     """The fields of a row wharf filled: those within its struct_size (an older library fills
     fewer; the others are left out, so the dataclass constructor names what is missing)."""
-    fields = {}
-    for name, _type in row._fields_:
+    fields: Dict[str, Any] = {}
+    for name, *_type in row._fields_:
         descriptor = getattr(type(row), name)
         if name != "struct_size" and descriptor.offset + descriptor.size <= row.struct_size:
             fields[name] = getattr(row, name)
     return fields
 
 
-def _collect_stat_partition_impl(ctx, row):
+def _collect_stat_partition_impl(ctx: Optional[int],
+                                 row: "ctypes._Pointer[_StatPartition]") -> None:
     _callback(ctx)["partitions"].append(PartitionStat(**_row_fields(row.contents)))
 
 
-def _collect_stat_consumer_impl(ctx, row):
+def _collect_stat_consumer_impl(ctx: Optional[int],
+                                row: "ctypes._Pointer[_StatConsumer]") -> None:
     fields = _row_fields(row.contents)
     count = fields.pop("type_count", 0)
     types = fields.pop("types", None)
@@ -864,7 +889,7 @@ def _collect_stat_consumer_impl(ctx, row):
     _callback(ctx)["consumers"].append(ConsumerStat(**fields))
 
 
-def _collect_stat_lane_impl(ctx, row):
+def _collect_stat_lane_impl(ctx: Optional[int], row: "ctypes._Pointer[_StatLane]") -> None:
     fields = _row_fields(row.contents)
     consumer = _text(fields.pop("consumer", None))
     fields["has_cursor"] = bool(fields.get("has_cursor"))
@@ -893,8 +918,8 @@ _collect_stat_consumer_trampoline = _STAT_CONSUMER_FN(_collect_stat_consumer_imp
 _collect_stat_lane_trampoline = _STAT_LANE_FN(_collect_stat_lane_impl)
 
 
-def _collect(call) -> list:
-    items: list = []
+def _collect(call: Callable[[int], None]) -> List[Any]:
+    items: List[Any] = []
     key = _register_callback(items)
     try:
         call(key)
@@ -911,6 +936,7 @@ class _TxnOps:
     """put/delete/emit/get shared by Txn and Effects."""
 
     _handle: Optional[int]
+    _gone_message: str  # what InvalidArgument says once the handle is gone
 
     def _live(self) -> int:
         if self._handle is None:  # as the C ABI answers for a consumed transaction
@@ -966,7 +992,7 @@ class Txn(_TxnOps):
 
     _gone_message = "transaction was already committed or aborted"
 
-    def __init__(self, handle: int):
+    def __init__(self, handle: Optional[int]) -> None:
         self._handle = handle
         self.last_fact_id = 0
 
@@ -998,14 +1024,14 @@ class Txn(_TxnOps):
     def __enter__(self) -> "Txn":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if exc_type is None:
             self.commit()
         else:
             self.abort()
-        return False
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.abort()
         except Exception:
@@ -1018,7 +1044,7 @@ class Effects(_TxnOps):
 
     _gone_message = "effects are only usable during the handler call"
 
-    def __init__(self, handle: int):
+    def __init__(self, handle: Optional[int]) -> None:
         self._handle = handle
 
 
@@ -1032,7 +1058,7 @@ class Engine:
     `options`: None, "key=value;..." or a dict: partitions, ordering, durability, io,
     queue_capacity, when_full, ... (see wharf.h)."""
 
-    def __init__(self, path: Union[str, os.PathLike], options: Options = None):
+    def __init__(self, path: Path, options: Options = None) -> None:
         handle = c_void_p()
         _check(_lib.wharf_open(_path(path), _options(options), byref(handle)))
         self._handle: Optional[int] = handle.value
@@ -1054,11 +1080,11 @@ class Engine:
     def __enter__(self) -> "Engine":
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         self.close()
-        return False
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -1138,7 +1164,7 @@ class Engine:
     def io_backend(self) -> str:
         value = c_char_p()
         _check(_lib.wharf_io_backend(self._live(), byref(value)))
-        return value.value.decode()
+        return _text(value.value)
 
     # -- metrics
     def metrics(self) -> Dict[str, float]:
@@ -1146,8 +1172,9 @@ class Engine:
         (`wharf_durable_lsn`, `wharf_consumer_lag_facts{consumer="audit"}`), to its value."""
         samples: Dict[str, float] = {}
 
-        def collect(_ctx, name, labels, value):
-            samples[name.decode() + labels.decode()] = value
+        def collect(_ctx: Optional[int], name: Optional[bytes], labels: Optional[bytes],
+                    value: float) -> None:
+            samples[_text(name) + _text(labels)] = value
 
         _check(_lib.wharf_metrics(self._live(), _METRIC_FN(collect), None))
         return samples
@@ -1157,7 +1184,7 @@ class Engine:
         value = c_void_p()
         _check(_lib.wharf_metrics_text(self._live(), byref(value)))
         try:
-            return ctypes.string_at(value.value).decode()
+            return ctypes.string_at(value.value).decode() if value.value else ""
         finally:
             _lib.wharf_free(value)
 
@@ -1225,7 +1252,7 @@ class Engine:
         array = (c_uint64 * len(ids))(*ids) if ids else None
         name = _name(consumer, "consumer")
         handle = self._live()
-        retried: list = []
+        retried: List[RetriedLetter] = []
         key = _register_callback(retried)
         try:
             _check(_lib.wharf_dead_retry(handle, name, array, len(ids),
@@ -1262,7 +1289,7 @@ class Engine:
         `wharf stat` shows, computed by the same code; counts cover durable facts)."""
         handle = self._live()
         snapshot = _StatSnapshot(struct_size=ctypes.sizeof(_StatSnapshot))
-        rows: Dict[str, list] = {"partitions": [], "consumers": []}
+        rows: Dict[str, List[Any]] = {"partitions": [], "consumers": []}
         key = _register_callback(rows)
         try:
             _check(_lib.wharf_stat(handle, byref(snapshot), _collect_stat_partition_trampoline,
@@ -1292,13 +1319,13 @@ class Runtime:
     first; 0 when it is not about a delivery)."""
 
     def __init__(self, engine: Engine, options: Options = None,
-                 trace: Optional[Callable[[TraceLevel, str, str, int, str], None]] = None):
+                 trace: Optional[TraceFn] = None) -> None:
         self._engine = engine
         self._trace_key = _register_callback(_TraceCall(trace)) if trace is not None else 0
         handle = c_void_p()
         status = _lib.wharf_runtime_new_v2(
             engine._live(), _options(options),
-            _trace_trampoline if trace is not None else _TRACE_FN(),
+            _trace_trampoline if trace is not None else _TRACE_FN(0),
             self._trace_key or None, byref(handle))
         if status != 0:
             _unregister_callback(self._trace_key)
@@ -1317,62 +1344,72 @@ class Runtime:
             raise Closed("runtime was closed", 6)
         return self._handle
 
-    def _register(self, function, name: str, types, fn, options: Options, trampoline,
-                  on_severed=None) -> None:
+    def _register(self, function: Callable[..., int], name: str, types: Types,
+                  fn: Callable[..., object], options: Options, trampoline: object,
+                  on_severed: Optional[Callable[[], None]] = None, tap: bool = False) -> None:
         if not callable(fn):
             raise TypeError("handler must be callable")
         array, count = _names(types, "type")
         handler = _Handler(fn, name)
         handler.on_severed = on_severed
         args = [self._live(), _name(name, "name"), array, count, _options(options), trampoline]
-        if function is _lib.wharf_runtime_tap:
+        if tap:
             args.append(_severed_trampoline)
         key = _register_callback(handler)  # unregistered by the destroy callback, even on error
         _check(function(*args, key, _destroy_trampoline))
         self._handlers.append(handler)
 
-    def project(self, name: str, types, fn: Callable[[Fact, Effects], object],
-                options: Options = None) -> None:
+    def project(self, name: str, types: Types, fn: ProjectFn, options: Options = None) -> None:
         """A projection: fn(fact, effects) writes effects committed with the cursor."""
         self._register(_lib.wharf_runtime_project_v2, name, types, fn, options,
                        _project_trampoline)
 
-    def react(self, name: str, types, fn: Callable[[Fact, Effects], object],
-              options: Options = None) -> None:
+    def react(self, name: str, types: Types, fn: ProjectFn, options: Options = None) -> None:
         """A reaction: like a projection, and may effects.emit(...) new facts."""
         self._register(_lib.wharf_runtime_react_v2, name, types, fn, options,
                        _project_trampoline)
 
-    def subscribe(self, name: str, types, fn: Callable[[Fact], object],
+    def subscribe(self, name: str, types: Types, fn: SubscribeFn,
                   options: Options = None) -> None:
         """A subscriber (side effects): at least once; the cursor passes a fact only when fn
         returned HANDLED/None; FAILED/RETRY/an exception retry it with backoff."""
         self._register(_lib.wharf_runtime_subscribe_v2, name, types, fn, options,
                        _subscribe_trampoline)
 
-    def tap(self, name: str, types, fn: Callable[[Fact], None], options: Options = None,
+    def tap(self, name: str, types: Types, fn: TapFn, options: Options = None,
             on_severed: Optional[Callable[[], None]] = None) -> None:
         """A tap: a live stream, at most once, severed when it falls behind."""
         self._register(_lib.wharf_runtime_tap, name, types, fn, options, _tap_trampoline,
-                       on_severed)
+                       on_severed, tap=True)
 
-    def _decorator(self, method, name, types, **kwargs):
-        def register(fn):
-            method(name, types, fn, **kwargs)
+    # The decorators register the function they decorate and return it unchanged.
+    def projection(self, name: str, types: Types,
+                   options: Options = None) -> Callable[[_ProjectT], _ProjectT]:
+        def register(fn: _ProjectT) -> _ProjectT:
+            self.project(name, types, fn, options)
             return fn
         return register
 
-    def projection(self, name: str, types, options: Options = None):
-        return self._decorator(self.project, name, types, options=options)
+    def reaction(self, name: str, types: Types,
+                 options: Options = None) -> Callable[[_ProjectT], _ProjectT]:
+        def register(fn: _ProjectT) -> _ProjectT:
+            self.react(name, types, fn, options)
+            return fn
+        return register
 
-    def reaction(self, name: str, types, options: Options = None):
-        return self._decorator(self.react, name, types, options=options)
+    def subscriber(self, name: str, types: Types,
+                   options: Options = None) -> Callable[[_SubscribeT], _SubscribeT]:
+        def register(fn: _SubscribeT) -> _SubscribeT:
+            self.subscribe(name, types, fn, options)
+            return fn
+        return register
 
-    def subscriber(self, name: str, types, options: Options = None):
-        return self._decorator(self.subscribe, name, types, options=options)
-
-    def tapper(self, name: str, types, options: Options = None, on_severed=None):
-        return self._decorator(self.tap, name, types, options=options, on_severed=on_severed)
+    def tapper(self, name: str, types: Types, options: Options = None,
+               on_severed: Optional[Callable[[], None]] = None) -> Callable[[_TapT], _TapT]:
+        def register(fn: _TapT) -> _TapT:
+            self.tap(name, types, fn, options, on_severed)
+            return fn
+        return register
 
     def start(self) -> None:
         _check(_lib.wharf_runtime_start(self._live()))
@@ -1393,7 +1430,7 @@ class Runtime:
     def instance(self) -> str:
         value = c_char_p()
         _check(_lib.wharf_runtime_instance(self._live(), byref(value)))
-        return value.value.decode("utf-8", "replace")
+        return _text(value.value)
 
     def close(self) -> None:
         """Stops the runtime and frees it. Idempotent."""
@@ -1406,11 +1443,11 @@ class Runtime:
     def __enter__(self) -> "Runtime":
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         self.close()
-        return False
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
