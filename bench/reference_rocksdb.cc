@@ -27,12 +27,12 @@ constexpr char kStateFamily[] = "state";
 class RocksDbProducer : public Producer {
  public:
   RocksDbProducer(const RocksDbReference& db, std::atomic<uint64_t>* next_sequence,
-                  int producer_index, int batch)
+                  int producer_index, int batch, KeyDistribution keys)
       : db_(db.db()),
         outbox_(db.outbox()),
         state_(db.state()),
         next_sequence_(next_sequence),
-        source_(producer_index),
+        source_(producer_index, keys),
         batch_(batch) {
     write_options_.sync = true;
   }
@@ -43,7 +43,8 @@ class RocksDbProducer : public Producer {
     uint64_t sequence = next_sequence_->fetch_add(batch_, std::memory_order_relaxed);
     char key[kRocksDbOutboxKeyBytes];
     for (int i = 0; i < batch_; ++i) {
-      // The key index stands in for the engine's xxh3(key) mod partitions: same spread.
+      // The key index stands in for the engine's xxh3(key) mod partitions: a similar spread (the
+      // reader's cost does not depend on it: it reads the whole outbox in key order).
       const uint32_t partition = static_cast<uint32_t>(source_.NextKeyIndex()) % kW1Partitions;
       EncodeRocksDbOutboxKey(partition, sequence++, key);
       const std::string_view payload = source_.NextPayload();
@@ -79,7 +80,8 @@ class RocksDbProducer : public Producer {
 
 RocksDbReference::~RocksDbReference() { Close(); }
 
-std::string RocksDbReference::Open(const std::string& dir) {
+std::string RocksDbReference::Open(const std::string& dir,
+                                   const rocksdb::ColumnFamilyOptions& state_options) {
   // Default options on purpose: this is "what RocksDB gives out of the box". Statistics only for
   // the WAL sync ticker.
   rocksdb::DBOptions db_options;
@@ -90,7 +92,7 @@ std::string RocksDbReference::Open(const std::string& dir) {
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
       {kOutboxFamily, rocksdb::ColumnFamilyOptions()},
-      {kStateFamily, rocksdb::ColumnFamilyOptions()},
+      {kStateFamily, state_options},
   };
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles_, &raw_db);
@@ -126,8 +128,9 @@ uint64_t DecodeRocksDbOutboxSequence(const char* key) {
 
 std::unique_ptr<Producer> MakeRocksDbW1Producer(const RocksDbReference& db,
                                                 std::atomic<uint64_t>* next_sequence,
-                                                int producer_index, int batch) {
-  return std::make_unique<RocksDbProducer>(db, next_sequence, producer_index, batch);
+                                                int producer_index, int batch,
+                                                KeyDistribution keys) {
+  return std::make_unique<RocksDbProducer>(db, next_sequence, producer_index, batch, keys);
 }
 
 W1Measurement RunW1RocksDbSync(const W1Shape& shape, const std::string& dir) {

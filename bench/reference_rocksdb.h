@@ -25,8 +25,10 @@ class RocksDbReference {
   RocksDbReference(const RocksDbReference&) = delete;
   RocksDbReference& operator=(const RocksDbReference&) = delete;
 
-  // Creates or reopens the database in `dir`. Returns "" or an error.
-  std::string Open(const std::string& dir);
+  // Creates or reopens the database in `dir`, the "state" family with `state_options` (default:
+  // RocksDB's defaults). Returns "" or an error.
+  std::string Open(const std::string& dir, const rocksdb::ColumnFamilyOptions& state_options =
+                                               rocksdb::ColumnFamilyOptions());
   // Returns "" or the first error. Idempotent.
   std::string Close();
 
@@ -53,7 +55,8 @@ uint64_t DecodeRocksDbOutboxSequence(const char* key);
 // *next_sequence) and one state row, WriteOptions.sync = true.
 std::unique_ptr<Producer> MakeRocksDbW1Producer(const RocksDbReference& db,
                                                 std::atomic<uint64_t>* next_sequence,
-                                                int producer_index, int batch);
+                                                int producer_index, int batch,
+                                                KeyDistribution keys = KeyDistribution::kUniform);
 
 // Creates a database in `dir` (which must be empty) and runs W1 against it. Per transaction: one
 // WriteBatch with `batch` facts (12-byte key: 4-byte partition, 8-byte sequence, both big-endian;

@@ -2,6 +2,7 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/write_batch.h>
 
 #include <atomic>
@@ -16,8 +17,8 @@
 
 namespace wharf::bench {
 
-std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, uint64_t* committed,
-                               double* seconds) {
+std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, KeyDistribution keys,
+                               uint64_t* committed, double* seconds) {
   const uint64_t start_ns = NowNs();
   RocksDbReference db;
   std::string error = db.Open(dir);
@@ -25,7 +26,8 @@ std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, uint64_t*
   std::atomic<uint64_t> next_sequence{1};
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < kW2RocksDbPrecommit.producers; ++i) {
-    producers.push_back(MakeRocksDbW1Producer(db, &next_sequence, i, kW2RocksDbPrecommit.batch));
+    producers.push_back(
+        MakeRocksDbW1Producer(db, &next_sequence, i, kW2RocksDbPrecommit.batch, keys));
   }
   const uint64_t transactions = kW2RocksDbPrecommit.Transactions(facts);
   error = CommitTransactions(producers, transactions);
@@ -41,7 +43,14 @@ W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed) {
   W2Measurement result;
   result.facts_total = committed;
   RocksDbReference db;
-  result.error = db.Open(dir);
+  // The projection's rows arrive in key order ("f" + the fact id in hex): with a one-byte prefix
+  // extractor as insert hint, the memtable's skip list starts each insert where the previous one
+  // of that prefix ended instead of searching from its head. ~1/3 less CPU per batch (Debian's
+  // RocksDB checks every skip-list level on insert); Wharf's state family does the same.
+  rocksdb::ColumnFamilyOptions state_options;
+  state_options.memtable_insert_with_hint_prefix_extractor.reset(
+      rocksdb::NewFixedPrefixTransform(1));
+  result.error = db.Open(dir, state_options);
   if (!result.error.empty()) return result;
 
   rocksdb::WriteOptions write_options;

@@ -18,9 +18,10 @@ namespace wharf::bench {
 inline constexpr W2Precommit kW2RocksDbPrecommit{1, 10000};
 
 // Creates the database in `dir` (empty) and commits `facts` W1 facts (rounded up to whole
-// transactions). Sets *committed and *seconds. Returns "" or an error.
-std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, uint64_t* committed,
-                               double* seconds);
+// transactions), their keys drawn from `keys`. Sets *committed and *seconds. Returns "" or an
+// error.
+std::string PrecommitW2RocksDb(const std::string& dir, uint64_t facts, KeyDistribution keys,
+                               uint64_t* committed, double* seconds);
 
 // Consumes the loaded outbox from the start until done or kW2ReferenceBudget_s passed.
 W2Measurement ConsumeW2RocksDb(const std::string& dir, uint64_t committed);

@@ -36,7 +36,8 @@ int64_t WallClockMs() {
 
 class SqliteProducer : public Producer {
  public:
-  SqliteProducer(int producer_index, int batch) : source_(producer_index), batch_(batch) {}
+  SqliteProducer(int producer_index, int batch, KeyDistribution keys)
+      : source_(producer_index, keys), batch_(batch) {}
   ~SqliteProducer() override {
     // Statements first: sqlite3_close refuses a connection with live statements.
     begin_.reset();
@@ -165,8 +166,9 @@ std::string PrepareSqlite(sqlite3* db, const char* sql, SqliteStatement* stateme
 }
 
 std::unique_ptr<Producer> MakeSqliteW1Producer(const std::string& path, int producer_index,
-                                               int batch, bool create_schema, std::string* error) {
-  auto producer = std::make_unique<SqliteProducer>(producer_index, batch);
+                                               int batch, bool create_schema, KeyDistribution keys,
+                                               std::string* error) {
+  auto producer = std::make_unique<SqliteProducer>(producer_index, batch, keys);
   *error = producer->Open(path, create_schema);
   if (!error->empty()) return nullptr;
   return producer;
@@ -178,8 +180,8 @@ W1Measurement RunW1SqliteFull(const W1Shape& shape, const std::string& dir) {
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < shape.producers; ++i) {
     // The first connection creates the schema before the others open, so nobody races on it.
-    auto producer =
-        MakeSqliteW1Producer(path, i, shape.batch, /*create_schema=*/i == 0, &result.error);
+    auto producer = MakeSqliteW1Producer(path, i, shape.batch, /*create_schema=*/i == 0,
+                                         KeyDistribution::kUniform, &result.error);
     if (!result.error.empty()) return result;
     producers.push_back(std::move(producer));
   }

@@ -37,9 +37,10 @@ std::string SqliteErrorText(sqlite3* db, const char* what);
 
 // One W1 producer with its own connection to `path`: per CommitOne, BEGIN IMMEDIATE, `batch`
 // inserts into outbox, one upsert into orders, COMMIT. The first producer of a database creates
-// the schema (`create_schema`). On failure returns nullptr and sets *error.
+// the schema (`create_schema`). Keys drawn from `keys`. On failure returns nullptr and sets *error.
 std::unique_ptr<Producer> MakeSqliteW1Producer(const std::string& path, int producer_index,
-                                               int batch, bool create_schema, std::string* error);
+                                               int batch, bool create_schema, KeyDistribution keys,
+                                               std::string* error);
 
 // Creates "<dir>/outbox.sqlite" and runs W1 against it. Per transaction: BEGIN IMMEDIATE, `batch`
 // inserts into table outbox, one upsert into table orders, COMMIT. The commit latency covers

@@ -13,8 +13,8 @@ namespace {
 
 class WharfProducer : public Producer {
  public:
-  WharfProducer(Engine* engine, int producer_index, int batch)
-      : engine_(engine), source_(producer_index), batch_(batch) {}
+  WharfProducer(Engine* engine, int producer_index, int batch, KeyDistribution keys)
+      : engine_(engine), source_(producer_index, keys), batch_(batch) {}
 
   std::string CommitOne(uint64_t* commit_latency_ns) override {
     Txn txn = engine_->Begin();
@@ -40,8 +40,9 @@ class WharfProducer : public Producer {
 
 }  // namespace
 
-std::unique_ptr<Producer> MakeWharfW1Producer(Engine* engine, int producer_index, int batch) {
-  return std::make_unique<WharfProducer>(engine, producer_index, batch);
+std::unique_ptr<Producer> MakeWharfW1Producer(Engine* engine, int producer_index, int batch,
+                                              KeyDistribution keys) {
+  return std::make_unique<WharfProducer>(engine, producer_index, batch, keys);
 }
 
 W1Measurement RunW1Wharf(const W1Shape& shape, const std::string& dir) {

@@ -13,7 +13,8 @@ namespace wharf::bench {
 
 // One W1 producer on `engine` (kW1FactType declared): per CommitOne, one Txn of `batch` facts and
 // one state row, Txn::Commit() blocking.
-std::unique_ptr<Producer> MakeWharfW1Producer(Engine* engine, int producer_index, int batch);
+std::unique_ptr<Producer> MakeWharfW1Producer(Engine* engine, int producer_index, int batch,
+                                              KeyDistribution keys = KeyDistribution::kUniform);
 
 // Opens a fresh engine in `dir` (which must be empty), runs W1 against it, closes it. The commit
 // latency is that of Txn::Commit() alone (the facts were buffered in the Txn before).

@@ -1,11 +1,13 @@
 #include "bench/w1_shape.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 
 #include "bench/run_median.h"
+#include "bench/zipf_keys.h"
 
 namespace wharf::bench {
 
@@ -25,8 +27,9 @@ W1Measurement MedianOf(const std::vector<W1Measurement>& runs) {
   return result;
 }
 
-W1TxnSource::W1TxnSource(int producer_index)
+W1TxnSource::W1TxnSource(int producer_index, KeyDistribution keys)
     : random_state_(0x9e3779b97f4a7c15ull * static_cast<uint64_t>(producer_index + 1)),
+      keys_(keys),
       producer_index_(static_cast<uint64_t>(producer_index)) {}
 
 // splitmix64: cheap enough (a few ns per 8 bytes) that generating payloads does not show in the
@@ -48,19 +51,24 @@ void W1TxnSource::FillRandom(char* out, size_t bytes) {
   }
 }
 
-int W1TxnSource::NextKeyIndex() { return static_cast<int>(NextRandom() % kW1DistinctKeys); }
+int W1TxnSource::NextKeyIndex() {
+  if (keys_ == KeyDistribution::kZipf) return ZipfKeys::Skewed().Draw(NextRandom());
+  return static_cast<int>(NextRandom() % kW1DistinctKeys);
+}
 
 std::string_view W1TxnSource::Key(int key_index) {
-  // "customer-0000042": 16 bytes, built once.
-  static const std::array<std::string, kW1DistinctKeys> keys = [] {
-    std::array<std::string, kW1DistinctKeys> built;
-    for (int i = 0; i < kW1DistinctKeys; ++i) {
+  // "customer-0000042": 16 bytes, built once (W1's 64 keys are the first of W2-skewed's).
+  static_assert(kZipfKeyCount >= kW1DistinctKeys);
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> built(kZipfKeyCount);
+    for (int i = 0; i < kZipfKeyCount; ++i) {
       char text[kW1KeyBytes + 1];
       std::snprintf(text, sizeof(text), "customer-%07d", i);
       built[i] = text;
     }
     return built;
   }();
+  assert(key_index >= 0 && key_index < kZipfKeyCount);
   return keys[key_index];
 }
 

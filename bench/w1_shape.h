@@ -44,16 +44,21 @@ struct W1Measurement {
 // Failed runs are left out; if every run failed, returns the first error.
 W1Measurement MedianOf(const std::vector<W1Measurement>& runs);
 
-// One producer's transaction contents: keys uniform over 64 distinct 16-byte partition keys,
-// fresh random (incompressible) payloads, a unique 16-byte state key per transaction. Not
-// thread-safe: one per producer thread.
+// How the facts' partition keys are drawn: W1's, uniform over kW1DistinctKeys keys, or
+// W2-skewed's, Zipf over kZipfKeyCount keys (zipf_keys.h). Both name key i "customer-%07d" of i.
+enum class KeyDistribution { kUniform, kZipf };
+
+// One producer's transaction contents: keys drawn from `keys` (16-byte partition keys), fresh
+// random (incompressible) payloads, a unique 16-byte state key per transaction. Not
+// thread-safe: one per producer thread. The same producer index draws the same sequence.
 class W1TxnSource {
  public:
-  explicit W1TxnSource(int producer_index);
+  explicit W1TxnSource(int producer_index, KeyDistribution keys = KeyDistribution::kUniform);
 
-  // Index in [0, kW1DistinctKeys) of the next fact's partition key.
+  // Index of the next fact's partition key: in [0, kW1DistinctKeys) for kUniform, in
+  // [0, kZipfKeyCount) for kZipf.
   int NextKeyIndex();
-  // The partition key with that index; lives for the whole program.
+  // The partition key with that index (< kZipfKeyCount); lives for the whole program.
   static std::string_view Key(int key_index);
   // kW1PayloadBytes random bytes, valid until the next call.
   std::string_view NextPayload();
@@ -67,6 +72,7 @@ class W1TxnSource {
   void FillRandom(char* out, size_t bytes);
 
   uint64_t random_state_;
+  KeyDistribution keys_;
   uint64_t producer_index_;
   uint64_t state_keys_issued_ = 0;
   std::array<char, kW1PayloadBytes> payload_{};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "bench/producer_driver.h"
 #include "bench/w1_append.h"
 #include "bench/w1_shape.h"
+#include "bench/zipf_keys.h"
 #include "engine/core/engine_core.h"
 #include "engine/store/codec.h"
 #include "wharf/engine.h"
@@ -38,10 +40,33 @@ class TraceCollector {
   std::string first_;
 };
 
+// Facts handled per partition, each counter on a cache line of its own (the lanes of two workers
+// count at once).
+class PartitionCounts {
+ public:
+  void Add(uint32_t partition) {
+    assert(partition < kMaxPartitions);
+    counts_[partition].n.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The fullest partition's share of `total` facts.
+  double FullestShare(uint64_t total) const {
+    uint64_t fullest = 0;
+    for (const Padded& c : counts_) fullest = std::max(fullest, c.n.load());
+    return total == 0 ? 0 : static_cast<double>(fullest) / static_cast<double>(total);
+  }
+
+ private:
+  static constexpr uint32_t kMaxPartitions = 4096;  // EngineOptions::partitions' bound
+  struct alignas(64) Padded {
+    std::atomic<uint64_t> n{0};
+  };
+  std::vector<Padded> counts_ = std::vector<Padded>(kMaxPartitions);
+};
+
 }  // namespace
 
-std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, uint64_t* committed,
-                             double* seconds) {
+std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, KeyDistribution keys,
+                             uint64_t* committed, double* seconds) {
   const uint64_t start_ns = NowNs();
   std::unique_ptr<Engine> engine;
   Status s = Engine::Open(dir, BenchEngineOptions(), &engine);
@@ -50,7 +75,7 @@ std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, uint64_t* c
   if (!s.ok()) return "wharf declare: " + s.ToString();
   std::vector<std::unique_ptr<Producer>> producers;
   for (int i = 0; i < kW2WharfPrecommit.producers; ++i) {
-    producers.push_back(MakeWharfW1Producer(engine.get(), i, kW2WharfPrecommit.batch));
+    producers.push_back(MakeWharfW1Producer(engine.get(), i, kW2WharfPrecommit.batch, keys));
   }
   const uint64_t transactions = kW2WharfPrecommit.Transactions(facts);
   std::string error = CommitTransactions(producers, transactions);
@@ -77,6 +102,7 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
   runtime_options.trace = [&traces](const TraceEvent& event) { traces.Add(event); };
 
   std::atomic<uint64_t> handled{0};
+  PartitionCounts per_partition;
   std::mutex done_mutex;
   std::condition_variable done_cv;
   bool done = false;
@@ -92,6 +118,7 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
                    .ok()) {
             return Outcome::kFailed;  // traced as store-rejected: the run fails
           }
+          per_partition.Add(fact.partition);
           if (handled.fetch_add(1, std::memory_order_relaxed) + 1 == committed) {
             std::lock_guard<std::mutex> lock(done_mutex);
             done = true;
@@ -131,6 +158,7 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
           static_cast<double>(after.sync_us_total - before.sync_us_total) / 1e3 / syncs;
     }
     result.facts_consumed = handled.load();
+    result.fullest_partition_share = per_partition.FullestShare(result.facts_consumed);
     result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
     result.facts_per_s = static_cast<double>(result.facts_consumed) / result.consume_s;
     if (!s.ok()) {
@@ -161,13 +189,15 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
   return result;
 }
 
-double W2FullestPartitionShare() {
-  std::vector<int> keys_per_partition(kW1Partitions);
-  for (int i = 0; i < kW1DistinctKeys; ++i) {
-    ++keys_per_partition[codec::PartitionOfKey(W1TxnSource::Key(i), kW1Partitions)];
+double W2FullestPartitionShare(KeyDistribution keys) {
+  std::vector<double> share(kW1Partitions);
+  const bool zipf = keys == KeyDistribution::kZipf;
+  const int key_count = zipf ? kZipfKeyCount : kW1DistinctKeys;
+  for (int i = 0; i < key_count; ++i) {
+    share[codec::PartitionOfKey(W1TxnSource::Key(i), kW1Partitions)] +=
+        zipf ? ZipfKeys::Skewed().Probability(i) : 1.0 / kW1DistinctKeys;
   }
-  const int fullest = *std::max_element(keys_per_partition.begin(), keys_per_partition.end());
-  return static_cast<double>(fullest) / kW1DistinctKeys;
+  return *std::max_element(share.begin(), share.end());
 }
 
 }  // namespace wharf::bench

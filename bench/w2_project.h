@@ -12,17 +12,19 @@ namespace wharf::bench {
 inline constexpr W2Precommit kW2WharfPrecommit{16, 100};
 
 // Opens a fresh engine in `dir` (which must be empty), commits `facts` facts (rounded up to whole
-// transactions) and closes it. Sets *committed and *seconds. Returns "" or an error.
-std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, uint64_t* committed,
-                             double* seconds);
+// transactions), their keys drawn from `keys`, and closes it. Sets *committed and *seconds.
+// Returns "" or an error.
+std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, KeyDistribution keys,
+                             uint64_t* committed, double* seconds);
 
 // Opens the engine in `dir` (loaded by PrecommitW2Wharf with `committed` facts), runs the
 // projection with `workers` workers from Start() until every fact was handled, then Stop() (which
-// waits for the last batches' commits), and checks the first and last state rows.
+// waits for the last batches' commits), and checks the first and last state rows. Counts the
+// facts handled per partition (fullest_partition_share).
 W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers);
 
-// The share of W1-shaped facts (keys uniform over kW1DistinctKeys) in the fullest of the
-// kW1Partitions partitions.
-double W2FullestPartitionShare();
+// The expected share of the facts in the fullest of the engine's kW1Partitions partitions when
+// their keys are drawn from `keys` (from the keys' probabilities and the engine's hash).
+double W2FullestPartitionShare(KeyDistribution keys);
 
 }  // namespace wharf::bench

@@ -1,5 +1,9 @@
 #include "bench/w2_report.h"
 
+#include <string_view>
+
+#include "bench/zipf_keys.h"
+
 namespace wharf::bench {
 namespace {
 
@@ -16,7 +20,10 @@ std::string MeasurementJsonFields(const W2Measurement* m) {
       ", \"batches_per_sync\": " +
       JsonNumberOrNull(known ? m->batches_per_sync : 0, known && m->batches_per_sync > 0, "%.2f") +
       ", \"sync_ms_mean\": " +
-      JsonNumberOrNull(known ? m->sync_ms_mean : 0, known && m->sync_ms_mean > 0, "%.3f");
+      JsonNumberOrNull(known ? m->sync_ms_mean : 0, known && m->sync_ms_mean > 0, "%.3f") +
+      ", \"measured_fullest_partition_share\": " +
+      JsonNumberOrNull(known ? m->fullest_partition_share : 0,
+                       known && m->fullest_partition_share > 0, "%.4f");
   if (m != nullptr && !m->error.empty()) json += ", \"error\": \"" + JsonEscape(m->error) + "\"";
   return json;
 }
@@ -40,10 +47,13 @@ void PrintRow(const char* system, const std::string& workers, const W2Measuremen
       m.batches_per_sync > 0 ? Format("%.2f", m.batches_per_sync) : std::string("-");
   const std::string sync_ms =
       m.sync_ms_mean > 0 ? Format("%.2f", m.sync_ms_mean) : std::string("-");
-  std::fprintf(out, "%-13s %7s %11.0f %10llu %10.2f%s %11.2f %12s %9s %6.2f\n", system,
+  const std::string fullest = m.fullest_partition_share > 0
+                                  ? Format("%.1f%%", 100 * m.fullest_partition_share)
+                                  : std::string("-");
+  std::fprintf(out, "%-13s %7s %11.0f %10llu %10.2f%s %11.2f %12s %9s %6.2f %8s\n", system,
                workers.c_str(), m.facts_per_s, static_cast<unsigned long long>(m.facts_consumed),
                m.consume_s, partial ? "*" : " ", m.precommit_s, per_sync.c_str(), sync_ms.c_str(),
-               m.cpu_s);
+               m.cpu_s, fullest.c_str());
 }
 
 }  // namespace
@@ -53,10 +63,15 @@ void PrintW2Table(const W2Result& result, std::FILE* out) {
                "\n%s  %llu facts pre-committed, one projection (batch %u, one %zu-byte state row "
                "per fact,\n  effects + cursor committed per batch), durability=sync; median of %d "
                "run(s)\n",
-               kW2Name, static_cast<unsigned long long>(result.facts), kW2Batch, kW2StateValueBytes,
-               result.runs);
-  std::fprintf(out, "%-13s %7s %11s %10s %11s %11s %12s %9s %6s\n", "system", "workers", "facts/s",
-               "consumed", "consume_s", "precommit_s", "batches/sync", "sync_ms", "cpu_s");
+               result.name, static_cast<unsigned long long>(result.facts), kW2Batch,
+               kW2StateValueBytes, result.runs);
+  if (std::string_view(result.name) == kW2SkewedName) {
+    std::fprintf(out, "  partition keys: Zipf, s = %.1f, over %d keys\n", kZipfExponent,
+                 kZipfKeyCount);
+  }
+  std::fprintf(out, "%-13s %7s %11s %10s %11s %11s %12s %9s %6s %8s\n", "system", "workers",
+               "facts/s", "consumed", "consume_s", "precommit_s", "batches/sync", "sync_ms",
+               "cpu_s", "fullest");
   for (const auto& [workers, m] : result.wharf) {
     PrintRow("wharf", std::to_string(workers), m, out);
   }
@@ -72,8 +87,8 @@ void PrintW2Table(const W2Result& result, std::FILE* out) {
   }
   if (result.fullest_partition_share > 0) {
     std::fprintf(out,
-                 "  wharf's fullest partition holds %.1f %% of the facts: its lane commits %.0f "
-                 "batches one after another\n",
+                 "  wharf's fullest partition holds %.1f %% of the facts (expected from the keys; "
+                 "`fullest` counts them): its lane commits %.0f batches one after another\n",
                  result.fullest_partition_share * 100,
                  static_cast<double>(result.facts) * result.fullest_partition_share / kW2Batch);
   }
@@ -95,7 +110,7 @@ std::vector<std::string> W2Json(const W2Result& result, const MachineInfo& machi
   std::vector<std::string> lines;
   for (const auto& [workers, m] : rows) {
     std::string json =
-        Format("{\"workload\": \"%s\", \"facts\": %llu, \"batch\": %u, \"workers\": ", kW2Name,
+        Format("{\"workload\": \"%s\", \"facts\": %llu, \"batch\": %u, \"workers\": ", result.name,
                static_cast<unsigned long long>(result.facts), kW2Batch) +
         JsonNumberOrNull(workers, m != nullptr, "%.0f") +
         Format(", \"durability\": \"sync\", \"runs\": %d, ", result.runs) +

@@ -14,13 +14,15 @@ namespace wharf::bench {
 
 // Medians over the runs; nullopt / empty: that system was not run (--systems).
 struct W2Result {
-  uint64_t facts = 0;  // asked for (--facts)
+  const char* name = kW2Name;  // kW2Name or kW2SkewedName
+  uint64_t facts = 0;          // asked for (--facts)
   int runs = 0;
   std::vector<std::pair<int, W2Measurement>> wharf;  // per runtime worker count
   std::optional<W2Measurement> rocksdb_sync;
   std::optional<W2Measurement> sqlite_full;
-  // Of the facts, the share in Wharf's fullest partition (0: not known). One lane delivers each
-  // partition, a batch per commit, so this partition's lane bounds how fast Wharf catches up.
+  // Of the facts, the share expected in Wharf's fullest partition, from the keys' distribution
+  // (the measured one is in each Wharf measurement). One lane delivers each partition, so this
+  // partition's lane bounds how fast Wharf catches up.
   double fullest_partition_share = 0;
 };
 

@@ -20,6 +20,7 @@ W2Measurement MedianOf(const std::vector<W2Measurement>& runs) {
   result.batches_per_sync = ok.MedianOf(&W2Measurement::batches_per_sync);
   result.sync_ms_mean = ok.MedianOf(&W2Measurement::sync_ms_mean);
   result.cpu_s = ok.MedianOf(&W2Measurement::cpu_s);
+  result.fullest_partition_share = ok.MedianOf(&W2Measurement::fullest_partition_share);
   return result;
 }
 

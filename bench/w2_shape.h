@@ -8,9 +8,15 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/w1_shape.h"
+
 namespace wharf::bench {
 
 inline constexpr char kW2Name[] = "W2-project";
+// W2 with partition keys drawn from a Zipf distribution (zipf_keys.h) instead of uniformly from 64.
+inline constexpr char kW2SkewedName[] = "W2-skewed";
+// W2-skewed is defined by its fullest partition holding at least this share of the facts.
+inline constexpr double kW2SkewedFullestShareMin = 0.25;
 inline constexpr char kW2StateTable[] = "orders_by_id";
 inline constexpr char kW2ConsumerName[] = "w2-projection";
 inline constexpr uint32_t kW2Batch = 100;
@@ -45,6 +51,9 @@ struct W2Measurement {
   double batches_per_sync = 0;  // batch commits per fdatasync while consuming (0: unknown)
   double sync_ms_mean = 0;      // mean duration of those syncs (0: unknown)
   double cpu_s = 0;             // CPU time of the whole process while consuming (all threads)
+  // Of the facts consumed, the share in the engine's fullest partition, counted in the handler
+  // (0: not counted, the references).
+  double fullest_partition_share = 0;
   std::string error;
 };
 

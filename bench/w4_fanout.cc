@@ -120,7 +120,8 @@ double Ms(uint64_t from_ns, uint64_t to_ns) {
 W4Measurement RunW4Wharf(const std::string& dir, uint64_t facts, int workers) {
   W4Measurement result;
   uint64_t committed = 0;
-  result.error = PrecommitW2Wharf(dir, facts, &committed, &result.precommit_s);
+  result.error =
+      PrecommitW2Wharf(dir, facts, KeyDistribution::kUniform, &committed, &result.precommit_s);
   if (!result.error.empty()) return result;
   result.facts = committed;
 

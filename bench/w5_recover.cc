@@ -43,7 +43,7 @@ double ResidentBytes() {
 // Loads the facts, then sets consumer c's cursors to the fact at c/8 of them.
 std::string Prepare(const std::string& dir, uint64_t facts, uint64_t* committed) {
   double seconds = 0;
-  std::string error = PrecommitW2Wharf(dir, facts, committed, &seconds);
+  std::string error = PrecommitW2Wharf(dir, facts, KeyDistribution::kUniform, committed, &seconds);
   if (!error.empty()) return error;
   std::unique_ptr<Engine> engine;
   Status s = Engine::Open(dir, BenchEngineOptions(), &engine);

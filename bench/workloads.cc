@@ -6,6 +6,8 @@
 //                   [--engine-options TEXT] [WORKLOAD...]
 //
 // Progress goes to stderr, results to stdout.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -45,9 +47,10 @@ namespace {
 
 // Workloads of WORKLOAD.md. W5 loads 10 million facts per run, W6 runs ten minutes: they run only
 // when named.
-const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW3Name, kW4Name};
+const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
+                                                    kW4Name};
 const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name, kW2Name, kW3Name, kW4Name, kW5Name, kW6SteadyName, kW6StuckName};
+    kW1Name, kW2Name, kW2SkewedName, kW3Name, kW4Name, kW5Name, kW6SteadyName, kW6StuckName};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
@@ -94,8 +97,8 @@ void PrintUsage(std::FILE* out) {
       "                   wal_prefill_bytes=0); default: the defaults\n"
       "  --runtime-options TEXT  Wharf's runtime options for W2, W3, W4 and W6, \"key=value;...\"\n"
       "                   (e.g. lane_batches_in_flight=1); default: the defaults\n"
-      "  WORKLOAD         W1-append, W2-project, W3-latency, W4-fanout (default: these\n"
-      "                   four), W5-recover, W6-steady, W6-stuck\n");
+      "  WORKLOAD         W1-append, W2-project, W2-skewed, W3-latency, W4-fanout\n"
+      "                   (default: these five), W5-recover, W6-steady, W6-stuck\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -298,12 +301,18 @@ void LogW2(const char* system, const std::string& what, int run, int runs, const
   }
 }
 
-using W2Precommitter = std::function<std::string(const std::string&, uint64_t, uint64_t*, double*)>;
+// Writes back every dirty page of the machine before a measurement starts: a load (or a copy)
+// leaves hundreds of MB in the page cache, and their writeback would share the disk with the
+// measured fdatasyncs of whichever system runs next.
+void SettleDisk() { ::sync(); }
+
+using W2Precommitter =
+    std::function<std::string(const std::string&, uint64_t, KeyDistribution, uint64_t*, double*)>;
 using W2Consumer = std::function<W2Measurement(const std::string&, uint64_t)>;
 
 // One run of a reference: load a fresh database, consume it.
 W2Measurement RunW2Reference(const char* system, const W2Precommitter& precommit,
-                             const W2Consumer& consume, uint64_t facts,
+                             const W2Consumer& consume, uint64_t facts, KeyDistribution keys,
                              const std::string& scratch_root) {
   ScratchDir db_dir(scratch_root, std::string(system) + "-w2-");
   W2Measurement m;
@@ -313,8 +322,9 @@ W2Measurement RunW2Reference(const char* system, const W2Precommitter& precommit
   }
   uint64_t committed = 0;
   double precommit_s = 0;
-  m.error = precommit(db_dir.path(), facts, &committed, &precommit_s);
+  m.error = precommit(db_dir.path(), facts, keys, &committed, &precommit_s);
   if (!m.error.empty()) return m;
+  SettleDisk();
   m = consume(db_dir.path(), committed);
   m.precommit_s = precommit_s;
   return m;
@@ -323,7 +333,7 @@ W2Measurement RunW2Reference(const char* system, const W2Precommitter& precommit
 // One run of Wharf for every worker count: load once, then consume a copy of the loaded database
 // per worker count (the last one consumes the original).
 std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uint64_t facts,
-                                      const std::string& scratch_root) {
+                                      KeyDistribution keys, const std::string& scratch_root) {
   std::vector<W2Measurement> results(worker_counts.size());
   auto fail_all = [&results](const std::string& error) {
     for (W2Measurement& m : results) m.error = error;
@@ -333,7 +343,7 @@ std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uin
   if (loaded.path().empty()) return fail_all(loaded.error());
   uint64_t committed = 0;
   double precommit_s = 0;
-  const std::string error = PrecommitW2Wharf(loaded.path(), facts, &committed, &precommit_s);
+  const std::string error = PrecommitW2Wharf(loaded.path(), facts, keys, &committed, &precommit_s);
   if (!error.empty()) return fail_all(error);
   for (size_t i = 0; i < worker_counts.size(); ++i) {
     std::optional<ScratchDir> copy;
@@ -351,6 +361,7 @@ std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uin
       }
       dir = copy->path();
     }
+    SettleDisk();
     results[i] = ConsumeW2Wharf(dir, committed, worker_counts[i]);
     results[i].precommit_s = precommit_s;
   }
@@ -358,9 +369,20 @@ std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uin
 }
 
 // Returns whether every run succeeded.
-bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+// W2-project (uniform keys) or W2-skewed (KeyDistribution::kZipf): the same facts for every system.
+bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root,
+           KeyDistribution keys) {
   const uint64_t facts = flags.facts.value_or(1000000);
   W2Result result;
+  result.name = keys == KeyDistribution::kZipf ? kW2SkewedName : kW2Name;
+  result.fullest_partition_share = W2FullestPartitionShare(keys);
+  if (keys == KeyDistribution::kZipf && result.fullest_partition_share < kW2SkewedFullestShareMin) {
+    std::fprintf(stderr,
+                 "%s: the fullest partition would hold %.1f %% of the facts, under the %.0f %% "
+                 "that defines the workload (zipf_keys.h)\n",
+                 result.name, 100 * result.fullest_partition_share, 100 * kW2SkewedFullestShareMin);
+    return false;
+  }
   result.facts = facts;
   result.runs = flags.runs;
   const bool wharf = Contains(flags.systems, "wharf");
@@ -369,10 +391,10 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
   const std::vector<int> worker_counts = flags.workers.value_or(std::vector<int>{2, 1});
   std::vector<std::vector<W2Measurement>> wharf_runs(worker_counts.size());
   std::vector<W2Measurement> rocksdb_runs, sqlite_runs;
-  std::fprintf(stderr, "%s facts=%llu\n", kW2Name, static_cast<unsigned long long>(facts));
+  std::fprintf(stderr, "%s facts=%llu\n", result.name, static_cast<unsigned long long>(facts));
   for (int run = 0; run < flags.runs; ++run) {
     if (wharf) {
-      std::vector<W2Measurement> ms = RunW2Wharf(worker_counts, facts, scratch_root);
+      std::vector<W2Measurement> ms = RunW2Wharf(worker_counts, facts, keys, scratch_root);
       for (size_t i = 0; i < ms.size(); ++i) {
         LogW2("wharf", " workers=" + std::to_string(worker_counts[i]), run, flags.runs, ms[i]);
         wharf_runs[i].push_back(std::move(ms[i]));
@@ -380,18 +402,17 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
     }
     if (rocksdb) {
       rocksdb_runs.push_back(RunW2Reference("rocksdb_sync", PrecommitW2RocksDb, ConsumeW2RocksDb,
-                                            facts, scratch_root));
+                                            facts, keys, scratch_root));
       LogW2("rocksdb_sync", "", run, flags.runs, rocksdb_runs.back());
     }
     if (sqlite) {
-      sqlite_runs.push_back(
-          RunW2Reference("sqlite_full", PrecommitW2Sqlite, ConsumeW2Sqlite, facts, scratch_root));
+      sqlite_runs.push_back(RunW2Reference("sqlite_full", PrecommitW2Sqlite, ConsumeW2Sqlite, facts,
+                                           keys, scratch_root));
       LogW2("sqlite_full", "", run, flags.runs, sqlite_runs.back());
     }
   }
   bool all_ok = true;
   if (wharf) {
-    result.fullest_partition_share = W2FullestPartitionShare();
     for (size_t i = 0; i < worker_counts.size(); ++i) {
       result.wharf.emplace_back(worker_counts[i], MedianOf(wharf_runs[i]));
       all_ok = all_ok && result.wharf.back().second.error.empty();
@@ -710,7 +731,12 @@ int Main(int argc, char** argv) {
   bool all_ok = machine.disk.error.empty();
   for (const std::string& workload : flags.workloads) {
     if (workload == kW1Name) all_ok = RunW1(flags, machine, scratch_root.path()) && all_ok;
-    if (workload == kW2Name) all_ok = RunW2(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW2Name) {
+      all_ok = RunW2(flags, machine, scratch_root.path(), KeyDistribution::kUniform) && all_ok;
+    }
+    if (workload == kW2SkewedName) {
+      all_ok = RunW2(flags, machine, scratch_root.path(), KeyDistribution::kZipf) && all_ok;
+    }
     if (workload == kW3Name) all_ok = RunW3(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW4Name) all_ok = RunW4(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW5Name) all_ok = RunW5(flags, machine, scratch_root.path()) && all_ok;

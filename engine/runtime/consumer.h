@@ -1,4 +1,5 @@
-// Consumer: one registered projection, reaction, subscriber or tap, as the runtime holds it.
+// Consumer: one registered projection, reaction, subscriber (or relay) or tap, as the runtime holds
+// it.
 //
 // Fixed at registration (Runtime::Project/React/Subscribe/Tap) and read by every thread of the
 // runtime afterwards; only the lease state changes, through atomics: the lease thread writes it,
@@ -9,12 +10,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
 #include "wharf/admin.h"
+#include "wharf/relay.h"
 #include "wharf/runtime.h"
 
 namespace wharf::internal {
@@ -44,6 +47,7 @@ struct Consumer {
   ProjectFn project;  // projections and reactions
   SubscribeFn subscribe;
   TapFn tap;
+  std::shared_ptr<RelaySink> relay;  // relays (kind kSubscriber): lanes publish batches to it
   ConsumerOptions options;
   uint32_t batch_facts = 0;
   uint32_t max_depth = 0;

@@ -234,7 +234,10 @@ HandlerCall Lane::CallHandler(const Fact& fact, Txn* txn) {
   EffectsImpl effects_impl(txn, consumer_, &fact, this);
   try {
     ReasonScope scope(&call.given);
-    if (consumer_->kind == ConsumerKind::kSubscriber) {
+    if (consumer_->relay != nullptr) {
+      // Relay: the broker's answer for the fact, published with its batch (RunBatch).
+      call.outcome = relay_batch_.OutcomeOf(fact, &call.given);
+    } else if (consumer_->kind == ConsumerKind::kSubscriber) {
       call.outcome = consumer_->subscribe(fact);
     } else {
       Effects effects = effects_impl.MakeEffects();
@@ -334,13 +337,17 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
     }
   }
   if (consumer_->kind == ConsumerKind::kSubscriber) {
+    // A relay's rejection is the broker's; its failures are the broker's or the connection's.
+    const bool relay = consumer_->relay != nullptr;
     if (call.outcome == Outcome::kHandled && !threw) return Step::kPassed;
     if (call.outcome == Outcome::kRejected && !threw) {
-      return SettleFailed(rep, mark, fact, "handler-rejected", call.Reason("rejected"));
+      return SettleFailed(rep, mark, fact, relay ? "broker-rejected" : "handler-rejected",
+                          call.Reason("rejected"));
     }
     std::string reason = call.Reason(call.outcome == Outcome::kRetry ? "retry" : "failed");
-    NoteRetry(fact, attempt_, "subscriber-failed: " + reason);
-    (*context_.trace)(TraceEvent::Level::kWarning, "subscriber-failed", consumer_, fact.id,
+    const char* failed_name = relay ? "relay-failed" : "subscriber-failed";
+    NoteRetry(fact, attempt_, failed_name + (": " + reason));
+    (*context_.trace)(TraceEvent::Level::kWarning, failed_name, consumer_, fact.id,
                       std::move(reason), attempt_);
     return Step::kRetryLater;
   }
@@ -419,6 +426,10 @@ bool Lane::RunBatch(bool blocking) {
       }
     }
   }
+
+  // Relays publish the batch's facts at once (pipelined); each is then settled below with the
+  // broker's answer as its outcome.
+  if (consumer_->relay != nullptr) relay_batch_.Publish(*consumer_, entries);
 
   Txn txn = context_.core->Begin();
   bool stopped = false;  // a fact must be retried later: back off

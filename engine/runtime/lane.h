@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "engine/commit/txn_rep.h"
+#include "engine/relay/relay_batch.h"
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/consumer_metrics.h"
 #include "engine/runtime/tail_cache.h"
@@ -304,6 +305,8 @@ class Lane {
   // built leaves it.
   std::vector<uint64_t> stored_retry_;
   std::vector<uint64_t> pending_stored_retry_;
+  // Relays: the batch as published to the sink, which CallHandler reads each fact's outcome from.
+  RelayBatch relay_batch_;
 };
 
 }  // namespace wharf::internal

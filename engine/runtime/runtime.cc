@@ -42,6 +42,14 @@ Status Runtime::Tap(std::string name, std::vector<std::string> types, TapFn hand
   return impl_->Register(ConsumerKind::kTap, std::move(name), std::move(types), nullptr, nullptr,
                          std::move(handler), std::move(options));
 }
+Status Runtime::Relay(std::string name, std::vector<std::string> types,
+                      std::shared_ptr<RelaySink> sink, ConsumerOptions options) {
+  if (sink == nullptr) return Status::InvalidArgument("relay '" + name + "' has no sink");
+  Status s = sink->Validate(name, options.ordering);
+  if (!s.ok()) return s;
+  return impl_->Register(ConsumerKind::kSubscriber, std::move(name), std::move(types), nullptr,
+                         nullptr, nullptr, std::move(options), std::move(sink));
+}
 Status Runtime::Start() { return impl_->Start(); }
 Status Runtime::Drain() { return impl_->Drain(); }
 Status Runtime::Stop() { return impl_->Stop(); }
@@ -95,7 +103,7 @@ RuntimeImpl::~RuntimeImpl() { Stop().PermitUncheckedError(); }
 
 Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
                              ProjectFn project, SubscribeFn subscribe, TapFn tap,
-                             ConsumerOptions options) {
+                             ConsumerOptions options, std::shared_ptr<RelaySink> relay) {
   Status s = ValidateName("consumer name", name, kTypeBytesMax);
   if (!s.ok()) return s;
   if (started_ || lanes_built_) {
@@ -107,7 +115,7 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
     s = ValidateName("fact type of consumer '" + name + "'", type, kTypeBytesMax);
     if (!s.ok()) return s;
   }
-  if (!project && !subscribe && !tap) {
+  if (!project && !subscribe && !tap && !relay) {
     return Status::InvalidArgument("consumer '" + name + "' has no handler");
   }
   if (!options.consumer_id.empty()) {
@@ -126,7 +134,12 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
   consumer->project = std::move(project);
   consumer->subscribe = std::move(subscribe);
   consumer->tap = std::move(tap);
-  consumer->batch_facts = options.batch_facts ? options.batch_facts : DefaultBatch(kind);
+  // A relay's batch is published pipelined: the larger, the fewer round trips.
+  constexpr uint32_t kRelayBatchFacts = 256;
+  consumer->batch_facts = options.batch_facts ? options.batch_facts
+                          : relay             ? kRelayBatchFacts
+                                              : DefaultBatch(kind);
+  consumer->relay = std::move(relay);
   consumer->max_depth = options.max_depth ? options.max_depth : options_.max_depth;
   consumer->options = std::move(options);
   consumers_.push_back(std::move(consumer));

@@ -40,7 +40,8 @@ class RuntimeImpl : public DurableListener {
   ~RuntimeImpl() override;
 
   Status Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
-                  ProjectFn project, SubscribeFn subscribe, TapFn tap, ConsumerOptions options);
+                  ProjectFn project, SubscribeFn subscribe, TapFn tap, ConsumerOptions options,
+                  std::shared_ptr<RelaySink> relay = nullptr);
   Status Start();
   Status Drain();
   Status Stop();

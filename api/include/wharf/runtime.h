@@ -63,6 +63,8 @@ enum class Assignment : uint8_t {
   kRoundRobin,  // "round_robin"
 };
 
+class RelaySink;  // wharf/relay.h
+
 namespace internal {
 class RuntimeImpl;
 class EffectsImpl;
@@ -197,6 +199,11 @@ class Runtime {
                    ConsumerOptions options = {});
   Status Tap(std::string name, std::vector<std::string> types, TapFn handler,
              ConsumerOptions options = {});
+  // A relay (wharf/relay.h): a subscriber whose lanes hand whole batches to `sink` (shared by
+  // its lanes; the runtime keeps it alive). Default batch_facts: 256. InvalidArgument as
+  // above, or the sink's Validate() refusal.
+  Status Relay(std::string name, std::vector<std::string> types, std::shared_ptr<RelaySink> sink,
+               ConsumerOptions options = {});
 
   // Checks identities (duplicate consumer id: error 026; undeclared type: named), loads cursors
   // and starts the workers and the timer loop. Fails without side effects.

@@ -1,0 +1,86 @@
+// Relays: durable consumers that hand facts to a broker (SPEC.md §7).
+//
+//   std::unique_ptr<wharf::RelaySink> sink;
+//   WHARF_CHECK(wharf::MakeRelaySink("kind=redis_streams;url=redis://127.0.0.1:6379;"
+//                                    "stream=wharf:{partition}", &sink));
+//   WHARF_CHECK(runtime.Relay("to-redis", {"OrderCreated"}, std::move(sink)));
+//
+// A relay is delivered like a subscriber (at least once, in id order per partition lane, its
+// cursor in the same transaction as its dead letters) but a batch at a time: the lane hands the
+// batch's facts to its RelaySink, which publishes them pipelined and says, per fact, what the
+// broker answered. The cursor passes a prefix of the batch: the acknowledged facts, those the
+// broker already had (a redelivery after a crash), and those it refused for good (each becomes
+// a dead letter named "broker-rejected" with the broker's text). The first transient failure
+// ends the batch before its fact, which is published again after the runtime's backoff; facts
+// after it that the broker did take are then reported as already published.
+//
+// A sink's broker must recognise a redelivered fact by an id derived from the fact id (Redis
+// Streams: the entry id; NATS JetStream: Nats-Msg-Id), so that redelivery is idempotent. Adding a
+// broker (e.g. Kafka) is implementing RelaySink; the engine needs no change.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wharf/fact.h"
+#include "wharf/options.h"
+#include "wharf/status.h"
+
+namespace wharf {
+
+// What the broker answered for one fact.
+enum class PublishResult : uint8_t {
+  kAcknowledged = 0,  // stored by the broker
+  kDuplicate = 1,     // the broker already held it (a redelivery): passed, not added again
+  kRejected = 2,      // refused for good (too large, wrong type, ...): dead letter with `error`
+  kTransient = 3,     // not stored (connection lost, timeout, broker loading): retry later
+};
+const char* ToString(PublishResult result);
+
+struct PublishOutcome {
+  PublishResult result = PublishResult::kTransient;
+  std::string error;  // the broker's or the client's text, for kRejected and kTransient
+};
+
+// Publishes facts to one broker. Thread safety: Publish is called concurrently by the lanes of
+// different partitions (never twice at once by one lane); implementations must be thread-safe.
+class RelaySink {
+ public:
+  virtual ~RelaySink() = default;
+  // Checked when the relay is registered, with its consumer options: InvalidArgument if the
+  // sink cannot keep the per-lane order it needs (e.g. a Redis stream template that would let
+  // two partition lanes interleave into one stream without ordering=global).
+  virtual Status Validate(const std::string& relay_name, Ordering ordering) const = 0;
+  // Publishes `facts` (in id order within each partition) with as many in flight as the sink
+  // allows, and fills `outcomes` with one outcome per fact, in the same order. Must not throw.
+  virtual void Publish(std::span<const Fact* const> facts,
+                       std::vector<PublishOutcome>* outcomes) = 0;
+  // Counters for tests, metrics and `wharf stat` (any thread).
+  struct Counters {
+    uint64_t acknowledged = 0;
+    uint64_t duplicates = 0;
+    uint64_t rejected = 0;
+    uint64_t transient = 0;
+  };
+  virtual Counters counters() const = 0;
+};
+
+// Makes a sink from "key=value;..." options. Keys common to every kind:
+//   kind         redis_streams | nats_jetstream (required)
+//   url          the broker (redis://host:port, nats://host:port)
+//   timeout_ms   connect and per-reply timeout (default 5000)
+//   in_flight    publishes in flight at most per lane (default 1024)
+// redis_streams: stream (template; default wharf:{partition}), user, password, maxlen (0: no
+//   trimming; else XADD MAXLEN ~ N).
+// nats_jetstream: subject (template; default wharf.{type}.{partition}), user, password, token,
+//   create_stream (a stream name: created covering wharf.> if missing).
+// Templates may use {type}, {partition} and {relay}. Unknown key, bad value or missing kind:
+// InvalidArgument naming it, *sink unchanged. Does not connect: brokers are reached when the relay
+// first publishes (a broker that is down is a transient failure, retried).
+Status MakeRelaySink(std::string_view options_text, std::unique_ptr<RelaySink>* sink);
+
+}  // namespace wharf
