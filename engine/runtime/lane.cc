@@ -84,7 +84,8 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
 
 bool Lane::CanPipeline() const {
   return batches_.size() < context_.options->lane_batches_in_flight && !chain_failed_ &&
-         !batches_.back()->stopped && loaded_generation_ == consumer_->generation.load();
+         (batches_.empty() || !batches_.back()->stopped) && !recount_requested() &&
+         loaded_generation_ == consumer_->generation.load();
 }
 
 void Lane::AwaitBatchesInFlight() const {
@@ -110,9 +111,9 @@ size_t Lane::IndexOf(uint32_t partition) const {
   return static_cast<size_t>(it - partitions_.begin());
 }
 
-bool Lane::ReloadIfReacquired() {
+bool Lane::ReloadCursorsIfNeeded() {
   uint64_t generation = consumer_->generation.load();
-  if (loaded_generation_ == generation) return true;
+  if (loaded_generation_ == generation && !reload_needed_) return true;
   Status s = LoadCursors();
   if (!s.ok()) {
     (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0, s.ToString());
@@ -120,6 +121,7 @@ bool Lane::ReloadIfReacquired() {
     return false;
   }
   loaded_generation_ = generation;
+  reload_needed_ = false;
   return true;
 }
 
@@ -635,7 +637,11 @@ void Lane::Settle() {
       // WAL, perhaps committed on top of it. Either way it is discarded; the cursors are
       // reloaded when it committed.
       if (batch->commits && batch->outcome->ok()) {
-        WHARF_ASSERT(!chain_failure_.IsConflict());  // a refused check refuses what follows
+        // The chained checks refuse what follows a refused batch; only an earlier batch's
+        // unknown outcome (cursors reloaded since) or somebody writing the very cursor bytes a
+        // later batch expects lets one through. The store stays whole either way (each batch's
+        // effects commit with its own compare-and-set); the lane reloads its cursors.
+        WHARF_DASSERT(!chain_failure_.IsConflict());
         chain_successor_committed_ = true;
       }
     } else if (!batch->commits || batch->outcome->ok()) {
@@ -660,11 +666,16 @@ void Lane::Settle() {
   scanned_to_ = durable_.scanned;
   stored_retry_ = durable_.stored_retry;
   ApplyFailed(*chain_failure_batch_, chain_failure_);
-  if (chain_successor_committed_) {
-    chain_successor_committed_ = false;
-    Status loaded = LoadCursors();
-    if (!loaded.ok()) retry_at_ms_ = SteadyMs() + context_.options->backoff_max_ms;
+  // A commit whose outcome is unknown (an I/O error once it may have reached the WAL; the
+  // committer's recovery then makes whatever was written durable) may have moved the cursors,
+  // and so has a batch that committed after it: no batch starts before they are read again.
+  const bool refused = chain_failure_.IsConflict() || chain_failure_.IsInvalidArgument() ||
+                       chain_failure_.IsCorruption() || chain_failure_.IsClosed();
+  if (chain_successor_committed_ || !refused) {
+    reload_needed_ = true;
+    ReloadCursorsIfNeeded();
   }
+  chain_successor_committed_ = false;
   free_batches_.push_back(std::move(chain_failure_batch_));
 }
 

@@ -90,7 +90,8 @@ class Lane {
   // Any batch of the lane is committing (or waiting for an earlier one to complete).
   bool in_flight() const { return in_flight_.load(); }
   // Another batch may start now, next to those in flight: fewer than lane_batches_in_flight are,
-  // none of them failed or stopped at a fact to retry, and the consumer was not re-acquired.
+  // none of them failed or stopped at a fact to retry, the consumer was not re-acquired, and no
+  // lag count waits (it runs when nothing is in flight).
   bool CanPipeline() const;
   // Waits until every batch in flight has its commit's outcome (the worker's thread: a handler
   // reading state must see what earlier batches of its lane wrote).
@@ -120,9 +121,10 @@ class Lane {
 
   // (Re)reads the consumer's cursors: the lane's position starts there.
   Status LoadCursors();
-  // Reloads the cursors after the consumer was (re)acquired. False: could not read them (the
-  // lane then retries after backoff_max_ms).
-  bool ReloadIfReacquired();
+  // Reloads the cursors after the consumer was (re)acquired, or after a commit whose outcome is
+  // unknown. False: could not read them (the lane then retries after backoff_max_ms, and starts
+  // no batch before they are read).
+  bool ReloadCursorsIfNeeded();
   // Collects, runs the handlers and commits the lane's next batch. Returns false if there was
   // nothing to deliver. With `blocking`, waits for the commit and applies its completion.
   bool RunBatch(bool blocking);
@@ -257,6 +259,7 @@ class Lane {
   std::unique_ptr<Batch> chain_failure_batch_;
   Status chain_failure_;
   bool chain_successor_committed_ = false;  // a batch after it committed (unknown outcome)
+  bool reload_needed_ = false;              // the cursors must be read again before a batch
   // What the completed batches made durable (the head, when nothing is in flight).
   struct Durable {
     std::vector<uint64_t> position;

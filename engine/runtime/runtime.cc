@@ -514,7 +514,7 @@ Status RuntimeImpl::Drain() {
     bool progress = false;
     for (const auto& owned : lanes_) {
       Lane* lane = owned.get();
-      if (!lane->ReloadIfReacquired()) continue;
+      if (!lane->ReloadCursorsIfNeeded()) continue;
       while (!stuck.count(lane) && lane->HasUnscanned()) {
         lane->ClearRetry();
         bool ran = lane->RunBatch(/*blocking=*/true);

@@ -135,10 +135,10 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
     if (!lane->in_flight()) {
       lane->RecountIfRequested();  // a snapshot asked for the lag (first time, or after a gap)
     } else if (!lane->CanPipeline()) {
-      continue;  // its batches in flight complete first
+      continue;  // its batches in flight complete first (then a requested lag count runs)
     }
     if (!lane->consumer()->owned.load()) continue;
-    if (lane->ReloadIfReacquired() && lane->retry_at_ms() <= now_ms) {
+    if (lane->ReloadCursorsIfNeeded() && lane->retry_at_ms() <= now_ms) {
       if (lane->HasWork() || (lane->skipping() && lane->HasUnscanned())) {
         did_work |= lane->RunBatch(/*blocking=*/false);
         lane->BackdateDirty(skip_since_ms);  // skipped facts waited since then

@@ -112,6 +112,11 @@ int Bench(const Context& context, const BenchOptions& options) {
     return Fail(kExitError,
                 "cannot run the workload runner " + runner + ": " + std::strerror(spawned));
   }
+  if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM)) {
+    // Interrupted (Ctrl-C): exit as the shell reports a command the signal ended.
+    return Fail(128 + WTERMSIG(status), "the workload runner was interrupted (signal " +
+                                            std::to_string(WTERMSIG(status)) + ")");
+  }
   if (WIFSIGNALED(status)) {
     return Fail(kExitError,
                 "the workload runner was stopped by signal " + std::to_string(WTERMSIG(status)));

@@ -27,10 +27,18 @@ struct Context {
   bool json = false;
   // --admin-socket: where the engine holding `db` serves admin requests (empty: <db>/admin.sock).
   std::string admin_socket;
+  // --color: "auto" (on a terminal unless NO_COLOR is set), "always" or "never" (UseColor).
+  std::string color = "auto";
 };
+
+// Whether output to `fd` gets ANSI colors: --color always or never decides; auto means when `fd`
+// is a terminal and NO_COLOR is unset or empty (https://no-color.org; the flag overrides it).
+bool UseColor(const Context& context, int fd);
 
 // Prints "wharf: <message>" on stderr and returns `code`.
 int Fail(int code, const std::string& message);
+// Prints "wharf: warning: <message>" on stderr (stdout, and --json, stay clean).
+void Warn(const std::string& message);
 
 int Stat(const Context& context);
 

@@ -5,10 +5,12 @@
 //   wharf trim --yes --db PATH
 //   wharf bench W1-append --json
 //
-// Global options (accepted before or after the command): --db PATH (or $WHARF_DB), --json.
-// Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a Wharf
-// database, newer format, or, for a command that changes it, in use by another process that
-// serves no admin socket).
+// Global options (accepted before or after the command, and listed in every command's help):
+// --db PATH (or $WHARF_DB), --json, --admin-socket PATH, --color auto|always|never, -V/--version.
+// Exit status: 0 ok; 1 usage or data error (a mistyped command or option names the one meant);
+// 2 the database cannot be opened (missing, not a Wharf database, newer format, or, for a command
+// that changes it, in use by another process that serves no admin socket); 128+N when signal N
+// (Ctrl-C: 130, SIGTERM: 143) ends a command that runs until interrupted (tail -f, top, bench).
 //
 // Commands that change the database work on a live one: the process holding it makes the change
 // (its engine's admin socket, <db>/admin.sock or --admin-socket PATH).
@@ -23,6 +25,7 @@
 
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
+#include "tools/cli/suggest.h"
 #include "wharf/inspect.h"
 
 #ifndef WHARF_VERSION_STRING
@@ -39,9 +42,66 @@ namespace {
 constexpr const char* kFooter =
     "Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a\n"
     "Wharf database, newer format, or, for a command that changes it, in use by another process\n"
-    "that serves no admin socket). Every command works while an application holds the database\n"
+    "that serves no admin socket); 130 (Ctrl-C) or 143 (SIGTERM) for a command interrupted while\n"
+    "it runs (tail -f, top, bench). Every command works while an application holds the database\n"
     "open: commands that change it ask that application's engine, over its admin socket\n"
     "(<db>/admin.sock, or --admin-socket PATH), to make the change.";
+
+// CLI11 shows a subcommand's own options only; the global ones (options of the app, accepted
+// after any command through fallthrough) are listed in every subcommand's help as well.
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_footer(const CLI::App* app) const override {
+    const CLI::App* root = app;
+    while (root->get_parent() != nullptr) root = root->get_parent();
+    if (root == app) return CLI::Formatter::make_footer(app);
+    std::string globals = "Global options (before or after the command):\n";
+    for (const CLI::Option* option : root->get_options()) {
+      if (option == root->get_help_ptr() || option->get_group().empty()) continue;
+      globals += make_option(option, false);
+    }
+    return globals + "\n" + CLI::Formatter::make_footer(app);
+  }
+};
+
+// "wharf dead list": the words naming `app`.
+std::string CommandPath(const CLI::App* app) {
+  std::string path = app->get_name();
+  for (const CLI::App* parent = app->get_parent(); parent != nullptr;
+       parent = parent->get_parent()) {
+    path = parent->get_name() + " " + path;
+  }
+  return path;
+}
+
+// The message for a parse error: the first word nothing took, named with what was probably meant
+// (a command of `innermost`, the last command given, or an option of it or of the app), else
+// CLI11's.
+std::string UsageMessage(const CLI::App& app, const CLI::App* innermost,
+                         const CLI::ParseError& error) {
+  const std::vector<std::string> unknown = app.remaining(true);
+  const std::string where = innermost == &app ? "" : " for '" + CommandPath(innermost) + "'";
+  if (!unknown.empty() && unknown.front().size() > 1 && unknown.front()[0] == '-') {
+    const std::string word = unknown.front().substr(0, unknown.front().find('='));
+    std::vector<std::string> options;
+    for (const CLI::App* owner : {innermost, &app}) {
+      for (const CLI::Option* option : owner->get_options()) {
+        for (const std::string& name : option->get_lnames()) options.push_back("--" + name);
+        for (const std::string& name : option->get_snames()) options.push_back("-" + name);
+      }
+    }
+    return "unknown option '" + word + "'" + where + DidYouMean(word, options);
+  }
+  std::vector<std::string> commands;
+  for (const CLI::App* command : innermost->get_subcommands({})) {
+    commands.push_back(command->get_name());
+  }
+  if (!unknown.empty() && !commands.empty()) {
+    return "unknown command '" + unknown.front() + "'" + where +
+           DidYouMean(unknown.front(), commands);
+  }
+  return error.what();
+}
 
 // CLI11 converts "-3" to a huge unsigned value and accepts out-of-range numbers: every numeric
 // argument is checked to be a plain decimal that fits in 64 bits first.
@@ -111,6 +171,7 @@ int Help(CLI::App& app, const std::vector<std::string>& words) {
 
 int Run(int argc, char** argv) {
   CLI::App app("wharf: inspect and operate a Wharf database", "wharf");
+  app.formatter(std::make_shared<Formatter>());  // before the subcommands, which inherit it
   app.footer(kFooter);
   app.fallthrough();  // global options may follow the command's own arguments
   app.require_subcommand(0, 1);
@@ -121,6 +182,11 @@ int Run(int argc, char** argv) {
   app.add_option("--admin-socket", context.admin_socket,
                  "Where the process holding the database serves admin requests, when not "
                  "<db>/admin.sock (its engine option admin_socket=PATH)");
+  app.add_option("--color", context.color,
+                 "Colors: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  bool version = false;
+  app.add_flag("-V,--version", version, "Print the version (as 'wharf version')");
 
   std::function<int()> run;
   auto needs_db = [&](std::function<int()> body) {
@@ -336,8 +402,12 @@ int Run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    return Fail(kExitError, std::string(e.what()) + " (see 'wharf help')");
+    const CLI::App* innermost = &app;
+    while (!innermost->get_subcommands().empty()) innermost = innermost->get_subcommands().front();
+    std::string words = CommandPath(innermost).substr(app.get_name().size());  // " dead list"
+    return Fail(kExitError, UsageMessage(app, innermost, e) + " (see 'wharf help" + words + "')");
   }
+  if (version) return Version(context);
   if (!run) {
     std::fprintf(stderr, "%s", app.help().c_str());
     return Fail(kExitError, "no command given");

@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
+
+#include "tools/cli/commands.h"
 
 namespace wharf::cli {
 namespace {
@@ -309,6 +312,13 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+bool UseColor(const Context& context, int fd) {
+  if (context.color == "always") return true;
+  if (context.color == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  return ::isatty(fd) == 1 && (no_color == nullptr || no_color[0] == '\0');
 }
 
 }  // namespace wharf::cli

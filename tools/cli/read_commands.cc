@@ -12,6 +12,7 @@
 
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
+#include "tools/cli/suggest.h"
 #include "wharf/inspect.h"
 
 namespace wharf::cli {
@@ -22,8 +23,10 @@ constexpr uint64_t kTailDefaultLimit = 10;
 constexpr size_t kTailChunkFacts = 256;
 constexpr auto kFollowInterval = std::chrono::milliseconds(100);
 
+// The signal (SIGINT, SIGTERM) that ends `tail -f`: it exits 128 + its number, as a shell reports
+// a command a signal killed, after the facts printed so far (each a whole line, flushed).
 volatile std::sig_atomic_t interrupted = 0;
-void OnInterrupt(int) { interrupted = 1; }
+void OnInterrupt(int signal) { interrupted = signal; }
 
 int OpenInspector(const Context& context, std::unique_ptr<Inspector>* inspector) {
   Status s = Inspector::Open(context.db, inspector);
@@ -243,6 +246,8 @@ int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "%s\n", line.c_str());
   return code;
 }
+
+void Warn(const std::string& message) { Fail(0, "warning: " + message); }
 
 namespace {
 
@@ -517,6 +522,27 @@ void PrintFact(const Context& context, const Fact& fact) {
                     Display(fact.payload)));
 }
 
+// A --type no fact can have matches nothing: a warning names it with the types that are known
+// (declared by a producer, which every fact's type must be, or taken by a registered consumer).
+Status WarnOfUnknownTypes(Inspector& inspector, const std::vector<std::string>& types) {
+  if (types.empty()) return Status::OK();
+  std::vector<std::string> known;
+  Status s = inspector.DeclaredTypes(&known);
+  std::map<std::string, std::vector<std::string>> consumers;
+  if (s.ok()) s = inspector.ConsumerTypes(&consumers);
+  if (!s.ok()) return s;
+  for (const auto& [consumer, taken] : consumers)
+    known.insert(known.end(), taken.begin(), taken.end());
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  for (const std::string& type : types) {
+    if (std::binary_search(known.begin(), known.end(), type)) continue;
+    Warn("no fact type '" + type + "' is known in this database" + DidYouMean(type, known) +
+         " (known: " + NameList(known) + ")");
+  }
+  return Status::OK();
+}
+
 // Prints the last `limit` matching facts, in id order, and returns the highest id looked at.
 Status PrintLastFacts(const Context& context, Inspector& inspector,
                       const std::vector<uint32_t>& partitions, const TailOptions& options,
@@ -563,6 +589,7 @@ int Tail(const Context& context, const TailOptions& options) {
   } else {
     for (uint32_t p = 0; p < inspector->partitions(); ++p) partitions.push_back(p);
   }
+  if (Status s = WarnOfUnknownTypes(*inspector, options.types); !s.ok()) return DataError(s);
   if (options.follow) {
     std::signal(SIGINT, OnInterrupt);
     std::signal(SIGTERM, OnInterrupt);
@@ -592,12 +619,13 @@ int Tail(const Context& context, const TailOptions& options) {
       PrintFact(context, fact);
       ++printed;
     }
-    if (!options.follow || interrupted || (limit != 0 && printed >= limit)) return kExitOk;
+    if (interrupted) return 128 + interrupted;
+    if (!options.follow || (limit != 0 && printed >= limit)) return kExitOk;
     for (auto waited = std::chrono::milliseconds(0); waited < kFollowInterval && !interrupted;
          waited += std::chrono::milliseconds(10)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (interrupted) return kExitOk;
+    if (interrupted) return 128 + interrupted;
     Status s = inspector->CatchUp();
     if (!s.ok()) return DataError(s);
     merger.Rearm();

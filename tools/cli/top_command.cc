@@ -1,7 +1,8 @@
 // `wharf top`: the running engine's metrics (read over its admin socket every interval) as a live
 // view (top_frame.h). On a terminal it redraws in place on the alternate screen, in color unless
-// NO_COLOR is set, and quits on q (exit 0) or Ctrl-C (exit 130); otherwise it prints plain frames,
-// one per interval, separated by a blank line. Without a running engine it says so and exits 1:
+// NO_COLOR is set or --color never, and quits on q (exit 0), Ctrl-C (exit 130) or SIGTERM (143);
+// otherwise it prints plain frames, one per interval, separated by a blank line (colored only
+// with --color always). Without a running engine it says so and exits 1:
 // its figures are rates, which a database nobody holds does not have (`wharf metrics` prints what
 // such a database records).
 #include <poll.h>
@@ -119,7 +120,7 @@ void TerminalSize(size_t* columns, size_t* rows) {
 void Draw(const std::vector<Line>& lines, bool screen, bool color) {
   std::string out;
   if (!screen) {
-    for (const Line& line : lines) out += RenderLine(line, false, 0) + "\n";
+    for (const Line& line : lines) out += RenderLine(line, color, 0) + "\n";
     Write(out + "\n");
     return;
   }
@@ -152,8 +153,8 @@ int Top(const Context& context, const TopOptions& options) {
                                 "metrics' or 'wharf stat', which read a database nobody holds");
   }
   const bool screen = ::isatty(STDOUT_FILENO) == 1;
-  const char* no_color = std::getenv("NO_COLOR");
-  const bool color = screen && (no_color == nullptr || no_color[0] == '\0');
+  // Plain frames (not a terminal) are colored too when asked to (--color always).
+  const bool color = UseColor(context, STDOUT_FILENO);
   bool keys = screen && ::isatty(STDIN_FILENO) == 1;
   CatchSignals();
   Terminal terminal(screen, keys);

@@ -98,7 +98,7 @@ Bytes = Union[bytes, bytearray, memoryview, str]
 # Engine and runtime options: None, "key=value;..." or a dict.
 Options = Union[None, str, Dict[str, object]]
 # A database path.
-Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+DatabasePath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 # The fact types a consumer takes: one type, or several.
 Types = Union[str, Iterable[str]]
 # What a handler may return: None or True (handled), False (failed), or an Outcome.
@@ -108,6 +108,7 @@ SubscribeFn = Callable[["Fact"], HandlerResult]
 TapFn = Callable[["Fact"], object]  # what it returns is ignored
 # trace(level, name, consumer, fact_id, reason); one with an `attempt` parameter too gets it.
 TraceFn = Callable[["TraceLevel", str, str, int, str], None]
+# commit_async's callback(error, first_id, last_id); error is None on success.
 CommitFn = Callable[[Optional["WharfError"], int, int], None]
 _ProjectT = TypeVar("_ProjectT", bound=ProjectFn)
 _SubscribeT = TypeVar("_SubscribeT", bound=SubscribeFn)
@@ -411,7 +412,7 @@ def _name(value: str, what: str) -> bytes:
     return _c_string(encoded, what)
 
 
-def _path(value: Path) -> bytes:
+def _path(value: DatabasePath) -> bytes:
     return _c_string(os.fsencode(value), "path")
 
 
@@ -1005,7 +1006,7 @@ class Txn(_TxnOps):
         self.last_fact_id = last.value
         return last.value
 
-    def commit_async(self, callback: Callable[[Optional[WharfError], int, int], None]) -> None:
+    def commit_async(self, callback: CommitFn) -> None:
         """Hands the transaction to the committer; `callback(error, first_id, last_id)` runs
         once, on an engine thread, when the outcome is known (error is None on success)."""
         handle = self._live()
@@ -1058,7 +1059,7 @@ class Engine:
     `options`: None, "key=value;..." or a dict: partitions, ordering, durability, io,
     queue_capacity, when_full, ... (see wharf.h)."""
 
-    def __init__(self, path: Path, options: Options = None) -> None:
+    def __init__(self, path: DatabasePath, options: Options = None) -> None:
         handle = c_void_p()
         _check(_lib.wharf_open(_path(path), _options(options), byref(handle)))
         self._handle: Optional[int] = handle.value

@@ -375,6 +375,41 @@ TEST_F(CliMetricsTest, TopPlainFrames) {
   EXPECT_CONTAINS(stuck.out, "stuck");
 }
 
+// Colors: never in plain frames by default (stdout is a file here), with --color always even
+// where NO_COLOR is set (the flag overrides it, as no-color.org asks), never with --color never.
+TEST_F(CliMetricsTest, TopColorOption) {
+  StartRuntime();
+  Commit(10, 3);
+  EXPECT_TRUE(runtime_->Drain().IsBusy());  // mailer caught up (green), notifier retrying (red)
+  const std::vector<std::string> top = {WHARF_CLI_PATH, "top",     "--iterations",  "1",
+                                        "--db",         dir_.db(), "--interval-ms", "50"};
+  auto run = [&](std::vector<std::string> env, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"/usr/bin/env"};
+    args.insert(args.end(), env.begin(), env.end());
+    args.insert(args.end(), top.begin(), top.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunProgram(args, dir_.path());
+  };
+  Result r = run({"-u", "NO_COLOR"}, {});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LACKS(r.out, "\x1b");
+  r = run({"-u", "NO_COLOR"}, {"--color", "always"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "\x1b[1mwharf top  ");  // the title: bold
+  EXPECT_CONTAINS(r.out, "\x1b[32mcaught up");
+  EXPECT_CONTAINS(r.out, "\x1b[31mretrying fact 1");
+  EXPECT_LACKS(r.out, "\x1b[?1049h");  // colored, but still plain frames (no screen handling)
+  r = run({"NO_COLOR=1"}, {"--color=always"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "\x1b[32mcaught up");
+  r = run({"-u", "NO_COLOR"}, {"--color", "never"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LACKS(r.out, "\x1b");
+  r = run({}, {"--color", "sometimes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--color: sometimes not in {auto,always,never}");
+}
+
 // Without a running engine top says so (exit 1); with no database at all, exit 2.
 TEST_F(CliMetricsTest, TopNeedsARunningEngine) {
   ASSERT_OK(engine_->Close());

@@ -408,6 +408,99 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// --version and -V print what `wharf version` prints (--json too), and exit 0.
+TEST_F(CliTest, VersionFlag) {
+  const Result version = Run({"version"});
+  ASSERT_EQ(version.code, 0) << version.err;
+  for (const char* flag : {"--version", "-V"}) {
+    Result r = Run({flag});
+    EXPECT_EQ(r.code, 0) << flag << ": " << r.err;
+    EXPECT_EQ(r.out, version.out) << flag;
+    EXPECT_EQ(r.err, "");
+  }
+  const Result json = Run({"version", "--json"});
+  Result r = Run({"--json", "--version"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, json.out);
+}
+
+// A mistyped command, nested command or option is a usage error (exit 1, one line) naming the
+// word and the one probably meant; a word close to nothing gets no suggestion.
+TEST_F(CliTest, MistypedWordsGetSuggestions) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::string db = dir_.db();
+  for (const Case& c : std::vector<Case>{
+           {{"stta"}, "unknown command 'stta' (did you mean 'stat'?) (see 'wharf help')"},
+           {{"tial", "--db", db}, "unknown command 'tial' (did you mean 'tail'?)"},
+           {{"dead", "lst"}, "unknown command 'lst' for 'wharf dead' (did you mean 'list'?)"},
+           {{"cursor", "cpoy", "a", "b"},
+            "unknown command 'cpoy' for 'wharf cursor' (did you mean 'copy'?)"},
+           {{"lease", "relase", "x"},
+            "unknown command 'relase' for 'wharf lease' (did you mean 'release'?)"},
+           {{"tail", "--tpye", "X", "--db", db},
+            "unknown option '--tpye' for 'wharf tail' (did you mean '--type'?) (see 'wharf help "
+            "tail')"},
+           {{"tail", "--tpye=X", "--db", db},
+            "unknown option '--tpye' for 'wharf tail' (did you mean '--type'?)"},
+           {{"cursor", "set", "c", "--to-idd", "3", "--db", db},
+            "unknown option '--to-idd' for 'wharf cursor set' (did you mean '--to-id'?)"},
+           {{"stat", "--jsno", "--db", db},  // a global option
+            "unknown option '--jsno' for 'wharf stat' (did you mean '--json'?)"},
+           {{"frobnicate"}, "unknown command 'frobnicate' (see 'wharf help')"},
+           {{"stat", "--frobnicate", "--db", db},
+            "unknown option '--frobnicate' for 'wharf stat' "
+            "(see 'wharf help stat')"}}) {
+    Result r = Run(c.args);
+    EXPECT_EQ(r.code, 1) << c.args[0] << ": " << r.err;
+    EXPECT_CONTAINS(r.err, "wharf: " + c.message);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+// The help of every command and subcommand lists the global options (--db, --json, ...), which
+// each accepts after its own arguments.
+TEST_F(CliTest, EveryCommandsHelpListsTheGlobalOptions) {
+  // The commands a help text lists ("Subcommands:", then "  NAME  description" lines).
+  auto commands_in = [](const std::string& help) {
+    std::vector<std::string> names;
+    std::istringstream lines(help.substr(std::min(help.size(), help.find("Subcommands:"))));
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+      names.push_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+    return names;
+  };
+  Result root = Run({"--help"});
+  ASSERT_EQ(root.code, 0) << root.err;
+  std::vector<std::vector<std::string>> pending;
+  for (const std::string& name : commands_in(root.out)) pending.push_back({name});
+  ASSERT_GE(pending.size(), 13u) << root.out;
+  size_t checked = 0;
+  while (!pending.empty()) {
+    std::vector<std::string> words = pending.back();
+    pending.pop_back();
+    std::vector<std::string> args = words;
+    args.push_back("--help");
+    Result r = Run(args);
+    std::string named = words[0] + (words.size() > 1 ? " " + words[1] : "");
+    ASSERT_EQ(r.code, 0) << named << ": " << r.err;
+    EXPECT_CONTAINS(r.out, "Global options (before or after the command):");
+    for (const char* option : {"--db", "--json", "--admin-socket", "--color", "-V,--version"}) {
+      EXPECT_CONTAINS(r.out, "\n  " + std::string(option)) << named;
+    }
+    if (r.out.find("Subcommands:") != std::string::npos) {
+      for (const std::string& sub : commands_in(r.out)) pending.push_back({words[0], sub});
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 23u);  // the nested ones too (cursor get, dead retry, lease release, ...)
+}
+
 // Bad numbers are usage errors naming the option.
 TEST_F(CliTest, BadNumbersAreUsageErrors) {
   Build();
@@ -901,6 +994,31 @@ TEST_F(CliTest, Tail) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
   EXPECT_EQ(r.out.find("order two"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+}
+
+// A --type no fact of the database can have gets a warning on stderr naming the known types (and
+// the one probably meant); stdout stays clean (--json), and the exit status is still 0.
+TEST_F(CliTest, TailWarnsOfUnknownTypes) {
+  Build();
+  Result r = RunDb({"tail", "--type", "Nope"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "wharf: warning: no fact type 'Nope' is known in this database (known: OrderCreated, "
+            "ReviewPosted)\n");
+  r = RunDb({"tail", "--type", "OrderCreatd", "--type", "ReviewPosted", "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "wharf: warning: no fact type 'OrderCreatd' is known in this database (did you mean "
+            "'OrderCreated'?) (known: OrderCreated, ReviewPosted)\n");
+  EXPECT_EQ(ParseJson(r.out)["type"].text, "ReviewPosted");  // one fact, one JSON line
+  // Types known but not present in the facts (declared, or taken by a consumer) are no warning.
+  ASSERT_OK(engine_->DeclareTypes({"Shipped"}));
+  r = RunDb({"tail", "--type", "Shipped", "--type", "OrderCreated"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 5);
 }
 
 // Keys and header values are bytes (NUL, terminal escapes, a big-endian integer): tail prints
@@ -942,7 +1060,8 @@ TEST_F(CliTest, BinaryKeysAreShownEscaped) {
   EXPECT_EQ(dead["dead_letters"][0]["key_encoding"].text, "hex");
 }
 
-// tail -f on a live database prints facts committed after it started, and exits 0 on SIGINT.
+// tail -f on a live database prints facts committed after it started, and exits 130 on SIGINT
+// (Ctrl-C) with every line it printed whole; SIGTERM: 143.
 TEST_F(CliTest, TailFollowsLiveDatabase) {
   Build();
   std::string out = dir_.path() + "/follow.out", err = dir_.path() + "/follow.err";
@@ -960,10 +1079,29 @@ TEST_F(CliTest, TailFollowsLiveDatabase) {
   Emit("ReviewPosted", KeyIn(3), "followed two");
   EXPECT_TRUE(wait_for("followed two")) << ReadFile(out) << ReadFile(err);
   ASSERT_EQ(kill(pid, SIGINT), 0);
-  EXPECT_EQ(Wait(pid), 0) << ReadFile(err);
+  EXPECT_EQ(Wait(pid), 130) << ReadFile(err);
+  EXPECT_EQ(ReadFile(err), "");
   std::string text = ReadFile(out);
   EXPECT_LT(text.find("followed one"), text.find("followed two"));
   EXPECT_EQ(text.find("order four"), std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
+  ASSERT_EQ(text.back(), '\n');
+
+  // --json lines while following, ended by SIGTERM: each line a whole JSON object.
+  out = dir_.path() + "/follow-json.out";  // new files: the old ones hold what is waited for
+  err = dir_.path() + "/follow-json.err";
+  pid = Spawn({"tail", "-f", "--json", "--limit", "2", "--db", dir_.db()}, out, err);
+  EXPECT_TRUE(wait_for("followed two"));
+  Emit("OrderCreated", KeyIn(1), "followed three");
+  EXPECT_TRUE(wait_for("followed three")) << ReadFile(out) << ReadFile(err);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  EXPECT_EQ(Wait(pid), 143) << ReadFile(err);
+  text = ReadFile(out);
+  std::istringstream lines(text);
+  size_t count = 0;
+  for (std::string line; std::getline(lines, line); ++count) ParseJson(line);
+  EXPECT_EQ(count, 3u) << text;
+  ASSERT_EQ(text.back(), '\n');
 }
 
 // dead list shows every dead letter or one consumer's; an unknown consumer is a data error.
@@ -1202,6 +1340,7 @@ TEST_F(CliTest, BenchRunnerArgumentsAndFailures) {
     script << "#!/bin/sh\n"
               "echo \"progress of $#\" >&2\n"
               "for arg in \"$@\"; do echo \"[$arg]\"; done\n"
+              "if [ -n \"$FAKE_SIGNAL\" ]; then kill -$FAKE_SIGNAL $$; fi\n"
               "exit ${FAKE_EXIT:-0}\n";
   }
   std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
@@ -1217,6 +1356,12 @@ TEST_F(CliTest, BenchRunnerArgumentsAndFailures) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "");
 
+  // Interrupted (Ctrl-C reaches the runner too): 128 + the signal, as the shell reports it.
+  r = Run({"bench"}, {{"WHARF_WORKLOADS", fake}, {"FAKE_SIGNAL", "INT"}});
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_CONTAINS(r.err, "the workload runner was interrupted (signal 2)");
+  r = Run({"bench"}, {{"WHARF_WORKLOADS", fake}, {"FAKE_SIGNAL", "TERM"}});
+  EXPECT_EQ(r.code, 143) << r.err;
   r = Run({"bench"}, {{"WHARF_WORKLOADS", fake}, {"FAKE_EXIT", "3"}});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "failed (exit status 3)");
