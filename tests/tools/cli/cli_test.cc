@@ -393,6 +393,9 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   r = Run({"help", "nope"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "unknown command 'nope'");
+  r = Run({"help", "cursor", "sett"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "unknown command 'sett' (did you mean 'set'?)");
 
   r = Run({});
   EXPECT_EQ(r.code, 1);
