@@ -156,7 +156,12 @@ int Help(CLI::App& app, const std::vector<std::string>& words) {
     } catch (const CLI::OptionNotFound&) {
     }
     if (next == nullptr) {
-      return Fail(kExitError, "unknown command '" + word + "' (see 'wharf help')");
+      std::vector<std::string> commands;
+      for (const CLI::App* command : target->get_subcommands({})) {
+        commands.push_back(command->get_name());
+      }
+      return Fail(kExitError, "unknown command '" + word + "'" + DidYouMean(word, commands) +
+                                  " (see 'wharf help')");
     }
     if (target != &app) prefix += " " + target->get_name();
     target = next;

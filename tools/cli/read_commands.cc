@@ -407,6 +407,26 @@ int CursorList(const Context& context) {
   return kExitOk;
 }
 
+namespace {
+
+// For an error about a consumer the database does not know: " (did you mean 'X'?) (known: ...)",
+// the known ones being those with cursors, a registration, retention losses or dead letters.
+std::string KnownConsumers(Inspector& inspector, const std::string& consumer) {
+  std::vector<ConsumerStat> reports;
+  std::vector<DeadLetter> letters;
+  if (!inspector.ConsumerStats("", &reports).ok() || !inspector.DeadLetters("", &letters).ok()) {
+    return "";  // the error itself is what matters
+  }
+  std::vector<std::string> known;
+  for (const ConsumerStat& report : reports) known.push_back(report.consumer);
+  for (const DeadLetter& letter : letters) known.push_back(letter.consumer);
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  return DidYouMean(consumer, known) + " (known consumers: " + NameList(known) + ")";
+}
+
+}  // namespace
+
 int CursorGet(const Context& context, const std::string& consumer) {
   if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
   std::unique_ptr<Inspector> inspector;
@@ -414,7 +434,10 @@ int CursorGet(const Context& context, const std::string& consumer) {
   std::vector<ConsumerStat> reports;
   Status s = inspector->ConsumerStats(consumer, &reports);
   if (!s.ok()) return DataError(s);
-  if (reports.empty()) return Fail(kExitError, "consumer '" + consumer + "' has no cursors");
+  if (reports.empty()) {
+    return Fail(kExitError, "consumer '" + consumer + "' has no cursors" +
+                                KnownConsumers(*inspector, consumer));
+  }
   int64_t now_ms = NowMs();
   if (context.json) {
     Json json;
@@ -643,8 +666,9 @@ int DeadList(const Context& context, const std::string& consumer) {
     s = inspector->Cursors(consumer, &cursors);
     if (!s.ok()) return DataError(s);
     if (cursors.empty()) {
-      return Fail(kExitError,
-                  "consumer '" + consumer + "' does not exist (no cursors and no dead letters)");
+      return Fail(kExitError, "consumer '" + consumer +
+                                  "' does not exist (no cursors and no dead letters)" +
+                                  KnownConsumers(*inspector, consumer));
     }
   }
   if (context.json) {

@@ -393,6 +393,9 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   r = Run({"help", "nope"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "unknown command 'nope'");
+  r = Run({"help", "cursor", "sett"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "unknown command 'sett' (did you mean 'set'?)");
 
   r = Run({});
   EXPECT_EQ(r.code, 1);
@@ -823,7 +826,12 @@ TEST_F(CliTest, CursorListAndGet) {
 
   r = RunDb({"cursor", "get", "nobody"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_CONTAINS(r.err, "consumer 'nobody' has no cursors");
+  EXPECT_CONTAINS(r.err,
+                  "consumer 'nobody' has no cursors (known consumers: mailer, "
+                  "store-requests)");
+  r = RunDb({"cursor", "get", "store-requets"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "(did you mean 'store-requests'?)");
 }
 
 // Changes are refused while another process (here: this test) holds the database, and nothing
@@ -1120,7 +1128,14 @@ TEST_F(CliTest, DeadList) {
   EXPECT_EQ(dead["dead_letters"][0]["payload"].text, "poison");
   r = RunDb({"dead", "list", "nobody"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_CONTAINS(r.err, "consumer 'nobody' does not exist");
+  EXPECT_CONTAINS(r.err,
+                  "consumer 'nobody' does not exist (no cursors and no dead letters) "
+                  "(known consumers: mailer, store-requests)");
+  r = RunDb({"dead", "list", "mailre"});  // a mistyped consumer: the one meant is named
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err,
+                  "consumer 'mailre' does not exist (no cursors and no dead letters) (did "
+                  "you mean 'mailer'?)");
 }
 
 // dead purge needs --yes and exclusive access; it deletes named or all dead letters.
