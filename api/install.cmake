@@ -21,7 +21,7 @@ install(DIRECTORY include/wharf DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONEN
 # What a static link needs besides the archive: the libraries the engine uses, with what Debian's
 # static librocksdb.a needs (its CMake package lists them; its rocksdb.pc does not).
 set(WHARF_PC_LIBS_PRIVATE "-lrocksdb -lgflags -lsnappy -lz -lbz2 -llz4 -lzstd -luring -lxxhash \
--lfyaml -lsimdjson -lcpp-httplib -lstdc++ -lpthread -lm")
+-lfyaml -lsimdjson -lcpp-httplib -lhiredis -lnats -lstdc++ -lpthread -lm")
 
 file(RELATIVE_PATH WHARF_PC_PREFIX "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig"
   "${CMAKE_INSTALL_PREFIX}")

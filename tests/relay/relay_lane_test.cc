@@ -21,7 +21,7 @@ using testing::TempDir;
 // for given fact ids (each used once).
 class ScriptedSink : public RelaySink {
  public:
-  Status Validate(const std::string& relay_name, Ordering) const override {
+  Status Validate(const std::string& relay_name, Ordering) override {
     if (refuse_) return Status::InvalidArgument("relay '" + relay_name + "': refused by the sink");
     return Status::OK();
   }

@@ -53,8 +53,9 @@ class RelaySink {
   virtual ~RelaySink() = default;
   // Checked when the relay is registered, with its consumer options: InvalidArgument if the
   // sink cannot keep the per-lane order it needs (e.g. a Redis stream template that would let
-  // two partition lanes interleave into one stream without ordering=global).
-  virtual Status Validate(const std::string& relay_name, Ordering ordering) const = 0;
+  // two partition lanes interleave into one stream without ordering=global). Called once, before
+  // any Publish (a sink serves one relay; it may keep the name, e.g. for message ids).
+  virtual Status Validate(const std::string& relay_name, Ordering ordering) = 0;
   // Publishes `facts` (in id order within each partition) with as many in flight as the sink
   // allows, and fills `outcomes` with one outcome per fact, in the same order. Must not throw.
   virtual void Publish(std::span<const Fact* const> facts,
@@ -77,7 +78,9 @@ class RelaySink {
 // redis_streams: stream (template; default wharf:{partition}), user, password, maxlen (0: no
 //   trimming; else XADD MAXLEN ~ N).
 // nats_jetstream: subject (template; default wharf.{type}.{partition}), user, password, token,
-//   create_stream (a stream name: created covering wharf.> if missing).
+//   id_prefix (Nats-Msg-Id is "<id_prefix>:<fact id>"; default: the relay's name; give each
+//   engine its own when several publish into one stream), create_stream (a stream name: created
+//   if missing, over the subjects "<the template's literal first tokens>.>").
 // Templates may use {type}, {partition} and {relay}. Unknown key, bad value or missing kind:
 // InvalidArgument naming it, *sink unchanged. Does not connect: brokers are reached when the relay
 // first publishes (a broker that is down is a transient failure, retried).

@@ -1,0 +1,295 @@
+// NatsJetStreamSink: JetStream publishes with Nats-Msg-Id, acknowledgements awaited in order.
+#include "engine/relay/nats_sink.h"
+
+#include <nats/nats.h>
+
+#include <memory>
+#include <string_view>
+
+namespace wharf::internal {
+namespace {
+
+std::string StatusText(natsStatus status) {
+  std::string text = natsStatus_GetText(status);
+  natsStatus last = NATS_OK;
+  const char* detail = nats_GetLastError(&last);
+  if (detail != nullptr && detail[0] != '\0' && last == status) text += std::string(": ") + detail;
+  return text;
+}
+
+struct MsgDeleter {
+  void operator()(natsMsg* msg) const { natsMsg_Destroy(msg); }
+};
+using Msg = std::unique_ptr<natsMsg, MsgDeleter>;
+
+// Where the value of `"name":` starts in a small JSON object (JetStream's acks, written with and
+// without spaces), or npos.
+size_t JsonValue(std::string_view json, std::string_view name) {
+  const std::string needle = "\"" + std::string(name) + "\"";
+  size_t at = json.find(needle);
+  if (at == std::string_view::npos) return at;
+  at += needle.size();
+  while (at < json.size() && (json[at] == ' ' || json[at] == ':')) ++at;
+  return at < json.size() ? at : std::string_view::npos;
+}
+
+std::string JsonString(std::string_view json, std::string_view name) {
+  size_t at = JsonValue(json, name);
+  if (at == std::string_view::npos || json[at] != '"') return "";
+  std::string out;
+  for (++at; at < json.size() && json[at] != '"'; ++at) {
+    if (json[at] == '\\' && at + 1 < json.size()) ++at;
+    out.push_back(json[at]);
+  }
+  return out;
+}
+
+// The number of `"name": N`, or -1.
+long JsonNumber(std::string_view json, std::string_view name) {
+  size_t at = JsonValue(json, name);
+  if (at == std::string_view::npos) return -1;
+  return std::strtol(std::string(json.substr(at, 12)).c_str(), nullptr, 10);
+}
+
+bool JsonTrue(std::string_view json, std::string_view name) {
+  size_t at = JsonValue(json, name);
+  return at != std::string_view::npos && json.substr(at).starts_with("true");
+}
+
+// The subjects a created stream takes: the template's literal leading tokens, then ">".
+std::string StreamSubjects(std::string_view target) {
+  std::string prefix;
+  while (!target.empty()) {
+    size_t dot = target.find('.');
+    std::string_view token = target.substr(0, dot);
+    if (token.find('{') != std::string_view::npos || dot == std::string_view::npos) break;
+    prefix.append(token).push_back('.');
+    target.remove_prefix(dot + 1);
+  }
+  return prefix + ">";
+}
+
+}  // namespace
+
+NatsJetStreamSink::NatsJetStreamSink(RelayConfig config) : config_(std::move(config)) {}
+
+NatsJetStreamSink::~NatsJetStreamSink() {
+  if (connection_ != nullptr) natsConnection_Destroy(connection_);
+}
+
+Status NatsJetStreamSink::Validate(const std::string& relay_name, Ordering ordering) {
+  if (ordering != Ordering::kGlobal && !TemplateHasPartition(config_.target)) {
+    return Status::InvalidArgument(
+        "relay '" + relay_name + "': subject='" + config_.target +
+        "' would let the lanes of several partitions publish to one subject, whose order would "
+        "then interleave them: put {partition} in the template, or use ordering=global");
+  }
+  id_prefix_ = config_.id_prefix.empty() ? relay_name : config_.id_prefix;
+  return Status::OK();
+}
+
+RelaySink::Counters NatsJetStreamSink::counters() const {
+  return {acknowledged_.load(), duplicates_.load(), rejected_.load(), transient_.load()};
+}
+
+natsConnection* NatsJetStreamSink::Connection(std::string* error) {
+  std::lock_guard lock(mutex_);
+  if (connection_ != nullptr) return connection_;
+  natsOptions* options = nullptr;
+  natsStatus s = natsOptions_Create(&options);
+  if (s == NATS_OK) s = natsOptions_SetURL(options, config_.url.c_str());
+  if (s == NATS_OK) s = natsOptions_SetTimeout(options, config_.timeout_ms);
+  // Once connected, reconnect forever: publishes wait in the reconnect buffer, and those not
+  // acknowledged in time are retried by the lane (the duplicate window drops doubles).
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(options, -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(options, 100);
+  if (s == NATS_OK && !config_.user.empty()) {
+    s = natsOptions_SetUserInfo(options, config_.user.c_str(), config_.password.c_str());
+  }
+  if (s == NATS_OK && !config_.token.empty()) {
+    s = natsOptions_SetToken(options, config_.token.c_str());
+  }
+  natsConnection* connection = nullptr;
+  if (s == NATS_OK) s = natsConnection_Connect(&connection, options);
+  natsOptions_Destroy(options);
+  if (s != NATS_OK) {
+    *error = "nats connect to " + config_.url + ": " + StatusText(s);
+    return nullptr;
+  }
+  if (!config_.create_stream.empty()) {
+    jsCtx* js = nullptr;
+    jsStreamInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    const std::string subjects = StreamSubjects(config_.target);
+    const char* subject_list[] = {subjects.c_str()};
+    jsStreamConfig stream;
+    jsStreamConfig_Init(&stream);
+    stream.Name = config_.create_stream.c_str();
+    stream.Subjects = subject_list;
+    stream.SubjectsLen = 1;
+    stream.Storage = js_FileStorage;
+    s = natsConnection_JetStream(&js, connection, nullptr);
+    if (s == NATS_OK) s = js_AddStream(&info, js, &stream, nullptr, &code);
+    if (info != nullptr) jsStreamInfo_Destroy(info);
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (s != NATS_OK && code != JSStreamNameExistErr) {
+      *error = "nats: creating stream " + config_.create_stream + " over " + subjects + ": " +
+               StatusText(s);
+      natsConnection_Destroy(connection);
+      return nullptr;
+    }
+  }
+  connection_ = connection;
+  return connection_;
+}
+
+bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const Fact* const> facts,
+                                     size_t begin, size_t end,
+                                     std::vector<PublishOutcome>* outcomes) {
+  // One inbox per chunk: a late acknowledgement of an earlier call never lands here.
+  natsInbox* inbox = nullptr;
+  natsSubscription* subscription = nullptr;
+  natsStatus s = natsInbox_Create(&inbox);
+  std::string replies = std::string(inbox != nullptr ? inbox : "") + ".";
+  std::string wildcard = replies + "*";
+  if (s == NATS_OK) s = natsConnection_SubscribeSync(&subscription, connection, wildcard.c_str());
+  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(subscription, -1, -1);
+  bool healthy = s == NATS_OK;
+  std::string error = healthy ? "" : "nats subscribe: " + StatusText(s);
+  size_t sent = begin;
+  for (; healthy && sent < end; ++sent) {
+    const Fact& fact = *facts[sent];
+    PublishOutcome& outcome = (*outcomes)[sent];
+    const std::string subject = ExpandTemplate(config_.target, fact);
+    const std::string reply = replies + std::to_string(sent - begin);
+    natsMsg* raw = nullptr;
+    s = natsMsg_Create(&raw, subject.c_str(), reply.c_str(), fact.payload.data(),
+                       static_cast<int>(fact.payload.size()));
+    Msg msg(raw);
+    const std::string msg_id = id_prefix_ + ":" + std::to_string(fact.id);
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", msg_id.c_str());
+    if (s == NATS_OK)
+      s = natsMsgHeader_Set(msg.get(), "Wharf-Fact-Id", std::to_string(fact.id).c_str());
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-Type", fact.type.c_str());
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-Key", fact.key.c_str());
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg.get(), "Wharf-Partition", std::to_string(fact.partition).c_str());
+    }
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg.get(), "Wharf-Commit-Ms", std::to_string(fact.commit_ms).c_str());
+    }
+    for (const auto& [name, value] : fact.headers) {
+      if (s == NATS_OK) s = natsMsgHeader_Add(msg.get(), name.c_str(), value.c_str());
+    }
+    if (s != NATS_OK) {
+      // The message cannot be built from this fact (a subject or header NATS refuses).
+      outcome.result = PublishResult::kRejected;
+      outcome.error = "nats message for " + subject + ": " + StatusText(s);
+      continue;
+    }
+    s = natsConnection_PublishMsg(connection, msg.get());
+    if (s == NATS_MAX_PAYLOAD) {
+      outcome.result = PublishResult::kRejected;
+      outcome.error = "nats publish to " + subject + ": " + StatusText(s);
+    } else if (s != NATS_OK) {
+      error = "nats publish: " + StatusText(s);
+      healthy = false;
+    } else {
+      outcome.error = "no acknowledgement from JetStream";  // until one arrives
+    }
+  }
+  if (healthy) natsConnection_Flush(connection);  // best effort; acks are what count
+  // Acknowledgements, in whatever order they come, each to its fact; wait for those published.
+  size_t waiting = 0;
+  for (size_t i = begin; i < sent; ++i) {
+    waiting += (*outcomes)[i].result == PublishResult::kTransient ? 1 : 0;
+  }
+  while (waiting > 0 && subscription != nullptr) {
+    natsMsg* raw = nullptr;
+    s = natsSubscription_NextMsg(&raw, subscription, config_.timeout_ms);
+    if (s != NATS_OK) {
+      error = "nats: waiting for JetStream acknowledgements: " + StatusText(s);
+      healthy = false;
+      break;
+    }
+    Msg ack(raw);
+    const std::string_view subject = natsMsg_GetSubject(ack.get());
+    const size_t index =
+        begin + std::strtoul(std::string(subject.substr(replies.size())).c_str(), nullptr, 10);
+    if (index >= sent || (*outcomes)[index].result != PublishResult::kTransient) continue;
+    --waiting;
+    PublishOutcome& outcome = (*outcomes)[index];
+    const std::string_view data(natsMsg_GetData(ack.get()),
+                                static_cast<size_t>(natsMsg_GetDataLength(ack.get())));
+    const char* status = nullptr;
+    if (data.empty() && natsMsgHeader_Get(ack.get(), "Status", &status) == NATS_OK) {
+      // 503: no responders: no stream takes the subject (yet) — the operator's to fix.
+      outcome.error = std::string("nats: no JetStream stream takes subject ") +
+                      ExpandTemplate(config_.target, *facts[index]) + " (status " + status + ")";
+      continue;
+    }
+    if (JsonValue(data, "error") != std::string_view::npos) {
+      const long code = JsonNumber(data, "code");
+      outcome.error = "nats JetStream: " + JsonString(data, "description") + " (code " +
+                      std::to_string(code) + ", err_code " +
+                      std::to_string(JsonNumber(data, "err_code")) + ")";
+      // 5xx: JetStream unavailable, timed out: retry. Others (400: too large, ...): the fact's.
+      outcome.result =
+          code >= 500 || code < 0 ? PublishResult::kTransient : PublishResult::kRejected;
+      continue;
+    }
+    if (JsonTrue(data, "duplicate")) {
+      outcome.result = PublishResult::kDuplicate;
+    } else {
+      outcome.result = PublishResult::kAcknowledged;
+    }
+    outcome.error.clear();
+  }
+  if (!healthy) {
+    for (size_t i = begin; i < end; ++i) {
+      if ((*outcomes)[i].result == PublishResult::kTransient) (*outcomes)[i].error = error;
+    }
+  }
+  if (subscription != nullptr) {
+    natsSubscription_Unsubscribe(subscription);
+    natsSubscription_Destroy(subscription);
+  }
+  natsInbox_Destroy(inbox);
+  return healthy;
+}
+
+void NatsJetStreamSink::Publish(std::span<const Fact* const> facts,
+                                std::vector<PublishOutcome>* outcomes) {
+  outcomes->assign(facts.size(), PublishOutcome{PublishResult::kTransient, ""});
+  std::string error;
+  natsConnection* connection = facts.empty() ? nullptr : Connection(&error);
+  if (connection == nullptr) {
+    for (PublishOutcome& outcome : *outcomes) outcome.error = error;
+  }
+  for (size_t begin = 0; connection != nullptr && begin < facts.size();
+       begin += config_.in_flight) {
+    const size_t end = std::min(facts.size(), begin + size_t{config_.in_flight});
+    if (!PublishChunk(connection, facts, begin, end, outcomes)) {
+      for (size_t j = end; j < facts.size(); ++j) (*outcomes)[j].error = (*outcomes)[begin].error;
+      break;
+    }
+  }
+  for (const PublishOutcome& outcome : *outcomes) {
+    switch (outcome.result) {
+      case PublishResult::kAcknowledged:
+        acknowledged_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case PublishResult::kDuplicate:
+        duplicates_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case PublishResult::kRejected:
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case PublishResult::kTransient:
+        transient_.fetch_add(1, std::memory_order_relaxed);
+        break;
+    }
+  }
+}
+
+}  // namespace wharf::internal

@@ -1,0 +1,53 @@
+// NatsJetStreamSink: relays facts to NATS JetStream (wharf/relay.h).
+//
+// Each fact is one message on the subject its template names, with the header Nats-Msg-Id
+// "<id_prefix>:<fact id>": JetStream drops a message whose id it saw within the stream's duplicate
+// window (2 minutes by default) and acknowledges it as a duplicate. The batch is published at once
+// (up to in_flight messages before their acknowledgements are awaited), each with a reply subject
+// of its own under one inbox per call, and the acknowledgements are matched back to the facts.
+// The fact's type, key, partition, commit time and id travel as headers Wharf-Type, Wharf-Key,
+// Wharf-Partition, Wharf-Commit-Ms, Wharf-Fact-Id; its headers as headers; the payload as data.
+//
+// JetStream keeps one order per stream, and a subject's facts come from one lane (the subject
+// template must hold {partition} unless ordering=global, as for Redis), so per-partition order
+// holds within each subject.
+//
+// Thread safety: one connection (nats.c connections are thread-safe), one inbox subscription
+// per Publish call.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "engine/relay/relay_config.h"
+#include "wharf/relay.h"
+
+struct __natsConnection;
+
+namespace wharf::internal {
+
+class NatsJetStreamSink : public RelaySink {
+ public:
+  explicit NatsJetStreamSink(RelayConfig config);
+  ~NatsJetStreamSink() override;
+
+  Status Validate(const std::string& relay_name, Ordering ordering) override;
+  void Publish(std::span<const Fact* const> facts, std::vector<PublishOutcome>* outcomes) override;
+  Counters counters() const override;
+
+ private:
+  // The connection, connecting (and creating the stream) first if needed. nullptr: *error.
+  __natsConnection* Connection(std::string* error);
+  // Publishes facts [begin, end) and reads their acknowledgements. False: stop the batch.
+  bool PublishChunk(__natsConnection* connection, std::span<const Fact* const> facts, size_t begin,
+                    size_t end, std::vector<PublishOutcome>* outcomes);
+
+  const RelayConfig config_;
+  std::string id_prefix_;
+  std::mutex mutex_;
+  __natsConnection* connection_ = nullptr;  // guarded by mutex_ until set
+  std::atomic<uint64_t> acknowledged_{0}, duplicates_{0}, rejected_{0}, transient_{0};
+};
+
+}  // namespace wharf::internal

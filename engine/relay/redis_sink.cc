@@ -1,0 +1,309 @@
+// RedisStreamsSink: pipelined XADD with ids derived from fact ids.
+#include "engine/relay/redis_sink.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "engine/base/assert.h"
+
+namespace wharf::internal {
+namespace {
+
+constexpr std::string_view kNotAboveTop = "equal or smaller than the target stream top item";
+
+// Errors after which the same XADD may succeed later: the server is loading, busy, out of
+// memory, a replica, or the credentials/ACL are being fixed. Anything else is the fact's.
+bool IsTransientError(std::string_view text) {
+  for (std::string_view prefix :
+       {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM", "CLUSTERDOWN", "NOREPLICAS",
+        "NOAUTH", "WRONGPASS", "NOPERM", "MISCONF", "ERR max number of clients"}) {
+    if (text.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+std::string EntryId(uint64_t fact_id) { return std::to_string(fact_id) + "-0"; }
+
+// "<ms>-<seq>" as a pair (0-0 when malformed).
+std::pair<uint64_t, uint64_t> ParseEntryId(std::string_view id) {
+  unsigned long long ms = 0, seq = 0;
+  if (std::sscanf(std::string(id).c_str(), "%llu-%llu", &ms, &seq) != 2) return {0, 0};
+  return {ms, seq};
+}
+
+timeval Timeval(uint32_t ms) {
+  timeval tv;
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  return tv;
+}
+
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// Reads the next reply. nullptr: the connection broke (*error says why).
+Reply NextReply(redisContext* context, std::string* error) {
+  void* raw = nullptr;
+  if (redisGetReply(context, &raw) != REDIS_OK || raw == nullptr) {
+    *error =
+        std::string("redis connection: ") + (context->errstr[0] != '\0' ? context->errstr : "lost");
+    return nullptr;
+  }
+  return Reply(static_cast<redisReply*>(raw));
+}
+
+}  // namespace
+
+RedisStreamsSink::RedisStreamsSink(RelayConfig config) : config_(std::move(config)) {
+  Status s = ParseHostPort(config_.url, "redis", 6379, &host_, &port_);
+  WHARF_ASSERT(s.ok());  // ParseRelayConfig checked it
+}
+
+RedisStreamsSink::~RedisStreamsSink() {
+  for (redisContext* context : idle_) redisFree(context);
+}
+
+Status RedisStreamsSink::Validate(const std::string& relay_name, Ordering ordering) {
+  if (ordering != Ordering::kGlobal && !TemplateHasPartition(config_.target)) {
+    return Status::InvalidArgument(
+        "relay '" + relay_name + "': stream='" + config_.target +
+        "' would let the lanes of several partitions write into one stream, where Redis accepts "
+        "only increasing ids (a later fact of one partition would make an earlier one of another "
+        "look already published): put {partition} in the template, or use ordering=global");
+  }
+  return Status::OK();
+}
+
+RelaySink::Counters RedisStreamsSink::counters() const {
+  return {acknowledged_.load(), duplicates_.load(), rejected_.load(), transient_.load()};
+}
+
+redisContext* RedisStreamsSink::Acquire(std::string* error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      redisContext* context = idle_.back();
+      idle_.pop_back();
+      return context;
+    }
+  }
+  redisContext* context =
+      redisConnectWithTimeout(host_.c_str(), port_, Timeval(config_.timeout_ms));
+  if (context == nullptr || context->err != 0) {
+    *error = "redis connect to " + host_ + ":" + std::to_string(port_) + ": " +
+             (context != nullptr ? context->errstr : "out of memory");
+    if (context != nullptr) redisFree(context);
+    return nullptr;
+  }
+  redisSetTimeout(context, Timeval(config_.timeout_ms));
+  if (!config_.password.empty()) {
+    std::vector<const char*> argv{"AUTH"};
+    std::vector<size_t> lengths{4};
+    if (!config_.user.empty()) {
+      argv.push_back(config_.user.data());
+      lengths.push_back(config_.user.size());
+    }
+    argv.push_back(config_.password.data());
+    lengths.push_back(config_.password.size());
+    Reply reply(static_cast<redisReply*>(
+        redisCommandArgv(context, static_cast<int>(argv.size()), argv.data(), lengths.data())));
+    if (reply == nullptr || reply->type == REDIS_REPLY_ERROR) {
+      *error = "redis AUTH: " + (reply != nullptr ? std::string(reply->str, reply->len)
+                                                  : std::string(context->errstr));
+      redisFree(context);
+      return nullptr;
+    }
+  }
+  return context;
+}
+
+void RedisStreamsSink::Release(redisContext* context) {
+  std::lock_guard lock(mutex_);
+  idle_.push_back(context);
+}
+
+bool RedisStreamsSink::SendChunk(redisContext* context, std::span<const Fact* const> facts,
+                                 size_t begin, size_t end, const std::vector<std::string>& streams,
+                                 std::vector<PublishOutcome>* outcomes,
+                                 std::vector<size_t>* candidates) {
+  const std::string maxlen = std::to_string(config_.maxlen);
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (size_t i = begin; i < end; ++i) {
+    const Fact& fact = *facts[i];
+    const std::string id = EntryId(fact.id), fact_id = std::to_string(fact.id),
+                      partition = std::to_string(fact.partition),
+                      commit_ms = std::to_string(fact.commit_ms);
+    std::vector<std::string> header_names;
+    header_names.reserve(fact.headers.size());
+    for (const auto& [name, value] : fact.headers) header_names.push_back("h:" + name);
+    argv.clear();
+    lengths.clear();
+    auto add = [&](std::string_view text) {
+      argv.push_back(text.data());
+      lengths.push_back(text.size());
+    };
+    add("XADD");
+    add(streams[i]);
+    if (config_.maxlen > 0) {
+      add("MAXLEN");
+      add("~");
+      add(maxlen);
+    }
+    add(id);
+    add("fact_id");
+    add(fact_id);
+    add("type");
+    add(fact.type);
+    add("key");
+    add(fact.key);
+    add("payload");
+    add(fact.payload);
+    add("partition");
+    add(partition);
+    add("commit_ms");
+    add(commit_ms);
+    for (size_t h = 0; h < fact.headers.size(); ++h) {
+      add(header_names[h]);
+      add(fact.headers[h].second);
+    }
+    // Appends to the output buffer (copies the arguments); sent by the first redisGetReply.
+    if (redisAppendCommandArgv(context, static_cast<int>(argv.size()), argv.data(),
+                               lengths.data()) != REDIS_OK) {
+      for (size_t j = begin; j < end; ++j) (*outcomes)[j].error = "redis: out of memory";
+      return false;
+    }
+  }
+  for (size_t i = begin; i < end; ++i) {
+    std::string error;
+    Reply reply = NextReply(context, &error);
+    if (reply == nullptr) {
+      for (size_t j = i; j < end; ++j) (*outcomes)[j].error = error;
+      return false;
+    }
+    PublishOutcome& outcome = (*outcomes)[i];
+    if (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS) {
+      outcome.result = PublishResult::kAcknowledged;
+      continue;
+    }
+    std::string text = reply->type == REDIS_REPLY_ERROR ? std::string(reply->str, reply->len)
+                                                        : "unexpected reply to XADD";
+    if (text.find(kNotAboveTop) != std::string::npos) {
+      candidates->push_back(i);
+      outcome.error = std::move(text);
+    } else {
+      outcome.result =
+          IsTransientError(text) ? PublishResult::kTransient : PublishResult::kRejected;
+      outcome.error = "redis XADD " + streams[i] + ": " + text;
+    }
+  }
+  return true;
+}
+
+bool RedisStreamsSink::CheckCandidates(redisContext* context, std::span<const Fact* const> facts,
+                                       const std::vector<std::string>& streams,
+                                       const std::vector<size_t>& candidates,
+                                       std::vector<PublishOutcome>* outcomes) {
+  // Per candidate: the entry itself, and the stream's first entry (to tell a trimmed one).
+  for (size_t i : candidates) {
+    const std::string id = EntryId(facts[i]->id);
+    redisAppendCommand(context, "XRANGE %b %b %b", streams[i].data(), streams[i].size(), id.data(),
+                       id.size(), id.data(), id.size());
+    redisAppendCommand(context, "XRANGE %b - + COUNT 1", streams[i].data(), streams[i].size());
+  }
+  for (size_t i : candidates) {
+    std::string error;
+    Reply entry = NextReply(context, &error);
+    Reply first = entry != nullptr ? NextReply(context, &error) : nullptr;
+    if (entry == nullptr || first == nullptr) {
+      for (size_t j : candidates) {
+        if ((*outcomes)[j].result == PublishResult::kTransient) (*outcomes)[j].error = error;
+      }
+      return false;
+    }
+    PublishOutcome& outcome = (*outcomes)[i];
+    const bool present = entry->type == REDIS_REPLY_ARRAY && entry->elements == 1;
+    bool trimmed = false;
+    if (!present && config_.maxlen > 0 && first->type == REDIS_REPLY_ARRAY &&
+        first->elements == 1 && first->element[0]->type == REDIS_REPLY_ARRAY &&
+        first->element[0]->elements >= 1) {
+      const redisReply* first_id = first->element[0]->element[0];
+      trimmed = ParseEntryId(std::string_view(first_id->str, first_id->len)) >
+                std::pair<uint64_t, uint64_t>{facts[i]->id, 0};
+    }
+    if (present || trimmed) {
+      outcome.result = PublishResult::kDuplicate;
+      outcome.error.clear();
+    } else {
+      outcome.result = PublishResult::kRejected;
+      outcome.error = "redis stream " + streams[i] + " holds entries past " +
+                      EntryId(facts[i]->id) +
+                      " but not this fact: another writer uses the stream, or an entry was lost (" +
+                      outcome.error + ")";
+    }
+  }
+  return true;
+}
+
+void RedisStreamsSink::Publish(std::span<const Fact* const> facts,
+                               std::vector<PublishOutcome>* outcomes) {
+  outcomes->assign(facts.size(), PublishOutcome{PublishResult::kTransient, ""});
+  if (facts.empty()) return;
+  std::vector<std::string> streams;
+  streams.reserve(facts.size());
+  for (const Fact* fact : facts) streams.push_back(ExpandTemplate(config_.target, *fact));
+  std::string error;
+  redisContext* context = Acquire(&error);
+  bool healthy = context != nullptr;
+  if (!healthy) {
+    for (PublishOutcome& outcome : *outcomes) outcome.error = error;
+  }
+  std::vector<size_t> candidates;
+  for (size_t begin = 0; healthy && begin < facts.size(); begin += config_.in_flight) {
+    const size_t end = std::min(facts.size(), begin + size_t{config_.in_flight});
+    healthy = SendChunk(context, facts, begin, end, streams, outcomes, &candidates);
+    if (!healthy) {
+      for (size_t j = end; j < facts.size(); ++j) (*outcomes)[j].error = (*outcomes)[begin].error;
+    }
+  }
+  if (healthy && !candidates.empty()) {
+    healthy = CheckCandidates(context, facts, streams, candidates, outcomes);
+  }
+  for (size_t i : candidates) {
+    PublishOutcome& outcome = (*outcomes)[i];
+    if (outcome.result == PublishResult::kTransient && outcome.error.empty()) {
+      outcome.error = "redis: connection lost while checking a refused XADD";
+    }
+  }
+  if (context != nullptr) {
+    if (healthy) {
+      Release(context);
+    } else {
+      redisFree(context);  // a broken or timed-out context cannot be reused
+    }
+  }
+  for (const PublishOutcome& outcome : *outcomes) {
+    switch (outcome.result) {
+      case PublishResult::kAcknowledged:
+        acknowledged_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case PublishResult::kDuplicate:
+        duplicates_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case PublishResult::kRejected:
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case PublishResult::kTransient:
+        transient_.fetch_add(1, std::memory_order_relaxed);
+        break;
+    }
+  }
+}
+
+}  // namespace wharf::internal

@@ -1,0 +1,62 @@
+// RedisStreamsSink: relays facts to Redis Streams with XADD, pipelined (wharf/relay.h).
+//
+// Each fact becomes one entry of the stream its template names, with the explicit entry id
+// "<fact id>-0": ids increase with fact ids, so a redelivered fact is refused by Redis as "equal
+// or smaller than the target stream top item". Such a refusal is checked (XRANGE of that id): the
+// entry is there (or was trimmed by MAXLEN ~) -> already published; it is not -> the stream moved
+// past the fact without it (another writer, or a lost write), which is reported as rejected
+// rather than passed in silence. Fields: fact_id, type, key, payload, partition, commit_ms, then
+// one "h:NAME" field per header, in order.
+//
+// A stream must receive its facts in increasing id order: without ordering=global the template
+// must contain {partition} (each partition's lane has streams of its own), else Validate refuses.
+//
+// Thread safety: Publish may run on several lanes at once; each call uses a connection of its own
+// from a pool (hiredis contexts are not thread-safe).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/relay/relay_config.h"
+#include "wharf/relay.h"
+
+struct redisContext;
+
+namespace wharf::internal {
+
+class RedisStreamsSink : public RelaySink {
+ public:
+  explicit RedisStreamsSink(RelayConfig config);
+  ~RedisStreamsSink() override;
+
+  Status Validate(const std::string& relay_name, Ordering ordering) override;
+  void Publish(std::span<const Fact* const> facts, std::vector<PublishOutcome>* outcomes) override;
+  Counters counters() const override;
+
+ private:
+  // An idle pooled connection, or a new one (authenticated). nullptr: *error says why.
+  redisContext* Acquire(std::string* error);
+  void Release(redisContext* context);
+  // Sends the XADDs of facts [begin, end) pipelined and reads their replies into `outcomes`
+  // (candidates: indices refused as not above the stream's top). False: the connection broke.
+  bool SendChunk(redisContext* context, std::span<const Fact* const> facts, size_t begin,
+                 size_t end, const std::vector<std::string>& streams,
+                 std::vector<PublishOutcome>* outcomes, std::vector<size_t>* candidates);
+  // Settles the candidates: duplicate if the stream holds (or trimmed) the entry, else rejected.
+  bool CheckCandidates(redisContext* context, std::span<const Fact* const> facts,
+                       const std::vector<std::string>& streams,
+                       const std::vector<size_t>& candidates,
+                       std::vector<PublishOutcome>* outcomes);
+
+  const RelayConfig config_;
+  std::string host_;
+  int port_ = 0;
+  std::mutex mutex_;
+  std::vector<redisContext*> idle_;  // guarded by mutex_
+  std::atomic<uint64_t> acknowledged_{0}, duplicates_{0}, rejected_{0}, transient_{0};
+};
+
+}  // namespace wharf::internal

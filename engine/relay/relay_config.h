@@ -1,0 +1,43 @@
+// RelayConfig: a relay sink's options ("key=value;..."), parsed and checked, and the templates
+// that name a fact's stream (Redis) or subject (NATS).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "wharf/fact.h"
+#include "wharf/options.h"
+#include "wharf/status.h"
+
+namespace wharf::internal {
+
+enum class RelayKind : uint8_t { kRedisStreams, kNatsJetStream };
+
+struct RelayConfig {
+  RelayKind kind = RelayKind::kRedisStreams;
+  std::string url;
+  std::string target;  // stream (Redis) or subject (NATS) template
+  std::string user;
+  std::string password;
+  std::string token;          // NATS only
+  std::string create_stream;  // NATS only: a stream to create if missing
+  std::string id_prefix;      // NATS only: Nats-Msg-Id prefix (empty: the relay's name)
+  uint32_t timeout_ms = 5000;
+  uint32_t in_flight = 1024;
+  uint64_t maxlen = 0;  // Redis only: XADD MAXLEN ~ maxlen (0: no trimming)
+};
+
+// Parses `text` ("kind=...;url=...;..."). Unknown key, a key the kind does not take, a bad
+// number, a missing kind or a bad template: InvalidArgument naming it.
+Status ParseRelayConfig(std::string_view text, RelayConfig* config);
+
+// The template with {type} and {partition} replaced by the fact's.
+std::string ExpandTemplate(std::string_view target, const Fact& fact);
+bool TemplateHasPartition(std::string_view target);
+
+// Splits "scheme://host:port" (scheme optional, port defaulting to `default_port`).
+Status ParseHostPort(std::string_view url, std::string_view scheme, int default_port,
+                     std::string* host, int* port);
+
+}  // namespace wharf::internal
