@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "api/c/c_common.h"
+#include "wharf/relay.h"
 #include "wharf/runtime.h"
 
 using wharf::ConsumerOptions;
@@ -458,6 +459,38 @@ wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name, const char* 
     return WithRuntime(rt, "wharf_runtime_tap", [&](wharf::Runtime& runtime) {
       return runtime.Tap(std::move(consumer), std::move(type_list), std::move(handler),
                          std::move(consumer_options));
+    });
+  });
+}
+
+wharf_status wharf_runtime_relay(wharf_runtime* rt, const char* name, const char* const* types,
+                                 size_t n_types, const char* options) {
+  return Guard("wharf_runtime_relay", [&] {
+    if (options == nullptr) return Status::InvalidArgument("options is NULL (kind=... needed)");
+    // The consumer's own options go to the consumer; the rest describe the sink.
+    std::string consumer_text, sink_text;
+    std::string_view rest(options);
+    while (!rest.empty()) {
+      size_t end = rest.find(';');
+      std::string_view item = Trim(rest.substr(0, end));
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+      std::string_view key = Trim(item.substr(0, item.find('=')));
+      std::string& to = key == "consumer_id" || key == "batch_facts" || key == "ordering"
+                            ? consumer_text
+                            : sink_text;
+      to.append(item).push_back(';');
+    }
+    std::string consumer;
+    std::vector<std::string> type_list;
+    ConsumerOptions consumer_options;
+    Status s = CheckConsumer({name, types, n_types, consumer_text.c_str()}, false, true, &consumer,
+                             &type_list, &consumer_options);
+    std::unique_ptr<wharf::RelaySink> sink;
+    if (s.ok()) s = wharf::MakeRelaySink(sink_text, &sink);
+    if (!s.ok()) return s;
+    return WithRuntime(rt, "wharf_runtime_relay", [&](wharf::Runtime& runtime) {
+      return runtime.Relay(std::move(consumer), std::move(type_list), std::move(sink),
+                           std::move(consumer_options));
     });
   });
 }

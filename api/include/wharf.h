@@ -468,6 +468,20 @@ WHARF_EXPORT wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name,
                                             wharf_severed_fn on_severed, void* ctx,
                                             wharf_destroy_fn destroy);
 
+/* A relay (SPEC §7): a durable consumer that publishes the facts of `types` to a broker, pipelined,
+** in order per partition, advancing its cursor only over what the broker acknowledged (or already
+** had); a fact the broker refuses for good becomes a dead letter "broker-rejected: <its text>";
+** broker failures are retried with the runtime's backoff. `options` (required): "key=value;...":
+**   kind=redis_streams | nats_jetstream (required); url; timeout_ms; in_flight; user; password;
+**   redis_streams: stream (template, default "wharf:{partition}"), maxlen (XADD MAXLEN ~ N);
+**   nats_jetstream: subject (default "wharf.{type}.{partition}"), token, id_prefix, create_stream;
+**   and the consumer options consumer_id, batch_facts (default 256), ordering.
+** Templates take {type} and {partition}; without ordering=global they must contain {partition}.
+** Unknown key or bad value: WHARF_INVALID_ARGUMENT naming it. See wharf/relay.h. */
+WHARF_EXPORT wharf_status wharf_runtime_relay(wharf_runtime* rt, const char* name,
+                                              const char* const* types, size_t n_types,
+                                              const char* options);
+
 /* Checks identities (a duplicate consumer id or an undeclared type is refused, naming it), loads
 ** cursors, starts the workers and the timer loop. Fails without side effects. */
 WHARF_EXPORT wharf_status wharf_runtime_start(wharf_runtime* rt);

@@ -208,6 +208,43 @@ class TestRuntime(EngineTestCase):
         self.assertEqual(letter.fact.payload, b"broken")
         self.assertEqual(letter.attempt, 1)
 
+    def test_relay_to_redis(self):
+        # A real redis-server on a free port, stopped by pid whatever happens.
+        import socket
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        redis_dir = os.path.join(self.dir, "redis")
+        os.mkdir(redis_dir)
+        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                   "--dir", redis_dir, "--save", "", "--appendonly", "yes",
+                                   "--appendfsync", "always"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(server.wait)
+        self.addCleanup(server.kill)
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        runtime = wharf.Runtime(self.engine, "workers=1")
+        with self.assertRaises(wharf.InvalidArgument) as bad:
+            runtime.relay("to-redis", "OrderPlaced", {"kind": "redis_streams", "stream": "one"})
+        self.assertIn("stream='one'", str(bad.exception))
+        runtime.relay("to-redis", "OrderPlaced",
+                      {"kind": "redis_streams", "url": f"redis://127.0.0.1:{port}",
+                       "stream": "orders:{partition}", "ordering": "partition"})
+        for i in range(10):
+            self.commit("OrderPlaced", "customer-1", f"order {i}")
+        runtime.drain()
+        runtime.close()
+        # One key: one partition, one stream, every fact once.
+        stream = f"orders:{self.engine.partition_of('customer-1')}"
+        out = subprocess.run(["redis-cli", "-p", str(port), "XLEN", stream],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertEqual(int(out.strip()), 10)
+
     def test_subscriber_at_least_once(self):
         delivered = []
         attempts = {"flaky": 0}

@@ -325,6 +325,7 @@ _SIGNATURES = {
                                          _PROJECT_FN, c_void_p, _DESTROY_FN]),
     "wharf_runtime_subscribe_v2": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t,
                                              c_char_p, _SUBSCRIBE_FN, c_void_p, _DESTROY_FN]),
+    "wharf_runtime_relay": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t, c_char_p]),
     "wharf_runtime_tap": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t, c_char_p,
                                     _TAP_FN, _SEVERED_FN, c_void_p, _DESTROY_FN]),
     "wharf_runtime_start": (_status, [_P]),
@@ -1376,6 +1377,15 @@ class Runtime:
         returned HANDLED/None; FAILED/RETRY/an exception retry it with backoff."""
         self._register(_lib.wharf_runtime_subscribe_v2, name, types, fn, options,
                        _subscribe_trampoline)
+
+    def relay(self, name: str, types: Types, options: Options) -> None:
+        """A relay: publishes the facts to a broker (Redis Streams or NATS JetStream), at least
+        once, in order per partition, with ids derived from fact ids so redelivery is idempotent.
+        options: e.g. {"kind": "redis_streams", "url": "redis://127.0.0.1:6379",
+        "stream": "orders:{partition}"} (see wharf_runtime_relay in wharf.h)."""
+        array, count = _names(types, "type")
+        _check(_lib.wharf_runtime_relay(self._live(), _name(name, "name"), array, count,
+                                        _options(options)))
 
     def tap(self, name: str, types: Types, fn: TapFn, options: Options = None,
             on_severed: Optional[Callable[[], None]] = None) -> None:
