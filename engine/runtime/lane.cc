@@ -581,7 +581,6 @@ Lane::Batch* Lane::PushBatch(bool commits, bool stopped) {
   batch->dead = pending_dead_;
   batch->taken = pending_taken_;
   batch->last_id = pending_last_id_;
-  batch->owned = batch_owned_;
   batch->epoch = batch_epoch_;
   std::fill(pending_passed_.begin(), pending_passed_.end(), 0);
   pending_dead_ = 0;

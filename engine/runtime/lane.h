@@ -198,8 +198,7 @@ class Lane {
     uint32_t dead = 0;             // dead letters it adds
     uint32_t taken = 0;            // facts it took (settled or stopped at)
     uint64_t last_id = 0;          // the last fact it passes
-    bool owned = false;            // it ran under this instance's lease ...
-    uint64_t epoch = 0;            // ... at this epoch, which fences its commit
+    uint64_t epoch = 0;            // the lease epoch it ran under (its cursor bytes carry it)
   };
   // Moves the batch just built (the pending_* members) into the pipeline: a free record.
   Batch* PushBatch(bool commits, bool stopped);
