@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "api/c/c_common.h"
+#include "engine/base/option_string.h"
 #include "wharf/relay.h"
 #include "wharf/runtime.h"
 
@@ -194,12 +195,6 @@ wharf::TraceFn TraceTrampoline(wharf_trace_fn trace, void* ctx) {
 // ---------------------------------------------------------------------------------------------
 // Consumer options: consumer_id, batch_facts, max_depth, ordering, tap_inbox_facts.
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 Status ParseU32(std::string_view key, std::string_view value, uint32_t* out) {
   uint32_t parsed = 0;
   auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
@@ -248,21 +243,9 @@ Status ParseConsumerOption(std::string_view key, std::string_view value, bool is
 
 Status ParseConsumerOptions(const char* text, bool is_tap, ConsumerOptions* options) {
   if (text == nullptr) return Status::OK();
-  std::string_view rest(text);
-  while (!rest.empty()) {
-    size_t end = rest.find(';');
-    std::string_view item = Trim(rest.substr(0, end));
-    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      return Status::InvalidArgument("option '" + std::string(item) + "' has no '=value'");
-    }
-    Status s =
-        ParseConsumerOption(Trim(item.substr(0, eq)), Trim(item.substr(eq + 1)), is_tap, options);
-    if (!s.ok()) return s;
-  }
-  return Status::OK();
+  return wharf::internal::ForEachOption(text, [&](std::string_view key, std::string_view value) {
+    return ParseConsumerOption(key, value, is_tap, options);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -469,17 +452,15 @@ wharf_status wharf_runtime_relay(wharf_runtime* rt, const char* name, const char
     if (options == nullptr) return Status::InvalidArgument("options is NULL (kind=... needed)");
     // The consumer's own options go to the consumer; the rest describe the sink.
     std::string consumer_text, sink_text;
-    std::string_view rest(options);
-    while (!rest.empty()) {
-      size_t end = rest.find(';');
-      std::string_view item = Trim(rest.substr(0, end));
-      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-      std::string_view key = Trim(item.substr(0, item.find('=')));
-      std::string& to = key == "consumer_id" || key == "batch_facts" || key == "ordering"
-                            ? consumer_text
-                            : sink_text;
-      to.append(item).push_back(';');
-    }
+    Status split =
+        wharf::internal::ForEachOption(options, [&](std::string_view key, std::string_view value) {
+          std::string& to = key == "consumer_id" || key == "batch_facts" || key == "ordering"
+                                ? consumer_text
+                                : sink_text;
+          to.append(key).append("=").append(value).push_back(';');
+          return Status::OK();
+        });
+    if (!split.ok()) return split;
     std::string consumer;
     std::vector<std::string> type_list;
     ConsumerOptions consumer_options;

@@ -88,9 +88,7 @@ Status NatsJetStreamSink::Validate(const std::string& relay_name, Ordering order
   return Status::OK();
 }
 
-RelaySink::Counters NatsJetStreamSink::counters() const {
-  return {acknowledged_.load(), duplicates_.load(), rejected_.load(), transient_.load()};
-}
+RelaySink::Counters NatsJetStreamSink::counters() const { return counters_.Get(); }
 
 natsConnection* NatsJetStreamSink::Connection(std::string* error) {
   std::lock_guard lock(mutex_);
@@ -274,22 +272,7 @@ void NatsJetStreamSink::Publish(std::span<const Fact* const> facts,
       break;
     }
   }
-  for (const PublishOutcome& outcome : *outcomes) {
-    switch (outcome.result) {
-      case PublishResult::kAcknowledged:
-        acknowledged_.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case PublishResult::kDuplicate:
-        duplicates_.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case PublishResult::kRejected:
-        rejected_.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case PublishResult::kTransient:
-        transient_.fetch_add(1, std::memory_order_relaxed);
-        break;
-    }
-  }
+  counters_.Count(*outcomes);
 }
 
 }  // namespace wharf::internal

@@ -16,10 +16,10 @@
 // per Publish call.
 #pragma once
 
-#include <atomic>
 #include <mutex>
 #include <string>
 
+#include "engine/relay/outcome_counters.h"
 #include "engine/relay/relay_config.h"
 #include "wharf/relay.h"
 
@@ -47,7 +47,7 @@ class NatsJetStreamSink : public RelaySink {
   std::string id_prefix_;
   std::mutex mutex_;
   __natsConnection* connection_ = nullptr;  // guarded by mutex_ until set
-  std::atomic<uint64_t> acknowledged_{0}, duplicates_{0}, rejected_{0}, transient_{0};
+  OutcomeCounters counters_;
 };
 
 }  // namespace wharf::internal

@@ -80,9 +80,7 @@ Status RedisStreamsSink::Validate(const std::string& relay_name, Ordering orderi
   return Status::OK();
 }
 
-RelaySink::Counters RedisStreamsSink::counters() const {
-  return {acknowledged_.load(), duplicates_.load(), rejected_.load(), transient_.load()};
-}
+RelaySink::Counters RedisStreamsSink::counters() const { return counters_.Get(); }
 
 redisContext* RedisStreamsSink::Acquire(std::string* error) {
   {
@@ -288,22 +286,7 @@ void RedisStreamsSink::Publish(std::span<const Fact* const> facts,
       redisFree(context);  // a broken or timed-out context cannot be reused
     }
   }
-  for (const PublishOutcome& outcome : *outcomes) {
-    switch (outcome.result) {
-      case PublishResult::kAcknowledged:
-        acknowledged_.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case PublishResult::kDuplicate:
-        duplicates_.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case PublishResult::kRejected:
-        rejected_.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case PublishResult::kTransient:
-        transient_.fetch_add(1, std::memory_order_relaxed);
-        break;
-    }
-  }
+  counters_.Count(*outcomes);
 }
 
 }  // namespace wharf::internal

@@ -15,11 +15,11 @@
 // from a pool (hiredis contexts are not thread-safe).
 #pragma once
 
-#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "engine/relay/outcome_counters.h"
 #include "engine/relay/relay_config.h"
 #include "wharf/relay.h"
 
@@ -56,7 +56,7 @@ class RedisStreamsSink : public RelaySink {
   int port_ = 0;
   std::mutex mutex_;
   std::vector<redisContext*> idle_;  // guarded by mutex_
-  std::atomic<uint64_t> acknowledged_{0}, duplicates_{0}, rejected_{0}, transient_{0};
+  OutcomeCounters counters_;
 };
 
 }  // namespace wharf::internal

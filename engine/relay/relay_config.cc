@@ -4,6 +4,7 @@
 #include <charconv>
 #include <memory>
 
+#include "engine/base/option_string.h"
 #include "engine/relay/nats_sink.h"
 #include "engine/relay/redis_sink.h"
 #include "wharf/relay.h"
@@ -46,16 +47,8 @@ Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
   std::string_view kind_name;
   // Keys are checked against the kind after the kind is known (it may come last).
   std::vector<std::pair<std::string_view, std::string_view>> pairs;
-  while (!text.empty()) {
-    size_t end = text.find(';');
-    std::string_view item = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
-      return Bad("'" + std::string(item) + "' is not key=value");
-    }
-    std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+  Status split = ForEachOption(text, [&](std::string_view key, std::string_view value) {
+    if (key.empty()) return Bad("'=" + std::string(value) + "' has no key");
     for (const auto& [seen, ignored] : pairs) {
       if (seen == key) return Bad("'" + std::string(key) + "' is given twice");
     }
@@ -64,7 +57,9 @@ Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
       kind_name = value;
       have_kind = true;
     }
-  }
+    return Status::OK();
+  });
+  if (!split.ok()) return split;
   if (!have_kind) return Bad("kind is missing (redis_streams or nats_jetstream)");
   if (kind_name == "redis_streams") {
     parsed.kind = RelayKind::kRedisStreams;

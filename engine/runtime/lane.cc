@@ -83,7 +83,7 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
 }
 
 bool Lane::CanPipeline() const {
-  return batches_.size() < context_.options->lane_batches_in_flight && !chain_failed_ &&
+  return batches_.size() < context_.options->lane_batches_in_flight && chain_failure_ == nullptr &&
          (batches_.empty() || !batches_.back()->stopped) && !recount_requested() &&
          loaded_generation_ == consumer_->generation.load();
 }
@@ -628,54 +628,53 @@ void Lane::Complete(uint64_t number, const Status& status) {
 
 void Lane::Settle() {
   while (!batches_.empty()) {
-    Batch* batch = batches_.front().get();
+    std::unique_ptr<Batch>& batch = batches_.front();
     if (batch->commits && !batch->outcome.has_value()) break;  // in order: wait for it
-    if (chain_failed_) {
+    const bool succeeded = !batch->commits || batch->outcome->ok();
+    if (chain_failure_ != nullptr) {
       // After a refused batch: refused too (its cursor compare-and-set expected the refused
       // batch's cursor), or, when the refused batch's outcome is unknown because it reached the
       // WAL, perhaps committed on top of it. Either way it is discarded; the cursors are
       // reloaded when it committed.
-      if (batch->commits && batch->outcome->ok()) {
+      if (batch->commits && succeeded) {
         // The chained checks refuse what follows a refused batch; only an earlier batch's
         // unknown outcome (cursors reloaded since) or somebody writing the very cursor bytes a
         // later batch expects lets one through. The store stays whole either way (each batch's
         // effects commit with its own compare-and-set); the lane reloads its cursors.
-        WHARF_DASSERT(!chain_failure_.IsConflict());
+        WHARF_DASSERT(!chain_failure_->outcome->IsConflict());
         chain_successor_committed_ = true;
       }
-    } else if (!batch->commits || batch->outcome->ok()) {
-      ApplySucceeded(batch);
+      free_batches_.push_back(std::move(batch));
+    } else if (succeeded) {
+      ApplySucceeded(batch.get());
+      free_batches_.push_back(std::move(batch));
     } else {
-      chain_failed_ = true;
-      chain_failure_ = *batch->outcome;
-      chain_failure_batch_ = std::move(batches_.front());
-      batches_.pop_front();
-      continue;
+      chain_failure_ = std::move(batch);
     }
-    free_batches_.push_back(std::move(batches_.front()));
     batches_.pop_front();
   }
   in_flight_ = !batches_.empty();
-  if (!chain_failed_ || !batches_.empty()) return;
+  if (chain_failure_ == nullptr || !batches_.empty()) return;
   // Nothing is in flight any more: start again from what is durable.
-  chain_failed_ = false;
+  std::unique_ptr<Batch> failed = std::move(chain_failure_);
+  const Status& status = *failed->outcome;
   position_ = durable_.position;
   persisted_ = durable_.persisted;
   persisted_bytes_ = durable_.persisted_bytes;
   scanned_to_ = durable_.scanned;
   stored_retry_ = durable_.stored_retry;
-  ApplyFailed(*chain_failure_batch_, chain_failure_);
+  ApplyFailed(*failed);
   // A commit whose outcome is unknown (an I/O error once it may have reached the WAL; the
   // committer's recovery then makes whatever was written durable) may have moved the cursors,
   // and so has a batch that committed after it: no batch starts before they are read again.
-  const bool refused = chain_failure_.IsConflict() || chain_failure_.IsInvalidArgument() ||
-                       chain_failure_.IsCorruption() || chain_failure_.IsClosed();
+  const bool refused = status.IsConflict() || status.IsInvalidArgument() || status.IsCorruption() ||
+                       status.IsClosed();
   if (chain_successor_committed_ || !refused) {
     reload_needed_ = true;
     ReloadCursorsIfNeeded();
   }
   chain_successor_committed_ = false;
-  free_batches_.push_back(std::move(chain_failure_batch_));
+  free_batches_.push_back(std::move(failed));
 }
 
 void Lane::ApplySucceeded(Batch* batch) {
@@ -699,7 +698,8 @@ void Lane::ApplySucceeded(Batch* batch) {
   PublishPassed(*batch);
 }
 
-void Lane::ApplyFailed(const Batch& batch, const Status& status) {
+void Lane::ApplyFailed(const Batch& batch) {
+  const Status& status = *batch.outcome;
   Consumer* consumer = consumer_;
   if (status.IsClosed()) return;
   if (status.IsConflict() && status.subcode() == Status::SubCode::kLeaseFenced) {

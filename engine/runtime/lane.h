@@ -206,7 +206,7 @@ class Lane {
   void Settle();
   // A batch's outcome, the pipeline being in order up to it.
   void ApplySucceeded(Batch* batch);
-  void ApplyFailed(const Batch& batch, const Status& status);
+  void ApplyFailed(const Batch& batch);  // by its outcome
   size_t IndexOf(uint32_t partition) const;
   // The attempt this delivery of `fact` is (1: first); counts a redelivery.
   uint32_t NoteDelivery(const Fact& fact, size_t index);
@@ -252,11 +252,10 @@ class Lane {
   std::vector<std::unique_ptr<Batch>> free_batches_;
   uint64_t next_batch_ = 1;
   uint32_t max_in_flight_ = 0;
-  // The first failure of the batches in flight: the later ones are discarded, and once none is
-  // in flight it is handled (ApplyFailed) from the durable position.
-  bool chain_failed_ = false;
-  std::unique_ptr<Batch> chain_failure_batch_;
-  Status chain_failure_;
+  // The first batch in flight that failed (its outcome says why; null: none): the later ones
+  // are discarded, and once none is in flight it is handled (ApplyFailed) from the durable
+  // position.
+  std::unique_ptr<Batch> chain_failure_;
   bool chain_successor_committed_ = false;  // a batch after it committed (unknown outcome)
   bool reload_needed_ = false;              // the cursors must be read again before a batch
   // What the completed batches made durable (the head, when nothing is in flight).

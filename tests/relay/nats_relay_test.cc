@@ -15,6 +15,7 @@
 
 #include "relay/broker_process.h"
 #include "relay/relay_kills.h"
+#include "relay/relay_test_util.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/relay.h"
@@ -24,6 +25,10 @@ namespace wharf {
 namespace {
 
 using testing::BrokerProcess;
+using testing::CursorsReach;
+using testing::DrainAll;
+using testing::FactsOf;
+using testing::RelayRuntimeOptions;
 using testing::TempDir;
 
 constexpr uint32_t kPartitions = 4;
@@ -115,14 +120,6 @@ class NatsRelayTest : public ::testing::Test {
     EXPECT_OK(MakeRelaySink("kind=nats_jetstream;" + Url() + ";" + extra, &sink));
     return std::shared_ptr<RelaySink>(std::move(sink));
   }
-  RuntimeOptions Options() {
-    RuntimeOptions options;
-    options.workers = 2;
-    options.backoff_initial_ms = 1;
-    options.backoff_max_ms = 50;
-    options.trace = [](const TraceEvent&) {};
-    return options;
-  }
   uint64_t Commit(const std::string& type, int i, size_t payload_bytes = 0) {
     Txn txn = engine_->Begin();
     std::string payload = payload_bytes > 0
@@ -134,24 +131,6 @@ class NatsRelayTest : public ::testing::Test {
     CommitResult result;
     EXPECT_OK(txn.Commit(&result));
     return result.first_fact_id;
-  }
-  void DrainAll(Runtime& runtime) {
-    Status s;
-    for (int i = 0; i < 200; ++i) {
-      if ((s = runtime.Drain()).ok()) return;
-    }
-    FAIL() << "the relay never caught up: " << s.ToString();
-  }
-  std::map<uint32_t, std::vector<Fact>> FactsOf(Engine& engine, const std::string& type) {
-    std::map<uint32_t, std::vector<Fact>> out;
-    for (uint32_t p = 0; p < kPartitions; ++p) {
-      std::vector<Fact> facts;
-      EXPECT_OK(engine.ReadFacts(p, 1, 1'000'000, &facts));
-      for (Fact& fact : facts) {
-        if (fact.type == type) out[p].push_back(std::move(fact));
-      }
-    }
-    return out;
   }
   // The stream holds each partition's facts once, in id order on the partition's subject
   // (`prefix` + partition), as committed.
@@ -210,7 +189,7 @@ TEST_F(NatsRelayTest, BadOptionsAreNamed) {
     EXPECT_TRUE(s.IsInvalidArgument()) << options << ": " << s.ToString();
     EXPECT_NE(s.message().find(named), std::string::npos) << options << ": " << s.ToString();
   }
-  Runtime runtime(engine_.get(), Options());
+  Runtime runtime(engine_.get(), RelayRuntimeOptions());
   Status s = runtime.Relay("r", {"A"}, Sink("subject=w.{type}"));
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("subject='w.{type}'"), std::string::npos) << s.ToString();
@@ -219,12 +198,12 @@ TEST_F(NatsRelayTest, BadOptionsAreNamed) {
 TEST_F(NatsRelayTest, EveryFactArrivesOnceAndRedeliveryIsADuplicate) {
   auto sink = Sink("subject=w.{type}.{partition};create_stream=W;in_flight=7");
   {
-    Runtime runtime(engine_.get(), Options());
+    Runtime runtime(engine_.get(), RelayRuntimeOptions());
     ASSERT_OK(runtime.Relay("r", {"A"}, sink));
     for (int i = 0; i < 300; ++i) Commit(i % 4 == 0 ? "B" : "A", i);
     DrainAll(runtime);
   }
-  const auto expected = FactsOf(*engine_, "A");
+  const auto expected = FactsOf(*engine_, "A", kPartitions);
   ExpectStreamHolds("W", expected, "w.A.");
   size_t count = 0;
   for (const auto& [p, facts] : expected) count += facts.size();
@@ -233,7 +212,7 @@ TEST_F(NatsRelayTest, EveryFactArrivesOnceAndRedeliveryIsADuplicate) {
 
   ASSERT_OK(SetCursor(*engine_, "r", 0));
   {
-    Runtime runtime(engine_.get(), Options());
+    Runtime runtime(engine_.get(), RelayRuntimeOptions());
     ASSERT_OK(runtime.Relay("r", {"A"}, sink));
     DrainAll(runtime);
   }
@@ -250,7 +229,7 @@ TEST_F(NatsRelayTest, RefusedFactIsADeadLetterWithJetStreamText) {
     ASSERT_TRUE(client.ok() && client.AddStream("SMALL", "small.>", 512));
   }
   auto sink = Sink("subject=small.{partition}");
-  Runtime runtime(engine_.get(), Options());
+  Runtime runtime(engine_.get(), RelayRuntimeOptions());
   ASSERT_OK(runtime.Relay("r", {"A"}, sink));
   std::set<uint64_t> big;
   for (int i = 0; i < 40; ++i) {
@@ -283,7 +262,7 @@ TEST_F(NatsRelayTest, ServerKilledAndRestartedMidRun) {
     ASSERT_TRUE(client.ok() && client.AddStream("K", "k.>", 0));
   }
   auto sink = Sink("subject=k.{partition};timeout_ms=1000");
-  Runtime runtime(engine_.get(), Options());
+  Runtime runtime(engine_.get(), RelayRuntimeOptions());
   ConsumerOptions consumer;
   consumer.batch_facts = 16;
   ASSERT_OK(runtime.Relay("r", {"A"}, sink, consumer));
@@ -294,18 +273,9 @@ TEST_F(NatsRelayTest, ServerKilledAndRestartedMidRun) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE(nats_.Restart());
   for (int i = 400; i < 600; ++i) Commit("A", i);
-  const auto expected = FactsOf(*engine_, "A");
-  bool caught_up = false;
-  for (int i = 0; i < 1200 && !caught_up; ++i) {
-    caught_up = true;
-    for (const auto& [p, facts] : expected) {
-      uint64_t cursor = 0;
-      ASSERT_OK(GetCursor(*engine_, "r", p, &cursor));
-      caught_up &= cursor == facts.back().id;
-    }
-    if (!caught_up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(caught_up) << "the relay did not complete after nats-server came back";
+  const auto expected = FactsOf(*engine_, "A", kPartitions);
+  ASSERT_TRUE(CursorsReach(*engine_, "r", expected))
+      << "the relay did not complete after nats-server came back";
   ASSERT_OK(runtime.Stop());
   ExpectStreamHolds("K", expected, "k.");
   std::vector<DeadLetter> dead;
@@ -330,7 +300,7 @@ TEST_F(NatsRelayTest, RelayProcessKilledAtRandomLosesAndReordersNothing) {
   EngineOptions engine_options;
   engine_options.partitions = kPartitions;
   ASSERT_OK(Engine::Open(dir_.db(), engine_options, &engine_));
-  ExpectStreamHolds("C", FactsOf(*engine_, "A"), "c.");
+  ExpectStreamHolds("C", FactsOf(*engine_, "A", kPartitions), "c.");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "relay/broker_process.h"
 #include "relay/relay_kills.h"
+#include "relay/relay_test_util.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/relay.h"
@@ -25,6 +26,10 @@ namespace wharf {
 namespace {
 
 using testing::BrokerProcess;
+using testing::CursorsReach;
+using testing::DrainAll;
+using testing::FactsOf;
+using testing::RelayRuntimeOptions;
 using testing::TempDir;
 
 constexpr uint32_t kPartitions = 4;
@@ -106,14 +111,6 @@ class RedisRelayTest : public ::testing::Test {
     EXPECT_OK(s);
     return std::shared_ptr<RelaySink>(std::move(sink));
   }
-  RuntimeOptions Options() {
-    RuntimeOptions options;
-    options.workers = 2;
-    options.backoff_initial_ms = 1;
-    options.backoff_max_ms = 50;
-    options.trace = [](const TraceEvent&) {};
-    return options;
-  }
   uint64_t Commit(const std::string& type, int i) {
     Txn txn = engine_->Begin();
     EXPECT_OK(txn.Emit(
@@ -123,25 +120,6 @@ class RedisRelayTest : public ::testing::Test {
     CommitResult result;
     EXPECT_OK(txn.Commit(&result));
     return result.first_fact_id;
-  }
-  void DrainAll(Runtime& runtime) {
-    Status s;
-    for (int i = 0; i < 200; ++i) {
-      if ((s = runtime.Drain()).ok()) return;
-    }
-    FAIL() << "the relay never caught up: " << s.ToString();
-  }
-  // The engine's facts of `type` per partition, in id order.
-  std::map<uint32_t, std::vector<Fact>> FactsOf(Engine& engine, const std::string& type) {
-    std::map<uint32_t, std::vector<Fact>> out;
-    for (uint32_t p = 0; p < kPartitions; ++p) {
-      std::vector<Fact> facts;
-      EXPECT_OK(engine.ReadFacts(p, 1, 1'000'000, &facts));
-      for (Fact& fact : facts) {
-        if (fact.type == type) out[p].push_back(std::move(fact));
-      }
-    }
-    return out;
   }
   // Each partition's stream holds exactly that partition's facts, in id order, as committed.
   void ExpectStreamsHold(const std::map<uint32_t, std::vector<Fact>>& expected,
@@ -206,7 +184,7 @@ TEST_F(RedisRelayTest, BadOptionsAreNamed) {
 // A template that lets partition lanes interleave into one stream is refused at registration,
 // unless the relay has one lane (ordering=global).
 TEST_F(RedisRelayTest, InterleavingTemplateIsRefused) {
-  Runtime runtime(engine_.get(), Options());
+  Runtime runtime(engine_.get(), RelayRuntimeOptions());
   Status s = runtime.Relay("r", {"A"}, Sink("stream=wharf:{type}"));
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("stream='wharf:{type}'"), std::string::npos) << s.ToString();
@@ -223,12 +201,12 @@ TEST_F(RedisRelayTest, InterleavingTemplateIsRefused) {
 TEST_F(RedisRelayTest, EveryFactArrivesOnceAndRedeliveryIsADuplicate) {
   auto sink = Sink("stream=s:{partition};in_flight=7");  // several pipeline chunks per batch
   {
-    Runtime runtime(engine_.get(), Options());
+    Runtime runtime(engine_.get(), RelayRuntimeOptions());
     ASSERT_OK(runtime.Relay("r", {"A"}, sink));
     for (int i = 0; i < 300; ++i) Commit(i % 4 == 0 ? "B" : "A", i);
     DrainAll(runtime);
   }
-  const auto expected = FactsOf(*engine_, "A");
+  const auto expected = FactsOf(*engine_, "A", kPartitions);
   ExpectStreamsHold(expected, "s:");
   size_t count = 0;
   for (const auto& [p, facts] : expected) count += facts.size();
@@ -237,7 +215,7 @@ TEST_F(RedisRelayTest, EveryFactArrivesOnceAndRedeliveryIsADuplicate) {
 
   ASSERT_OK(SetCursor(*engine_, "r", 0));
   {
-    Runtime runtime(engine_.get(), Options());
+    Runtime runtime(engine_.get(), RelayRuntimeOptions());
     ASSERT_OK(runtime.Relay("r", {"A"}, sink));
     DrainAll(runtime);
   }
@@ -249,7 +227,7 @@ TEST_F(RedisRelayTest, EveryFactArrivesOnceAndRedeliveryIsADuplicate) {
 // With MAXLEN ~ trimming, a redelivered fact whose entry was trimmed away is a duplicate too.
 TEST_F(RedisRelayTest, TrimmedEntriesAreDuplicatesWhenRedelivered) {
   auto sink = Sink("stream=t:{partition};maxlen=10");
-  Runtime runtime(engine_.get(), Options());
+  Runtime runtime(engine_.get(), RelayRuntimeOptions());
   ASSERT_OK(runtime.Relay("r", {"A"}, sink));
   for (int i = 0; i < 600; ++i) Commit("A", i);
   DrainAll(runtime);
@@ -259,7 +237,7 @@ TEST_F(RedisRelayTest, TrimmedEntriesAreDuplicatesWhenRedelivered) {
   EXPECT_LT(kept, 600u);  // trimmed (~: in whole macro nodes)
   ASSERT_OK(runtime.Stop());
   ASSERT_OK(SetCursor(*engine_, "r", 0));
-  Runtime again(engine_.get(), Options());
+  Runtime again(engine_.get(), RelayRuntimeOptions());
   ASSERT_OK(again.Relay("r", {"A"}, sink));
   DrainAll(again);
   EXPECT_EQ(sink->counters().duplicates, 600u);
@@ -274,7 +252,7 @@ TEST_F(RedisRelayTest, RefusedFactIsADeadLetterWithRedisText) {
     ASSERT_EQ(client.Command({"SET", "d:Bad:" + std::to_string(p), "a string"}), "OK");
   }
   auto sink = Sink("stream=d:{type}:{partition}");
-  Runtime runtime(engine_.get(), Options());
+  Runtime runtime(engine_.get(), RelayRuntimeOptions());
   ASSERT_OK(runtime.Relay("r", {"A", "Bad"}, sink));
   std::set<uint64_t> bad;
   for (int i = 0; i < 60; ++i) {
@@ -294,7 +272,7 @@ TEST_F(RedisRelayTest, RefusedFactIsADeadLetterWithRedisText) {
               "broker-rejected: redis XADD d:Bad:" + std::to_string(letter.fact.partition) +
                   ": WRONGTYPE Operation against a key holding the wrong kind of value");
   }
-  std::map<uint32_t, std::vector<Fact>> expected = FactsOf(*engine_, "A");
+  std::map<uint32_t, std::vector<Fact>> expected = FactsOf(*engine_, "A", kPartitions);
   ExpectStreamsHold(expected, "d:A:");
 }
 
@@ -303,7 +281,7 @@ TEST_F(RedisRelayTest, RefusedFactIsADeadLetterWithRedisText) {
 // acknowledged, so the streams end complete, in order, without duplicates.
 TEST_F(RedisRelayTest, RedisKilledAndRestartedMidRun) {
   auto sink = Sink("stream=k:{partition};timeout_ms=2000");
-  Runtime runtime(engine_.get(), Options());
+  Runtime runtime(engine_.get(), RelayRuntimeOptions());
   ConsumerOptions consumer;
   consumer.batch_facts = 16;
   ASSERT_OK(runtime.Relay("r", {"A"}, sink, consumer));
@@ -316,18 +294,9 @@ TEST_F(RedisRelayTest, RedisKilledAndRestartedMidRun) {
   ASSERT_TRUE(redis_.Restart());
   for (int i = 400; i < 600; ++i) Commit("A", i);
   // Caught up: every partition's cursor at its last fact (bounded wait, not a timing assertion).
-  const auto expected = FactsOf(*engine_, "A");
-  bool caught_up = false;
-  for (int i = 0; i < 1200 && !caught_up; ++i) {
-    caught_up = true;
-    for (const auto& [p, facts] : expected) {
-      uint64_t cursor = 0;
-      ASSERT_OK(GetCursor(*engine_, "r", p, &cursor));
-      caught_up &= cursor == facts.back().id;
-    }
-    if (!caught_up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(caught_up) << "the relay did not complete after Redis came back";
+  const auto expected = FactsOf(*engine_, "A", kPartitions);
+  ASSERT_TRUE(CursorsReach(*engine_, "r", expected))
+      << "the relay did not complete after Redis came back";
   ASSERT_OK(runtime.Stop());
   ExpectStreamsHold(expected, "k:");
   EXPECT_GT(sink->counters().transient, 0u);  // it did see Redis down
@@ -350,7 +319,7 @@ TEST_F(RedisRelayTest, RelayProcessKilledAtRandomLosesAndReordersNothing) {
   EngineOptions engine_options;
   engine_options.partitions = kPartitions;
   ASSERT_OK(Engine::Open(dir_.db(), engine_options, &engine_));
-  ExpectStreamsHold(FactsOf(*engine_, "A"), "c:");
+  ExpectStreamsHold(FactsOf(*engine_, "A", kPartitions), "c:");
 }
 
 }  // namespace
