@@ -11,6 +11,7 @@
 
 #include "bench/engine_options.h"
 #include "bench/producer_driver.h"
+#include "bench/trace_collector.h"
 #include "bench/w1_append.h"
 #include "bench/w1_shape.h"
 #include "bench/zipf_keys.h"
@@ -21,24 +22,6 @@
 
 namespace wharf::bench {
 namespace {
-
-// The first warning or error the runtime traced (a handler or store failure makes the run fail).
-class TraceCollector {
- public:
-  void Add(const TraceEvent& event) {
-    if (event.level == TraceEvent::Level::kInfo) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (first_.empty()) first_ = event.name + " (" + event.consumer + "): " + event.reason;
-  }
-  std::string first() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return first_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::string first_;
-};
 
 // Facts handled per partition, each counter on a cache line of its own (the lanes of two workers
 // count at once).

@@ -2,36 +2,15 @@
 
 #include <cstring>
 #include <memory>
-#include <mutex>
 
 #include "bench/engine_options.h"
 #include "bench/producer_driver.h"
+#include "bench/trace_collector.h"
 #include "bench/w1_shape.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
 
 namespace wharf::bench {
-namespace {
-
-// The first warning or error the runtime traced (any makes the run fail).
-class FirstTrace {
- public:
-  void Add(const TraceEvent& event) {
-    if (event.level == TraceEvent::Level::kInfo) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (first_.empty()) first_ = event.name + " (" + event.consumer + "): " + event.reason;
-  }
-  std::string first() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return first_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::string first_;
-};
-
-}  // namespace
 
 W3Measurement RunW3Wharf(const W3Shape& shape, const std::string& dir) {
   W3Measurement result;
@@ -47,7 +26,7 @@ W3Measurement RunW3Wharf(const W3Shape& shape, const std::string& dir) {
     return result;
   }
   W3Recorder recorder(W3Capacity(shape));
-  FirstTrace traces;
+  TraceCollector traces;
   RuntimeOptions runtime_options = BenchRuntimeOptions();
   runtime_options.workers = static_cast<uint32_t>(shape.workers);
   runtime_options.trace = [&traces](const TraceEvent& event) { traces.Add(event); };

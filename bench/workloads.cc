@@ -41,16 +41,20 @@
 #include "bench/w6_report.h"
 #include "bench/w6_shape.h"
 #include "bench/w6_steady.h"
+#include "bench/w7_relay.h"
+#include "bench/w7_report.h"
+#include "bench/w7_shape.h"
 
 namespace wharf::bench {
 namespace {
 
-// Workloads of WORKLOAD.md. W5 loads 10 million facts per run, W6 runs ten minutes: they run only
-// when named.
+// Workloads of WORKLOAD.md. W5 loads 10 million facts per run, W6 runs ten minutes, W7 starts
+// brokers (redis-server, nats-server): they run only when named.
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
-const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name, kW2Name, kW2SkewedName, kW3Name, kW4Name, kW5Name, kW6SteadyName, kW6StuckName};
+const std::vector<std::string> kImplementedWorkloads = {kW1Name,       kW2Name,      kW2SkewedName,
+                                                        kW3Name,       kW4Name,      kW5Name,
+                                                        kW6SteadyName, kW6StuckName, kW7Name};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
@@ -62,11 +66,13 @@ struct Flags {
   std::vector<std::string> systems = kSystems;
   std::vector<int> producers = {1, 16};
   std::vector<int> batches = {1, 10, 100};
-  std::optional<uint64_t> facts;  // default per workload: W2 1 000 000, W4 200 000, W5 10 000 000
-  std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2; W4 2; W5 2
+  // default per workload: W2 1 000 000, W4 200 000, W5 10 000 000, W7 1 000 000
+  std::optional<uint64_t> facts;
+  std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2; W4 2; W5 2; W7 2
   double rate_per_s = 1000;
   bool rate_given = false;     // W6: --rate replaces the rate probe
   std::string engine_options;  // the --engine-options text, passed on to W5's restart processes
+  std::string relay_options;   // W7: the relay's batch_facts and sink options, "key=value;..."
   std::vector<std::string> workloads;
 };
 
@@ -89,16 +95,19 @@ void PrintUsage(std::FILE* out) {
       "  --producers LIST W1 producer threads P (default 1,16)\n"
       "  --batch LIST     W1 facts per transaction B (default 1,10,100)\n"
       "  --facts N        facts pre-committed (W2 default 1000000, W4 default 200000,\n"
-      "                   W5 default 10000000)\n"
-      "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance; W5 2)\n"
+      "                   W5 default 10000000, W7 1000000)\n"
+      "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance; W5 2;\n"
+      "                   W7 2)\n"
       "  --rate R         W3 commits per second (default 1000); W6 commits per second\n"
       "                   instead of half of W1 P=16,B=10 measured first\n"
       "  --engine-options TEXT  Wharf's engine options, \"key=value;...\" (e.g.\n"
       "                   wal_prefill_bytes=0); default: the defaults\n"
       "  --runtime-options TEXT  Wharf's runtime options for W2, W3, W4 and W6, \"key=value;...\"\n"
       "                   (e.g. lane_batches_in_flight=1); default: the defaults\n"
+      "  --relay-options TEXT  W7's relay: batch_facts and sink options, \"key=value;...\"\n"
+      "                   (e.g. batch_facts=1024;in_flight=2048); default: the relay's\n"
       "  WORKLOAD         W1-append, W2-project, W2-skewed, W3-latency, W4-fanout\n"
-      "                   (default: these five), W5-recover, W6-steady, W6-stuck\n");
+      "                   (default: these five), W5-recover, W6-steady, W6-stuck, W7-relay\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -206,6 +215,8 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       Status s = SetBenchEngineOptions(text);
       if (!s.ok()) return "--engine-options: " + s.ToString();
       flags->engine_options = text;
+    } else if (arg == "--relay-options") {
+      if (!value(&flags->relay_options)) return "--relay-options wants \"key=value;...\"";
     } else if (arg == "--runtime-options") {
       if (!value(&text)) return "--runtime-options wants \"key=value;...\"";
       Status s = SetBenchRuntimeOptions(text);
@@ -684,6 +695,66 @@ bool RunW6(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return row.wharf.error.empty();
 }
 
+// Returns whether every run succeeded. Wharf's relay against each broker's own pipelined client
+// (reference_broker_ingest.h) in every run; the facts are loaded once and each relay drains a copy.
+bool RunW7(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  const uint64_t facts = flags.facts.value_or(kW7DefaultFacts);
+  std::fprintf(stderr, "%s: loading %llu facts\n", kW7Name, static_cast<unsigned long long>(facts));
+  ScratchDir loaded(scratch_root, "wharf-w7-load-");
+  W7Facts entries;
+  double precommit_s = 0;
+  const std::string error =
+      loaded.path().empty() ? loaded.error() : LoadW7(loaded.path(), facts, &entries, &precommit_s);
+  if (!error.empty()) {
+    std::fprintf(stderr, "%s: loading FAILED: %s\n", kW7Name, error.c_str());
+    return false;
+  }
+  bool all_ok = true;
+  for (const int workers : flags.workers.value_or(std::vector<int>{2})) {
+    for (const W7Broker broker : kW7Brokers) {
+      std::fprintf(stderr, "%s %s facts=%llu workers=%d\n", kW7Name, ToString(broker),
+                   static_cast<unsigned long long>(entries.count()), workers);
+      std::vector<W7Measurement> runs;
+      for (int run = 0; run < flags.runs; ++run) {
+        SettleDisk();
+        runs.push_back(
+            RunW7Once(broker, loaded.path(), entries, workers, flags.relay_options, run % 2 == 1,
+                      scratch_root));
+        const W7Measurement& m = runs.back();
+        if (m.error.empty()) {
+          std::fprintf(stderr,
+                       "  run %d/%d: relay %.0f facts/s, reference %.0f facts/s, ratio %.2f; cpu "
+                       "s/M relay %.2f + broker %.2f, reference %.2f + broker %.2f\n",
+                       run + 1, flags.runs, m.relay.facts_per_s, m.reference.facts_per_s, m.ratio,
+                       m.relay.client_cpu_s * 1e6 / static_cast<double>(m.facts),
+                       m.relay.broker_cpu_s * 1e6 / static_cast<double>(m.facts),
+                       m.reference.client_cpu_s * 1e6 / static_cast<double>(m.facts),
+                       m.reference.broker_cpu_s * 1e6 / static_cast<double>(m.facts));
+        } else {
+          std::fprintf(stderr, "  run %d/%d FAILED: %s\n", run + 1, flags.runs, m.error.c_str());
+        }
+      }
+      W7Row row;
+      row.broker = broker;
+      row.facts = facts;
+      row.workers = workers;
+      row.runs = flags.runs;
+      row.precommit_s = precommit_s;
+      row.relay_options = flags.relay_options;
+      row.median = MedianOf(runs);
+      all_ok = all_ok && row.median.error.empty();
+      if (flags.json) {
+        std::printf("%s\n", W7Json(row, machine).c_str());
+        std::fflush(stdout);
+      } else {
+        PrintW7Table(row, stdout);
+      }
+    }
+  }
+  return all_ok;
+}
+
 int Main(int argc, char** argv) {
   // W5's restart process: `--w5-restart MODE DIR WORKERS`, after any --engine-options.
   for (int i = 1; i < argc; ++i) {
@@ -746,6 +817,7 @@ int Main(int argc, char** argv) {
     if (workload == kW6StuckName) {
       all_ok = RunW6(flags, machine, scratch_root.path(), W6Variant::kStuck) && all_ok;
     }
+    if (workload == kW7Name) all_ok = RunW7(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }

@@ -9,14 +9,6 @@
 namespace wharf::internal {
 namespace {
 
-std::string StatusText(natsStatus status) {
-  std::string text = natsStatus_GetText(status);
-  natsStatus last = NATS_OK;
-  const char* detail = nats_GetLastError(&last);
-  if (detail != nullptr && detail[0] != '\0' && last == status) text += std::string(": ") + detail;
-  return text;
-}
-
 struct MsgDeleter {
   void operator()(natsMsg* msg) const { natsMsg_Destroy(msg); }
 };
@@ -69,7 +61,45 @@ std::string StreamSubjects(std::string_view target) {
   return prefix + ">";
 }
 
+// The TLS settings of `config` on `options`. Not NATS_OK: *what names the option that failed.
+natsStatus ApplyTls(const RelayConfig& config, natsOptions* options, std::string* what) {
+  if (!config.tls) return NATS_OK;
+  *what = "tls=1";
+  natsStatus s = natsOptions_SetSecure(options, true);
+  if (s == NATS_OK && !config.tls_ca.empty()) {
+    *what = "tls_ca='" + config.tls_ca + "'";
+    s = natsOptions_LoadCATrustedCertificates(options, config.tls_ca.c_str());
+  }
+  if (s == NATS_OK && !config.tls_cert.empty()) {
+    *what = "tls_cert='" + config.tls_cert + "', tls_key='" + config.tls_key + "'";
+    s = natsOptions_LoadCertificatesChain(options, config.tls_cert.c_str(), config.tls_key.c_str());
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string NatsStatusText(int status) {
+  const auto nats_status = static_cast<natsStatus>(status);
+  std::string text = natsStatus_GetText(nats_status);
+  natsStatus last = NATS_OK;
+  const char* detail = nats_GetLastError(&last);
+  if (detail != nullptr && detail[0] != '\0' && last == nats_status) {
+    text += std::string(": ") + detail;
+  }
+  return text;
+}
+
+Status CheckNatsTls(const RelayConfig& config) {
+  if (!config.tls) return Status::OK();
+  natsOptions* options = nullptr;
+  natsStatus s = natsOptions_Create(&options);
+  std::string what = "nats options";
+  if (s == NATS_OK) s = ApplyTls(config, options, &what);
+  natsOptions_Destroy(options);
+  if (s == NATS_OK) return Status::OK();
+  return Status::InvalidArgument("relay options: " + what + ": " + NatsStatusText(s));
+}
 
 NatsJetStreamSink::NatsJetStreamSink(RelayConfig config) : config_(std::move(config)) {}
 
@@ -107,11 +137,25 @@ natsConnection* NatsJetStreamSink::Connection(std::string* error) {
   if (s == NATS_OK && !config_.token.empty()) {
     s = natsOptions_SetToken(options, config_.token.c_str());
   }
+  std::string tls_what;
+  if (s == NATS_OK) s = ApplyTls(config_, options, &tls_what);
+  if (s != NATS_OK) {
+    // CheckNatsTls loaded the same files when the sink was made; they changed since.
+    natsOptions_Destroy(options);
+    *error =
+        "nats options" + (tls_what.empty() ? "" : " (" + tls_what + ")") + ": " + NatsStatusText(s);
+    return nullptr;
+  }
   natsConnection* connection = nullptr;
-  if (s == NATS_OK) s = natsConnection_Connect(&connection, options);
+  s = natsConnection_Connect(&connection, options);
   natsOptions_Destroy(options);
   if (s != NATS_OK) {
-    *error = "nats connect to " + config_.url + ": " + StatusText(s);
+    *error = "nats connect to " + config_.url + (config_.tls ? " over TLS" : "") + ": " +
+             NatsStatusText(s);
+    if (s == NATS_SSL_ERROR && !config_.tls) {
+      // nats.c upgrades to TLS when the server requires it, trusting only the system's CAs.
+      error->append(" (the server requires TLS: give tls_ca=<the CA of its certificate>)");
+    }
     return nullptr;
   }
   if (!config_.create_stream.empty()) {
@@ -132,7 +176,7 @@ natsConnection* NatsJetStreamSink::Connection(std::string* error) {
     if (js != nullptr) jsCtx_Destroy(js);
     if (s != NATS_OK && code != JSStreamNameExistErr) {
       *error = "nats: creating stream " + config_.create_stream + " over " + subjects + ": " +
-               StatusText(s);
+               NatsStatusText(s);
       natsConnection_Destroy(connection);
       return nullptr;
     }
@@ -153,7 +197,7 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const
   if (s == NATS_OK) s = natsConnection_SubscribeSync(&subscription, connection, wildcard.c_str());
   if (s == NATS_OK) s = natsSubscription_SetPendingLimits(subscription, -1, -1);
   bool healthy = s == NATS_OK;
-  std::string error = healthy ? "" : "nats subscribe: " + StatusText(s);
+  std::string error = healthy ? "" : "nats subscribe: " + NatsStatusText(s);
   size_t sent = begin;
   for (; healthy && sent < end; ++sent) {
     const Fact& fact = *facts[sent];
@@ -182,15 +226,15 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const
     if (s != NATS_OK) {
       // The message cannot be built from this fact (a subject or header NATS refuses).
       outcome.result = PublishResult::kRejected;
-      outcome.error = "nats message for " + subject + ": " + StatusText(s);
+      outcome.error = "nats message for " + subject + ": " + NatsStatusText(s);
       continue;
     }
     s = natsConnection_PublishMsg(connection, msg.get());
     if (s == NATS_MAX_PAYLOAD) {
       outcome.result = PublishResult::kRejected;
-      outcome.error = "nats publish to " + subject + ": " + StatusText(s);
+      outcome.error = "nats publish to " + subject + ": " + NatsStatusText(s);
     } else if (s != NATS_OK) {
-      error = "nats publish: " + StatusText(s);
+      error = "nats publish: " + NatsStatusText(s);
       healthy = false;
     } else {
       outcome.error = "no acknowledgement from JetStream";  // until one arrives
@@ -206,7 +250,7 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const
     natsMsg* raw = nullptr;
     s = natsSubscription_NextMsg(&raw, subscription, config_.timeout_ms);
     if (s != NATS_OK) {
-      error = "nats: waiting for JetStream acknowledgements: " + StatusText(s);
+      error = "nats: waiting for JetStream acknowledgements: " + NatsStatusText(s);
       healthy = false;
       break;
     }

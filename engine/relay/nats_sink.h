@@ -12,6 +12,10 @@
 // template must hold {partition} unless ordering=global, as for Redis), so per-partition order
 // holds within each subject.
 //
+// With tls=1 (or tls_ca / tls_cert / tls_key) the connection is TLS (nats.c over OpenSSL): the
+// server's certificate is verified against tls_ca (else the system's CAs), and tls_cert/tls_key
+// are presented to a server that verifies clients.
+//
 // Thread safety: one connection (nats.c connections are thread-safe), one inbox subscription
 // per Publish call.
 #pragma once
@@ -26,6 +30,14 @@
 struct __natsConnection;
 
 namespace wharf::internal {
+
+// The text of a natsStatus, with nats.c's last error of this thread when it is about it (e.g.
+// "SSL Error: SSL handshake error: certificate verify failed").
+std::string NatsStatusText(int status);
+
+// Loads the TLS files of `config` (if tls) as the connection will: InvalidArgument naming the
+// option and nats.c's text (e.g. a file that is not PEM). Called by MakeRelaySink.
+Status CheckNatsTls(const RelayConfig& config);
 
 class NatsJetStreamSink : public RelaySink {
  public:

@@ -1,8 +1,12 @@
 // Relay sink options and templates; MakeRelaySink.
 #include "engine/relay/relay_config.h"
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <optional>
 
 #include "engine/base/option_string.h"
 #include "engine/relay/nats_sink.h"
@@ -35,6 +39,44 @@ Status CheckTemplate(std::string_view key, std::string_view target) {
     if (rest.starts_with("{type}") || rest.starts_with("{partition}")) continue;
     return Bad(std::string(key) + "='" + std::string(target) +
                "': only {type} and {partition} may be used");
+  }
+  return Status::OK();
+}
+
+// A TLS file must be readable now: a typo is named at registration, not retried forever.
+Status CheckReadableFile(std::string_view key, const std::string& path) {
+  if (path.empty()) return Bad(std::string(key) + " is empty");
+  std::ifstream file(path);
+  if (!file.is_open()) {
+    return Bad(std::string(key) + "='" + path + "': cannot read the file (" + std::strerror(errno) +
+               ")");
+  }
+  return Status::OK();
+}
+
+// The TLS keys of a NATS relay once all keys are parsed: `tls_value` is tls='s (nullopt: not
+// given); the files turn TLS on by themselves and must be readable.
+Status CheckTls(std::optional<std::string_view> tls_value, RelayConfig* parsed) {
+  const bool files =
+      !parsed->tls_ca.empty() || !parsed->tls_cert.empty() || !parsed->tls_key.empty();
+  if (tls_value == "1") {
+    parsed->tls = true;
+  } else if (tls_value == "0") {
+    if (files) return Bad("tls=0, but tls_ca, tls_cert or tls_key is given");
+  } else if (tls_value) {
+    return Bad("tls='" + std::string(*tls_value) + "' is not 1 or 0");
+  }
+  parsed->tls = parsed->tls || files;
+  if (parsed->tls_cert.empty() != parsed->tls_key.empty()) {
+    return Bad(parsed->tls_cert.empty() ? "tls_key needs tls_cert (the client certificate)"
+                                        : "tls_cert needs tls_key (its private key)");
+  }
+  const std::pair<const char*, const std::string*> tls_files[] = {
+      {"tls_ca", &parsed->tls_ca}, {"tls_cert", &parsed->tls_cert}, {"tls_key", &parsed->tls_key}};
+  for (const auto& [key, path] : tls_files) {
+    if (path->empty()) continue;
+    Status s = CheckReadableFile(key, *path);
+    if (!s.ok()) return s;
   }
   return Status::OK();
 }
@@ -73,6 +115,7 @@ Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
     return Bad("kind='" + std::string(kind_name) + "' is not one of redis_streams, nats_jetstream");
   }
   const bool redis = parsed.kind == RelayKind::kRedisStreams;
+  std::optional<std::string_view> tls_value;
   for (const auto& [key, value] : pairs) {
     Status s;
     if (key == "kind") {
@@ -101,11 +144,22 @@ Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
     } else if (!redis && key == "id_prefix") {
       if (value.empty()) return Bad("id_prefix is empty");
       parsed.id_prefix = value;
+    } else if (!redis && key == "tls") {
+      tls_value = value;
+    } else if (!redis && (key == "tls_ca" || key == "tls_cert" || key == "tls_key")) {
+      if (value.empty()) return Bad(std::string(key) + " is empty");
+      (key == "tls_ca"     ? parsed.tls_ca
+       : key == "tls_cert" ? parsed.tls_cert
+                           : parsed.tls_key) = value;
+    } else if (redis && key.starts_with("tls")) {
+      return Bad("'" + std::string(key) +
+                 "': TLS is not offered for kind=redis_streams (the hiredis it is built with, "
+                 "0.14, has none)");
     } else {
       return Bad("unknown key '" + std::string(key) + "' for kind=" + std::string(kind_name) +
                  (redis ? " (url, stream, user, password, timeout_ms, in_flight, maxlen)"
                         : " (url, subject, user, password, token, timeout_ms, in_flight, "
-                          "create_stream, id_prefix)"));
+                          "create_stream, id_prefix, tls, tls_ca, tls_cert, tls_key)"));
     }
     if (!s.ok()) return s;
   }
@@ -114,6 +168,10 @@ Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
         "create_stream needs a subject whose first token is literal (the stream takes "
         "its subjects as '<literal tokens>.>'), not subject='" +
         parsed.target + "'");
+  }
+  if (!redis) {
+    Status s = CheckTls(tls_value, &parsed);
+    if (!s.ok()) return s;
   }
   std::string host;
   int port = 0;
@@ -187,6 +245,8 @@ Status MakeRelaySink(std::string_view options_text, std::unique_ptr<RelaySink>* 
   if (config.kind == internal::RelayKind::kRedisStreams) {
     *sink = std::make_unique<internal::RedisStreamsSink>(std::move(config));
   } else {
+    s = internal::CheckNatsTls(config);
+    if (!s.ok()) return s;
     *sink = std::make_unique<internal::NatsJetStreamSink>(std::move(config));
   }
   return Status::OK();

@@ -23,13 +23,21 @@ struct RelayConfig {
   std::string token;          // NATS only
   std::string create_stream;  // NATS only: a stream to create if missing
   std::string id_prefix;      // NATS only: Nats-Msg-Id prefix (empty: the relay's name)
+  // NATS only: TLS (tls=1, or implied by any of the files). tls_ca: PEM CA certificates the
+  // server's certificate must chain to (empty: the system's); tls_cert + tls_key: a client
+  // certificate chain and its key (PEM), for servers that verify clients.
+  bool tls = false;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
   uint32_t timeout_ms = 5000;
   uint32_t in_flight = 1024;
   uint64_t maxlen = 0;  // Redis only: XADD MAXLEN ~ maxlen (0: no trimming)
 };
 
 // Parses `text` ("kind=...;url=...;..."). Unknown key, a key the kind does not take, a bad
-// number, a missing kind or a bad template: InvalidArgument naming it.
+// number, a missing kind, a bad template, or a TLS file that cannot be read: InvalidArgument
+// naming it.
 Status ParseRelayConfig(std::string_view text, RelayConfig* config);
 
 // The template with {type} and {partition} replaced by the fact's.

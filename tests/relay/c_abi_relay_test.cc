@@ -3,7 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include "api/c/c_abi_fixture.h"
-#include "relay/broker_process.h"
+#include "tools/broker/broker_process.h"
 
 namespace wharf::cabi_test {
 namespace {
@@ -26,8 +26,8 @@ class CAbiRelayTest : public CAbiTest {
   }
 
   TempDir redis_dir_;
-  testing::BrokerProcess redis_{
-      [this](int port) { return testing::RedisArgv(redis_dir_.path(), port); }};
+  broker::BrokerProcess redis_{
+      [this](int port) { return broker::RedisArgv(redis_dir_.path(), port); }};
 };
 
 TEST_F(CAbiRelayTest, BadOptionsAreNamed) {

@@ -14,10 +14,10 @@
 #include <set>
 #include <thread>
 
-#include "relay/broker_process.h"
 #include "relay/relay_kills.h"
 #include "relay/relay_test_util.h"
 #include "test_util.h"
+#include "tools/broker/broker_process.h"
 #include "wharf/admin.h"
 #include "wharf/relay.h"
 #include "wharf/runtime.h"
@@ -25,7 +25,7 @@
 namespace wharf {
 namespace {
 
-using testing::BrokerProcess;
+using broker::BrokerProcess;
 using testing::CursorsReach;
 using testing::DrainAll;
 using testing::FactsOf;
@@ -151,7 +151,7 @@ class RedisRelayTest : public ::testing::Test {
 
   TempDir dir_;
   TempDir redis_dir_;
-  BrokerProcess redis_{[this](int port) { return testing::RedisArgv(redis_dir_.path(), port); }};
+  BrokerProcess redis_{[this](int port) { return broker::RedisArgv(redis_dir_.path(), port); }};
   std::unique_ptr<Engine> engine_;
 };
 

@@ -80,7 +80,10 @@ class RelaySink {
 // nats_jetstream: subject (template; default wharf.{type}.{partition}), user, password, token,
 //   id_prefix (Nats-Msg-Id is "<id_prefix>:<fact id>"; default: the relay's name; give each
 //   engine its own when several publish into one stream), create_stream (a stream name: created
-//   if missing, over the subjects "<the template's literal first tokens>.>").
+//   if missing, over the subjects "<the template's literal first tokens>.>"), tls (1: connect
+//   over TLS), tls_ca (PEM CA file the server's certificate must chain to; default the system's),
+//   tls_cert + tls_key (PEM client certificate chain and key); any tls_* file implies tls=1 and
+//   must be readable and PEM when the sink is made. redis_streams offers no TLS (hiredis 0.14).
 // Templates may use {type}, {partition} and {relay}. Unknown key, bad value or missing kind:
 // InvalidArgument naming it, *sink unchanged. Does not connect: brokers are reached when the relay
 // first publishes (a broker that is down is a transient failure, retried).
