@@ -169,6 +169,7 @@ std::string LoadW7(const std::string& dir, uint64_t facts, W7Facts* entries, dou
   std::vector<Fact> chunk;
   for (uint32_t p = 0; p < engine->partitions(); ++p) {
     for (uint64_t from = 1;; from = chunk.back().id + 1) {
+      chunk.clear();  // ReadFacts appends
       s = engine->ReadFacts(p, from, 10000, &chunk);
       if (!s.ok()) return "wharf read partition " + std::to_string(p) + ": " + s.ToString();
       if (chunk.empty()) break;
