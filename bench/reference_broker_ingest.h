@@ -17,7 +17,7 @@
 
 namespace wharf::bench {
 
-inline constexpr int kW7RedisConnections = 2;
+inline constexpr int kW7RedisConnections = 16;
 inline constexpr size_t kW7RedisWindow = 1024;  // the relay's default in_flight
 inline constexpr int kW7NatsConnections = 1;
 inline constexpr int64_t kW7NatsMaxPending = 4096;
