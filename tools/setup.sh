@@ -15,7 +15,7 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   librocksdb-dev liburing-dev libxxhash-dev libmimalloc-dev libconcurrentqueue-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
   libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev golang-go redis-server
-  nats-server libhiredis-dev libnats-dev
+  nats-server libhiredis-dev libnats-dev openssl
   prometheus tmux
   python3-venv python3-setuptools python3-wheel mypy)
 
