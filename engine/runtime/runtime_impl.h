@@ -40,8 +40,7 @@ class RuntimeImpl : public DurableListener {
   ~RuntimeImpl() override;
 
   Status Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
-                  ProjectFn project, SubscribeFn subscribe, TapFn tap, ConsumerOptions options,
-                  std::shared_ptr<RelaySink> relay = nullptr);
+                  ConsumerHandlers handlers, ConsumerOptions options);
   Status Start();
   Status Drain();
   Status Stop();
