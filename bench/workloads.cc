@@ -41,6 +41,8 @@
 #include "bench/w6_report.h"
 #include "bench/w6_shape.h"
 #include "bench/w6_steady.h"
+#include "bench/w8_report.h"
+#include "bench/w8_slow_subscriber.h"
 
 namespace wharf::bench {
 namespace {
@@ -49,8 +51,9 @@ namespace {
 // when named.
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
-const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name, kW2Name, kW2SkewedName, kW3Name, kW4Name, kW5Name, kW6SteadyName, kW6StuckName};
+const std::vector<std::string> kImplementedWorkloads = {kW1Name,       kW2Name,      kW2SkewedName,
+                                                        kW3Name,       kW4Name,      kW5Name,
+                                                        kW6SteadyName, kW6StuckName, kW8Name};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
@@ -67,6 +70,7 @@ struct Flags {
   double rate_per_s = 1000;
   bool rate_given = false;     // W6: --rate replaces the rate probe
   std::string engine_options;  // the --engine-options text, passed on to W5's restart processes
+  std::vector<int> key_concurrency = kW8DefaultKeyConcurrency;  // W8
   std::vector<std::string> workloads;
 };
 
@@ -98,7 +102,9 @@ void PrintUsage(std::FILE* out) {
       "  --runtime-options TEXT  Wharf's runtime options for W2, W3, W4 and W6, \"key=value;...\"\n"
       "                   (e.g. lane_batches_in_flight=1); default: the defaults\n"
       "  WORKLOAD         W1-append, W2-project, W2-skewed, W3-latency, W4-fanout\n"
-      "                   (default: these five), W5-recover, W6-steady, W6-stuck\n");
+      "                   (default: these five), W5-recover, W6-steady, W6-stuck,\n"
+      "                   W8-slow-subscriber (--seconds: budget per consumption, default 5;\n"
+      "                   --key-concurrency LIST, default 1,16,64,256)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -210,6 +216,10 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       if (!value(&text)) return "--runtime-options wants \"key=value;...\"";
       Status s = SetBenchRuntimeOptions(text);
       if (!s.ok()) return "--runtime-options: " + s.ToString();
+    } else if (arg == "--key-concurrency") {
+      if (!value(&text) || !ParseIntList(text, &flags->key_concurrency)) {
+        return "--key-concurrency wants a list of counts";
+      }
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
       std::exit(0);
@@ -684,6 +694,26 @@ bool RunW6(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return row.wharf.error.empty();
 }
 
+// Returns whether every run succeeded. Wharf only: the references have no asynchronous consumer.
+bool RunW8(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  W8Config config;
+  config.facts = flags.facts.value_or(kW8DefaultFacts);
+  config.key_concurrency = flags.key_concurrency;
+  if (flags.workers) config.workers = flags.workers->front();
+  config.runs = flags.runs;
+  config.budget_s = flags.duration_s.value_or(kW8DefaultBudget_s);
+  const W8Row row = RunW8Wharf(config, scratch_root);
+  if (flags.json) {
+    for (const std::string& line : W8Json(row, machine)) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  } else {
+    PrintW8Table(row, stdout);
+  }
+  return std::all_of(row.wharf.begin(), row.wharf.end(),
+                     [](const W8Measurement& m) { return m.error.empty(); });
+}
+
 int Main(int argc, char** argv) {
   // W5's restart process: `--w5-restart MODE DIR WORKERS`, after any --engine-options.
   for (int i = 1; i < argc; ++i) {
@@ -746,6 +776,7 @@ int Main(int argc, char** argv) {
     if (workload == kW6StuckName) {
       all_ok = RunW6(flags, machine, scratch_root.path(), W6Variant::kStuck) && all_ok;
     }
+    if (workload == kW8Name) all_ok = RunW8(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }
