@@ -45,6 +45,15 @@ void PrintW8Table(const W8Row& row, std::FILE* out) {
                  m.order_violations + m.overlaps, m.duplicates, ratio.c_str(),
                  m.timer_late_us_mean);
   }
+  for (size_t i = 0; i < row.key_concurrency.size(); ++i) {
+    const W8Measurement& m = row.wharf[i];
+    if (m.error.empty() && !W8Clean(m)) {
+      std::fprintf(out,
+                   "  k=%d: PER-KEY ORDER BROKEN: %.0f facts started after a later one of their "
+                   "key, %.0f while one of their key ran, %.0f duplicate deliveries\n",
+                   row.key_concurrency[i], m.order_violations, m.overlaps, m.duplicates);
+    }
+  }
   std::fprintf(out,
                "  bound: 16 lanes x k / 5 ms; in_hndlr: most deliveries started and not done at "
                "once; order_viol: a fact\n  started before an older one of its key, or while "

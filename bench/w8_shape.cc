@@ -9,6 +9,10 @@ double W8BoundFactsPerS(int key_concurrency) {
          (static_cast<double>(kW8HandlerDelayNs) / 1e9);
 }
 
+bool W8Clean(const W8Measurement& m) {
+  return m.error.empty() && m.order_violations == 0 && m.overlaps == 0 && m.duplicates == 0;
+}
+
 W8Measurement MedianOf(const std::vector<W8Measurement>& runs) {
   const SucceededRuns<W8Measurement> ok(runs);
   if (ok.empty()) return ok.Failed();

@@ -45,6 +45,10 @@ struct W8Measurement {
   std::string error;
 };
 
+// The run succeeded and the engine kept its promises: no per-key order violation, no overlap,
+// no duplicate. (The runner exits 1 otherwise.)
+bool W8Clean(const W8Measurement& m);
+
 // Median of each field over the runs that succeeded; if every run failed, the first error.
 W8Measurement MedianOf(const std::vector<W8Measurement>& runs);
 

@@ -710,8 +710,7 @@ bool RunW8(const Flags& flags, const MachineInfo& machine, const std::string& sc
   } else {
     PrintW8Table(row, stdout);
   }
-  return std::all_of(row.wharf.begin(), row.wharf.end(),
-                     [](const W8Measurement& m) { return m.error.empty(); });
+  return std::all_of(row.wharf.begin(), row.wharf.end(), W8Clean);
 }
 
 int Main(int argc, char** argv) {
