@@ -1,10 +1,13 @@
 #include "bench/w8_slow_subscriber.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,7 +20,6 @@
 #include "bench/w1_shape.h"
 #include "bench/w2_shape.h"
 #include "bench/w8_timer.h"
-#include "wharf/admin.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
 
@@ -166,6 +168,7 @@ class W8Checker {
   uint64_t done_ns() const { return done_ns_.load(); }
   uint64_t calls() const { return calls_.load(); }
   int64_t most_in_handler() const { return most_in_handler_.load(); }
+  int64_t in_handler() const { return in_handler_.load(); }
   uint64_t order_violations() const { return order_violations_.load(); }
   uint64_t overlaps() const { return overlaps_.load(); }
 
@@ -278,15 +281,20 @@ W8Measurement ConsumeW8(Engine* engine, uint64_t committed, int key_concurrency,
   const bool all_done = done >= committed;
   const uint64_t end_ns = all_done ? checker.done_ns() : woke_ns;
   const uint64_t calls = checker.calls();
+  if (!all_done) {
+    // A consumption that stalls (rather than one that is slow) shows here: nothing in the handler
+    // and facts left means the runtime stopped handing them over.
+    std::fprintf(
+        stderr,
+        "  k=%d: budget over with %llu of %llu facts done: %lld in the handler, %llu "
+        "handler calls, %llu completed by the timer\n",
+        key_concurrency, static_cast<unsigned long long>(done),
+        static_cast<unsigned long long>(committed), static_cast<long long>(checker.in_handler()),
+        static_cast<unsigned long long>(calls), static_cast<unsigned long long>(timer.completed()));
+  }
   measuring.store(false);
   s = runtime.Stop();
   timer.Stop();
-  // The next consumption's consumer starts from nothing; a cursor no consumer owns is warned of.
-  if (s.ok()) {
-    s = DeleteCursor(*engine, name);
-    if (s.IsNotFound()) s = Status::OK();
-    if (!s.ok()) s = Status::IOError("delete cursor " + name + ": " + s.ToString());
-  }
   result.facts_consumed = static_cast<double>(done);
   result.consume_s = static_cast<double>(end_ns - start_ns) / 1e9;
   result.facts_per_s = result.facts_consumed / result.consume_s;
@@ -316,6 +324,26 @@ W8Measurement ConsumeW8(Engine* engine, uint64_t committed, int key_concurrency,
 }
 
 // One run: a fresh database, then one consumption per key_concurrency (in the order given).
+// Opens the engine in `dir` (loaded by PrecommitW8 with `committed` facts), consumes, closes.
+W8Measurement ConsumeW8(const std::string& dir, uint64_t committed, int key_concurrency,
+                        int workers, double budget_s) {
+  W8Measurement result;
+  result.facts_total = static_cast<double>(committed);
+  std::unique_ptr<Engine> engine;
+  Status s = Engine::Open(dir, W8EngineOptions(), &engine);
+  if (!s.ok()) {
+    result.error = "wharf open " + dir + ": " + s.ToString();
+    return result;
+  }
+  result = ConsumeW8(engine.get(), committed, key_concurrency, workers, budget_s);
+  s = engine->Close();
+  if (!s.ok() && result.error.empty()) result.error = "wharf close: " + s.ToString();
+  return result;
+}
+
+// One run: a fresh database, consumed once per key_concurrency (in the order given), each time a
+// copy of it: the consumers of one database would share its retention (facts every consumer has
+// passed are removed, and a later consumer would start after them).
 std::vector<W8Measurement> RunOnce(const W8Config& config, const std::string& scratch_root,
                                    int run) {
   std::vector<W8Measurement> results(config.key_concurrency.size());
@@ -323,19 +351,34 @@ std::vector<W8Measurement> RunOnce(const W8Config& config, const std::string& sc
     for (W8Measurement& m : results) m.error = error;
     return results;
   };
-  ScratchDir dir(scratch_root, "wharf-w8-");
-  if (dir.path().empty()) return fail_all(dir.error());
+  ScratchDir loaded(scratch_root, "wharf-w8-");
+  if (loaded.path().empty()) return fail_all(loaded.error());
   uint64_t committed = 0;
   double precommit_s = 0;
-  std::string error = PrecommitW8(dir.path(), config.facts, &committed, &precommit_s);
+  std::string error = PrecommitW8(loaded.path(), config.facts, &committed, &precommit_s);
   if (!error.empty()) return fail_all(error);
-  std::unique_ptr<Engine> engine;
-  Status s = Engine::Open(dir.path(), W8EngineOptions(), &engine);
-  if (!s.ok()) return fail_all("wharf open " + dir.path() + ": " + s.ToString());
   for (size_t i = 0; i < config.key_concurrency.size(); ++i) {
     const int k = config.key_concurrency[i];
     W8Measurement& m = results[i];
-    m = ConsumeW8(engine.get(), committed, k, config.workers, config.budget_s);
+    std::optional<ScratchDir> copy;
+    std::string dir = loaded.path();
+    if (i + 1 < config.key_concurrency.size()) {  // the last one consumes the original
+      copy.emplace(scratch_root, "wharf-w8-copy-");
+      std::error_code ec;
+      if (!copy->path().empty()) {
+        std::filesystem::copy(loaded.path(), copy->path(), std::filesystem::copy_options::recursive,
+                              ec);
+      }
+      if (copy->path().empty() || ec) {
+        m.error =
+            "copy of the loaded database: " + (copy->path().empty() ? copy->error() : ec.message());
+        continue;
+      }
+      dir = copy->path();
+    }
+    // The load's (or the copy's) writeback must not share the disk with the cursor commits.
+    ::sync();
+    m = ConsumeW8(dir, committed, k, config.workers, config.budget_s);
     m.precommit_s = precommit_s;
     if (m.error.empty()) {
       std::fprintf(stderr,
@@ -349,12 +392,6 @@ std::vector<W8Measurement> RunOnce(const W8Config& config, const std::string& sc
     } else {
       std::fprintf(stderr, "  wharf k=%d run %d/%d FAILED: %s\n", k, run + 1, config.runs,
                    m.error.c_str());
-    }
-  }
-  s = engine->Close();
-  if (!s.ok()) {
-    for (W8Measurement& m : results) {
-      if (m.error.empty()) m.error = "wharf close: " + s.ToString();
     }
   }
   return results;
