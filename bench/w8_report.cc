@@ -45,6 +45,15 @@ void PrintW8Table(const W8Row& row, std::FILE* out) {
                  m.order_violations + m.overlaps, m.duplicates, ratio.c_str(),
                  m.timer_late_us_mean);
   }
+  std::fprintf(out, "  cpu us per fact by thread (workers / timer / committer / other):");
+  for (size_t i = 0; i < row.key_concurrency.size(); ++i) {
+    const W8Measurement& m = row.wharf[i];
+    if (!m.error.empty()) continue;
+    std::fprintf(out, "%s k=%d %.2f / %.2f / %.2f / %.2f", i == 0 ? "" : ";",
+                 row.key_concurrency[i], m.workers_us_per_fact, m.timer_us_per_fact,
+                 m.committer_us_per_fact, m.other_us_per_fact);
+  }
+  std::fprintf(out, "\n");
   for (size_t i = 0; i < row.key_concurrency.size(); ++i) {
     const W8Measurement& m = row.wharf[i];
     if (m.error.empty() && !W8Clean(m)) {
@@ -83,6 +92,11 @@ std::vector<std::string> W8Json(const W8Row& row, const MachineInfo& machine) {
         ", \"max_in_handler\": " + JsonNumberOrNull(m.most_in_handler, known, "%.0f") +
         ", \"cpu_s\": " + JsonNumberOrNull(m.cpu_s, known, "%.3f") +
         ", \"cpu_s_per_million_facts\": " + JsonNumberOrNull(m.cpu_s_per_million, known, "%.3f") +
+        ", \"cpu_us_per_fact_by_thread\": {\"workers\": " +
+        JsonNumberOrNull(m.workers_us_per_fact, known, "%.3f") +
+        ", \"timer\": " + JsonNumberOrNull(m.timer_us_per_fact, known, "%.3f") +
+        ", \"committer\": " + JsonNumberOrNull(m.committer_us_per_fact, known, "%.3f") +
+        ", \"other\": " + JsonNumberOrNull(m.other_us_per_fact, known, "%.3f") + "}" +
         ", \"order_violations\": " + JsonNumberOrNull(m.order_violations, known, "%.0f") +
         ", \"overlaps\": " + JsonNumberOrNull(m.overlaps, known, "%.0f") +
         ", \"duplicates\": " + JsonNumberOrNull(m.duplicates, known, "%.0f") +

@@ -20,9 +20,11 @@ W8Measurement MedianOf(const std::vector<W8Measurement>& runs) {
   for (double W8Measurement::*field :
        {&W8Measurement::facts_per_s, &W8Measurement::facts_consumed, &W8Measurement::facts_total,
         &W8Measurement::consume_s, &W8Measurement::subset, &W8Measurement::most_in_handler,
-        &W8Measurement::cpu_s, &W8Measurement::cpu_s_per_million, &W8Measurement::handler_calls,
-        &W8Measurement::timer_late_us_mean, &W8Measurement::timer_per_wakeup,
-        &W8Measurement::precommit_s}) {
+        &W8Measurement::cpu_s, &W8Measurement::cpu_s_per_million,
+        &W8Measurement::workers_us_per_fact, &W8Measurement::timer_us_per_fact,
+        &W8Measurement::committer_us_per_fact, &W8Measurement::other_us_per_fact,
+        &W8Measurement::handler_calls, &W8Measurement::timer_late_us_mean,
+        &W8Measurement::timer_per_wakeup, &W8Measurement::precommit_s}) {
     result.*field = ok.MedianOf(field);
   }
   // Correctness counts are summed, not medians: one violation in any run is reported.

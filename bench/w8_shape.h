@@ -27,14 +27,21 @@ double W8BoundFactsPerS(int key_concurrency);
 // What one consumption (one key_concurrency) measured. A non-empty `error` means the numbers are
 // meaningless.
 struct W8Measurement {
-  double facts_per_s = 0;         // facts_consumed / consume_s
-  double facts_consumed = 0;      // facts done (first delivery finished) within the budget
-  double facts_total = 0;         // pre-committed
-  double consume_s = 0;           // Start() until the last fact was done, or the budget
-  double subset = 0;              // 1: the budget ended the consumption before every fact was done
-  double most_in_handler = 0;     // most deliveries started and not yet done at one moment
-  double cpu_s = 0;               // CPU of the whole process over consume_s (all threads)
-  double cpu_s_per_million = 0;   // cpu_s per million facts consumed
+  double facts_per_s = 0;        // facts_consumed / consume_s
+  double facts_consumed = 0;     // facts done (first delivery finished) within the budget
+  double facts_total = 0;        // pre-committed
+  double consume_s = 0;          // Start() until the last fact was done, or the budget
+  double subset = 0;             // 1: the budget ended the consumption before every fact was done
+  double most_in_handler = 0;    // most deliveries started and not yet done at one moment
+  double cpu_s = 0;              // CPU of the whole process over consume_s (all threads)
+  double cpu_s_per_million = 0;  // cpu_s per million facts consumed
+  // The same CPU by thread, microseconds per fact consumed: the runtime's workers (dispatch,
+  // reads, the window, the handler), the timer thread (completions, Delivery::Done), the
+  // committer (cursor commits), everything else (io_uring, RocksDB, the runner).
+  double workers_us_per_fact = 0;
+  double timer_us_per_fact = 0;
+  double committer_us_per_fact = 0;
+  double other_us_per_fact = 0;
   double order_violations = 0;    // a fact started after a later fact of its key had started
   double overlaps = 0;            // a fact started while another fact of its key was running
   double duplicates = 0;          // handler calls beyond one per fact

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "bench/engine_options.h"
 #include "bench/producer_driver.h"
 #include "bench/scratch_dir.h"
+#include "bench/thread_cpu.h"
 #include "bench/w1_shape.h"
 #include "bench/w2_shape.h"
 #include "bench/w8_timer.h"
@@ -262,6 +264,7 @@ W8Measurement ConsumeW8(Engine* engine, uint64_t committed, int key_concurrency,
     result.error = "wharf subscribe: " + s.ToString();
     return result;
   }
+  const std::map<std::string, double> threads_before = ThreadCpuSecondsByName();
   const double cpu_start_s = ProcessCpuSeconds();
   const uint64_t start_ns = NowNs();
   s = runtime.Start();
@@ -277,6 +280,8 @@ W8Measurement ConsumeW8(Engine* engine, uint64_t committed, int key_concurrency,
   }
   const uint64_t woke_ns = NowNs();
   const double cpu_s = ProcessCpuSeconds() - cpu_start_s;
+  const std::map<std::string, double> threads =
+      ThreadCpuDelta(threads_before, ThreadCpuSecondsByName());
   const uint64_t done = checker.done();
   const bool all_done = done >= committed;
   const uint64_t end_ns = all_done ? checker.done_ns() : woke_ns;
@@ -302,6 +307,20 @@ W8Measurement ConsumeW8(Engine* engine, uint64_t committed, int key_concurrency,
   result.most_in_handler = static_cast<double>(checker.most_in_handler());
   result.cpu_s = cpu_s;
   result.cpu_s_per_million = done > 0 ? cpu_s / static_cast<double>(done) * 1e6 : 0;
+  if (done > 0) {
+    double workers_s = 0, timer_s = 0, committer_s = 0, all_s = 0;
+    for (const auto& [thread, seconds] : threads) {
+      all_s += seconds;
+      if (thread.starts_with("wharf-worker")) workers_s += seconds;
+      if (thread == "w8-timer") timer_s += seconds;
+      if (thread == "wharf-commit") committer_s += seconds;
+    }
+    const double us_per_fact = 1e6 / static_cast<double>(done);
+    result.workers_us_per_fact = workers_s * us_per_fact;
+    result.timer_us_per_fact = timer_s * us_per_fact;
+    result.committer_us_per_fact = committer_s * us_per_fact;
+    result.other_us_per_fact = (all_s - workers_s - timer_s - committer_s) * us_per_fact;
+  }
   result.order_violations = static_cast<double>(checker.order_violations());
   result.overlaps = static_cast<double>(checker.overlaps());
   result.duplicates = static_cast<double>(checker.Duplicates());
@@ -384,11 +403,13 @@ std::vector<W8Measurement> RunOnce(const W8Config& config, const std::string& sc
       std::fprintf(stderr,
                    "  wharf k=%d run %d/%d: %.0f facts/s (%.0f facts in %.2f s%s), %.0f in "
                    "handler at most, %.2f cpu s/M facts, %.0f order violations, %.0f overlaps, "
-                   "%.0f duplicates; timer %.0f us late on average, %.1f per wake-up\n",
+                   "%.0f duplicates; timer %.0f us late on average, %.1f per wake-up; cpu us/fact: "
+                   "workers %.2f, timer %.2f, committer %.2f, other %.2f\n",
                    k, run + 1, config.runs, m.facts_per_s, m.facts_consumed, m.consume_s,
                    m.subset > 0 ? ", budget" : "", m.most_in_handler, m.cpu_s_per_million,
                    m.order_violations, m.overlaps, m.duplicates, m.timer_late_us_mean,
-                   m.timer_per_wakeup);
+                   m.timer_per_wakeup, m.workers_us_per_fact, m.timer_us_per_fact,
+                   m.committer_us_per_fact, m.other_us_per_fact);
     } else {
       std::fprintf(stderr, "  wharf k=%d run %d/%d FAILED: %s\n", k, run + 1, config.runs,
                    m.error.c_str());
