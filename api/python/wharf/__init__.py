@@ -1315,7 +1315,8 @@ class Runtime:
     Register consumers with the methods (project/react/subscribe/tap) or the decorators
     (projection/reaction/subscriber/tapper) before start(). A handler returns None/Outcome.HANDLED
     to pass a fact, or another Outcome; an exception counts as Outcome.FAILED (and is kept in
-    `errors`). `options`: instance, workers, lease_ms, renew_ms, max_depth, ... (see wharf.h).
+    `errors`). `options`: instance, workers, lease_ms, renew_ms, max_depth, ... (see wharf.h);
+    config=FILE also registers the relays a YAML runtime file declares, at start()/drain().
     `trace(level, name, consumer, fact_id, reason)` receives trace events; a trace callable with
     an `attempt` parameter also receives which delivery of the fact an event is about (1: the
     first; 0 when it is not about a delivery)."""
