@@ -226,7 +226,7 @@ TEST_F(PipelineTest, ARefusedBatchAmongBatchesInFlight) {
 
 TEST_F(PipelineTest, BadOptionValuesAreRefused) {
   RuntimeOptions options;
-  EXPECT_EQ(options.lane_batches_in_flight, 4u);
+  EXPECT_EQ(options.lane_batches_in_flight, 8u);
   Status s = ParseRuntimeOptions("lane_batches_in_flight=0", &options);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("lane_batches_in_flight"), std::string::npos) << s.ToString();
