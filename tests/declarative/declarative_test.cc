@@ -1056,7 +1056,7 @@ TEST(DeclarativeRelayTest, SecretsAreNeverQuoted) {
     EXPECT_EQ(error.find("hunter"), std::string::npos) << error;
   }
   EXPECT_TRUE(HasError(errors, "t.yaml:24:14: relay option 'token' must be a scalar value"));
-  EXPECT_TRUE(HasError(errors, "t.yaml:25:7: relay 'r1': a relay option has an empty key"));
+  EXPECT_TRUE(HasError(errors, "t.yaml:25:8: relay 'r1': a relay option has an empty key"));
 }
 
 // Goal: seed 002's member_concurrency is a pool's, 1..4096; it reaches a subscriber as
