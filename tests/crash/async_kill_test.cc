@@ -38,6 +38,7 @@
 #include <set>
 #include <sstream>
 
+#include "crash/violations.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/engine.h"
@@ -46,6 +47,7 @@ namespace wharf {
 namespace {
 
 using testing::TempDir;
+using testing::Violations;
 
 constexpr uint32_t kPartitions = 16;  // as the child opens it
 constexpr int kKeys = 400;            // as the child draws them
@@ -222,6 +224,7 @@ class AsyncKillTest : public ::testing::Test {
     std::istringstream lines(content);
     std::map<std::string, uint64_t> running;       // key -> fact in the handler (this run)
     std::map<std::string, uint64_t> last_started;  // key -> newest fact started (this run)
+    Violations overlap, went_back, not_started, first_order, refused;
     std::string line;
     while (std::getline(lines, line)) {
       std::istringstream fields(line);
@@ -231,16 +234,22 @@ class AsyncKillTest : public ::testing::Test {
       if (kind == "S") {
         ++started_;
         auto [it, fresh] = running.emplace(key, id);
-        EXPECT_TRUE(fresh) << "run " << run << ": fact " << id << " of key " << key
-                           << " started while fact " << it->second << " of its key ran";
+        if (!fresh) {
+          overlap.Add("fact " + std::to_string(id) + " of key " + key + " started while fact " +
+                      std::to_string(it->second) + " ran");
+        }
         it->second = id;
         uint64_t& last = last_started[key];
-        EXPECT_GT(id, last) << "run " << run << ": key " << key << " went back";
+        if (id <= last) {
+          went_back.Add("fact " + std::to_string(id) + " of key " + key + " after fact " +
+                        std::to_string(last));
+        }
         last = id;
       } else if (kind == "D") {
         auto it = running.find(key);
-        EXPECT_TRUE(it != running.end() && it->second == id)
-            << "run " << run << ": fact " << id << " of key " << key << " done, not started";
+        if (it == running.end() || it->second != id) {
+          not_started.Add("fact " + std::to_string(id) + " of key " + key);
+        }
         if (it != running.end()) running.erase(it);
         if (!completed_.emplace(id, key).second) {
           ++duplicates_;
@@ -249,15 +258,23 @@ class AsyncKillTest : public ::testing::Test {
         }
         // A first delivery of fact `id`: the key's earlier first deliveries have smaller ids.
         uint64_t& last = first_done_of_key_[key];
-        EXPECT_GT(id, last) << "run " << run << ": the first delivery of fact " << id << " of key "
-                            << key << " finished after that of the later fact " << last;
+        if (id <= last) {
+          first_order.Add("fact " + std::to_string(id) + " of key " + key +
+                          ", after the later fact " + std::to_string(last));
+        }
         last = std::max(last, id);
       } else if (kind == "N") {
-        ADD_FAILURE() << "run " << run << ": Done refused: " << line;
+        refused.Add(line);
       } else {
         ADD_FAILURE() << "run " << run << ": bad log line: " << line;
       }
     }
+    const std::string in_run = "run " + std::to_string(run) + ": ";
+    overlap.Report(in_run + "a key's deliveries overlapped");
+    went_back.Report(in_run + "a key's deliveries went back");
+    not_started.Report(in_run + "done without a start");
+    first_order.Report(in_run + "a first delivery finished after a later fact's of its key");
+    refused.Report(in_run + "Done refused");
     return running.size();
   }
 
@@ -291,6 +308,7 @@ class AsyncKillTest : public ::testing::Test {
         EXPECT_EQ(cursor[p], last_id[p]) << "partition " << p << " not drained";
       }
     }
+    Violations passed_unfinished, never_delivered;
     for (const auto& [id, key] : completed_) {
       auto it = facts.find(id);
       ASSERT_TRUE(it != facts.end()) << "delivered fact " << id << " is not in the database";
@@ -304,13 +322,17 @@ class AsyncKillTest : public ::testing::Test {
       const bool done = completed_.count(id) != 0;
       if (id <= cursor[fact.partition]) {
         ++passed;
-        EXPECT_TRUE(done) << "the cursor of partition " << fact.partition << " ("
-                          << cursor[fact.partition] << ") passed fact " << id << " (key "
-                          << fact.key << "), which never finished";
-      } else if (drained) {
-        EXPECT_TRUE(done) << "fact " << id << " never delivered";
+        if (!done) {
+          passed_unfinished.Add("fact " + std::to_string(id) + " (key " + fact.key +
+                                ") by the cursor of partition " + std::to_string(fact.partition) +
+                                " (" + std::to_string(cursor[fact.partition]) + ")");
+        }
+      } else if (drained && !done) {
+        never_delivered.Add("fact " + std::to_string(id) + " (key " + fact.key + ")");
       }
     }
+    passed_unfinished.Report("the cursor passed facts that never finished");
+    never_delivered.Report("facts never delivered");
     EXPECT_GE(passed, passed_) << "the cursors went back";
     passed_ = passed;
     a_facts_ = 0;
