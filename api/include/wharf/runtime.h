@@ -231,7 +231,7 @@ struct RuntimeOptions {
   // next batch while the previous one is being synced; a refused batch takes those after it
   // along, and the lane starts again from its durable position (effects stay exactly once). A
   // projection or reaction reading state (Effects::Get) waits for its lane's batches in flight.
-  uint32_t lane_batches_in_flight = 4;
+  uint32_t lane_batches_in_flight = 8;
   // Every trace event goes here; empty: warnings and errors are logged to stderr.
   TraceFn trace;
 };
