@@ -9,7 +9,9 @@
 // delivery to a completer thread, which completes it 0–3 ms later: it appends "D <id> <key>\n" to
 // LOG and only then calls Done(kHandled) (if the Done is refused it appends "N <id> <reason>\n").
 // So every fact the runtime may count as finished has its D line in LOG before, and the parent can
-// check the durable cursor against LOG.
+// check the durable cursor against LOG. In run mode one delivery in kRetryOneIn fails instead:
+// "F <id> <key>\n", then Done(kRetry) (the fact backs off, holding back its key, and is delivered
+// again).
 //
 // LOG is opened with O_APPEND and each line is one write(2): lines from several threads never
 // interleave, and the order of the file is the order of the writes. The page cache keeps what was
@@ -18,7 +20,8 @@
 //
 // run:   "R\n" on fd 3 once the runtime started; a producer thread then commits transactions of
 //        1–16 facts (A and, one in eight, B) of keys k0..k399 until the parent kills the child.
-// drain: Runtime::Drain (everything committed is delivered and finished), Stop, exit 0.
+// drain: Runtime::Drain (everything committed is delivered and finished; no delivery fails, or
+//        Drain would stop at the first fact backing off), Stop, exit 0.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -41,6 +44,7 @@ constexpr int kReadyFd = 3;
 constexpr uint32_t kPartitions = 16;  // as the parent opens it
 constexpr int kKeys = 400;
 constexpr int kCompletionDelayUsMax = 3000;
+constexpr uint64_t kRetryOneIn = 16;
 
 int log_fd = -1;
 
@@ -58,7 +62,8 @@ void Write(int fd, const std::string& line) {
 // Completes deliveries on its own thread after a delay, as a network call would.
 class Completer {
  public:
-  explicit Completer(uint64_t seed) : random_(seed), thread_([this] { Run(); }) {}
+  // `fail`: one delivery in kRetryOneIn is completed with kRetry.
+  Completer(uint64_t seed, bool fail) : fail_(fail), random_(seed), thread_([this] { Run(); }) {}
   ~Completer() {
     {
       std::lock_guard lock(mutex_);
@@ -89,16 +94,19 @@ class Completer {
       }
       wharf::Delivery delivery = std::move(first->second);
       due_.erase(first);
+      const bool retry = fail_ && random_() % kRetryOneIn == 0;
       lock.unlock();
       const wharf::Fact& fact = delivery.fact();
       const std::string id = std::to_string(fact.id);
       // Logged before Done: the cursor can pass the fact only after Done.
-      Write(log_fd, "D " + id + " " + fact.key + "\n");
-      wharf::Status done = delivery.Done(wharf::Outcome::kHandled);
+      Write(log_fd, (retry ? "F " : "D ") + id + " " + fact.key + "\n");
+      wharf::Status done =
+          delivery.Done(retry ? wharf::Outcome::kRetry : wharf::Outcome::kHandled, "test retry");
       if (!done.ok()) Write(log_fd, "N " + id + " " + done.ToString() + "\n");
       lock.lock();
     }
   }
+  const bool fail_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::mt19937_64 random_;
@@ -133,11 +141,12 @@ int main(int argc, char** argv) {
   s = engine->DeclareTypes({"A", "B"});
   if (!s.ok()) Die("declare", s);
 
-  Completer completer(seed);
+  Completer completer(seed, /*fail=*/!drain);
   wharf::RuntimeOptions runtime_options;
   runtime_options.workers = 2;
   runtime_options.trace = [](const wharf::TraceEvent& event) {
-    if (event.level != wharf::TraceEvent::Level::kInfo) {
+    // The test's own retries are expected; anything else is worth a line in the test's output.
+    if (event.level != wharf::TraceEvent::Level::kInfo && event.reason != "test retry") {
       std::fprintf(stderr, "async_kill_child: trace %s %s fact %llu: %s\n", event.name.c_str(),
                    event.consumer.c_str(), static_cast<unsigned long long>(event.fact_id),
                    event.reason.c_str());

@@ -2,19 +2,22 @@
 //
 // A producer commits facts (type A, and one in eight of type B, which the subscriber does not take)
 // while an asynchronous subscriber with key_concurrency 16 runs over 4 partitions and 96 keys; a
-// completer thread finishes its deliveries 0–3 ms after they start. The fault-injecting file
-// system cuts power at a random moment, unsynced bytes are dropped and the database is reopened.
-// Every completion is logged (in memory, in one order for every thread) just before its
-// Done(kHandled), and marked refused if the Done was. After every recovery:
+// completer thread finishes its deliveries 0–3 ms after they start (one in 16 with kRetry: the fact
+// backs off, holding back its key, and comes again). The fault-injecting file system cuts power at
+// a random moment, unsynced bytes are dropped and the database is reopened. Every completion is
+// logged (in memory, in one order for every thread) just before its Done(kHandled), and marked
+// refused if the Done was. After every recovery:
 //   - the cursor never passes an unfinished fact: every fact of type A at or below the durable
 //     cursor of its partition has an accepted completion;
 //   - every completed fact is still in the database with its key (it was durable when delivered);
 //   - per key, the first accepted completions come in increasing id order over all cuts
 //     (duplicates are allowed — at least once — and counted);
-//   - while the power is on, a key's deliveries never overlap and their ids increase.
+//   - while the power is on, a key's deliveries never overlap and their ids increase, and a key's
+//     next delivery after a failed one is the failed fact again.
 // At the end a final drain must have completed every fact of type A, with every cursor at its
-// partition's last fact. The test asserts that cuts met deliveries in flight (half of them at
-// least) and facts finished beyond the durable cursor.
+// partition's last fact (no delivery fails there: Drain stops at a fact backing off). The test
+// asserts that cuts met deliveries in flight (half of them at least), facts finished beyond the
+// durable cursor, and failed deliveries.
 // WHARF_SEED=<n> replays a run.
 #include <algorithm>
 #include <chrono>
@@ -46,6 +49,7 @@ constexpr int kCuts = 20;  // TSan delivers several times slower: keeps the run 
 constexpr int kCuts = 40;
 #endif
 constexpr int kCompletionDelayUsMax = 3000;
+constexpr uint64_t kRetryOneIn = 16;
 // Before each run the test tops the facts of type A not yet delivered up to this many, so that the
 // windows are full of deliveries in flight when the power goes (the producer alone, one synced
 // commit at a time, keeps only a few in flight).
@@ -54,11 +58,12 @@ constexpr size_t kBacklogFacts = 1500;
 class RuntimeAsyncPowerLossTest : public ::testing::Test {
  protected:
   // Completes deliveries on its own thread 0–3 ms after they start, logging each completion just
-  // before its Done. Destroying it drops the deliveries not yet due (the runtime stopped).
+  // before its Done; with `fail`, one in kRetryOneIn with kRetry. Destroying it drops the
+  // deliveries not yet due (the runtime stopped).
   class Completer {
    public:
-    Completer(RuntimeAsyncPowerLossTest* test, uint64_t seed)
-        : test_(test), random_(seed), thread_([this] { Run(); }) {}
+    Completer(RuntimeAsyncPowerLossTest* test, uint64_t seed, bool fail)
+        : test_(test), fail_(fail), random_(seed), thread_([this] { Run(); }) {}
     ~Completer() {
       {
         std::lock_guard lock(mutex_);
@@ -95,16 +100,23 @@ class RuntimeAsyncPowerLossTest : public ::testing::Test {
         Delivery delivery = std::move(first->second);
         due_.erase(first);
         completing_ = true;
+        const bool retry = fail_ && random_() % kRetryOneIn == 0;
         lock.unlock();
-        const size_t entry = test_->LogDone(delivery.fact());
-        Status done = delivery.Done(Outcome::kHandled);
-        if (!done.ok()) test_->Refuse(entry);
+        if (retry) {
+          test_->LogFail(delivery.fact());
+          delivery.Done(Outcome::kRetry, "test retry").PermitUncheckedError();
+        } else {
+          const size_t entry = test_->LogDone(delivery.fact());
+          Status done = delivery.Done(Outcome::kHandled);
+          if (!done.ok()) test_->Refuse(entry);
+        }
         lock.lock();
         completing_ = false;
         idle_cv_.notify_all();
       }
     }
     RuntimeAsyncPowerLossTest* test_;
+    const bool fail_;
     std::mutex mutex_;
     std::condition_variable cv_, idle_cv_;
     std::mt19937_64 random_;
@@ -161,11 +173,33 @@ class RuntimeAsyncPowerLossTest : public ::testing::Test {
     }
     it->second = fact.id;
     uint64_t& last = last_started_[fact.key];
-    if (fact.id <= last) {
+    // A failed fact holds back its key: the key's next delivery is that fact again.
+    auto retried = failed_.find(fact.key);
+    if (retried != failed_.end()) {
+      if (fact.id != retried->second) {
+        passed_failed_.Add("fact " + std::to_string(fact.id) + " of key " + fact.key +
+                           " started while fact " + std::to_string(retried->second) +
+                           " waited for its retry");
+      }
+      failed_.erase(retried);
+    } else if (fact.id <= last) {
       went_back_.Add("fact " + std::to_string(fact.id) + " of key " + fact.key + " after fact " +
                      std::to_string(last));
     }
-    last = fact.id;
+    last = std::max(last, fact.id);
+  }
+
+  // Before Done(kRetry).
+  void LogFail(const Fact& fact) {
+    std::lock_guard lock(mutex_);
+    ++retries_;
+    if (cut_) return;
+    auto it = running_.find(fact.key);
+    if (it == running_.end() || it->second != fact.id) {
+      not_started_.Add("fact " + std::to_string(fact.id) + " of key " + fact.key);
+    }
+    if (it != running_.end()) running_.erase(it);
+    failed_[fact.key] = fact.id;
   }
 
   size_t LogDone(const Fact& fact) {
@@ -211,6 +245,7 @@ class RuntimeAsyncPowerLossTest : public ::testing::Test {
     overlap_.Report("a key's deliveries overlapped");
     went_back_.Report("a key's deliveries went back");
     not_started_.Report("done without a start");
+    passed_failed_.Report("a key went on past its failed fact");
     first_order_.Report("a first delivery finished after a later fact's of its key");
   }
 
@@ -283,8 +318,9 @@ class RuntimeAsyncPowerLossTest : public ::testing::Test {
   std::map<std::string, uint64_t> running_;       // key -> fact in the handler (this run)
   std::map<std::string, uint64_t> last_started_;  // key -> newest fact started (this run)
   std::vector<Done> done_;                        // every completion, in order
-  Violations overlap_, went_back_, not_started_, first_order_;
-  size_t started_ = 0;
+  std::map<std::string, uint64_t> failed_;        // key -> fact whose delivery failed (this run)
+  Violations overlap_, went_back_, not_started_, passed_failed_, first_order_;
+  size_t started_ = 0, retries_ = 0;
   // Folded by the test thread.
   size_t folded_ = 0, refused_ = 0, duplicates_ = 0, beyond_cursor_ = 0, a_facts_ = 0;
   std::map<uint64_t, std::string> completed_;          // fact id -> key, accepted completions
@@ -306,13 +342,14 @@ TEST_F(RuntimeAsyncPowerLossTest, AtLeastOnceInKeyOrderAndTheCursorNeverPassesAn
       cut_ = false;
       running_.clear();
       last_started_.clear();
+      failed_.clear();
     }
     size_t done_before = 0;
     {
       std::lock_guard lock(mutex_);
       done_before = done_.size();
     }
-    auto completer = std::make_unique<Completer>(this, rng());
+    auto completer = std::make_unique<Completer>(this, rng(), /*fail=*/true);
     auto runtime = MakeRuntime(completer.get());
     ASSERT_OK(runtime->Start());
     std::atomic<bool> stop{false};
@@ -367,9 +404,10 @@ TEST_F(RuntimeAsyncPowerLossTest, AtLeastOnceInKeyOrderAndTheCursorNeverPassesAn
     cut_ = false;
     running_.clear();
     last_started_.clear();
+    failed_.clear();
   }
   {
-    auto completer = std::make_unique<Completer>(this, rng());
+    auto completer = std::make_unique<Completer>(this, rng(), /*fail=*/false);
     auto runtime = MakeRuntime(completer.get());
     ASSERT_OK(runtime->Drain());
     ASSERT_OK(runtime->Stop());
@@ -378,12 +416,13 @@ TEST_F(RuntimeAsyncPowerLossTest, AtLeastOnceInKeyOrderAndTheCursorNeverPassesAn
   Verify(/*drained=*/true);
   std::printf(
       "%d cuts, %d with deliveries in flight (at most %zu); %zu facts of type A, %zu deliveries "
-      "started, %zu duplicates, %zu refused Dones; %zu facts finished beyond the cursor at a cut "
-      "(summed)\n",
-      kCuts, cuts_in_flight, most_in_flight, a_facts_, started_, duplicates_, refused_,
+      "started, %zu failed (retried), %zu duplicates, %zu refused Dones; %zu facts finished beyond "
+      "the cursor at a cut (summed)\n",
+      kCuts, cuts_in_flight, most_in_flight, a_facts_, started_, retries_, duplicates_, refused_,
       beyond_cursor_);
   EXPECT_GE(cuts_in_flight, kCuts / 2);
   EXPECT_GT(beyond_cursor_, 0u);
+  EXPECT_GT(retries_, 0u);
   EXPECT_GT(a_facts_, kBacklogFacts);
 }
 
