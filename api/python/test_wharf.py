@@ -3,6 +3,7 @@ commit and read, exactly-once projection across a reopen, reactions, a subscribe
 commits, cursors and dead letters, and the error cases mapped from the C status codes."""
 
 import asyncio
+import inspect
 import os
 import shutil
 import subprocess
@@ -547,6 +548,44 @@ class TestAsyncAndAttempts(EngineTestCase):
             runtime.subscribe("hooks", "OrderPlaced", record)
             runtime.drain()
         self.assertEqual(delivered, [(fact_id, 1)])  # at least once: again, after the stop
+
+    def test_closing_the_engine_stops_the_event_loop(self):
+        self.commit("OrderPlaced", "k", "x")
+
+        async def hook(fact):
+            pass
+
+        runtime = wharf.Runtime(self.engine, "workers=0")
+        runtime.subscribe("hooks", "OrderPlaced", hook)
+        runtime.drain()
+        self.assertEqual(len(event_loop_threads()), 1)
+        self.engine.close()  # stops the runtime: its loop has nothing left to complete
+        self.assertEqual(event_loop_threads(), [])
+        with self.assertRaises(wharf.Closed):
+            runtime.drain()
+        runtime.close()
+        self.engine = self.open()
+
+    def test_coroutines_cancelled_before_their_first_step_are_closed(self):
+        # The loop stopping right after a delivery was handed to it cancels the task before it
+        # ran: the handler's coroutine, never started, is closed (no "never awaited" warning).
+        async def handler_body():
+            pass
+
+        handler = wharf._Handler(lambda fact: None, "h")
+        states = []
+        for _ in range(20):
+            loop = wharf._EventLoop()
+            inner = handler_body()
+            future = loop.submit(wharf._settle(handler, inner))
+            # Delivery 0 was never issued: wharf_delivery_done refuses it, quietly.
+            future.add_done_callback(lambda done, inner=inner: wharf._complete(0, inner, done))
+            loop.stop()
+            self.assertTrue(future.done())
+            states.append((future.cancelled(), inspect.getcoroutinestate(inner)))
+        self.assertIn((True, inspect.CORO_CLOSED), states)  # the case happened at least once
+        self.assertEqual({state for _, state in states}, {inspect.CORO_CLOSED})
+        self.assertEqual(event_loop_threads(), [])
 
     def test_async_kinds_refused_and_awaitables_from_sync_handlers_fail(self):
         self.commit("OrderPlaced", "k", "x")

@@ -39,7 +39,10 @@ Exit: engines and runtimes still open when the interpreter exits are closed by a
 
 Threads: handlers, subscribers, taps, trace and commit callbacks run on Wharf's worker or engine
 threads (holding the GIL while in Python). Facts handed to them are copies (Fact objects); the
-`effects` transaction is only usable during the handler call.
+`effects` transaction is only usable during the handler call. An `async def` subscriber runs on
+an asyncio event loop its Runtime runs on a thread of its own (started by the first delivery,
+stopped and joined by Runtime.stop/close and Engine.close): slow I/O of facts of different keys
+overlaps (option key_concurrency), and `fact.attempt` says which delivery of a fact a call is.
 """
 
 import asyncio
@@ -1177,7 +1180,14 @@ class Engine:
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
-        _check(_lib.wharf_close(handle))
+        try:
+            _check(_lib.wharf_close(handle))
+        finally:
+            # Their workers stopped with the engine: the event loops of their async subscribers
+            # have nothing left to complete.
+            for runtime in list(_open_runtimes):
+                if runtime._engine is self:
+                    runtime._loop.stop()
 
     @property
     def closed(self) -> bool:
