@@ -3,6 +3,7 @@ commit and read, exactly-once projection across a reopen, reactions, a subscribe
 commits, cursors and dead letters, and the error cases mapped from the C status codes."""
 
 import asyncio
+import functools
 import inspect
 import os
 import shutil
@@ -400,9 +401,20 @@ class TestAsyncAndAttempts(EngineTestCase):
             seen.append(fact.payload)
             return results[fact.payload.decode()]
 
+        class Counter:
+            calls = 0
+
+            async def __call__(self, fact, step):
+                await asyncio.sleep(0)
+                self.calls += step
+
+        counter = Counter()
         with wharf.Runtime(self.engine, "workers=0") as runtime:
             runtime.subscribe("hooks", ["OrderPlaced"], hook)  # key_concurrency 1: one at a time
+            # Awaited too: an object whose __call__ is async def, through functools.partial.
+            runtime.subscribe("counter", ["OrderPlaced"], functools.partial(counter, step=10))
             runtime.drain()
+            self.assertEqual(counter.calls, 40)
             self.assertEqual(len(event_loop_threads()), 1)
             runtime.stop()
             self.assertEqual(event_loop_threads(), [])

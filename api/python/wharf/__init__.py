@@ -50,6 +50,7 @@ import atexit
 import concurrent.futures
 import ctypes
 import enum
+import functools
 import inspect
 import itertools
 import operator
@@ -745,8 +746,10 @@ def _outcome(result: object) -> int:
 
 
 def _is_async(fn: Callable[..., object]) -> bool:
-    """Whether `fn` is an `async def` function, a functools.partial of one, or an object whose
-    __call__ is one."""
+    """Whether `fn` is an `async def` function or an object whose __call__ is one, or a
+    functools.partial of either."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None))
 
@@ -840,7 +843,7 @@ def _subscribe_async_impl(ctx: Optional[int], fact: Optional[int], delivery: int
         assert handler.loop is not None
         # The C fact is valid only during this call: the handler gets a copy.
         awaitable = handler.fn(Fact._from_handle(fact))
-        if not inspect.isawaitable(awaitable):  # e.g. an async __call__ that was not: its result
+        if not inspect.isawaitable(awaitable):  # it looked async but was not: a plain result
             return _outcome(awaitable)
         settle = _settle(handler, awaitable)
         try:
