@@ -121,7 +121,7 @@ class AsyncKillTest : public ::testing::Test {
     return pid;
   }
 
-  // True once "R" arrived; false at end of file.
+  // Sets *ready once "R" arrived; returns false at end of file (the child is gone).
   static bool ReadReady(int fd, bool* ready) {
     char buffer[256];
     ::fcntl(fd, F_SETFL, O_NONBLOCK);

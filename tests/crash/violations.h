@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -19,13 +20,15 @@ class Violations {
     if (count_++ < kKept) first_.push_back(std::move(message));
   }
   size_t count() const { return count_; }
-  // One test failure naming `what`, the count and the first messages, if any was added; then
-  // starts counting again.
-  void Report(const std::string& what) {
+  // One test failure (at the caller's line) naming `what`, the count and the first messages, if
+  // any was added; then starts counting again.
+  void Report(const std::string& what,
+              std::source_location where = std::source_location::current()) {
     if (count_ == 0) return;
     std::string text;
     for (const std::string& message : first_) text += "\n  " + message;
-    ADD_FAILURE() << what << ": " << count_ << " violations, the first ones:" << text;
+    ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line()))
+        << what << ": " << count_ << " violations, the first ones:" << text;
     count_ = 0;
     first_.clear();
   }
