@@ -248,6 +248,25 @@ class TestRuntime(EngineTestCase):
         out = subprocess.run(["redis-cli", "-p", str(port), "XLEN", stream],
                              capture_output=True, text=True, check=True).stdout
         self.assertEqual(int(out.strip()), 10)
+        # The same relay declared in a YAML runtime file alone: config=FILE registers it.
+        config = os.path.join(self.dir, "relay.yaml")
+        with open(config, "w") as f:
+            f.write("pools: {p: {workers: 1}}\n"
+                    "runtime:\n  outboxes:\n    op:\n      in:\n"
+                    "        delivery: at_least_once\n"
+                    "        partitioning: {kind: none}\n"
+                    "        ordering: global\n"
+                    "        dispatch: {pool: p, member_assignment: {kind: round_robin}}\n"
+                    "consumers:\n"
+                    "  - {id: yaml-to-redis, kind: relay, input: op/in, types: [OrderPlaced],\n"
+                    f"     relay: {{kind: redis_streams, url: 'redis://127.0.0.1:{port}',\n"
+                    "             stream: yaml-orders}}\n")
+        runtime = wharf.Runtime(self.engine, f"config={config}")
+        runtime.drain()
+        runtime.close()
+        out = subprocess.run(["redis-cli", "-p", str(port), "XLEN", "yaml-orders"],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertEqual(int(out.strip()), 10)
 
     def test_subscriber_at_least_once(self):
         delivered = []
