@@ -9,6 +9,7 @@
 // when wharf_close runs first: wharf_close stops every attached runtime, after which their calls
 // answer WHARF_CLOSED until wharf_runtime_free.
 #include <charconv>
+#include <cstring>
 #include <mutex>
 
 #include "api/c/c_common.h"
@@ -473,7 +474,11 @@ wharf_status wharf_runtime_subscribe_async(wharf_runtime* rt, const char* name,
 wharf_status wharf_delivery_done(wharf_delivery delivery, wharf_outcome outcome,
                                  const char* reason) {
   return Guard("wharf_delivery_done", [&]() -> Status {
-    const int value = outcome;
+    // A C caller may pass any int: read its bits, not the enum (a value outside the enum's
+    // range would be undefined to load as one).
+    static_assert(sizeof(outcome) == sizeof(int));
+    int value = 0;
+    std::memcpy(&value, &outcome, sizeof(value));
     if (value < WHARF_HANDLED || value > WHARF_RETRY) {
       return Status::InvalidArgument("outcome " + std::to_string(value) +
                                      " is not WHARF_HANDLED, WHARF_REJECTED, WHARF_FAILED or "

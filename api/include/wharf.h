@@ -436,8 +436,11 @@ WHARF_EXPORT wharf_status wharf_handler_reason(const wharf_fact* fact, const cha
 ** (consistent_hash | round_robin), max_depth, lease_ms (default 30000), renew_ms (default 10000;
 ** must be < lease_ms), cursor_persist_ms, backoff_initial_ms (default 10; must be <=
 ** backoff_max_ms), backoff_max_ms (default 5000), timer_tick_ms, lane_batches_in_flight (1..64,
-** default 4: batches of one consumer's partition committing at once). Checked as a whole: an
-** inconsistent set is WHARF_INVALID_ARGUMENT naming the options and their values.
+** default 8: batches of one consumer's partition committing at once), config (a declarative
+** runtime file: workers and assignment from its pools, and the relays it declares, registered
+** by wharf_runtime_start or the first drain; an invalid file is WHARF_INVALID_ARGUMENT listing
+** file:line:column errors). Checked as a whole: an inconsistent set is WHARF_INVALID_ARGUMENT
+** naming the options and their values.
 ** On WHARF_OK, *out is OWNED by the caller: release it with wharf_runtime_free. Trace events go to
 ** stderr (warnings and errors). Thread-safe. */
 WHARF_EXPORT wharf_status wharf_runtime_new(wharf_engine* engine, const char* options,

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <memory>
+#include <vector>
 
 #include "engine/base/option_string.h"
 #include "engine/relay/nats_sink.h"
@@ -42,24 +43,31 @@ Status CheckTemplate(std::string_view key, std::string_view target) {
 }  // namespace
 
 Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
+  std::vector<RelayOption> pairs;
+  Status split = ForEachOption(text, [&](std::string_view key, std::string_view value) {
+    pairs.emplace_back(key, value);
+    return Status::OK();
+  });
+  if (!split.ok()) return split;
+  return ParseRelayOptions(pairs, config);
+}
+
+Status ParseRelayOptions(std::span<const RelayOption> pairs, RelayConfig* config) {
   RelayConfig parsed;
   bool have_kind = false;
   std::string_view kind_name;
   // Keys are checked against the kind after the kind is known (it may come last).
-  std::vector<std::pair<std::string_view, std::string_view>> pairs;
-  Status split = ForEachOption(text, [&](std::string_view key, std::string_view value) {
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [key, value] = pairs[i];
     if (key.empty()) return Bad("'=" + std::string(value) + "' has no key");
-    for (const auto& [seen, ignored] : pairs) {
-      if (seen == key) return Bad("'" + std::string(key) + "' is given twice");
+    for (size_t j = 0; j < i; ++j) {
+      if (pairs[j].first == key) return Bad("'" + std::string(key) + "' is given twice");
     }
-    pairs.emplace_back(key, value);
     if (key == "kind") {
       kind_name = value;
       have_kind = true;
     }
-    return Status::OK();
-  });
-  if (!split.ok()) return split;
+  }
   if (!have_kind) return Bad("kind is missing (redis_streams or nats_jetstream)");
   if (kind_name == "redis_streams") {
     parsed.kind = RelayKind::kRedisStreams;
@@ -145,6 +153,13 @@ std::string ExpandTemplate(std::string_view target, const Fact& fact) {
   return out;
 }
 
+std::unique_ptr<RelaySink> MakeRelaySink(RelayConfig config) {
+  if (config.kind == RelayKind::kRedisStreams) {
+    return std::make_unique<RedisStreamsSink>(std::move(config));
+  }
+  return std::make_unique<NatsJetStreamSink>(std::move(config));
+}
+
 bool TemplateHasPartition(std::string_view target) {
   return target.find("{partition}") != std::string_view::npos;
 }
@@ -184,11 +199,7 @@ Status MakeRelaySink(std::string_view options_text, std::unique_ptr<RelaySink>* 
   internal::RelayConfig config;
   Status s = internal::ParseRelayConfig(options_text, &config);
   if (!s.ok()) return s;
-  if (config.kind == internal::RelayKind::kRedisStreams) {
-    *sink = std::make_unique<internal::RedisStreamsSink>(std::move(config));
-  } else {
-    *sink = std::make_unique<internal::NatsJetStreamSink>(std::move(config));
-  }
+  *sink = internal::MakeRelaySink(std::move(config));
   return Status::OK();
 }
 

@@ -67,8 +67,14 @@ Status Runtime::Relay(std::string name, std::vector<std::string> types,
       internal::HandlersWith(&internal::ConsumerHandlers::relay, std::move(sink)),
       std::move(options));
 }
-Status Runtime::Start() { return impl_->Start(); }
-Status Runtime::Drain() { return impl_->Drain(); }
+Status Runtime::Start() {
+  Status s = impl_->RegisterAtStart(*this);
+  return s.ok() ? impl_->Start() : s;
+}
+Status Runtime::Drain() {
+  Status s = impl_->RegisterAtStart(*this);
+  return s.ok() ? impl_->Drain() : s;
+}
 Status Runtime::Stop() { return impl_->Stop(); }
 Status Runtime::ReleaseDueTimers(size_t* released) { return impl_->ReleaseDueTimers(released); }
 const std::string& Runtime::instance() const { return impl_->instance(); }
@@ -211,6 +217,18 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
   consumer->max_depth = options.max_depth ? options.max_depth : options_.max_depth;
   consumer->options = std::move(options);
   consumers_.push_back(std::move(consumer));
+  return Status::OK();
+}
+
+Status RuntimeImpl::RegisterAtStart(Runtime& runtime) {
+  if (!options_.register_at_start || started_ || lanes_built_ || stopping_) return Status::OK();
+  const size_t before = consumers_.size();
+  Status s = options_.register_at_start(runtime);
+  if (!s.ok()) {
+    consumers_.resize(before);  // Start fails without side effects; the hook runs again next time
+    return s;
+  }
+  options_.register_at_start = nullptr;
   return Status::OK();
 }
 
@@ -450,7 +468,8 @@ void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) {
     if (!consumer->durable()) continue;
     ConsumerMetrics metrics;
     metrics.consumer = consumer->id;
-    metrics.kind = ToString(consumer->kind);
+    metrics.kind =
+        consumer->relay ? "relay" : ToString(consumer->kind);  // a relay's kind is kSubscriber
     metrics.instance = options_.instance;
     int64_t oldest_ms = 0;
     for (const auto& lane : lanes_) {

@@ -41,6 +41,9 @@ class RuntimeImpl : public DurableListener {
 
   Status Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
                   ConsumerHandlers handlers, ConsumerOptions options);
+  // Calls options_.register_at_start with `runtime` (its facade) unless it already succeeded or
+  // registration is over; on failure drops the consumers it registered.
+  Status RegisterAtStart(Runtime& runtime);
   Status Start();
   Status Drain();
   Status Stop();

@@ -21,14 +21,7 @@ namespace {
 
 using testing::TempDir;
 
-template <typename Predicate>
-bool WaitFor(Predicate predicate, int timeout_ms = 60000) {
-  for (int i = 0; i < timeout_ms; ++i) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return predicate();
-}
+using testing::WaitFor;
 
 // Completes deliveries on its own thread after a delay, as a network call would.
 class Completer {
@@ -186,7 +179,7 @@ TEST(KeyWindowTest, HandsOverTheOldestFactOfEachKeyOnly) {
   EXPECT_EQ(window.at(seq).attempt, 2u);
   window.Finish(seq);
   EXPECT_EQ(window.FinishedFrom(window.front_seq()), 2u);  // facts 1, 2
-  ASSERT_TRUE(window.StartNext(100, &seq));               // fact 3: key a is free now
+  ASSERT_TRUE(window.StartNext(100, &seq));                // fact 3: key a is free now
   EXPECT_EQ(window.at(seq).fact->id, 3u);
   std::vector<uint64_t> timed_out;
   EXPECT_EQ(window.TimedOut(99, &timed_out), 100);
@@ -442,8 +435,7 @@ TEST_F(KeyConcurrencyTest, DrainWaitsForAsynchronousDeliveries) {
   options.key_concurrency = 32;
   ASSERT_OK(runtime.SubscribeAsync(
       "hooks", {"A"},
-      [&](const Fact&, Delivery delivery) { completer.Later(std::move(delivery), 500); },
-      options));
+      [&](const Fact&, Delivery delivery) { completer.Later(std::move(delivery), 500); }, options));
   ASSERT_OK(runtime.Drain());
   EXPECT_EQ(handled.load(), static_cast<int>(ids.size()));
   EXPECT_EQ(Cursor("hooks"), ids.back());

@@ -66,6 +66,7 @@ enum class Assignment : uint8_t {
 };
 
 class RelaySink;  // wharf/relay.h
+class Runtime;
 
 namespace internal {
 class DeliveryState;
@@ -231,9 +232,16 @@ struct RuntimeOptions {
   // next batch while the previous one is being synced; a refused batch takes those after it
   // along, and the lane starts again from its durable position (effects stay exactly once). A
   // projection or reaction reading state (Effects::Get) waits for its lane's batches in flight.
-  uint32_t lane_batches_in_flight = 4;
+  uint32_t lane_batches_in_flight = 8;
   // Every trace event goes here; empty: warnings and errors are logged to stderr.
   TraceFn trace;
+  // Registers consumers that options declare rather than code: called with this runtime by
+  // Start() or the first Drain() (the first of them to be called), before the consumers are
+  // checked. Its error fails that call, and the consumers it registered are dropped (it runs
+  // again at the next call); once it succeeded it is not called again. `config=FILE` sets it to
+  // register the relays the file declares, so that a file alone runs them. Called on the thread
+  // calling Start/Drain.
+  std::function<Status(Runtime& runtime)> register_at_start;
 };
 
 // Parses "key=value;..." (keys as the field names above) into *options, then checks the result
