@@ -31,9 +31,13 @@ void DeliveryInbox::set_waker(CompletionSink* waker) {
 bool DeliveryInbox::Post(std::shared_ptr<DeliveryState> state) {
   std::lock_guard lock(mutex_);
   if (!open_) return false;
+  // Only the first post since the lane last took its inbox wakes the worker: the pass that wake
+  // leads to takes every post made until then, so more signals would only cost the worker empty
+  // passes over all its lanes (its semaphore counts each one).
+  const bool first = done_.empty();
   done_.push_back(std::move(state));
   posted_.notify_all();
-  if (waker_ != nullptr) waker_->Wake();
+  if (first && waker_ != nullptr) waker_->Wake();
   return true;
 }
 

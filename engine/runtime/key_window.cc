@@ -15,10 +15,15 @@ void KeyWindow::Append(FactPtr fact, bool taken, uint32_t attempts) {
   if (!taken) {
     entry.state = State::kSkipped;
   } else {
-    std::deque<uint64_t>& queue = keys_[fact->key];
-    entry.state = queue.empty() ? State::kReady : State::kBlocked;
-    queue.push_back(seq);
-    if (entry.state == State::kReady) ready_.push(seq);
+    auto [it, inserted] = keys_.try_emplace(std::string_view(fact->key), KeyChain{seq, seq});
+    if (inserted) {
+      entry.state = State::kReady;
+      ready_.push(seq);
+    } else {
+      entry.state = State::kBlocked;
+      at(it->second.tail).next_of_key = seq;
+      it->second.tail = seq;
+    }
   }
   entry.fact = std::move(fact);
   entries_.push_back(std::move(entry));
@@ -49,14 +54,18 @@ void KeyWindow::Finish(uint64_t seq, std::string dead_name, std::string dead_rea
   entry.delivery.reset();
   entry.dead_name = std::move(dead_name);
   entry.dead_reason = std::move(dead_reason);
-  auto it = keys_.find(entry.fact->key);
-  WHARF_ASSERT(it != keys_.end() && !it->second.empty() && it->second.front() == seq);
-  it->second.pop_front();
-  if (it->second.empty()) {
+  auto it = keys_.find(std::string_view(entry.fact->key));
+  WHARF_ASSERT(it != keys_.end() && it->second.head == seq);
+  const uint64_t next = entry.next_of_key;
+  if (next == kNoSeq) {
     keys_.erase(it);
   } else {
-    // The key's next fact is its oldest unfinished one now.
-    const uint64_t next = it->second.front();
+    // The key's next fact is its oldest unfinished one now; the map's key views its bytes from
+    // now on (this entry's may be popped once the cursor passes it).
+    auto node = keys_.extract(it);
+    node.key() = std::string_view(at(next).fact->key);
+    node.mapped().head = next;
+    keys_.insert(std::move(node));
     WHARF_DASSERT(at(next).state == State::kBlocked);
     at(next).state = State::kReady;
     ready_.push(next);
@@ -103,6 +112,8 @@ int64_t KeyWindow::TimedOut(int64_t now_ms, std::vector<uint64_t>* out) {
 }
 
 uint64_t KeyWindow::SeqAfter(uint64_t fact_id) const {
+  // The usual question: the lane's cursor, which PopBefore keeps just before the front.
+  if (entries_.empty() || entries_.front().fact->id > fact_id) return front_seq_;
   auto it = std::partition_point(entries_.begin(), entries_.end(), [fact_id](const Entry& entry) {
     return entry.fact->id <= fact_id;
   });
@@ -135,8 +146,8 @@ std::vector<std::shared_ptr<DeliveryState>> KeyWindow::Clear() {
     if (entry.state == State::kRunning && entry.delivery) running.push_back(entry.delivery);
   }
   front_seq_ += entries_.size();  // seqs are never reused: stale deliveries match nothing
+  keys_.clear();                  // first: its keys view the entries' facts
   entries_.clear();
-  keys_.clear();
   running_ = 0;
   ready_ = {};
   backoff_ = {};

@@ -17,6 +17,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -45,7 +46,9 @@ class KeyWindow {
     std::shared_ptr<DeliveryState> delivery;  // kRunning: the delivery the handler holds
     std::string dead_name;                    // kFinished as failed: its dead letter's name...
     std::string dead_reason;                  // ... and reason
+    uint64_t next_of_key = kNoSeq;            // the seq of its key's next unfinished fact
   };
+  static constexpr uint64_t kNoSeq = UINT64_MAX;
 
   bool empty() const { return entries_.empty(); }
   size_t size() const { return entries_.size(); }
@@ -85,9 +88,14 @@ class KeyWindow {
   std::deque<Entry> entries_;
   uint64_t front_seq_ = 0;  // seq of entries_.front()
   uint32_t running_ = 0;
-  // Per key: the seqs of its unfinished facts, oldest first (the front one is ready, running or
-  // backing off; the others are blocked).
-  std::unordered_map<std::string, std::deque<uint64_t>> keys_;
+  // Per key: its unfinished facts, oldest first, chained through Entry::next_of_key (the head is
+  // ready, running or backing off; the others are blocked). The map's key views the head fact's
+  // key bytes (re-pointed when the head changes), so the map owns no strings and no queues.
+  struct KeyChain {
+    uint64_t head = kNoSeq;
+    uint64_t tail = kNoSeq;
+  };
+  std::unordered_map<std::string_view, KeyChain> keys_;
   using Due = std::pair<int64_t, uint64_t>;  // (due_ms, seq)
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> ready_;
   std::priority_queue<Due, std::vector<Due>, std::greater<>> backoff_;
