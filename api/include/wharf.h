@@ -488,7 +488,7 @@ WHARF_EXPORT wharf_status wharf_runtime_subscribe_v2(wharf_runtime* rt, const ch
 ** failing holds back only the later facts of its key.
 ** `options`: as wharf_runtime_subscribe_v2 (ordering partition or none), plus, for every
 ** subscriber: key_concurrency (1..4096, default 1), key_window_facts (facts a lane holds beyond
-** its cursor, default max(1024, 4 x key_concurrency)), max_attempts (deliveries of a fact before
+** its cursor, default max(1024, 16 x key_concurrency)), max_attempts (deliveries of a fact before
 ** it becomes a dead letter "attempts-exhausted: ..."; default 0: no limit), handler_timeout_ms
 ** (a delivery not done within it counts as failed and is delivered again; default 30000). */
 WHARF_EXPORT wharf_status wharf_runtime_subscribe_async(wharf_runtime* rt, const char* name,

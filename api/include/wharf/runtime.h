@@ -170,7 +170,7 @@ struct ConsumerOptions {
   uint32_t key_concurrency = 1;
   // Subscribers delivering concurrently or asynchronously: facts a lane holds beyond its cursor
   // (in the handler, waiting for their key, retrying, or finished), at most; reaching it is
-  // back-pressure. 0: max(1024, 4 x key_concurrency); else >= key_concurrency.
+  // back-pressure. 0: max(1024, 16 x key_concurrency); else >= key_concurrency.
   uint32_t key_window_facts = 0;
   // Deliveries of one fact, at most: after the last failed one the fact goes to the dead letters
   // (`attempts-exhausted`) and its key moves on. 0: no limit (kRetry and a failing subscriber
