@@ -44,6 +44,8 @@
 #include "bench/w7_relay.h"
 #include "bench/w7_report.h"
 #include "bench/w7_shape.h"
+#include "bench/w8_report.h"
+#include "bench/w8_slow_subscriber.h"
 
 namespace wharf::bench {
 namespace {
@@ -52,9 +54,9 @@ namespace {
 // brokers (redis-server, nats-server): they run only when named.
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
-const std::vector<std::string> kImplementedWorkloads = {kW1Name,       kW2Name,      kW2SkewedName,
-                                                        kW3Name,       kW4Name,      kW5Name,
-                                                        kW6SteadyName, kW6StuckName, kW7Name};
+const std::vector<std::string> kImplementedWorkloads = {
+    kW1Name, kW2Name,       kW2SkewedName, kW3Name, kW4Name,
+    kW5Name, kW6SteadyName, kW6StuckName,  kW7Name, kW8Name};
 
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
 
@@ -73,6 +75,7 @@ struct Flags {
   bool rate_given = false;     // W6: --rate replaces the rate probe
   std::string engine_options;  // the --engine-options text, passed on to W5's restart processes
   std::string relay_options;   // W7: the relay's batch_facts and sink options, "key=value;..."
+  std::vector<int> key_concurrency = kW8DefaultKeyConcurrency;  // W8
   std::vector<std::string> workloads;
 };
 
@@ -107,7 +110,9 @@ void PrintUsage(std::FILE* out) {
       "  --relay-options TEXT  W7's relay: batch_facts and sink options, \"key=value;...\"\n"
       "                   (e.g. batch_facts=1024;in_flight=2048); default: the relay's\n"
       "  WORKLOAD         W1-append, W2-project, W2-skewed, W3-latency, W4-fanout\n"
-      "                   (default: these five), W5-recover, W6-steady, W6-stuck, W7-relay\n");
+      "                   (default: these five), W5-recover, W6-steady, W6-stuck,\n"
+      "                   W7-relay, W8-slow-subscriber (--seconds: budget per consumption,\n"
+      "                   default 5; --key-concurrency LIST, default 1,16,64,256)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -221,6 +226,10 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       if (!value(&text)) return "--runtime-options wants \"key=value;...\"";
       Status s = SetBenchRuntimeOptions(text);
       if (!s.ok()) return "--runtime-options: " + s.ToString();
+    } else if (arg == "--key-concurrency") {
+      if (!value(&text) || !ParseIntList(text, &flags->key_concurrency)) {
+        return "--key-concurrency wants a list of counts";
+      }
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
       std::exit(0);
@@ -718,9 +727,8 @@ bool RunW7(const Flags& flags, const MachineInfo& machine, const std::string& sc
       std::vector<W7Measurement> runs;
       for (int run = 0; run < flags.runs; ++run) {
         SettleDisk();
-        runs.push_back(
-            RunW7Once(broker, loaded.path(), entries, workers, flags.relay_options, run % 2 == 1,
-                      scratch_root));
+        runs.push_back(RunW7Once(broker, loaded.path(), entries, workers, flags.relay_options,
+                                 run % 2 == 1, scratch_root));
         const W7Measurement& m = runs.back();
         if (m.error.empty()) {
           std::fprintf(stderr,
@@ -753,6 +761,25 @@ bool RunW7(const Flags& flags, const MachineInfo& machine, const std::string& sc
     }
   }
   return all_ok;
+}
+
+// Returns whether every run succeeded. Wharf only: the references have no asynchronous consumer.
+bool RunW8(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  W8Config config;
+  config.facts = flags.facts.value_or(kW8DefaultFacts);
+  config.key_concurrency = flags.key_concurrency;
+  if (flags.workers) config.workers = flags.workers->front();
+  config.runs = flags.runs;
+  config.budget_s = flags.duration_s.value_or(kW8DefaultBudget_s);
+  const W8Row row = RunW8Wharf(config, scratch_root);
+  if (flags.json) {
+    for (const std::string& line : W8Json(row, machine)) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  } else {
+    PrintW8Table(row, stdout);
+  }
+  return std::all_of(row.wharf.begin(), row.wharf.end(), W8Clean);
 }
 
 int Main(int argc, char** argv) {
@@ -818,6 +845,7 @@ int Main(int argc, char** argv) {
       all_ok = RunW6(flags, machine, scratch_root.path(), W6Variant::kStuck) && all_ok;
     }
     if (workload == kW7Name) all_ok = RunW7(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW8Name) all_ok = RunW8(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "wharf/engine.h"
 
@@ -37,6 +39,16 @@ class TempDir {
 inline ::testing::AssertionResult IsOk(const Status& status) {
   if (status.ok()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << status.ToString();
+}
+
+// Polls `predicate` every millisecond until it holds (true) or `timeout_ms` passed (false).
+template <typename Predicate>
+bool WaitFor(Predicate predicate, int timeout_ms = 60000) {
+  for (int i = 0; i < timeout_ms; ++i) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return predicate();
 }
 
 #define ASSERT_OK(expr) ASSERT_TRUE(::wharf::testing::IsOk(expr)) << #expr

@@ -245,10 +245,10 @@ Status RefuseInCallback(std::string_view function) {
                                  " must not be called from a wharf callback (it would deadlock)");
 }
 
-ScopedFact::ScopedFact(const Fact& fact, uint32_t dead_letter_attempt)
+ScopedFact::ScopedFact(const Fact& fact, uint32_t attempt)
     : handle_(MakeHandle<wharf_fact>(Kind::kFact)) {
   handle_->rep = &fact;
-  handle_->dead_letter_attempt = dead_letter_attempt;
+  handle_->attempt = attempt;
 }
 
 ScopedFact::~ScopedFact() {

@@ -75,7 +75,7 @@ struct wharf_txn {
 
 struct wharf_fact {
   const wharf::Fact* rep = nullptr;  // borrowed for the duration of one callback
-  uint32_t dead_letter_attempt = 0;  // handed to a wharf_dead_letter_fn: the letter's attempt
+  uint32_t attempt = 0;  // the delivery a handler received it in, or a dead letter's attempt
 };
 
 struct wharf_runtime;  // defined in c_runtime.cc
@@ -136,7 +136,7 @@ Status RefuseInCallback(std::string_view function);
 // A fact handle registered for the duration of one callback.
 class ScopedFact {
  public:
-  explicit ScopedFact(const Fact& fact, uint32_t dead_letter_attempt = 0);
+  explicit ScopedFact(const Fact& fact, uint32_t attempt = 0);
   ~ScopedFact();
   ScopedFact(const ScopedFact&) = delete;
   ScopedFact& operator=(const ScopedFact&) = delete;

@@ -478,19 +478,32 @@ int64_t wharf_fact_deliver_at_ms(const wharf_fact* fact) {
   return FactField(fact, "wharf_fact_deliver_at_ms", &Fact::deliver_at_ms);
 }
 
-uint32_t wharf_dead_letter_attempt(const wharf_fact* fact) {
+namespace {
+
+// The attempt a live fact handle carries (0 and the error recorded for `function` otherwise).
+uint32_t FactAttempt(const wharf_fact* fact, const char* function) {
   try {
     std::shared_ptr<wharf_fact> handle;
     Status s = Find(fact, Kind::kFact, "fact", &handle);
     if (!s.ok()) {
-      wharf::capi::Fail("wharf_dead_letter_attempt", s);
+      wharf::capi::Fail(function, s);
       return 0;
     }
-    return handle->dead_letter_attempt;
+    return handle->attempt;
   } catch (...) {
-    wharf::capi::SetError("wharf_dead_letter_attempt", WHARF_INTERNAL, "unknown exception");
+    wharf::capi::SetError(function, WHARF_INTERNAL, "unknown exception");
     return 0;
   }
+}
+
+}  // namespace
+
+uint32_t wharf_dead_letter_attempt(const wharf_fact* fact) {
+  return FactAttempt(fact, "wharf_dead_letter_attempt");
+}
+
+uint32_t wharf_fact_attempt(const wharf_fact* fact) {
+  return FactAttempt(fact, "wharf_fact_attempt");
 }
 
 uint64_t wharf_fact_scheduled_id(const wharf_fact* fact) {

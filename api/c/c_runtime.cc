@@ -9,9 +9,11 @@
 // when wharf_close runs first: wharf_close stops every attached runtime, after which their calls
 // answer WHARF_CLOSED until wharf_runtime_free.
 #include <charconv>
+#include <cstring>
 #include <mutex>
 
 #include "api/c/c_common.h"
+#include "api/c/c_delivery.h"
 #include "engine/base/option_string.h"
 #include "wharf/relay.h"
 #include "wharf/runtime.h"
@@ -142,7 +144,7 @@ Outcome ToOutcome(int outcome) {
 wharf::ProjectFn ProjectTrampoline(wharf_project_fn fn, std::shared_ptr<Registration> reg) {
   return [fn, reg = std::move(reg)](const Fact& fact, wharf::Effects& effects) {
     CallbackScope scope;
-    ScopedFact view(fact);
+    ScopedFact view(fact, wharf::DeliveryAttempt());
     ScopedEffects txn(&effects);
     try {
       return ToOutcome(fn(reg->ctx, view.get(), txn.get()));
@@ -158,15 +160,45 @@ wharf::ProjectFn ProjectTrampoline(wharf_project_fn fn, std::shared_ptr<Registra
 wharf::SubscribeFn SubscribeTrampoline(wharf_subscribe_fn fn, std::shared_ptr<Registration> reg) {
   return [fn, reg = std::move(reg)](const Fact& fact) {
     CallbackScope scope;
-    ScopedFact view(fact);
+    ScopedFact view(fact, wharf::DeliveryAttempt());
     try {
-      return ToOutcome(fn(reg->ctx, view.get()));
+      const int outcome = fn(reg->ctx, view.get());
+      if (outcome == WHARF_PENDING) {
+        wharf::SetFailureReason(
+            "the handler returned WHARF_PENDING, which only a handler registered with "
+            "wharf_runtime_subscribe_async may return");
+      }
+      return ToOutcome(outcome);
     } catch (const std::exception& e) {
       wharf::SetFailureReason(std::string("handler threw: ") + e.what());
       return Outcome::kFailed;
     } catch (...) {
       return Outcome::kFailed;
     }
+  };
+}
+
+// An asynchronous subscriber's C handler: each delivery gets a wharf_delivery number; an outcome
+// returned at once completes it here, WHARF_PENDING leaves it to wharf_delivery_done.
+wharf::AsyncSubscribeFn AsyncSubscribeTrampoline(wharf_subscribe_async_fn fn,
+                                                 std::shared_ptr<Registration> reg) {
+  return [fn, reg = std::move(reg)](const Fact& fact, wharf::Delivery delivery) {
+    CallbackScope scope;
+    ScopedFact view(fact, delivery.attempt());
+    const uint64_t number = wharf::capi::IssueDelivery(delivery);
+    int outcome = WHARF_FAILED;
+    try {
+      outcome = fn(reg->ctx, view.get(), number);
+    } catch (const std::exception& e) {
+      wharf::SetFailureReason(std::string("handler threw: ") + e.what());
+    } catch (...) {
+      wharf::SetFailureReason("handler threw a non-standard exception");
+    }
+    if (outcome == WHARF_PENDING) return;
+    wharf::Delivery taken;
+    // Not there: the handler completed it itself (wharf_delivery_done) before returning.
+    if (!wharf::capi::TakeDelivery(number, &taken)) return;
+    taken.Done(ToOutcome(outcome)).PermitUncheckedError();  // its reason: wharf_handler_reason
   };
 }
 
@@ -193,7 +225,8 @@ wharf::TraceFn TraceTrampoline(wharf_trace_fn trace, void* ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Consumer options: consumer_id, batch_facts, max_depth, ordering, tap_inbox_facts.
+// Consumer options: consumer_id, batch_facts, max_depth, ordering, tap_inbox_facts, and
+// key_concurrency, key_window_facts, max_attempts, handler_timeout_ms.
 
 Status ParseU32(std::string_view key, std::string_view value, uint32_t* out) {
   uint32_t parsed = 0;
@@ -237,6 +270,13 @@ Status ParseConsumerOption(std::string_view key, std::string_view value, bool is
     return Status::OK();
   }
   if (key == "tap_inbox_facts" && is_tap) return ParseU32(key, value, &o->tap_inbox_facts);
+  if (!is_tap) {
+    // Checked as a whole at registration (Runtime::Subscribe & co.).
+    if (key == "key_concurrency") return ParseU32(key, value, &o->key_concurrency);
+    if (key == "key_window_facts") return ParseU32(key, value, &o->key_window_facts);
+    if (key == "max_attempts") return ParseU32(key, value, &o->max_attempts);
+    if (key == "handler_timeout_ms") return ParseU32(key, value, &o->handler_timeout_ms);
+  }
   return Status::InvalidArgument("unknown consumer option '" + std::string(key) + "'" +
                                  (key == "tap_inbox_facts" ? " (taps only)" : ""));
 }
@@ -310,6 +350,19 @@ Status RegisterProject(wharf_runtime* rt, ProjectKind kind, const ConsumerArgs& 
                                  std::move(options))
                : runtime.React(std::move(name), std::move(types), std::move(handler),
                                std::move(options));
+  });
+}
+
+Status RegisterSubscribeAsync(wharf_runtime* rt, const ConsumerArgs& args,
+                              wharf_subscribe_async_fn fn, std::shared_ptr<Registration> reg) {
+  std::string name;
+  std::vector<std::string> types;
+  ConsumerOptions options;
+  Status s = CheckConsumer(args, false, fn != nullptr, &name, &types, &options);
+  if (!s.ok()) return s;
+  return WithRuntime(rt, "wharf_runtime_subscribe_async", [&](wharf::Runtime& runtime) {
+    return runtime.SubscribeAsync(std::move(name), std::move(types),
+                                  AsyncSubscribeTrampoline(fn, std::move(reg)), std::move(options));
   });
 }
 
@@ -405,6 +458,39 @@ wharf_status wharf_runtime_subscribe_v2(wharf_runtime* rt, const char* id, const
   return Guard("wharf_runtime_subscribe", [&] {
     auto reg = std::make_shared<Registration>(ctx, destroy);
     return RegisterSubscribe(rt, {id, types, n_types, options}, fn, std::move(reg));
+  });
+}
+
+wharf_status wharf_runtime_subscribe_async(wharf_runtime* rt, const char* name,
+                                           const char* const* types, size_t n_types,
+                                           const char* options, wharf_subscribe_async_fn fn,
+                                           void* ctx, wharf_destroy_fn destroy) {
+  return Guard("wharf_runtime_subscribe_async", [&] {
+    auto reg = std::make_shared<Registration>(ctx, destroy);
+    return RegisterSubscribeAsync(rt, {name, types, n_types, options}, fn, std::move(reg));
+  });
+}
+
+wharf_status wharf_delivery_done(wharf_delivery delivery, wharf_outcome outcome,
+                                 const char* reason) {
+  return Guard("wharf_delivery_done", [&]() -> Status {
+    // A C caller may pass any int: read its bits, not the enum (a value outside the enum's
+    // range would be undefined to load as one).
+    static_assert(sizeof(outcome) == sizeof(int));
+    int value = 0;
+    std::memcpy(&value, &outcome, sizeof(value));
+    if (value < WHARF_HANDLED || value > WHARF_RETRY) {
+      return Status::InvalidArgument("outcome " + std::to_string(value) +
+                                     " is not WHARF_HANDLED, WHARF_REJECTED, WHARF_FAILED or "
+                                     "WHARF_RETRY");
+    }
+    wharf::Delivery pending;
+    if (!wharf::capi::TakeDelivery(delivery, &pending)) {
+      return Status::InvalidArgument("delivery " + std::to_string(delivery) +
+                                     " is not pending: done already, timed out, abandoned, or "
+                                     "never issued");
+    }
+    return pending.Done(ToOutcome(value), reason == nullptr ? "" : reason);
   });
 }
 

@@ -37,6 +37,11 @@ Status CheckConfigFile(const std::string& file, ConfigReport* report) {
       input.proofs.push_back(
           ConfigProof{proof.guarantee, ToString(proof.outcome), proof.scope, proof.reason});
     }
+    for (const declarative::RelayReport& relay : proofs.relays) {
+      input.relays.push_back(ConfigRelay{relay.id, relay.broker, relay.url, relay.target,
+                                         relay.types, relay.order, relay.reason});
+    }
+    input.member_concurrency = proofs.member_concurrency;
   }
   return Status::OK();
 }

@@ -20,6 +20,9 @@ type Fact struct {
 	CommitMs    int64  // wall-clock ms its transaction committed
 	ScheduledID uint64 // a delayed fact: the id its commit returned; else 0
 	Headers     map[string][]byte
+	// In a handler: which delivery of the fact this is (1 first, +1 per redelivery to this
+	// consumer, counted across restarts for a fact it keeps failing on); 0 for a fact read.
+	Attempt uint32
 }
 
 func goBytes(p unsafe.Pointer, n C.size_t) []byte {
@@ -46,6 +49,7 @@ func copyFact(f *C.wharf_fact) *Fact {
 	fact.Version = uint32(C.wharf_fact_version(f))
 	fact.CommitMs = int64(C.wharf_fact_commit_ms(f))
 	fact.ScheduledID = uint64(C.wharf_fact_scheduled_id(f))
+	fact.Attempt = uint32(C.wharf_fact_attempt(f))
 	count := int(C.wharf_fact_header_count(f))
 	if count > 0 {
 		fact.Headers = make(map[string][]byte, count)

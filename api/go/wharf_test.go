@@ -120,6 +120,9 @@ func TestProjectionAndSubscriber(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts[f.ID]++
+		if int(f.Attempt) != attempts[f.ID] {
+			t.Errorf("fact %d: Attempt %d on delivery %d", f.ID, f.Attempt, attempts[f.ID])
+		}
 		if f.ID == 5 && attempts[f.ID] == 1 {
 			return wharf.RetryLater(errors.New("smtp busy"))
 		}

@@ -136,7 +136,8 @@ typedef enum wharf_outcome {
   WHARF_HANDLED = 0,  /* done: the cursor passes the fact (together with the effects) */
   WHARF_REJECTED = 1, /* refused for good: settled as failed, dead letter, the cursor passes it */
   WHARF_FAILED = 2,   /* projections/reactions: as REJECTED; subscribers: keep the cursor, retry */
-  WHARF_RETRY = 3     /* transient: keep the cursor and retry the fact after a backoff */
+  WHARF_RETRY = 3,    /* transient: keep the cursor and retry the fact after a backoff */
+  WHARF_PENDING = 4   /* asynchronous subscribers only: done later with wharf_delivery_done */
 } wharf_outcome;
 
 /* Severity of a trace event. */
@@ -387,6 +388,22 @@ WHARF_EXPORT wharf_status wharf_fact_header(const wharf_fact* fact, size_t index
 */
 typedef wharf_outcome (*wharf_project_fn)(void* ctx, const wharf_fact* fact, wharf_txn* effects);
 typedef wharf_outcome (*wharf_subscribe_fn)(void* ctx, const wharf_fact* fact);
+/* A delivery to an asynchronous subscriber (wharf_runtime_subscribe_async): a number naming it
+** until it is done. Never 0, never reused within the process; not a pointer, so a stale or made-up
+** one is refused, not dereferenced. */
+typedef uint64_t wharf_delivery;
+/* An asynchronous subscriber's handler: returns WHARF_PENDING and completes `delivery` later with
+** wharf_delivery_done (from any thread, possibly before it returned), or returns an outcome
+** (HANDLED, REJECTED, FAILED, RETRY), which completes it at once. `fact` is BORROWED for the call
+** only: copy what the work needs. */
+typedef wharf_outcome (*wharf_subscribe_async_fn)(void* ctx, const wharf_fact* fact,
+                                                  wharf_delivery delivery);
+/* Inside a handler, `fact` being the handle it received: which delivery of the fact this is (1:
+** the first; +1 for each redelivery to this consumer in this process, and counted across restarts
+** for a fact the consumer keeps failing on). For a wharf_dead_letter_fn's fact: the letter's
+** attempt (wharf_dead_letter_attempt). 0 for a handle that is not live (wharf_last_error says
+** why). */
+WHARF_EXPORT uint32_t wharf_fact_attempt(const wharf_fact* fact);
 /* Taps: called on an engine or worker thread for each live fact. */
 typedef void (*wharf_tap_fn)(void* ctx, const wharf_fact* fact);
 /* Taps: called once when the tap is severed, on an engine thread. */
@@ -419,8 +436,11 @@ WHARF_EXPORT wharf_status wharf_handler_reason(const wharf_fact* fact, const cha
 ** (consistent_hash | round_robin), max_depth, lease_ms (default 30000), renew_ms (default 10000;
 ** must be < lease_ms), cursor_persist_ms, backoff_initial_ms (default 10; must be <=
 ** backoff_max_ms), backoff_max_ms (default 5000), timer_tick_ms, lane_batches_in_flight (1..64,
-** default 4: batches of one consumer's partition committing at once). Checked as a whole: an
-** inconsistent set is WHARF_INVALID_ARGUMENT naming the options and their values.
+** default 8: batches of one consumer's partition committing at once), config (a declarative
+** runtime file: workers and assignment from its pools, and the relays it declares, registered
+** by wharf_runtime_start or the first drain; an invalid file is WHARF_INVALID_ARGUMENT listing
+** file:line:column errors). Checked as a whole: an inconsistent set is WHARF_INVALID_ARGUMENT
+** naming the options and their values.
 ** On WHARF_OK, *out is OWNED by the caller: release it with wharf_runtime_free. Trace events go to
 ** stderr (warnings and errors). Thread-safe. */
 WHARF_EXPORT wharf_status wharf_runtime_new(wharf_engine* engine, const char* options,
@@ -447,7 +467,9 @@ WHARF_EXPORT wharf_status wharf_runtime_subscribe(wharf_runtime* rt, const char*
 /* Registration with consumer options and a ctx destructor (may be NULL).
 ** `options`: NULL or "key=value;...": consumer_id (cursor name; default: the name), batch_facts
 ** (facts per commit, >= 1; default projection 100, reaction 20, subscriber 10), max_depth
-** (reactions), ordering (partition | global | none). */
+** (reactions), ordering (partition | global | none), max_attempts (deliveries of a fact before it
+** becomes a dead letter "attempts-exhausted: ..."; 0: no limit), and for subscribers
+** key_concurrency, key_window_facts, handler_timeout_ms (see wharf_runtime_subscribe_async). */
 WHARF_EXPORT wharf_status wharf_runtime_project_v2(wharf_runtime* rt, const char* name,
                                                    const char* const* types, size_t n_types,
                                                    const char* options, wharf_project_fn fn,
@@ -460,6 +482,32 @@ WHARF_EXPORT wharf_status wharf_runtime_subscribe_v2(wharf_runtime* rt, const ch
                                                      const char* const* types, size_t n_types,
                                                      const char* options, wharf_subscribe_fn fn,
                                                      void* ctx, wharf_destroy_fn destroy);
+/* A subscriber whose handler may complete its deliveries later (wharf_subscribe_async_fn). Facts
+** of one key are handed over in id order and never overlap; with key_concurrency > 1, up to that
+** many facts of different keys of one partition are in the handler at once, and a fact that keeps
+** failing holds back only the later facts of its key.
+** `options`: as wharf_runtime_subscribe_v2 (ordering partition or none), plus, for every
+** subscriber: key_concurrency (1..4096, default 1), key_window_facts (facts a lane holds beyond
+** its cursor, default max(1024, 16 x key_concurrency)), max_attempts (deliveries of a fact before
+** it becomes a dead letter "attempts-exhausted: ..."; default 0: no limit), handler_timeout_ms
+** (a delivery not done within it counts as failed and is delivered again; default 30000). */
+WHARF_EXPORT wharf_status wharf_runtime_subscribe_async(wharf_runtime* rt, const char* name,
+                                                        const char* const* types, size_t n_types,
+                                                        const char* options,
+                                                        wharf_subscribe_async_fn fn, void* ctx,
+                                                        wharf_destroy_fn destroy);
+/* Completes a delivery its handler answered WHARF_PENDING for, from any thread, once. `outcome`:
+** HANDLED (the cursor may pass the fact), REJECTED (dead letter "handler-rejected: <reason>";
+** the key moves on), FAILED or RETRY (delivered again after a backoff, up to max_attempts).
+** `reason`: NULL or a NUL-terminated text (COPIED, cut at 4096 bytes) saying why.
+**   WHARF_INVALID_ARGUMENT  `delivery` is not pending: done already, timed out (handler_timeout_ms;
+**                           it is delivered again), abandoned (the consumer moved to another
+**                           instance), or never issued; or `outcome` is not one of the four
+**   WHARF_CLOSED            its runtime stopped first: the fact is delivered again when the
+**                           consumer runs next
+** A refused call changes nothing, and never affects another delivery. */
+WHARF_EXPORT wharf_status wharf_delivery_done(wharf_delivery delivery, wharf_outcome outcome,
+                                              const char* reason);
 /* A tap. `options` as above plus tap_inbox_facts (facts waiting, at most; default 1024).
 ** `on_severed` may be NULL. */
 WHARF_EXPORT wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name,

@@ -2,6 +2,10 @@
 commit and read, exactly-once projection across a reopen, reactions, a subscriber, async
 commits, cursors and dead letters, and the error cases mapped from the C status codes."""
 
+import asyncio
+import functools
+import inspect
+import logging
 import os
 import shutil
 import subprocess
@@ -244,6 +248,25 @@ class TestRuntime(EngineTestCase):
         out = subprocess.run(["redis-cli", "-p", str(port), "XLEN", stream],
                              capture_output=True, text=True, check=True).stdout
         self.assertEqual(int(out.strip()), 10)
+        # The same relay declared in a YAML runtime file alone: config=FILE registers it.
+        config = os.path.join(self.dir, "relay.yaml")
+        with open(config, "w") as f:
+            f.write("pools: {p: {workers: 1}}\n"
+                    "runtime:\n  outboxes:\n    op:\n      in:\n"
+                    "        delivery: at_least_once\n"
+                    "        partitioning: {kind: none}\n"
+                    "        ordering: global\n"
+                    "        dispatch: {pool: p, member_assignment: {kind: round_robin}}\n"
+                    "consumers:\n"
+                    "  - {id: yaml-to-redis, kind: relay, input: op/in, types: [OrderPlaced],\n"
+                    f"     relay: {{kind: redis_streams, url: 'redis://127.0.0.1:{port}',\n"
+                    "             stream: yaml-orders}}\n")
+        runtime = wharf.Runtime(self.engine, f"config={config}")
+        runtime.drain()
+        runtime.close()
+        out = subprocess.run(["redis-cli", "-p", str(port), "XLEN", "yaml-orders"],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertEqual(int(out.strip()), 10)
 
     def test_subscriber_at_least_once(self):
         delivered = []
@@ -313,6 +336,344 @@ class TestRuntime(EngineTestCase):
         self.engine.delete_cursor("store-reviews")
         with self.assertRaises(wharf.NotFound):
             self.engine.delete_cursor("store-reviews")
+
+
+def wait_until(predicate, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def event_loop_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("wharf-asyncio")]
+
+
+class TestAsyncAndAttempts(EngineTestCase):
+    """async def subscribers (awaited on the runtime's event loop), key_concurrency, fact.attempt,
+    max_attempts, handler_timeout_ms, and the consumer options' errors."""
+
+    FAST_RETRY = "backoff_initial_ms=1;backoff_max_ms=5"
+
+    def keys_of_one_partition(self, count):
+        partition = self.engine.partition_of("key-0")
+        keys = [k for k in (f"key-{i}" for i in range(10 * count))
+                if self.engine.partition_of(k) == partition]
+        self.assertGreaterEqual(len(keys), count)
+        return partition, keys[:count]
+
+    def test_async_handlers_overlap_across_keys_in_key_order(self):
+        partition, keys = self.keys_of_one_partition(24)
+        with self.engine.begin() as txn:
+            for round_ in range(4):
+                for key in keys:
+                    txn.emit("OrderPlaced", f"{key}/{round_}", key=key)
+        last = txn.last_fact_id
+        lock = threading.Lock()
+        in_flight, by_key, order, threads = set(), {}, {}, set()
+        peak = [0]
+        overlaps = []
+
+        runtime = wharf.Runtime(self.engine, {"workers": 2})
+
+        @runtime.subscriber("webhooks", "OrderPlaced", {"key_concurrency": 16})
+        async def webhook(fact):
+            with lock:
+                if fact.key in in_flight:
+                    overlaps.append(fact.id)  # two facts of one key in the handler at once
+                in_flight.add(fact.key)
+                peak[0] = max(peak[0], len(in_flight))
+                threads.add(threading.current_thread().name)
+            await asyncio.sleep(0.05)
+            with lock:
+                in_flight.discard(fact.key)
+                order.setdefault(fact.key, []).append(fact.id)
+                by_key.setdefault(fact.key, []).append(int(fact.payload.split(b"/")[1]))
+
+        runtime.start()
+        self.assertTrue(wait_until(lambda: self.engine.cursor("webhooks", partition) == last))
+        self.assertEqual(len(event_loop_threads()), 1)
+        runtime.close()
+        self.assertEqual(event_loop_threads(), [])  # stopped and joined
+        self.assertEqual(runtime.errors, [])
+        self.assertEqual(overlaps, [])
+        # Several keys were in the handler at once (16 at most; each call sleeps 50 ms)...
+        self.assertGreaterEqual(peak[0], 8)
+        self.assertLessEqual(peak[0], 16)
+        # ...each key's facts in id order, each once, on the loop's thread.
+        self.assertEqual(by_key, {key.encode(): [0, 1, 2, 3] for key in keys})
+        self.assertTrue(all(ids == sorted(ids) for ids in order.values()))
+        self.assertEqual(len(threads), 1)
+        self.assertTrue(next(iter(threads)).startswith("wharf-asyncio"), threads)
+
+    def test_drain_awaits_async_handlers_and_outcomes_map_like_sync_ones(self):
+        partition, keys = self.keys_of_one_partition(4)
+        for key, payload in zip(keys, ["handled", "none", "rejected", "true"]):
+            self.commit("OrderPlaced", key, payload)
+        results = {"handled": wharf.Outcome.HANDLED, "none": None,
+                   "rejected": wharf.Outcome.REJECTED, "true": True}
+        seen = []
+
+        async def hook(fact):
+            await asyncio.sleep(0)
+            seen.append(fact.payload)
+            return results[fact.payload.decode()]
+
+        class Counter:
+            calls = 0
+
+            async def __call__(self, fact, step):
+                await asyncio.sleep(0)
+                self.calls += step
+
+        counter = Counter()
+        with wharf.Runtime(self.engine, "workers=0") as runtime:
+            runtime.subscribe("hooks", ["OrderPlaced"], hook)  # key_concurrency 1: one at a time
+            # Awaited too: an object whose __call__ is async def, through functools.partial.
+            runtime.subscribe("counter", ["OrderPlaced"], functools.partial(counter, step=10))
+            runtime.drain()
+            self.assertEqual(counter.calls, 40)
+            self.assertEqual(len(event_loop_threads()), 1)
+            runtime.stop()
+            self.assertEqual(event_loop_threads(), [])
+        self.assertEqual(seen, [b"handled", b"none", b"rejected", b"true"])
+        (letter,) = self.engine.dead_letters("hooks")
+        self.assertEqual((letter.fact.payload, letter.reason), (b"rejected",
+                                                                "handler-rejected: rejected"))
+        self.assertEqual(self.engine.cursor("hooks", partition), 4)
+
+    def test_async_exception_reaches_trace_and_dead_letter_after_max_attempts(self):
+        traces = []
+
+        def trace(level, name, consumer, fact_id, reason, attempt):
+            traces.append((name, fact_id, reason, attempt))
+
+        bad = self.commit("OrderPlaced", "k1", "bad")
+        good = self.commit("OrderPlaced", "k2", "good")
+        attempts = []
+        runtime = wharf.Runtime(self.engine, "workers=1;" + self.FAST_RETRY, trace=trace)
+
+        @runtime.subscriber("hooks", "OrderPlaced", {"max_attempts": 2, "key_concurrency": 4})
+        async def hook(fact):
+            attempts.append((fact.id, fact.attempt))
+            await asyncio.sleep(0.001)
+            if fact.payload == b"bad":
+                raise ConnectionError(f"webhook answered 503 on attempt {fact.attempt}")
+
+        runtime.start()
+        self.assertTrue(wait_until(lambda: self.engine.dead_letters("hooks") != []))
+        runtime.close()
+        self.assertEqual(sorted(attempts), [(bad, 1), (bad, 2), (good, 1)])
+        self.assertIn(("subscriber-failed", bad,
+                       "ConnectionError: webhook answered 503 on attempt 1", 1), traces)
+        (letter,) = self.engine.dead_letters("hooks")
+        self.assertEqual((letter.fact.id, letter.attempt, letter.fact.attempt), (bad, 2, 2))
+        self.assertTrue(letter.reason.startswith("attempts-exhausted: "), letter.reason)
+        self.assertIn("ConnectionError: webhook answered 503 on attempt 2", letter.reason)
+        self.assertEqual([type(e) for e in runtime.errors], [ConnectionError, ConnectionError])
+
+    def test_sync_exception_and_attempts_counting_with_key_concurrency(self):
+        traces = []
+
+        def trace(level, name, consumer, fact_id, reason, attempt):
+            traces.append((name, fact_id, reason, attempt))
+
+        _, keys = self.keys_of_one_partition(2)
+        poison = self.commit("OrderPlaced", keys[0], "poison")
+        self.commit("OrderPlaced", keys[1], "fine")
+        attempts = []
+        runtime = wharf.Runtime(self.engine, "workers=1;" + self.FAST_RETRY, trace=trace)
+
+        def mailer(fact):  # synchronous, with key_concurrency > 1: just an option
+            attempts.append((fact.payload, fact.attempt))
+            if fact.payload == b"poison":
+                raise RuntimeError(f"smtp refused (attempt {fact.attempt})")
+
+        runtime.subscribe("mailer", "OrderPlaced", mailer, "key_concurrency=4;max_attempts=3")
+        runtime.start()
+        self.assertTrue(wait_until(lambda: self.engine.dead_letters("mailer") != []))
+        runtime.close()
+        self.assertEqual(sorted(attempts), [(b"fine", 1), (b"poison", 1), (b"poison", 2),
+                                            (b"poison", 3)])
+        for attempt in (1, 2):
+            self.assertIn(("subscriber-failed", poison,
+                           f"RuntimeError: smtp refused (attempt {attempt})", attempt), traces)
+        (letter,) = self.engine.dead_letters("mailer")
+        self.assertEqual((letter.fact.id, letter.attempt), (poison, 3))
+        self.assertIn("RuntimeError: smtp refused (attempt 3)", letter.reason)
+
+    def test_attempt_in_projections_and_reactions(self):
+        self.commit("OrderPlaced", "k", "o-1")
+        seen = []
+
+        def flaky(kind):
+            def handler(fact, effects):
+                seen.append((kind, fact.type, fact.attempt))
+                return wharf.Outcome.RETRY if fact.attempt < 3 else None
+            return handler
+
+        with wharf.Runtime(self.engine, "workers=1;" + self.FAST_RETRY) as runtime:
+            runtime.react("shipper", ["OrderPlaced"], flaky("reaction"))
+            runtime.project("index", ["OrderPlaced"], flaky("projection"))
+            runtime.start()
+            self.assertTrue(wait_until(lambda: len(seen) == 6))
+        self.assertEqual(sorted(seen), [(kind, "OrderPlaced", attempt)
+                                        for kind in ("projection", "reaction")
+                                        for attempt in (1, 2, 3)])
+        # Outside a handler a fact carries no attempt.
+        self.assertEqual([f.attempt for f in self.engine.read_facts(self.engine.partition_of("k"))],
+                         [0])
+
+    def test_handler_timeout_delivers_again_and_the_late_done_is_refused_quietly(self):
+        traces = []
+        fact_id = self.commit("OrderPlaced", "k", "slow")
+        finished = []
+        # An exception in a future's done-callback or on the loop is logged, not raised: watch.
+        logged = []
+        catcher = logging.Handler()
+        catcher.emit = logged.append
+        for name in ("concurrent.futures", "asyncio"):
+            logging.getLogger(name).addHandler(catcher)
+            self.addCleanup(logging.getLogger(name).removeHandler, catcher)
+
+        async def slow_once(fact):
+            if fact.attempt == 1:
+                await asyncio.sleep(1.0)  # beyond handler_timeout_ms: its done is refused
+            finished.append(fact.attempt)
+
+        runtime = wharf.Runtime(self.engine, "workers=1;" + self.FAST_RETRY,
+                                trace=lambda level, name, consumer, fact_id, reason, attempt:
+                                traces.append((name, fact_id, attempt)))
+        runtime.subscribe("hooks", "OrderPlaced", slow_once, {"handler_timeout_ms": 200})
+        runtime.start()
+        partition = self.engine.partition_of("k")
+        self.assertTrue(wait_until(lambda: self.engine.cursor("hooks", partition) == fact_id))
+        self.assertTrue(wait_until(lambda: 1 in finished))  # the late one ended too
+        runtime.close()
+        self.assertIn(2, finished)
+        self.assertIn(("handler-timeout", fact_id, 1), traces)
+        self.assertEqual(runtime.errors, [])
+        self.assertEqual(logged, [])
+
+    def test_stop_cancels_coroutines_in_flight_and_they_are_delivered_again(self):
+        fact_id = self.commit("OrderPlaced", "k", "x")
+        started, cancelled = threading.Event(), threading.Event()
+
+        async def forever(fact):
+            started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        runtime = wharf.Runtime(self.engine, "workers=1")
+        runtime.subscribe("hooks", "OrderPlaced", forever)
+        runtime.start()
+        self.assertTrue(started.wait(30))
+        begin = time.monotonic()
+        runtime.close()
+        self.assertLess(time.monotonic() - begin, 5)
+        self.assertTrue(cancelled.is_set())
+        self.assertEqual(event_loop_threads(), [])
+        self.assertEqual(self.engine.cursor("hooks", self.engine.partition_of("k")), 0)
+        delivered = []
+
+        async def record(fact):
+            delivered.append((fact.id, fact.attempt))
+
+        with wharf.Runtime(self.engine, "workers=0") as runtime:
+            runtime.subscribe("hooks", "OrderPlaced", record)
+            runtime.drain()
+        self.assertEqual(delivered, [(fact_id, 1)])  # at least once: again, after the stop
+
+    def test_closing_the_engine_stops_the_event_loop(self):
+        self.commit("OrderPlaced", "k", "x")
+
+        async def hook(fact):
+            pass
+
+        runtime = wharf.Runtime(self.engine, "workers=0")
+        runtime.subscribe("hooks", "OrderPlaced", hook)
+        runtime.drain()
+        self.assertEqual(len(event_loop_threads()), 1)
+        self.engine.close()  # stops the runtime: its loop has nothing left to complete
+        self.assertEqual(event_loop_threads(), [])
+        with self.assertRaises(wharf.Closed):
+            runtime.drain()
+        runtime.close()
+        self.engine = self.open()
+
+    def test_coroutines_cancelled_before_their_first_step_are_closed(self):
+        # The loop stopping right after a delivery was handed to it cancels the task before it
+        # ran: the handler's coroutine, never started, is closed (no "never awaited" warning).
+        async def handler_body():
+            pass
+
+        handler = wharf._Handler(lambda fact: None, "h")
+        states = []
+        for _ in range(20):
+            loop = wharf._EventLoop()
+            inner = handler_body()
+            future = loop.submit(wharf._settle(handler, inner))
+            # Delivery 0 was never issued: wharf_delivery_done refuses it, quietly.
+            future.add_done_callback(lambda done, inner=inner: wharf._complete(0, inner, done))
+            loop.stop()
+            self.assertTrue(future.done())
+            states.append((future.cancelled(), inspect.getcoroutinestate(inner)))
+        self.assertIn((True, inspect.CORO_CLOSED), states)  # the case happened at least once
+        self.assertEqual({state for _, state in states}, {inspect.CORO_CLOSED})
+        self.assertEqual(event_loop_threads(), [])
+
+    def test_async_kinds_refused_and_awaitables_from_sync_handlers_fail(self):
+        self.commit("OrderPlaced", "k", "x")
+        traces = []
+
+        async def nothing(*args):
+            pass
+
+        with wharf.Runtime(self.engine, "workers=1;" + self.FAST_RETRY,
+                           trace=lambda level, name, consumer, fact_id, reason:
+                           traces.append((name, reason))) as runtime:
+            for register in (runtime.project, runtime.react, runtime.tap):
+                with self.assertRaises(TypeError) as caught:
+                    register("c", ["OrderPlaced"], nothing)
+                self.assertIn("async def", str(caught.exception))
+            # A lambda around an async def looks synchronous: its coroutine is refused, closed.
+            runtime.subscribe("wrapped", "OrderPlaced", lambda fact: nothing(fact),
+                              {"max_attempts": 1})
+            runtime.start()
+            self.assertTrue(wait_until(lambda: self.engine.dead_letters("wrapped") != []))
+        (letter,) = self.engine.dead_letters("wrapped")
+        self.assertIn("subscriber-failed: TypeError: the handler returned <coroutine",
+                      letter.reason)
+        self.assertIn(("attempts-exhausted", letter.reason[len("attempts-exhausted: "):]),
+                      traces)
+
+    def test_bad_consumer_options_name_the_value(self):
+        async def hook(fact):
+            pass
+
+        def sync_hook(fact):
+            pass
+
+        with wharf.Runtime(self.engine, "workers=0") as runtime:
+            for fn in (hook, sync_hook):
+                for options, needle in [({"key_concurrency": 0}, "key_concurrency 0"),
+                                        ({"key_concurrency": 5000}, "key_concurrency"),
+                                        ("max_attempts=x", "max_attempts"),
+                                        ({"handler_timeout_ms": 0}, "handler_timeout_ms"),
+                                        ({"key_concurrency": 8, "key_window_facts": 4},
+                                         "key_window_facts"),
+                                        ({"key_concurrency": 2, "ordering": "global"},
+                                         "global")]:
+                    with self.assertRaises(wharf.InvalidArgument, msg=repr(options)) as caught:
+                        runtime.subscribe("hooks", "OrderPlaced", fn, options)
+                    self.assertIn(needle, str(caught.exception))
+            self.assertEqual(runtime._handlers, [])
+        self.assertEqual(wharf._callbacks, {})  # refused registrations released their handlers
 
 
 class TestAdminOps(EngineTestCase):
@@ -716,6 +1077,45 @@ class TestExit(unittest.TestCase):
                     txn.emit("A", b"x", key=str(j))
         print("committed", flush=True)
         """)
+
+    # async def subscribers at exit: coroutines in flight (one sleeping for an hour), the event
+    # loop's thread running. The exit must neither hang nor warn (never awaited, task destroyed).
+    ASYNC_SCRIPT = textwrap.dedent("""
+        import asyncio, os, sys, threading
+        import wharf
+        engine = wharf.Engine(os.path.join(sys.argv[1], "db"), "partitions=4")
+        engine.declare_types("A")
+        runtime = wharf.Runtime(engine, "workers=2")
+        started = threading.Event()
+        async def hook(fact):
+            started.set()
+            await asyncio.sleep(3600 if fact.payload == b"forever" else 0.001)
+        runtime.subscribe("hooks", ["A"], hook, {"key_concurrency": 8})
+        runtime.start()
+        with engine.begin() as txn:
+            txn.emit("A", b"forever", key="f")
+            for j in range(200):
+                txn.emit("A", b"x", key=str(j))
+        assert started.wait(30)
+        print("committed", flush=True)
+        """)
+
+    def run_script(self, script):
+        # The directory the package under test was imported from (the source tree, or a venv).
+        here = os.path.dirname(os.path.dirname(os.path.abspath(wharf.__file__)))
+        env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        with tempfile.TemporaryDirectory(prefix="wharf-py-exit-") as scratch:
+            return subprocess.run([sys.executable, "-X", "dev", "-c", script, scratch],
+                                  env=env, capture_output=True, text=True, timeout=120)
+
+    def test_exit_with_async_handlers_in_flight(self):
+        for run in range(2):
+            begin = time.monotonic()
+            result = self.run_script(self.ASYNC_SCRIPT)
+            self.assertEqual((result.returncode, result.stdout), (0, "committed\n"),
+                             f"run {run}: {result.stderr}")
+            self.assertEqual(result.stderr, "")
+            self.assertLess(time.monotonic() - begin, 60)
 
     def test_exit_with_a_started_runtime(self):
         # The directory the package under test was imported from (the source tree, or a venv).

@@ -24,14 +24,6 @@ std::vector<std::string> Split(const std::string& path) {
   return parts;
 }
 
-std::string TypeOfSchema(const std::string& schema) {
-  constexpr std::string_view kPrefix = "schema.";
-  if (schema.size() > kPrefix.size() && schema.compare(0, kPrefix.size(), kPrefix) == 0) {
-    return schema.substr(kPrefix.size());
-  }
-  return schema;
-}
-
 // The byte offset of the first JSON syntax error in `text` (a small recursive-descent scan run
 // only after simdjson refused the payload, which reports no position), or npos when none is found
 // (e.g. invalid UTF-8 inside a string).
@@ -161,7 +153,7 @@ KeyFromPayload MakeKeyFromPayload(const Model& model) {
     for (const SchemaMapping& mapping : input.mapping) {
       Paths paths;
       for (const std::string& field : mapping.fields) paths.push_back(Split(field));
-      table->emplace(TypeOfSchema(mapping.schema), std::make_pair(paths, mapping.fields));
+      table->emplace(SchemaType(mapping.schema), std::make_pair(paths, mapping.fields));
     }
   }
   if (table->empty()) return {};

@@ -2,8 +2,12 @@
 #include "engine/declarative/model.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <utility>
+
+#include "engine/relay/relay_config.h"
+#include "wharf/relay.h"
 
 namespace wharf::declarative {
 
@@ -56,8 +60,42 @@ const char* ToString(DeclaredConsumerKind value) {
       return "reaction";
     case DeclaredConsumerKind::kSubscriber:
       return "subscriber";
+    case DeclaredConsumerKind::kRelay:
+      return "relay";
   }
   return "?";
+}
+
+Ordering ToOrdering(OrderKind value) {
+  switch (value) {
+    case OrderKind::kGlobal:
+      return Ordering::kGlobal;
+    case OrderKind::kPartition:
+      return Ordering::kPartition;
+    case OrderKind::kNone:
+      return Ordering::kNone;
+  }
+  return Ordering::kPartition;
+}
+
+std::string SchemaType(std::string_view schema) {
+  constexpr std::string_view kPrefix = "schema.";
+  if (schema.size() > kPrefix.size() && schema.starts_with(kPrefix)) {
+    return std::string(schema.substr(kPrefix.size()));
+  }
+  return std::string(schema);
+}
+
+std::vector<std::string> RelayTypes(const Model& model, const DeclaredConsumer& relay) {
+  if (relay.has_types) return relay.types;
+  std::vector<std::string> types;
+  const InputRuntime* input = model.FindInput(relay.input);
+  if (input == nullptr) return types;
+  for (const SchemaMapping& mapping : input->mapping) {
+    std::string type = SchemaType(mapping.schema);
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  }
+  return types;
 }
 
 const char* ToString(ProofOutcome value) {
@@ -115,6 +153,51 @@ Status LoadEngineOptions(const std::string& file, EngineOptions* options) {
   return Status::OK();
 }
 
+namespace {
+
+// The options of `consumer`, declared in a validated model.
+ConsumerOptions OptionsOf(const Model& model, const DeclaredConsumer& consumer,
+                          ConsumerOptions options) {
+  const InputRuntime* input = model.FindInput(consumer.input);
+  options.consumer_id = consumer.id;
+  if (input != nullptr) {
+    options.ordering = ToOrdering(input->ordering);
+    const Pool* pool = model.PoolOf(*input);
+    if (pool != nullptr && pool->member_concurrency_mark) {
+      options.key_concurrency = pool->member_concurrency;
+    }
+  }
+  if (consumer.batch_facts) options.batch_facts = *consumer.batch_facts;
+  return options;
+}
+
+// What registering one declared relay takes, read from the file once.
+struct RelayRegistration {
+  std::string name;
+  std::vector<std::string> types;
+  internal::RelayConfig config;
+  ConsumerOptions options;
+};
+
+// Registers the relays when the runtime starts, after `before` (a hook set earlier).
+std::function<Status(Runtime&)> RegisterRelays(std::vector<RelayRegistration> relays,
+                                               std::function<Status(Runtime&)> before) {
+  return [relays = std::move(relays), before = std::move(before)](Runtime& runtime) {
+    if (before) {
+      Status s = before(runtime);
+      if (!s.ok()) return s;
+    }
+    for (const RelayRegistration& relay : relays) {
+      Status s = runtime.Relay(relay.name, relay.types, internal::MakeRelaySink(relay.config),
+                               relay.options);
+      if (!s.ok()) return s;
+    }
+    return Status::OK();
+  };
+}
+
+}  // namespace
+
 Status LoadRuntimeOptions(const std::string& file, RuntimeOptions* options) {
   Model model;
   Status s = LoadModel(file, &model);
@@ -132,6 +215,24 @@ Status LoadRuntimeOptions(const std::string& file, RuntimeOptions* options) {
   }
   if (workers > 0) options->workers = workers;
   if (assignments.size() == 1) options->assignment = *assignments.begin();
+  std::vector<RelayRegistration> relays;
+  for (const DeclaredConsumer& consumer : model.consumers) {
+    if (consumer.kind != DeclaredConsumerKind::kRelay || !consumer.relay) continue;
+    RelayRegistration& relay = relays.emplace_back();
+    relay.name = consumer.id;
+    relay.types = RelayTypes(model, consumer);
+    std::vector<internal::RelayOption> pairs;
+    for (const RelayOption& option : consumer.relay->options) {
+      pairs.emplace_back(option.key, option.value);
+    }
+    s = internal::ParseRelayOptions(pairs, &relay.config);
+    if (!s.ok()) return Status::Internal("validated relay options refused: " + s.message());
+    relay.options = OptionsOf(model, consumer, {});
+  }
+  if (!relays.empty()) {
+    options->register_at_start =
+        RegisterRelays(std::move(relays), std::move(options->register_at_start));
+  }
   return Status::OK();
 }
 
@@ -142,20 +243,10 @@ Status LoadConsumerOptions(const std::string& file, const std::string& consumer_
   if (!s.ok()) return s;
   for (const DeclaredConsumer& consumer : model.consumers) {
     if (consumer.id != consumer_id) continue;
-    const InputRuntime* input = model.FindInput(consumer.input);
-    if (input == nullptr) return Status::Internal("validated consumer without input");
-    options->consumer_id = consumer_id;
-    switch (input->ordering) {
-      case OrderKind::kGlobal:
-        options->ordering = Ordering::kGlobal;
-        break;
-      case OrderKind::kPartition:
-        options->ordering = Ordering::kPartition;
-        break;
-      case OrderKind::kNone:
-        options->ordering = Ordering::kNone;
-        break;
+    if (model.FindInput(consumer.input) == nullptr) {
+      return Status::Internal("validated consumer without input");
     }
+    *options = OptionsOf(model, consumer, std::move(*options));
     return Status::OK();
   }
   return Status::NotFound("consumer '" + consumer_id + "' is not declared in " + file);

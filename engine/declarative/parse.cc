@@ -379,8 +379,14 @@ class Parser {
           has_workers = Uint(p->second, MarkOf(p->first), "workers", 1, 1024, &pool.workers);
           if (!has_workers) pool.workers = 1;  // reported; keep the pool declared
           has_workers = true;
+        } else if (key == "member_concurrency") {
+          pool.member_concurrency_mark = MarkOf(p->first);
+          if (!Uint(p->second, MarkOf(p->first), "member_concurrency", 1, kMemberConcurrencyMax,
+                    &pool.member_concurrency)) {
+            pool.member_concurrency = 1;  // reported
+          }
         } else {
-          Unknown(MarkOf(p->first), key, where, {"workers"});
+          Unknown(MarkOf(p->first), key, where, {"workers", "member_concurrency"});
         }
       }
       if (!has_workers) Error(pool.mark, where + ": missing required key 'workers'");
@@ -411,16 +417,33 @@ class Parser {
           }
         } else if (key == "kind") {
           has_kind = true;
-          int v = Enum(it->second, mark, "consumer kind", {"projection", "reaction", "subscriber"});
-          if (v >= 0) consumer.kind = static_cast<DeclaredConsumerKind>(v);
+          consumer.kind_mark = mark;
+          int v = Enum(it->second, mark, "consumer kind",
+                       {"projection", "reaction", "subscriber", "relay"});
+          if (v >= 0) {
+            consumer.kind = static_cast<DeclaredConsumerKind>(v);
+            consumer.kind_known = true;
+          }
         } else if (key == "input") {
           has_input = true;
           if (ExpectScalar(it->second, mark, "consumer input")) {
             consumer.input = it->second.Scalar();
             consumer.input_mark = MarkOf(it->second);
           }
+        } else if (key == "batch_facts") {
+          uint32_t value = 0;
+          if (Uint(it->second, mark, "batch_facts", 1, kDeclaredBatchFactsMax, &value)) {
+            consumer.batch_facts = value;
+          }
+        } else if (key == "types") {
+          consumer.has_types = true;
+          consumer.types_mark = mark;
+          Types(it->second, mark, &consumer);
+        } else if (key == "relay") {
+          Relay(it->second, mark, &consumer);
         } else {
-          Unknown(mark, key, "a consumer", {"id", "kind", "input"});
+          Unknown(mark, key, "a consumer",
+                  {"id", "kind", "input", "batch_facts", "types", "relay"});
         }
       }
       if (!has_id) Error(consumer.mark, "consumer: missing required key 'id'");
@@ -428,6 +451,48 @@ class Parser {
       if (!has_input) Error(consumer.mark, "consumer: missing required key 'input'");
       model_->consumers.push_back(std::move(consumer));
     }
+  }
+
+  // `types: [A, B]`: fact type names, non-empty, each once.
+  void Types(const YamlNode& node, Mark key_mark, DeclaredConsumer* consumer) {
+    if (!node.IsSequence() || node.size() == 0) {
+      Error(node.IsNull() ? key_mark : MarkOf(node),
+            "types must be a non-empty list of fact types");
+      return;
+    }
+    std::set<std::string> seen;
+    for (const YamlNode& type : node.Items()) {
+      if (!type.IsScalar() || type.Scalar().empty()) {
+        Error(MarkOf(type), "types: a fact type must be a non-empty string");
+      } else if (!seen.insert(type.Scalar()).second) {
+        Error(MarkOf(type), "types: '" + type.Scalar() + "' is listed twice");
+      } else {
+        consumer->types.push_back(type.Scalar());
+        consumer->type_marks.push_back(MarkOf(type));
+      }
+    }
+  }
+
+  // `relay: {kind: ..., url: ..., ...}`: kept as written; validate.cc checks the options with the
+  // relay's own parser.
+  void Relay(const YamlNode& node, Mark key_mark, DeclaredConsumer* consumer) {
+    DeclaredRelay relay;
+    relay.mark = key_mark;
+    relay.is_map = ExpectMap(node, key_mark, "relay");
+    if (relay.is_map) {
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        Mark mark = MarkOf(it->first);
+        const std::string& key = it->first.Scalar();
+        // The value is not quoted in the error: it may be a secret.
+        if (!it->second.IsScalar()) {
+          Error(it->second.IsNull() ? mark : MarkOf(it->second),
+                "relay option '" + key + "' must be a scalar value");
+          continue;
+        }
+        relay.options.push_back({key, it->second.Scalar(), mark});
+      }
+    }
+    consumer->relay = std::move(relay);
   }
 
   const std::string& file_;

@@ -2,10 +2,18 @@
 #include <map>
 #include <set>
 
+#include "engine/core/engine_core.h"
 #include "engine/declarative/model.h"
+#include "engine/relay/relay_config.h"
+#include "wharf/relay.h"
 
 namespace wharf::declarative {
 namespace {
+
+// Keys of a relay's option string (C ABI, Python) that a declarative file gives elsewhere.
+bool IsConsumerKey(const std::string& key) {
+  return key == "consumer_id" || key == "batch_facts" || key == "ordering";
+}
 
 class Validator {
  public:
@@ -19,6 +27,11 @@ class Validator {
   void Consumers();
 
  private:
+  void Consumer(const DeclaredConsumer& consumer, const InputRuntime* input);
+  void MemberConcurrency(const DeclaredConsumer& consumer, const InputRuntime& input);
+  void RelayTypes(const DeclaredConsumer& consumer, const InputRuntime& input);
+  void RelayOptions(const DeclaredConsumer& consumer, const InputRuntime* input);
+
   void Error(Mark mark, std::string message) {
     errors_->push_back({model_.file, mark, std::move(message)});
   }
@@ -64,6 +77,16 @@ void Validator::Input(const InputRuntime& input) {
   if (!input.pool.empty() && pool_ids_.count(input.pool) == 0) {
     Error(input.pool_mark, where + ": pool '" + input.pool + "' is not declared under 'pools'");
   }
+  const Pool* pool = model_.PoolOf(input);
+  if (pool != nullptr && pool->member_concurrency > 1 && input.ordering_known &&
+      input.ordering == OrderKind::kGlobal) {
+    Error(input.pool_mark,
+          where + ": ordering 'global' is one lane delivering every fact in id order, but pool '" +
+              pool->id + "' declares member_concurrency " +
+              std::to_string(pool->member_concurrency) +
+              " (facts of different keys at once): use ordering 'partition', or a pool with "
+              "member_concurrency 1");
+  }
 }
 
 void Validator::KeyedMapping(const InputRuntime& input, const std::string& where) {
@@ -93,6 +116,9 @@ void Validator::Consumers() {
   std::map<std::string, Mark> ids;
   for (const DeclaredConsumer& consumer : model_.consumers) {
     if (!consumer.id.empty()) {
+      // The runtime would refuse it at Start: say so now.
+      Status name = internal::ValidateName("consumer id", consumer.id, kTypeBytesMax);
+      if (!name.ok()) Error(consumer.id_mark, name.message());
       auto [it, inserted] = ids.emplace(consumer.id, consumer.id_mark);
       if (!inserted) {
         Error(consumer.id_mark, "duplicate consumer id '" + consumer.id + "' (first declared at " +
@@ -100,11 +126,145 @@ void Validator::Consumers() {
                                     std::to_string(it->second.column) + ")");
       }
     }
+    const InputRuntime* input = nullptr;
     if (!consumer.input.empty() && input_names_.count(consumer.input) == 0) {
       Error(consumer.input_mark,
             "consumer '" + consumer.id + "' is bound to unknown input '" + consumer.input +
                 "' (expected <operation>/<input> declared under runtime.outboxes)");
+    } else if (!consumer.input.empty()) {
+      input = model_.FindInput(consumer.input);
     }
+    if (consumer.kind_known) Consumer(consumer, input);
+  }
+}
+
+// The fields that depend on the consumer's kind (checked once the kind is known).
+void Validator::Consumer(const DeclaredConsumer& consumer, const InputRuntime* input) {
+  const bool relay = consumer.kind == DeclaredConsumerKind::kRelay;
+  const std::string what = std::string(ToString(consumer.kind)) + " '" + consumer.id + "'";
+  if (!relay && consumer.has_types) {
+    Error(consumer.types_mark,
+          what +
+              ": 'types' is read only for relays (this consumer takes the types its code "
+              "registers)");
+  }
+  if (!relay && consumer.relay) {
+    Error(consumer.relay->mark, what + ": 'relay' options are only for kind 'relay'");
+  }
+  if (relay && !consumer.relay) {
+    Error(consumer.kind_mark, what +
+                                  ": missing required key 'relay' (its options: kind, url, stream "
+                                  "or subject, ...; wharf/relay.h)");
+  }
+  if (relay && consumer.relay && consumer.relay->is_map) RelayOptions(consumer, input);
+  if (input == nullptr) return;
+  if (relay) RelayTypes(consumer, *input);
+  MemberConcurrency(consumer, *input);
+}
+
+// member_concurrency > 1 runs facts of different keys of a lane at once: subscribers only.
+void Validator::MemberConcurrency(const DeclaredConsumer& consumer, const InputRuntime& input) {
+  const Pool* pool = model_.PoolOf(input);
+  if (pool == nullptr || pool->member_concurrency <= 1) return;
+  if (consumer.kind == DeclaredConsumerKind::kSubscriber) return;
+  const char* why = consumer.kind == DeclaredConsumerKind::kRelay
+                        ? "a relay publishes its lane's facts in id order, a batch at a time (a "
+                          "stream's entry ids only grow)"
+                        : "its effects commit with its cursor a batch at a time, in id order";
+  Error(consumer.input_mark,
+        std::string(ToString(consumer.kind)) + " '" + consumer.id + "' is bound to input '" +
+            input.Name() + "', whose pool '" + pool->id + "' declares member_concurrency " +
+            std::to_string(pool->member_concurrency) + ", which only subscribers take: " + why +
+            " (bind it to an input of a pool with member_concurrency 1)");
+}
+
+// A relay's types: listed, or its keyed input's mapped schemas; a keyed input admits only those.
+void Validator::RelayTypes(const DeclaredConsumer& consumer, const InputRuntime& input) {
+  const std::string what = "relay '" + consumer.id + "'";
+  for (size_t i = 0; i < consumer.types.size(); ++i) {
+    Status name = internal::ValidateName("fact type", consumer.types[i], kTypeBytesMax);
+    if (!name.ok()) Error(consumer.type_marks[i], what + ": " + name.message());
+  }
+  if (!input.partitioning_known) return;
+  if (input.partitioning != PartitionKind::kKeyed) {
+    if (!consumer.has_types) {
+      Error(consumer.kind_mark, what + ": missing required key 'types' (input '" + input.Name() +
+                                    "' is not keyed, so no mapping names the fact types it takes)");
+    }
+    return;
+  }
+  std::set<std::string> mapped;
+  std::string listed;
+  for (const SchemaMapping& mapping : input.mapping) {
+    mapped.insert(SchemaType(mapping.schema));
+    listed += (listed.empty() ? "" : ", ") + SchemaType(mapping.schema);
+  }
+  for (size_t i = 0; i < consumer.types.size(); ++i) {
+    if (mapped.count(consumer.types[i]) != 0) continue;
+    Error(consumer.type_marks[i], what + " takes type '" + consumer.types[i] +
+                                      "', which keyed input '" + input.Name() +
+                                      "' does not map (it maps: " + listed +
+                                      "); the input admits only the schemas it maps");
+  }
+}
+
+// The `relay:` options, through the relay's own parser (no connection). Each option is checked
+// with the kind alone, so that its error is placed at its key; then all of them together (rules
+// across keys), then the sink against the input's ordering. Values are never quoted by this code
+// (a password or token must not reach an error); the parser quotes only values it refuses, and it
+// refuses no user, password or token.
+void Validator::RelayOptions(const DeclaredConsumer& consumer, const InputRuntime* input) {
+  const DeclaredRelay& relay = *consumer.relay;
+  const std::string what = "relay '" + consumer.id + "': ";
+  const RelayOption* kind = nullptr;
+  const RelayOption* target = nullptr;
+  bool ok = true;
+  for (const RelayOption& option : relay.options) {
+    if (option.key.empty()) {
+      Error(option.key_mark, what + "a relay option has an empty key");
+      ok = false;
+    } else if (IsConsumerKey(option.key)) {
+      Error(option.key_mark,
+            what + "'" + option.key +
+                "' is not a relay option in a declarative file: the cursor name is the "
+                "consumer's 'id', 'batch_facts' is a consumer field, and the ordering is its "
+                "input's");
+      ok = false;
+    } else if (option.key == "kind") {
+      kind = &option;
+    } else if (option.key == "stream" || option.key == "subject") {
+      target = &option;
+    }
+  }
+  if (kind == nullptr) {
+    Error(relay.mark, what + "relay options: kind is missing (redis_streams or nats_jetstream)");
+    return;
+  }
+  internal::RelayConfig config;
+  for (const RelayOption& option : relay.options) {
+    if (option.key.empty() || IsConsumerKey(option.key)) continue;  // reported above
+    std::vector<internal::RelayOption> pair{{"kind", kind->value}};
+    if (&option != kind) pair.emplace_back(option.key, option.value);
+    Status s = internal::ParseRelayOptions(pair, &config);
+    if (s.ok()) continue;
+    Error(option.key_mark, what + s.message());
+    if (&option == kind) return;  // every other key depends on it
+    ok = false;
+  }
+  if (!ok) return;
+  std::vector<internal::RelayOption> pairs;
+  for (const RelayOption& option : relay.options) pairs.emplace_back(option.key, option.value);
+  Status s = internal::ParseRelayOptions(pairs, &config);
+  if (!s.ok()) {
+    Error(relay.mark, what + s.message());
+    return;
+  }
+  if (input == nullptr || !input->ordering_known) return;
+  s = internal::MakeRelaySink(config)->Validate(consumer.id, ToOrdering(input->ordering));
+  if (!s.ok()) {
+    Error(target != nullptr ? target->key_mark : relay.mark,
+          s.message() + " (ordering comes from input '" + input->Name() +
+              "': " + ToString(input->ordering) + ")");
   }
 }
 

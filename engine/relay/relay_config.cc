@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "engine/base/option_string.h"
 #include "engine/relay/nats_sink.h"
@@ -84,24 +85,31 @@ Status CheckTls(std::optional<std::string_view> tls_value, RelayConfig* parsed) 
 }  // namespace
 
 Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
+  std::vector<RelayOption> pairs;
+  Status split = ForEachOption(text, [&](std::string_view key, std::string_view value) {
+    pairs.emplace_back(key, value);
+    return Status::OK();
+  });
+  if (!split.ok()) return split;
+  return ParseRelayOptions(pairs, config);
+}
+
+Status ParseRelayOptions(std::span<const RelayOption> pairs, RelayConfig* config) {
   RelayConfig parsed;
   bool have_kind = false;
   std::string_view kind_name;
   // Keys are checked against the kind after the kind is known (it may come last).
-  std::vector<std::pair<std::string_view, std::string_view>> pairs;
-  Status split = ForEachOption(text, [&](std::string_view key, std::string_view value) {
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [key, value] = pairs[i];
     if (key.empty()) return Bad("'=" + std::string(value) + "' has no key");
-    for (const auto& [seen, ignored] : pairs) {
-      if (seen == key) return Bad("'" + std::string(key) + "' is given twice");
+    for (size_t j = 0; j < i; ++j) {
+      if (pairs[j].first == key) return Bad("'" + std::string(key) + "' is given twice");
     }
-    pairs.emplace_back(key, value);
     if (key == "kind") {
       kind_name = value;
       have_kind = true;
     }
-    return Status::OK();
-  });
-  if (!split.ok()) return split;
+  }
   if (!have_kind) return Bad("kind is missing (redis_streams or nats_jetstream)");
   if (kind_name == "redis_streams") {
     parsed.kind = RelayKind::kRedisStreams;
@@ -171,6 +179,7 @@ Status ParseRelayConfig(std::string_view text, RelayConfig* config) {
   }
   if (!redis) {
     Status s = CheckTls(tls_value, &parsed);
+    if (s.ok()) s = CheckNatsTls(parsed);  // the files load as the connection will load them
     if (!s.ok()) return s;
   }
   std::string host;
@@ -201,6 +210,13 @@ std::string ExpandTemplate(std::string_view target, const Fact& fact) {
     }
   }
   return out;
+}
+
+std::unique_ptr<RelaySink> MakeRelaySink(RelayConfig config) {
+  if (config.kind == RelayKind::kRedisStreams) {
+    return std::make_unique<RedisStreamsSink>(std::move(config));
+  }
+  return std::make_unique<NatsJetStreamSink>(std::move(config));
 }
 
 bool TemplateHasPartition(std::string_view target) {
@@ -242,13 +258,7 @@ Status MakeRelaySink(std::string_view options_text, std::unique_ptr<RelaySink>* 
   internal::RelayConfig config;
   Status s = internal::ParseRelayConfig(options_text, &config);
   if (!s.ok()) return s;
-  if (config.kind == internal::RelayKind::kRedisStreams) {
-    *sink = std::make_unique<internal::RedisStreamsSink>(std::move(config));
-  } else {
-    s = internal::CheckNatsTls(config);
-    if (!s.ok()) return s;
-    *sink = std::make_unique<internal::NatsJetStreamSink>(std::move(config));
-  }
+  *sink = internal::MakeRelaySink(std::move(config));
   return Status::OK();
 }
 

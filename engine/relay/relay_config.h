@@ -3,12 +3,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "wharf/fact.h"
 #include "wharf/options.h"
 #include "wharf/status.h"
+
+namespace wharf {
+class RelaySink;  // wharf/relay.h
+}  // namespace wharf
 
 namespace wharf::internal {
 
@@ -35,10 +42,19 @@ struct RelayConfig {
   uint64_t maxlen = 0;  // Redis only: XADD MAXLEN ~ maxlen (0: no trimming)
 };
 
+// One option as a key and its value.
+using RelayOption = std::pair<std::string_view, std::string_view>;
+
 // Parses `text` ("kind=...;url=...;..."). Unknown key, a key the kind does not take, a bad
 // number, a missing kind, a bad template, or a TLS file that cannot be read: InvalidArgument
 // naming it.
 Status ParseRelayConfig(std::string_view text, RelayConfig* config);
+// The same checks on options already split into keys and values (a declarative file's `relay:`
+// mapping, whose values may hold ';' or blanks). *config is set only when OK.
+Status ParseRelayOptions(std::span<const RelayOption> options, RelayConfig* config);
+
+// The sink a checked config describes (does not connect).
+std::unique_ptr<RelaySink> MakeRelaySink(RelayConfig config);
 
 // The template with {type} and {partition} replaced by the fact's.
 std::string ExpandTemplate(std::string_view target, const Fact& fact);

@@ -38,6 +38,23 @@ struct StringViewHash {
   size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
 };
 
+// What a consumer runs: one of these is set (the relay's sink for a relay).
+struct ConsumerHandlers {
+  ProjectFn project;  // projections and reactions
+  SubscribeFn subscribe;
+  AsyncSubscribeFn subscribe_async;  // SubscribeAsync, or a subscriber with key_concurrency > 1
+  TapFn tap;
+  std::shared_ptr<RelaySink> relay;
+};
+
+// Handlers with one member set: HandlersWith(&ConsumerHandlers::tap, std::move(fn)).
+template <typename Fn>
+ConsumerHandlers HandlersWith(Fn ConsumerHandlers::*member, Fn fn) {
+  ConsumerHandlers handlers;
+  handlers.*member = std::move(fn);
+  return handlers;
+}
+
 struct Consumer {
   ConsumerKind kind;
   std::string name;
@@ -46,6 +63,8 @@ struct Consumer {
   std::unordered_set<std::string, StringViewHash, std::equal_to<>> types;
   ProjectFn project;  // projections and reactions
   SubscribeFn subscribe;
+  // Set: the lanes deliver through a window (lane_window.cc), key_concurrency facts at once.
+  AsyncSubscribeFn subscribe_async;
   TapFn tap;
   std::shared_ptr<RelaySink> relay;  // relays (kind kSubscriber): lanes publish batches to it
   ConsumerOptions options;

@@ -9,6 +9,7 @@
 #include "engine/base/futex.h"
 #include "engine/core/engine_core.h"
 #include "engine/runtime/effects.h"
+#include "engine/runtime/handler_scope.h"
 #include "engine/runtime/leases.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
@@ -17,18 +18,18 @@
 
 namespace wharf {
 namespace internal {
-namespace {
 
-// The reason the handler running on this thread gave (SetFailureReason), while one runs.
 thread_local std::string* t_failure_reason = nullptr;
+thread_local uint32_t t_delivery_attempt = 0;
 
-}  // namespace
 }  // namespace internal
 
 void SetFailureReason(std::string_view reason) {
   if (internal::t_failure_reason == nullptr) return;  // not inside a handler
   internal::t_failure_reason->assign(reason.substr(0, kFailureReasonBytesMax));
 }
+
+uint32_t DeliveryAttempt() { return internal::t_delivery_attempt; }
 
 namespace internal {
 namespace {
@@ -80,6 +81,7 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
   durable_.persisted_bytes.assign(n, std::nullopt);
   durable_.scanned.assign(n, 0);
   durable_.stored_retry.assign(n, 0);
+  if (consumer_->subscribe_async) InitWindow();
 }
 
 bool Lane::CanPipeline() const {
@@ -151,24 +153,30 @@ void Lane::Want(uint64_t fact_id) {
   }
 }
 
+Status Lane::ReadAfter(size_t index, uint64_t after, uint64_t durable, size_t chunk,
+                       std::vector<FactPtr>* entries, uint64_t* covered) const {
+  const uint32_t partition = partitions_[index];
+  // Facts at or below the retention floor are removed (a bound may pass the position).
+  const uint64_t from = std::max(after, context_.core->store()->floors()->Get(partition)) + 1;
+  if (context_.cache->Read(partition, from, durable, chunk, entries, covered)) return Status::OK();
+  // One allocation for the chunk: each entry shares the vector's ownership (aliasing).
+  auto facts = std::make_shared<std::vector<Fact>>();
+  facts->reserve(chunk);
+  Status s = context_.core->ReadFacts(partition, from, durable, chunk, facts.get());
+  if (!s.ok()) return s;
+  for (const Fact& fact : *facts) entries->push_back(FactPtr(facts, &fact));
+  *covered = facts->size() == chunk ? facts->back().id : durable;
+  return Status::OK();
+}
+
 Status Lane::CollectBatch(uint32_t limit, std::vector<FactPtr>* entries) {
   const uint64_t durable = context_.core->committer()->durable_lsn();
   const size_t chunk = std::max<size_t>(kReadChunkMin, limit);
   uint64_t cutoff = durable;
   for (size_t i = 0; i < partitions_.size(); ++i) {
-    uint32_t partition = partitions_[i];
-    // Facts at or below the retention floor are removed (a bound may pass the position).
-    uint64_t from = std::max(position_[i], context_.core->store()->floors()->Get(partition)) + 1;
     uint64_t covered = 0;
-    if (!context_.cache->Read(partition, from, durable, chunk, entries, &covered)) {
-      // One allocation for the chunk: each entry shares the vector's ownership (aliasing).
-      auto facts = std::make_shared<std::vector<Fact>>();
-      facts->reserve(chunk);
-      Status s = context_.core->ReadFacts(partition, from, durable, chunk, facts.get());
-      if (!s.ok()) return s;
-      for (const Fact& fact : *facts) entries->push_back(FactPtr(facts, &fact));
-      covered = facts->size() == chunk ? facts->back().id : durable;
-    }
+    Status s = ReadAfter(i, position_[i], durable, chunk, entries, &covered);
+    if (!s.ok()) return s;
     cutoff = std::min(cutoff, covered);
   }
   // Merge the partitions (global ordering) and keep what every partition is complete up to.
@@ -194,29 +202,6 @@ Status Lane::CollectBatch(uint32_t limit, std::vector<FactPtr>* entries) {
   return Status::OK();
 }
 
-namespace {
-
-// Runs one handler call with a slot for its failure reason.
-class ReasonScope {
- public:
-  explicit ReasonScope(std::string* slot) { t_failure_reason = slot; }
-  ~ReasonScope() { t_failure_reason = nullptr; }
-  ReasonScope(const ReasonScope&) = delete;
-  ReasonScope& operator=(const ReasonScope&) = delete;
-};
-
-// A reason as traced and stored: at most kFailureReasonBytesMax bytes, on one line (control
-// characters become spaces, so log lines and `wharf dead list` rows stay whole).
-std::string Bounded(std::string text) {
-  if (text.size() > kFailureReasonBytesMax) text.resize(kFailureReasonBytesMax);
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return text;
-}
-
-}  // namespace
-
 // What a handler call produced.
 struct HandlerCall {
   Outcome outcome = Outcome::kFailed;
@@ -235,7 +220,7 @@ HandlerCall Lane::CallHandler(const Fact& fact, Txn* txn) {
   HandlerCall call;
   EffectsImpl effects_impl(txn, consumer_, &fact, this);
   try {
-    ReasonScope scope(&call.given);
+    HandlerScope scope(&call.given, AttemptsOf(fact.id) + 1);
     if (consumer_->relay != nullptr) {
       // Relay: the broker's answer for the fact, published with its batch (RunBatch).
       call.outcome = relay_batch_.OutcomeOf(fact, &call.given);
@@ -348,6 +333,10 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
     }
     std::string reason = call.Reason(call.outcome == Outcome::kRetry ? "retry" : "failed");
     const char* failed_name = relay ? "relay-failed" : "subscriber-failed";
+    if (AttemptsExhausted()) {
+      return SettleFailed(rep, mark, fact, "attempts-exhausted",
+                          ExhaustedReason(failed_name, reason));
+    }
     NoteRetry(fact, attempt_, failed_name + (": " + reason));
     (*context_.trace)(TraceEvent::Level::kWarning, failed_name, consumer_, fact.id,
                       std::move(reason), attempt_);
@@ -359,6 +348,10 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
   Truncate(rep, mark);  // a failed fact's effects are not applied
   if (call.outcome == Outcome::kRetry && !threw) {
     std::string reason = call.Reason("retry requested");
+    if (AttemptsExhausted()) {
+      return SettleFailed(rep, mark, fact, "attempts-exhausted",
+                          ExhaustedReason("handler-retry", reason));
+    }
     NoteRetry(fact, attempt_, "handler-retry: " + reason);
     (*context_.trace)(TraceEvent::Level::kInfo, "handler-retry", consumer_, fact.id,
                       std::move(reason), attempt_);
@@ -369,6 +362,17 @@ Lane::Step Lane::Deliver(const Fact& fact, Txn* txn) {
   }
   return SettleFailed(rep, mark, fact, OutcomeTraceName(call.outcome),
                       call.Reason(call.outcome == Outcome::kRejected ? "rejected" : "failed"));
+}
+
+bool Lane::AttemptsExhausted() const {
+  const uint32_t most = consumer_->options.max_attempts;
+  return most != 0 && attempt_ >= most;
+}
+
+std::string Lane::ExhaustedReason(std::string_view name, std::string_view reason) const {
+  return Bounded(std::to_string(attempt_) + " deliveries failed (max_attempts " +
+                 std::to_string(consumer_->options.max_attempts) +
+                 "); the last: " + std::string(name) + ": " + std::string(reason));
 }
 
 Lane::Step Lane::SettleFailed(TxnRep* rep, const TxnMark& mark, const Fact& fact,
@@ -695,6 +699,8 @@ void Lane::ApplySucceeded(Batch* batch) {
   }
   durable_.position = batch->position;
   durable_.scanned = batch->scanned;
+  // The window's facts the batch passed are done with (durable, or advanced over in memory).
+  if (window_) window_->PopBefore(window_->SeqAfter(batch->position[0]));
   PublishPassed(*batch);
 }
 
@@ -790,6 +796,7 @@ Status Lane::LoadCursors() {
   Status s = LoadRetryRecords();
   if (!s.ok()) return s;
   ForgetPassed();
+  if (window_) ResetWindow();  // its facts were read from the old position
   // Whatever is durable beyond the cursors may hold facts the consumer takes: look at it.
   Want(context_.core->committer()->durable_lsn());
   return Status::OK();

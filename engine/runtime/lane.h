@@ -39,6 +39,8 @@
 #include "engine/relay/relay_batch.h"
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/consumer_metrics.h"
+#include "engine/runtime/delivery.h"
+#include "engine/runtime/key_window.h"
 #include "engine/runtime/tail_cache.h"
 #include "engine/runtime/trace.h"
 #include "wharf/engine.h"
@@ -58,11 +60,13 @@ struct LaneCompletion {
   Status status;
 };
 
-// Receives the outcomes of a lane's asynchronous commits (on the committer's thread).
+// Receives the outcomes of a lane's asynchronous commits (on the committer's thread), and wake-ups
+// for deliveries an asynchronous handler finished (any thread).
 class CompletionSink {
  public:
   virtual ~CompletionSink() = default;
   virtual void Post(LaneCompletion completion) = 0;
+  virtual void Wake() = 0;
 };
 
 // What a lane uses of its runtime; everything outlives the lane.
@@ -85,7 +89,28 @@ class Lane {
   // The worker that runs the lane and receives its completions (set before it starts).
   uint32_t worker() const { return worker_; }
   void set_worker(uint32_t worker) { worker_ = worker; }
-  void set_completions(CompletionSink* sink) { completions_ = sink; }
+  void set_completions(CompletionSink* sink) {
+    completions_ = sink;
+    if (inbox_) inbox_->set_waker(sink);
+  }
+
+  // Subscribers that deliver concurrently or asynchronously (key_concurrency > 1, or
+  // Runtime::SubscribeAsync) hand facts over through a KeyWindow rather than in batches
+  // (lane_window.cc). Their commits carry the finished prefix's cursor advance and dead letters
+  // through the same pipeline (PushBatch, Settle) as batches.
+  bool windowed() const { return window_ != nullptr; }
+  // One pass: applies finished deliveries and timeouts, reads durable facts into the window,
+  // hands ready facts over (up to key_concurrency at once), and commits the finished prefix.
+  // Returns whether it did anything; lowers *next_ms to its earliest deadline (SteadyMs). With
+  // `blocking` (Drain, Stop), the commit is waited for.
+  bool RunWindow(bool blocking, int64_t now_ms, int64_t* next_ms);
+  // Drain (the control thread, workers paused): runs the window until everything durable is
+  // finished and committed, or a fact backs off (*stuck). Returns whether it did anything.
+  bool DrainWindow(bool* stuck);
+  // Stop (no worker runs the lane any more, nothing in flight): commits what finished (with
+  // `commit`), abandons the deliveries still running (delivered again next time) and closes the
+  // inbox, so that a later Done is refused.
+  void FinishWindow(bool commit);
 
   // Any batch of the lane is committing (or waiting for an earlier one to complete).
   bool in_flight() const { return in_flight_.load(); }
@@ -183,6 +208,25 @@ class Lane {
   bool AddDeadLetter(TxnRep* rep, const Fact& fact, std::string_view name, std::string_view reason,
                      bool counted = true);
   void BackOff();
+  // max_attempts reached by the delivery `attempt_` that just failed.
+  bool AttemptsExhausted() const;
+  std::string ExhaustedReason(std::string_view name, std::string_view reason) const;
+  // Reads facts of the partition at `index` after `after` up to `durable`, at most `chunk`
+  // (appended to *entries); *covered: no fact of it up to there is missing from what was read.
+  Status ReadAfter(size_t index, uint64_t after, uint64_t durable, size_t chunk,
+                   std::vector<FactPtr>* entries, uint64_t* covered) const;
+  // lane_window.cc: the window's steps.
+  void InitWindow();
+  bool TakeFinishedDeliveries();
+  void ExpireDeliveries(int64_t now_ms, int64_t* next_ms);
+  bool FillWindow();
+  bool DispatchWindow(int64_t now_ms);
+  bool CommitWindow(bool blocking);
+  void ApplyDelivery(uint64_t seq, const DeliveryState& delivery);
+  // A delivery failed (`name`: the trace event): backs off, or settles it when attempts ran out.
+  void FailWindowEntry(uint64_t seq, const char* name, std::string reason);
+  // Forgets the window (the lane's position changed under it); abandons running deliveries.
+  void ResetWindow();
   // A batch whose commit was submitted (or whose in-memory advance waits for those before it).
   struct Batch {
     uint64_t number = 0;
@@ -308,6 +352,13 @@ class Lane {
   std::vector<uint64_t> pending_stored_retry_;
   // Relays: the batch as published to the sink, which CallHandler reads each fact's outcome from.
   RelayBatch relay_batch_;
+  // Windowed lanes (lane_window.cc): the facts beyond the head position, finished deliveries
+  // waiting for the lane, and how far facts were read into the window.
+  std::unique_ptr<KeyWindow> window_;
+  std::shared_ptr<DeliveryInbox> inbox_;
+  uint64_t window_read_to_ = 0;
+  bool retry_record_due_ = false;  // the retry record of retry_fact_id_ changed: store it
+  std::vector<std::shared_ptr<DeliveryState>> finished_;  // scratch
 };
 
 }  // namespace wharf::internal

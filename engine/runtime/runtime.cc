@@ -24,34 +24,57 @@ Runtime::~Runtime() { impl_->Stop().PermitUncheckedError(); }
 
 Status Runtime::Project(std::string name, std::vector<std::string> types, ProjectFn handler,
                         ConsumerOptions options) {
-  return impl_->Register(ConsumerKind::kProjection, std::move(name), std::move(types),
-                         std::move(handler), nullptr, nullptr, std::move(options));
+  return impl_->Register(
+      ConsumerKind::kProjection, std::move(name), std::move(types),
+      internal::HandlersWith(&internal::ConsumerHandlers::project, std::move(handler)),
+      std::move(options));
 }
 Status Runtime::React(std::string name, std::vector<std::string> types, ProjectFn handler,
                       ConsumerOptions options) {
-  return impl_->Register(ConsumerKind::kReaction, std::move(name), std::move(types),
-                         std::move(handler), nullptr, nullptr, std::move(options));
+  return impl_->Register(
+      ConsumerKind::kReaction, std::move(name), std::move(types),
+      internal::HandlersWith(&internal::ConsumerHandlers::project, std::move(handler)),
+      std::move(options));
 }
 Status Runtime::Subscribe(std::string name, std::vector<std::string> types, SubscribeFn handler,
                           ConsumerOptions options) {
-  return impl_->Register(ConsumerKind::kSubscriber, std::move(name), std::move(types), nullptr,
-                         std::move(handler), nullptr, std::move(options));
+  return impl_->Register(
+      ConsumerKind::kSubscriber, std::move(name), std::move(types),
+      internal::HandlersWith(&internal::ConsumerHandlers::subscribe, std::move(handler)),
+      std::move(options));
+}
+Status Runtime::SubscribeAsync(std::string name, std::vector<std::string> types,
+                               AsyncSubscribeFn handler, ConsumerOptions options) {
+  return impl_->Register(
+      ConsumerKind::kSubscriber, std::move(name), std::move(types),
+      internal::HandlersWith(&internal::ConsumerHandlers::subscribe_async, std::move(handler)),
+      std::move(options));
 }
 Status Runtime::Tap(std::string name, std::vector<std::string> types, TapFn handler,
                     ConsumerOptions options) {
-  return impl_->Register(ConsumerKind::kTap, std::move(name), std::move(types), nullptr, nullptr,
-                         std::move(handler), std::move(options));
+  return impl_->Register(
+      ConsumerKind::kTap, std::move(name), std::move(types),
+      internal::HandlersWith(&internal::ConsumerHandlers::tap, std::move(handler)),
+      std::move(options));
 }
 Status Runtime::Relay(std::string name, std::vector<std::string> types,
                       std::shared_ptr<RelaySink> sink, ConsumerOptions options) {
   if (sink == nullptr) return Status::InvalidArgument("relay '" + name + "' has no sink");
   Status s = sink->Validate(name, options.ordering);
   if (!s.ok()) return s;
-  return impl_->Register(ConsumerKind::kSubscriber, std::move(name), std::move(types), nullptr,
-                         nullptr, nullptr, std::move(options), std::move(sink));
+  return impl_->Register(
+      ConsumerKind::kSubscriber, std::move(name), std::move(types),
+      internal::HandlersWith(&internal::ConsumerHandlers::relay, std::move(sink)),
+      std::move(options));
 }
-Status Runtime::Start() { return impl_->Start(); }
-Status Runtime::Drain() { return impl_->Drain(); }
+Status Runtime::Start() {
+  Status s = impl_->RegisterAtStart(*this);
+  return s.ok() ? impl_->Start() : s;
+}
+Status Runtime::Drain() {
+  Status s = impl_->RegisterAtStart(*this);
+  return s.ok() ? impl_->Drain() : s;
+}
 Status Runtime::Stop() { return impl_->Stop(); }
 Status Runtime::ReleaseDueTimers(size_t* released) { return impl_->ReleaseDueTimers(released); }
 const std::string& Runtime::instance() const { return impl_->instance(); }
@@ -99,11 +122,49 @@ RuntimeImpl::RuntimeImpl(Engine* engine, RuntimeOptions options)
   if (options_.instance.empty()) options_.instance = RandomUuid();
 }
 
+namespace {
+
+// The options of concurrent and asynchronous delivery (key_concurrency & co.), as a whole.
+Status CheckDeliveryOptions(const std::string& name, const ConsumerHandlers& handlers,
+                            const ConsumerOptions& options) {
+  const std::string who = "consumer '" + name + "': ";
+  if (options.key_concurrency < 1 || options.key_concurrency > kKeyConcurrencyMax) {
+    return Status::InvalidArgument(who + "key_concurrency " +
+                                   std::to_string(options.key_concurrency) + " is not in 1.." +
+                                   std::to_string(kKeyConcurrencyMax));
+  }
+  const bool windowed = handlers.subscribe_async || options.key_concurrency > 1;
+  if (options.key_concurrency > 1 && !handlers.subscribe && !handlers.subscribe_async) {
+    return Status::InvalidArgument(
+        who +
+        "key_concurrency > 1 is for subscribers (projections and reactions commit their "
+        "effects in order; a relay publishes whole batches, pipelined)");
+  }
+  if (windowed && options.ordering == Ordering::kGlobal) {
+    return Status::InvalidArgument(
+        who +
+        "ordering=global cannot deliver concurrently or asynchronously (one order over "
+        "all facts): use ordering=partition, which keeps the order of each key");
+  }
+  if (options.key_window_facts != 0 && (options.key_window_facts < options.key_concurrency ||
+                                        options.key_window_facts > kKeyWindowFactsMax)) {
+    return Status::InvalidArgument(who + "key_window_facts " +
+                                   std::to_string(options.key_window_facts) + " is not in " +
+                                   std::to_string(options.key_concurrency) +
+                                   " (key_concurrency).." + std::to_string(kKeyWindowFactsMax));
+  }
+  if (options.handler_timeout_ms == 0) {
+    return Status::InvalidArgument(who + "handler_timeout_ms must be >= 1");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 RuntimeImpl::~RuntimeImpl() { Stop().PermitUncheckedError(); }
 
 Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
-                             ProjectFn project, SubscribeFn subscribe, TapFn tap,
-                             ConsumerOptions options, std::shared_ptr<RelaySink> relay) {
+                             ConsumerHandlers handlers, ConsumerOptions options) {
   Status s = ValidateName("consumer name", name, kTypeBytesMax);
   if (!s.ok()) return s;
   if (started_ || lanes_built_) {
@@ -115,8 +176,19 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
     s = ValidateName("fact type of consumer '" + name + "'", type, kTypeBytesMax);
     if (!s.ok()) return s;
   }
-  if (!project && !subscribe && !tap && !relay) {
+  if (!handlers.project && !handlers.subscribe && !handlers.subscribe_async && !handlers.tap &&
+      !handlers.relay) {
     return Status::InvalidArgument("consumer '" + name + "' has no handler");
+  }
+  s = CheckDeliveryOptions(name, handlers, options);
+  if (!s.ok()) return s;
+  if (handlers.subscribe && options.key_concurrency > 1) {
+    // Concurrency per key goes through the window: the handler's outcome completes the delivery.
+    handlers.subscribe_async = [fn = std::move(handlers.subscribe)](const Fact& fact,
+                                                                    Delivery delivery) {
+      delivery.Done(fn(fact)).PermitUncheckedError();  // refused only after a throw: not here
+    };
+    handlers.subscribe = nullptr;
   }
   if (!options.consumer_id.empty()) {
     s = ValidateName("consumer id", options.consumer_id, kTypeBytesMax);
@@ -131,18 +203,32 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
   consumer->name = std::move(name);
   consumer->type_list = std::move(types);
   consumer->types.insert(consumer->type_list.begin(), consumer->type_list.end());
-  consumer->project = std::move(project);
-  consumer->subscribe = std::move(subscribe);
-  consumer->tap = std::move(tap);
+  consumer->project = std::move(handlers.project);
+  consumer->subscribe = std::move(handlers.subscribe);
+  consumer->subscribe_async = std::move(handlers.subscribe_async);
+  consumer->tap = std::move(handlers.tap);
+  const bool relay = handlers.relay != nullptr;
   // A relay's batch is published pipelined: the larger, the fewer round trips.
   constexpr uint32_t kRelayBatchFacts = 256;
   consumer->batch_facts = options.batch_facts ? options.batch_facts
                           : relay             ? kRelayBatchFacts
                                               : DefaultBatch(kind);
-  consumer->relay = std::move(relay);
+  consumer->relay = std::move(handlers.relay);
   consumer->max_depth = options.max_depth ? options.max_depth : options_.max_depth;
   consumer->options = std::move(options);
   consumers_.push_back(std::move(consumer));
+  return Status::OK();
+}
+
+Status RuntimeImpl::RegisterAtStart(Runtime& runtime) {
+  if (!options_.register_at_start || started_ || lanes_built_ || stopping_) return Status::OK();
+  const size_t before = consumers_.size();
+  Status s = options_.register_at_start(runtime);
+  if (!s.ok()) {
+    consumers_.resize(before);  // Start fails without side effects; the hook runs again next time
+    return s;
+  }
+  options_.register_at_start = nullptr;
   return Status::OK();
 }
 
@@ -382,7 +468,8 @@ void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) {
     if (!consumer->durable()) continue;
     ConsumerMetrics metrics;
     metrics.consumer = consumer->id;
-    metrics.kind = ToString(consumer->kind);
+    metrics.kind =
+        consumer->relay ? "relay" : ToString(consumer->kind);  // a relay's kind is kSubscriber
     metrics.instance = options_.instance;
     int64_t oldest_ms = 0;
     for (const auto& lane : lanes_) {
@@ -482,6 +569,12 @@ Status RuntimeImpl::Stop() {
   if (timers_) timers_->Stop();
   taps_.Stop();
   const bool orderly = core_->CheckOpen().ok() && !abandoned_.load();
+  // No worker runs the lanes now: windowed lanes commit what finished and refuse later Dones.
+  for (const auto& lane : lanes_) {
+    if (lane->windowed()) {
+      lane->FinishWindow(orderly && (workers_.size() == 0 || lane->consumer()->owned.load()));
+    }
+  }
   // Cursors advanced over skipped facts in memory (workers persisted theirs; a runtime that was
   // only drained persists here).
   if (workers_.size() == 0 && orderly) {
@@ -515,6 +608,19 @@ Status RuntimeImpl::Drain() {
     for (const auto& owned : lanes_) {
       Lane* lane = owned.get();
       if (!lane->ReloadCursorsIfNeeded()) continue;
+      if (lane->windowed()) {
+        bool backing_off = false;
+        if (!stuck.count(lane)) progress |= lane->DrainWindow(&backing_off);
+        if (backing_off) {
+          stuck.insert(lane);
+          if (result.ok()) {
+            result = Status::Busy("consumer '" + lane->consumer()->id +
+                                  "' could not deliver everything pending (a fact backs off "
+                                  "after a failed delivery); see its trace events");
+          }
+        }
+        continue;
+      }
       while (!stuck.count(lane) && lane->HasUnscanned()) {
         lane->ClearRetry();
         bool ran = lane->RunBatch(/*blocking=*/true);

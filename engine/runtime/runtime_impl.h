@@ -40,8 +40,10 @@ class RuntimeImpl : public DurableListener {
   ~RuntimeImpl() override;
 
   Status Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
-                  ProjectFn project, SubscribeFn subscribe, TapFn tap, ConsumerOptions options,
-                  std::shared_ptr<RelaySink> relay = nullptr);
+                  ConsumerHandlers handlers, ConsumerOptions options);
+  // Calls options_.register_at_start with `runtime` (its facade) unless it already succeeded or
+  // registration is over; on failure drops the consumers it registered.
+  Status RegisterAtStart(Runtime& runtime);
   Status Start();
   Status Drain();
   Status Stop();

@@ -132,6 +132,10 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
     }
   }
   for (Lane* lane : worker->lanes) {
+    if (lane->windowed()) {
+      did_work |= RunWindowedLane(lane, now_ms, next_ms);
+      continue;
+    }
     if (!lane->in_flight()) {
       lane->RecountIfRequested();  // a snapshot asked for the lag (first time, or after a gap)
     } else if (!lane->CanPipeline()) {
@@ -151,6 +155,24 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
     if (lane->dirty_since_ms() != 0) {
       *next_ms = std::min(*next_ms, lane->dirty_since_ms() + persist_ms);
     }
+  }
+  return did_work;
+}
+
+bool WorkerPool::RunWindowedLane(Lane* lane, int64_t now_ms, int64_t* next_ms) {
+  // Deliveries go on while commits are in flight; the window's commit waits for its turn
+  // (CanPipeline), and a reload of the cursors for the pipeline to drain.
+  if (!lane->in_flight()) lane->RecountIfRequested();
+  if (!lane->consumer()->owned.load()) return false;
+  if (!lane->in_flight() && !lane->ReloadCursorsIfNeeded()) return false;
+  bool did_work = false;
+  if (lane->retry_at_ms() <= now_ms) {
+    did_work = lane->RunWindow(/*blocking=*/false, now_ms, next_ms);
+    if (!did_work) did_work = lane->PersistIfDue(/*force=*/false, /*blocking=*/false);
+  }
+  if (lane->retry_at_ms() > now_ms) *next_ms = std::min(*next_ms, lane->retry_at_ms());
+  if (lane->dirty_since_ms() != 0) {
+    *next_ms = std::min(*next_ms, lane->dirty_since_ms() + options_->cursor_persist_ms);
   }
   return did_work;
 }

@@ -68,6 +68,7 @@ class WorkerPool {
       completions.enqueue(completion);
       wake.signal();
     }
+    void Wake() override { wake.signal(); }
     bool InFlight() const;
     void Wait(int64_t timeout_ms);  // < 0: no timeout
     void ApplyCompletions();
@@ -78,6 +79,8 @@ class WorkerPool {
   bool ParkIfPaused(Worker* worker);
   // One pass over the worker's lanes; returns whether it did work, and the earliest deadline.
   bool RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms);
+  // A windowed lane's pass (Lane::RunWindow), persisting skipped facts when due.
+  bool RunWindowedLane(Lane* lane, int64_t now_ms, int64_t* next_ms);
   void Finish(Worker* worker);
 
   EngineCore* const core_;

@@ -193,7 +193,7 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
     OpenEngine();
     ASSERT_NO_FATAL_FAILURE(Verify()) << "after cut " << cut;
   }
-  // The cuts met pipelined lanes (lane_batches_in_flight, default 4).
+  // The cuts met pipelined lanes (lane_batches_in_flight, default 8).
   EXPECT_GE(most_in_flight, 2u);
   // Finally everything is delivered: the subscriber saw every A fact at least once.
   {

@@ -893,5 +893,378 @@ TEST(DeclarativeHostileTest, DirectoryIsRefusedEverywhere) {
   EXPECT_NE(r.out.find("absent.yaml:0:0: cannot read the file"), std::string::npos) << r.out;
 }
 
+// Relays (issue 23) and member_concurrency (issue 22) in the file.
+
+// Two inputs, `op.a/in.k` (keyed: schema.A and B on [t]; ordering partition) and `op.a/in.g`
+// (unkeyed; ordering global), on pool.w (2 workers); `consumers` start at line 18.
+std::string WithConsumers(const std::string& consumers, const std::string& pools = kPools) {
+  return pools +
+         "runtime:\n"
+         "  outboxes:\n"
+         "    op.a:\n"
+         "      in.k:\n"
+         "        delivery: at_least_once\n"
+         "        partitioning: {kind: keyed, mapping: {schema.A: [t], B: [t]}}\n"
+         "        ordering: partition\n"
+         "        dispatch: {pool: pool.w, member_assignment: {kind: consistent_hash}}\n"
+         "      in.g:\n"
+         "        delivery: at_least_once\n"
+         "        partitioning: {kind: none}\n"
+         "        ordering: global\n"
+         "        dispatch: {pool: pool.w, member_assignment: {kind: consistent_hash}}\n"
+         "consumers:\n" +
+         consumers;
+}
+
+// Goal: a relay's options go through the relay's own parser, each error at its key's
+// line:column naming it; the consumer's own options are refused inside `relay:` with where they
+// go; a value with ';' and blanks is fine (no option string is built).
+TEST(DeclarativeRelayTest, BadOptionsAreReportedAtTheirKeys) {
+  auto errors =
+      Errors(WithConsumers("  - id: r1\n"
+                           "    kind: relay\n"
+                           "    input: op.a/in.k\n"
+                           "    relay:\n"
+                           "      kind: redis_streams\n"
+                           "      maxlen: lots\n"
+                           "      shard: 3\n"
+                           "      ordering: global\n"
+                           "      url: \"redis://u:p@host\"\n"
+                           "      password: \"a;b c\"\n"));
+  EXPECT_TRUE(HasError(
+      errors, "t.yaml:23:7: relay 'r1': relay options: maxlen='lots' is not a number >= 0"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:24:7: relay 'r1': relay options: unknown key 'shard' for "
+                       "kind=redis_streams (url, stream, user, password, timeout_ms, in_flight, "
+                       "maxlen)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:25:7: relay 'r1': 'ordering' is not a relay option in a declarative "
+                       "file: the cursor name is the consumer's 'id', 'batch_facts' is a consumer "
+                       "field, and the ordering is its input's"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:26:7: relay 'r1': relay options: url='redis://u:p@host' is not "
+                       "redis://HOST[:PORT] (credentials go in user/password)"));
+  EXPECT_EQ(errors.size(), 4u);
+}
+
+// Goal: a template that would let several partition lanes share a stream or subject is refused
+// at the template's key unless the input's ordering is global (one lane); the sink's own check,
+// without a connection.
+TEST(DeclarativeRelayTest, TemplateFollowsTheInputsOrdering) {
+  auto errors =
+      Errors(WithConsumers("  - id: r2\n"
+                           "    kind: relay\n"
+                           "    input: op.a/in.k\n"
+                           "    relay:\n"
+                           "      kind: nats_jetstream\n"
+                           "      subject: \"orders.{type}\"\n"
+                           "  - id: r3\n"
+                           "    kind: relay\n"
+                           "    input: op.a/in.g\n"
+                           "    types: [A]\n"
+                           "    relay: {kind: nats_jetstream, subject: \"orders.{type}\"}\n"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind("t.yaml:23:7: relay 'r2': subject='orders.{type}' would let the lanes "
+                            "of several partitions publish to one subject",
+                            0),
+            0u)
+      << errors[0];
+  EXPECT_NE(errors[0].find("(ordering comes from input 'op.a/in.k': partition)"), std::string::npos)
+      << errors[0];
+}
+
+// Goal: the fields a relay needs, and those only a relay takes, each reported where it is.
+TEST(DeclarativeRelayTest, RelayFieldsAndTypes) {
+  auto errors =
+      Errors(WithConsumers("  - id: r3\n"                        // 18
+                           "    kind: relay\n"                   // 19
+                           "    input: op.a/in.g\n"              // 20
+                           "    relay:\n"                        // 21
+                           "      url: redis://h\n"              // 22
+                           "  - id: r4\n"                        // 23
+                           "    kind: relay\n"                   // 24
+                           "    input: op.a/in.g\n"              // 25
+                           "    types: [A]\n"                    // 26
+                           "  - id: r5\n"                        // 27
+                           "    kind: subscriber\n"              // 28
+                           "    input: op.a/in.k\n"              // 29
+                           "    types: [A]\n"                    // 30
+                           "    relay: {kind: redis_streams}\n"  // 31
+                           "  - id: r6\n"                        // 32
+                           "    kind: relay\n"                   // 33
+                           "    input: op.a/in.k\n"              // 34
+                           "    types: [A, C]\n"                 // 35
+                           "    relay: {kind: redis_streams}\n"  // 36
+                           "  - id: r7\n"                        // 37
+                           "    kind: relay\n"                   // 38
+                           "    input: op.a/in.g\n"              // 39
+                           "    relay: {kind: kafka}\n"          // 40
+                           "  - id: r8\n"                        // 41
+                           "    kind: relay\n"                   // 42
+                           "    input: op.a/in.k\n"              // 43
+                           "    types: [A, A]\n"                 // 44
+                           "    batch_facts: 0\n"                // 45
+                           "    relay: {kind: redis_streams}\n"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:19:5: relay 'r3': missing required key 'types' (input 'op.a/in.g' "
+                       "is not keyed, so no mapping names the fact types it takes)"));
+  EXPECT_TRUE(HasError(
+      errors,
+      "t.yaml:21:5: relay 'r3': relay options: kind is missing (redis_streams or nats_jetstream)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:24:5: relay 'r4': missing required key 'relay' (its options: kind, "
+                       "url, stream or subject, ...; wharf/relay.h)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:30:5: subscriber 'r5': 'types' is read only for relays (this "
+                       "consumer takes the types its code registers)"));
+  EXPECT_TRUE(
+      HasError(errors, "t.yaml:31:5: subscriber 'r5': 'relay' options are only for kind 'relay'"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:35:16: relay 'r6' takes type 'C', which keyed input 'op.a/in.k' "
+                       "does not map (it maps: A, B); the input admits only the schemas it maps"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:38:5: relay 'r7': missing required key 'types' (input 'op.a/in.g' "
+                       "is not keyed, so no mapping names the fact types it takes)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:40:13: relay 'r7': relay options: kind='kafka' is not one of "
+                       "redis_streams, nats_jetstream"));
+  EXPECT_TRUE(HasError(errors, "t.yaml:44:16: types: 'A' is listed twice"));
+  EXPECT_TRUE(
+      HasError(errors, "t.yaml:45:18: batch_facts must be a whole number in [1, 65536], not '0'"));
+  EXPECT_EQ(errors.size(), 10u);
+}
+
+// Goal: a relay's secrets never reach an error, whatever is wrong around them.
+TEST(DeclarativeRelayTest, SecretsAreNeverQuoted) {
+  auto errors = Errors(
+      WithConsumers("  - id: r1\n"
+                    "    kind: relay\n"
+                    "    input: op.a/in.k\n"
+                    "    relay:\n"
+                    "      kind: nats_jetstream\n"
+                    "      password: hunter2\n"
+                    "      token: [hunter3]\n"
+                    "      \"\": hunter4\n"
+                    "      timeout_ms: 0\n"
+                    "      user: hunter5\n"
+                    "  - id: r1\n"
+                    "    kind: relay\n"
+                    "    input: op.a/in.k\n"
+                    "    relay: {kind: redis_streams, password: hunter6, paswd: hunter7}\n"));
+  EXPECT_GE(errors.size(), 5u);
+  for (const std::string& error : errors) {
+    EXPECT_EQ(error.find("hunter"), std::string::npos) << error;
+  }
+  EXPECT_TRUE(HasError(errors, "t.yaml:24:14: relay option 'token' must be a scalar value"));
+  EXPECT_TRUE(HasError(errors, "t.yaml:25:8: relay 'r1': a relay option has an empty key"));
+}
+
+// Goal: seed 002's member_concurrency is a pool's, 1..4096; it reaches a subscriber as
+// key_concurrency, and refuses what it cannot mean (a global order, projections, relays).
+TEST(DeclarativeMemberConcurrencyTest, AcceptedOnThePoolAndBounded) {
+  Model model;
+  std::vector<Diagnostic> diagnostics;
+  ASSERT_OK(LoadModel(Data("relay.yaml"), &model, &diagnostics));
+  ASSERT_EQ(model.pools.size(), 2u);
+  EXPECT_EQ(model.pools[0].member_concurrency, 1u);
+  EXPECT_EQ(model.pools[1].member_concurrency, 8u);
+  ConsumerOptions options;
+  ASSERT_OK(LoadConsumerOptions(Data("relay.yaml"), "notifier", &options));
+  EXPECT_EQ(options.key_concurrency, 8u);
+  EXPECT_EQ(options.ordering, Ordering::kPartition);
+  ConsumerOptions relay;
+  ASSERT_OK(LoadConsumerOptions(Data("relay.yaml"), "orders-to-redis", &relay));
+  EXPECT_EQ(relay.key_concurrency, 1u);
+  EXPECT_EQ(relay.batch_facts, 64u);
+  EXPECT_EQ(relay.consumer_id, "orders-to-redis");
+
+  for (const char* bad : {"0", "4097", "many"}) {
+    auto errors = Errors(WithConsumers(
+        "",
+        std::string("pools:\n  pool.w:\n    workers: 2\n    member_concurrency: ") + bad + "\n"));
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_EQ(errors[0], std::string("t.yaml:4:25: member_concurrency must be a whole number in "
+                                     "[1, 4096], not '") +
+                             bad + "'");
+  }
+  // Under `dispatch` it is an unknown key: the pool owns it.
+  auto errors =
+      Errors(Input("        delivery: at_least_once\n"
+                   "        partitioning: {kind: none}\n"
+                   "        ordering: none\n"
+                   "        dispatch: {pool: pool.w, member_assignment: {kind: round_robin}, "
+                   "member_concurrency: 4}\n"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("unknown key 'member_concurrency' in dispatch"), std::string::npos)
+      << errors[0];
+
+  std::string pools = "pools:\n  pool.w:\n    workers: 2\n    member_concurrency: 4\n";
+  errors =
+      Errors(WithConsumers("  - {id: s, kind: subscriber, input: op.a/in.k}\n"
+                           "  - id: p\n"
+                           "    kind: projection\n"
+                           "    input: op.a/in.k\n"
+                           "  - id: r\n"
+                           "    kind: relay\n"
+                           "    input: op.a/in.k\n"
+                           "    relay: {kind: redis_streams}\n",
+                           pools));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:17:26: input 'op.a/in.g': ordering 'global' is one lane delivering "
+                       "every fact in id order, but pool 'pool.w' declares member_concurrency 4 "
+                       "(facts of different keys at once): use ordering 'partition', or a pool "
+                       "with member_concurrency 1"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:22:12: projection 'p' is bound to input 'op.a/in.k', whose pool "
+                       "'pool.w' declares member_concurrency 4, which only subscribers take: its "
+                       "effects commit with its cursor a batch at a time, in id order (bind it to "
+                       "an input of a pool with member_concurrency 1)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:25:12: relay 'r' is bound to input 'op.a/in.k', whose pool "
+                       "'pool.w' declares member_concurrency 4, which only subscribers take: a "
+                       "relay publishes its lane's facts in id order, a batch at a time (a "
+                       "stream's entry ids only grow) (bind it to an input of a pool with "
+                       "member_concurrency 1)"));
+  EXPECT_EQ(errors.size(), 3u);
+}
+
+const Proof& ProofOf(const InputProofs& input, const std::string& guarantee) {
+  for (const Proof& proof : input.proofs) {
+    if (proof.guarantee == guarantee) return proof;
+  }
+  static const Proof kMissing;
+  ADD_FAILURE() << "no proof " << guarantee;
+  return kMissing;
+}
+
+// Goal: with member_concurrency > 1 the serialization proof stops (facts of different keys
+// overlap) while the ordering proof holds per key; with 1, both hold per partition.
+TEST(DeclarativeMemberConcurrencyTest, ProofsStopAndHold) {
+  Model model;
+  std::vector<Diagnostic> diagnostics;
+  ASSERT_OK(LoadModel(Data("relay.yaml"), &model, &diagnostics));
+  std::vector<InputProofs> proofs = Prove(model);
+  ASSERT_EQ(proofs.size(), 2u);
+  const InputProofs& orders = proofs[0];
+  const InputProofs& notify = proofs[1];
+  ASSERT_EQ(notify.input, "op.orders/input.notify");
+  EXPECT_EQ(notify.member_concurrency, 8u);
+  EXPECT_EQ(orders.member_concurrency, 1u);
+
+  EXPECT_EQ(ProofOf(orders, "serialization").outcome, ProofOutcome::kEstablished);
+  EXPECT_EQ(ProofOf(orders, "serialization").scope, "per partition");
+  EXPECT_EQ(ProofOf(orders, "ordering").scope, "per partition");
+
+  const Proof& serialization = ProofOf(notify, "serialization");
+  EXPECT_EQ(serialization.outcome, ProofOutcome::kFailed);
+  EXPECT_NE(serialization.reason.find("member_concurrency 8 (pool 'pool.fanout'): up to that many "
+                                      "facts of different keys of one lane run at once"),
+            std::string::npos)
+      << serialization.reason;
+  const Proof& ordering = ProofOf(notify, "ordering");
+  EXPECT_EQ(ordering.outcome, ProofOutcome::kEstablished);
+  EXPECT_EQ(ordering.scope, "per key");
+  EXPECT_NE(
+      ordering.reason.find("the facts of one key never overlap and are delivered in id order"),
+      std::string::npos)
+      << ordering.reason;
+  const Proof& precedence = ProofOf(notify, "precedence");
+  EXPECT_EQ(precedence.scope, "per key");
+  EXPECT_NE(precedence.reason.find("holds back only the later items of its key"), std::string::npos)
+      << precedence.reason;
+
+  // A batching stage stops serialization whatever member_concurrency says (seed 002).
+  auto errors =
+      Errors(Input("        delivery: at_least_once\n"
+                   "        partitioning: {kind: keyed, mapping: {A: [t]}}\n"
+                   "        ordering: partition\n"
+                   "        dispatch: {pool: pool.w, member_assignment: {kind: round_robin}, "
+                   "batching: {ordering: preserved}}\n"),
+             &model);
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  proofs = Prove(model);
+  EXPECT_EQ(ProofOf(proofs[0], "serialization").outcome, ProofOutcome::kFailed);
+  EXPECT_NE(ProofOf(proofs[0], "serialization")
+                .reason.find("member_concurrency says nothing about parallelism inside a batch"),
+            std::string::npos);
+}
+
+// Goal: `wharf check` reports each relay with its input (broker, URL, template, types, order),
+// and member_concurrency with what it does to the proofs, in text and JSON; never a password.
+TEST(DeclarativeRelayTest, CheckReportsRelaysAndMemberConcurrency) {
+  CliResult r = RunCheck(Data("relay.yaml"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("input op.orders/input.orders (consumers: orders-to-redis)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  relay orders-to-redis: redis_streams redis://127.0.0.1:6379 -> "
+                       "orders:{partition} (types: OrderCreated)\n"
+                       "    order per partition   ordering: partition: each partition's lane "
+                       "publishes its facts in id order"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("input op.orders/input.notify (consumers: notifier; member_concurrency 8)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("ordering      established per key"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("serialization failed      none            member_concurrency 8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("hunter2"), std::string::npos) << r.out;
+
+  r = RunCheck(Data("relay.yaml") + " --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(R"("relays":[{"id":"orders-to-redis","broker":"redis_streams",)"
+                       R"("url":"redis://127.0.0.1:6379","target":"orders:{partition}",)"
+                       R"("types":["OrderCreated"],"order":"per partition","reason":")"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"("consumers":["notifier"],"member_concurrency":8,"proofs":[)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"({"guarantee":"ordering","outcome":"established","scope":"per key")"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"({"guarantee":"serialization","outcome":"failed","scope":"none")"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("hunter2"), std::string::npos) << r.out;
+}
+
+// Goal: `config=FILE` in the runtime options hands the file's relays to the runtime (to register
+// at start), and refuses a file whose relay options are bad with their file:line:column, in the
+// C++ option string and through the C ABI.
+TEST(DeclarativeRelayTest, RuntimeConfigOptionCarriesTheRelays) {
+  RuntimeOptions options;
+  ASSERT_OK(ParseRuntimeOptions("config=" + Data("relay.yaml"), &options));
+  EXPECT_TRUE(static_cast<bool>(options.register_at_start));
+  EXPECT_EQ(options.workers, 4u);
+  RuntimeOptions plain;
+  ASSERT_OK(ParseRuntimeOptions("config=" + Data("seed_full_example.yaml"), &plain));
+  EXPECT_FALSE(static_cast<bool>(plain.register_at_start));
+
+  TempDir dir;
+  std::string bad = dir.path() + "/bad.yaml";
+  std::ofstream(bad) << WithConsumers(
+      "  - id: r1\n"
+      "    kind: relay\n"
+      "    input: op.a/in.k\n"
+      "    relay:\n"
+      "      kind: redis_streams\n"
+      "      in_flight: 0\n");
+  Status s = ParseRuntimeOptions("config=" + bad, &options);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(s.message(),
+            bad + ":23:7: relay 'r1': relay options: in_flight='0' is not a number >= 1");
+  wharf_engine* engine = nullptr;
+  ASSERT_EQ(wharf_open(dir.db().c_str(), nullptr, &engine), WHARF_OK) << wharf_last_error();
+  wharf_runtime* runtime = nullptr;
+  std::string runtime_options = "config=" + bad;
+  EXPECT_EQ(wharf_runtime_new(engine, runtime_options.c_str(), &runtime), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wharf_last_error()).find("bad.yaml:23:7: relay 'r1'"), std::string::npos)
+      << wharf_last_error();
+  EXPECT_EQ(wharf_close(engine), WHARF_OK);
+}
+
 }  // namespace
 }  // namespace wharf::declarative

@@ -14,14 +14,7 @@ namespace {
 
 using testing::TempDir;
 
-template <typename Predicate>
-bool WaitFor(Predicate predicate, int timeout_ms = 20000) {
-  for (int i = 0; i < timeout_ms; ++i) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return predicate();
-}
+using testing::WaitFor;
 
 struct Traces {
   std::mutex mutex;

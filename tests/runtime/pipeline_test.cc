@@ -17,14 +17,7 @@ namespace {
 
 using testing::TempDir;
 
-template <typename Predicate>
-bool WaitFor(Predicate predicate, int timeout_ms = 60000) {
-  for (int i = 0; i < timeout_ms; ++i) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return predicate();
-}
+using testing::WaitFor;
 
 class PipelineTest : public ::testing::Test {
  protected:
@@ -226,7 +219,7 @@ TEST_F(PipelineTest, ARefusedBatchAmongBatchesInFlight) {
 
 TEST_F(PipelineTest, BadOptionValuesAreRefused) {
   RuntimeOptions options;
-  EXPECT_EQ(options.lane_batches_in_flight, 4u);
+  EXPECT_EQ(options.lane_batches_in_flight, 8u);
   Status s = ParseRuntimeOptions("lane_batches_in_flight=0", &options);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("lane_batches_in_flight"), std::string::npos) << s.ToString();

@@ -1,5 +1,7 @@
 // `wharf check FILE [--json]`: validates a declarative runtime file (SPEC.md §5) and reports, per
-// input, the guarantees its declaration establishes and why. Exit 0 when valid, 1 when not.
+// input, the guarantees its declaration establishes and why, its pool's member_concurrency, and
+// the relays bound to it (broker, URL, target template, order; never a password or token). Exit 0
+// when valid, 1 when not.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -33,11 +35,21 @@ int Check(const Context& context, const std::string& file) {
     for (const ConfigInput& input : proofs) {
       json.BeginObject().Key("input").String(input.input).Key("consumers").BeginArray();
       for (const std::string& consumer : input.consumers) json.String(consumer);
-      json.EndArray().Key("proofs").BeginArray();
+      json.EndArray().Key("member_concurrency").Uint(input.member_concurrency);
+      json.Key("proofs").BeginArray();
       for (const ConfigProof& proof : input.proofs) {
         json.BeginObject().Key("guarantee").String(proof.guarantee);
         json.Key("outcome").String(proof.outcome).Key("scope").String(proof.scope);
         json.Key("reason").String(proof.reason).EndObject();
+      }
+      json.EndArray().Key("relays").BeginArray();
+      for (const ConfigRelay& relay : input.relays) {
+        json.BeginObject().Key("id").String(relay.id).Key("broker").String(relay.broker);
+        json.Key("url").String(relay.url).Key("target").String(relay.target);
+        json.Key("types").BeginArray();
+        for (const std::string& type : relay.types) json.String(type);
+        json.EndArray().Key("order").String(relay.order);
+        json.Key("reason").String(relay.reason).EndObject();
       }
       json.EndArray().EndObject();
     }
@@ -58,11 +70,23 @@ int Check(const Context& context, const std::string& file) {
         for (const std::string& consumer : input.consumers) {
           consumers += (consumers.empty() ? "" : ", ") + consumer;
         }
+        std::string notes = consumers.empty() ? "" : "consumers: " + consumers;
+        if (input.member_concurrency > 1) {
+          notes += (notes.empty() ? "" : "; ") + std::string("member_concurrency ") +
+                   std::to_string(input.member_concurrency);
+        }
         std::printf("\ninput %s%s\n", input.input.c_str(),
-                    consumers.empty() ? "" : (" (consumers: " + consumers + ")").c_str());
+                    notes.empty() ? "" : (" (" + notes + ")").c_str());
         for (const ConfigProof& proof : input.proofs) {
           std::printf("  %-13s %-11s %-15s %s\n", proof.guarantee.c_str(), proof.outcome.c_str(),
                       proof.scope.c_str(), proof.reason.c_str());
+        }
+        for (const ConfigRelay& relay : input.relays) {
+          std::string types;
+          for (const std::string& type : relay.types) types += (types.empty() ? "" : ", ") + type;
+          std::printf("  relay %s: %s %s -> %s (types: %s)\n", relay.id.c_str(),
+                      relay.broker.c_str(), relay.url.c_str(), relay.target.c_str(), types.c_str());
+          std::printf("    order %-15s %s\n", relay.order.c_str(), relay.reason.c_str());
         }
       }
     }

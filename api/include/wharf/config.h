@@ -7,6 +7,7 @@
 // Thread safety: thread-safe (reads the file; no shared state).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,24 @@ struct ConfigProof {
   std::string reason;
 };
 
+// A relay the file declares (kind: relay), as bound to one input. Its secrets (user, password,
+// token) are never part of the report.
+struct ConfigRelay {
+  std::string id;                  // consumer id (and cursor name)
+  std::string broker;              // "redis_streams" | "nats_jetstream"
+  std::string url;                 // e.g. "redis://127.0.0.1:6379"
+  std::string target;              // the stream (Redis) or subject (NATS) template
+  std::vector<std::string> types;  // the fact types it relays
+  std::string order;               // "per partition", "global", "none"
+  std::string reason;              // why, in a sentence
+};
+
 struct ConfigInput {
   std::string input;  // "<operation>/<input>"
   std::vector<std::string> consumers;
   std::vector<ConfigProof> proofs;
+  std::vector<ConfigRelay> relays;  // the relays bound to the input, in declaration order
+  uint32_t member_concurrency = 1;  // of the pool dispatching the input
 };
 
 struct ConfigReport {

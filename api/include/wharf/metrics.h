@@ -70,7 +70,7 @@ struct ConsumerPartitionMetrics {
 // A durable consumer of a runtime attached to this engine (taps have no cursor and are not listed).
 struct ConsumerMetrics {
   std::string consumer;          // consumer id
-  std::string kind;              // "projection", "reaction", "subscriber"
+  std::string kind;              // "projection", "reaction", "subscriber", "relay"
   std::string instance;          // the runtime instance that registered it
   uint64_t delivered_total = 0;  // handler calls (a redelivery counts again)
   uint64_t handled_total = 0;    // outcomes of those calls

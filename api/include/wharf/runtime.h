@@ -15,15 +15,17 @@
 //   subscriber  side effects at the edge: the cursor advances only after the handler returned
 //               kHandled, so a fact is delivered at least once; idempotency (by fact id) is the
 //               handler's. kFailed / kRetry / a throw keep the cursor and retry with backoff;
-//               kRejected gives up on the fact (dead letter) and moves on.
+//               kRejected gives up on the fact (dead letter) and moves on. SubscribeAsync takes a
+//               handler that completes each delivery later (Delivery::Done), and
+//               `key_concurrency` lets facts of different keys be in the handler at once.
 //   tap         a live stream with no cursor and a bounded inbox: at most once; a tap that falls
 //               behind is severed (told through on_severed), never allowed to grow memory.
 //
-// Delivery is sequential per (consumer, partition) lane; a lane's next batch starts only after the
-// previous one committed. Handlers of different lanes run concurrently on different workers, so a
-// handler shared by partitions must be thread-safe. A throw is caught and treated as kFailed, its
-// what() becoming the failure's reason (or give one with SetFailureReason). Handlers must not
-// call Drain/Stop.
+// Delivery is sequential per (consumer, partition) lane unless a subscriber asks for
+// `key_concurrency` > 1 (then ordered per key within the lane). Handlers of different lanes run
+// concurrently on different workers, so a handler shared by partitions must be thread-safe. A throw
+// is caught and treated as kFailed, its what() becoming the failure's reason (or give one with
+// SetFailureReason). Handlers must not call Drain/Stop.
 //
 // Thread safety: registration, Start, Drain and Stop are called from one thread (not from a
 // handler). The Runtime must be destroyed (or stopped) before its Engine is closed.
@@ -64,8 +66,10 @@ enum class Assignment : uint8_t {
 };
 
 class RelaySink;  // wharf/relay.h
+class Runtime;
 
 namespace internal {
+class DeliveryState;
 class RuntimeImpl;
 class EffectsImpl;
 class RuntimeTestPeer;
@@ -101,8 +105,48 @@ class Effects {
 void SetFailureReason(std::string_view reason);
 inline constexpr size_t kFailureReasonBytesMax = 4096;
 
+// Inside a handler, on the thread running it: which delivery of the fact this call is. 1 on the
+// first; +1 on each redelivery of that fact to that consumer in this process, continuing across
+// restarts for a fact the consumer keeps failing on (its retry record holds the count). 0 outside
+// a handler. (The fact itself is shared by every consumer, so the count is not one of its fields.)
+uint32_t DeliveryAttempt();
+
+// One fact handed to an asynchronous subscriber (Runtime::SubscribeAsync), completed once, later,
+// from any thread, with Done(). A copyable handle to state shared with the runtime (which keeps
+// the fact alive for it); thread-safe. The delivery holds the fact's place in its key's order
+// until it is done: facts of the same key wait for it.
+class Delivery {
+ public:
+  Delivery() = default;  // empty: Done() refuses it
+  explicit operator bool() const { return state_ != nullptr; }
+  // The fact delivered, valid while any copy of this handle lives. Empty handle: a blank fact.
+  const Fact& fact() const;
+  // Which delivery of the fact this is (DeliveryAttempt()).
+  uint32_t attempt() const;
+  // Not done, timed out nor abandoned yet (a snapshot: it may change at once).
+  bool pending() const;
+  // Completes the delivery. kHandled: done, the cursor may pass the fact. kRejected: dead letter
+  // (`handler-rejected: <reason>`), the fact's key moves on. kFailed / kRetry: delivered again
+  // after a backoff (up to max_attempts). `reason` (cut at kFailureReasonBytesMax) says why.
+  // Only the first Done counts. InvalidArgument naming the fact when the delivery is no longer
+  // pending (done already, timed out after handler_timeout_ms and delivered again, or abandoned
+  // because the consumer moved to another instance or the runtime stopped), for an empty
+  // handle, or an outcome that is not one of the four; Closed when the runtime stopped after the
+  // delivery began (the fact is delivered again when the consumer runs next).
+  Status Done(Outcome outcome, std::string_view reason = {}) const;
+
+ private:
+  friend class internal::DeliveryState;
+  explicit Delivery(std::shared_ptr<internal::DeliveryState> state) : state_(std::move(state)) {}
+  std::shared_ptr<internal::DeliveryState> state_;
+};
+
 using ProjectFn = std::function<Outcome(const Fact& fact, Effects& effects)>;
 using SubscribeFn = std::function<Outcome(const Fact& fact)>;
+// An asynchronous subscriber's handler: starts the work for `fact` and returns at once; the work
+// calls delivery.Done(...) when it finished (on any thread, possibly before the handler
+// returned). A throw before Done counts as kFailed with the exception's text.
+using AsyncSubscribeFn = std::function<void(const Fact& fact, Delivery delivery)>;
 using TapFn = std::function<void(const Fact& fact)>;
 
 struct ConsumerOptions {
@@ -117,6 +161,24 @@ struct ConsumerOptions {
   Ordering ordering = Ordering::kPartition;
   // Taps: facts waiting in the inbox, at most; one more severs the tap.
   uint32_t tap_inbox_facts = 1024;
+  // Subscribers (1..kKeyConcurrencyMax): facts of different keys in the handler at once, per
+  // lane. Facts of one key are handed over in id order and never overlap; the cursor advances
+  // over the contiguous prefix of finished facts, and facts finished beyond it are not handed
+  // over again while the process lives (after a crash they may be: at least once). A fact that
+  // keeps failing holds back only the later facts of its key. Needs ordering partition or none.
+  // 1: one fact at a time (a synchronous handler then runs in batches, as before).
+  uint32_t key_concurrency = 1;
+  // Subscribers delivering concurrently or asynchronously: facts a lane holds beyond its cursor
+  // (in the handler, waiting for their key, retrying, or finished), at most; reaching it is
+  // back-pressure. 0: max(1024, 16 x key_concurrency); else >= key_concurrency.
+  uint32_t key_window_facts = 0;
+  // Deliveries of one fact, at most: after the last failed one the fact goes to the dead letters
+  // (`attempts-exhausted`) and its key moves on. 0: no limit (kRetry and a failing subscriber
+  // retry for ever). Counted across restarts for the fact a lane keeps failing on.
+  uint32_t max_attempts = 0;
+  // Asynchronous subscribers: a delivery not done within this counts as failed (trace
+  // `handler-timeout`) and is delivered again; its late Done is refused. >= 1.
+  uint32_t handler_timeout_ms = 30'000;
   // Taps: called once when the tap is severed (from an engine thread).
   std::function<void()> on_severed;
 };
@@ -139,6 +201,10 @@ using TraceFn = std::function<void(const TraceEvent& event)>;
 inline constexpr uint32_t kWorkersMax = 1024;
 // Most batches one lane may have in flight (`lane_batches_in_flight`).
 inline constexpr uint32_t kLaneBatchesInFlightMax = 64;
+// Most facts of one lane in a subscriber's handler at once (`key_concurrency`), and most facts a
+// lane may hold beyond its cursor (`key_window_facts`).
+inline constexpr uint32_t kKeyConcurrencyMax = 4096;
+inline constexpr uint32_t kKeyWindowFactsMax = 1u << 20;
 
 struct RuntimeOptions {
   // `instance`: this runtime's id (leases); empty: a random UUID.
@@ -166,9 +232,16 @@ struct RuntimeOptions {
   // next batch while the previous one is being synced; a refused batch takes those after it
   // along, and the lane starts again from its durable position (effects stay exactly once). A
   // projection or reaction reading state (Effects::Get) waits for its lane's batches in flight.
-  uint32_t lane_batches_in_flight = 4;
+  uint32_t lane_batches_in_flight = 8;
   // Every trace event goes here; empty: warnings and errors are logged to stderr.
   TraceFn trace;
+  // Registers consumers that options declare rather than code: called with this runtime by
+  // Start() or the first Drain() (the first of them to be called), before the consumers are
+  // checked. Its error fails that call, and the consumers it registered are dropped (it runs
+  // again at the next call); once it succeeded it is not called again. `config=FILE` sets it to
+  // register the relays the file declares, so that a file alone runs them. Called on the thread
+  // calling Start/Drain.
+  std::function<Status(Runtime& runtime)> register_at_start;
 };
 
 // Parses "key=value;..." (keys as the field names above) into *options, then checks the result
@@ -197,6 +270,9 @@ class Runtime {
                ConsumerOptions options = {});
   Status Subscribe(std::string name, std::vector<std::string> types, SubscribeFn handler,
                    ConsumerOptions options = {});
+  // A subscriber whose handler completes its deliveries later (AsyncSubscribeFn, Delivery).
+  Status SubscribeAsync(std::string name, std::vector<std::string> types, AsyncSubscribeFn handler,
+                        ConsumerOptions options = {});
   Status Tap(std::string name, std::vector<std::string> types, TapFn handler,
              ConsumerOptions options = {});
   // A relay (wharf/relay.h): a subscriber whose lanes hand whole batches to `sink` (shared by

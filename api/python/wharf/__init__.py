@@ -39,12 +39,18 @@ Exit: engines and runtimes still open when the interpreter exits are closed by a
 
 Threads: handlers, subscribers, taps, trace and commit callbacks run on Wharf's worker or engine
 threads (holding the GIL while in Python). Facts handed to them are copies (Fact objects); the
-`effects` transaction is only usable during the handler call.
+`effects` transaction is only usable during the handler call. An `async def` subscriber runs on
+an asyncio event loop its Runtime runs on a thread of its own (started by the first delivery,
+stopped and joined by Runtime.stop/close and Engine.close): slow I/O of facts of different keys
+overlaps (option key_concurrency), and `fact.attempt` says which delivery of a fact a call is.
 """
 
+import asyncio
 import atexit
+import concurrent.futures
 import ctypes
 import enum
+import functools
 import inspect
 import itertools
 import operator
@@ -71,7 +77,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import (
     Any,
+    Awaitable,
     Callable,
+    Coroutine,
     Dict,
     Iterable,
     List,
@@ -105,13 +113,15 @@ Types = Union[str, Iterable[str]]
 HandlerResult = Union[None, bool, int, "Outcome"]
 ProjectFn = Callable[["Fact", "Effects"], HandlerResult]
 SubscribeFn = Callable[["Fact"], HandlerResult]
+# An `async def` subscriber: awaited on the runtime's event loop (Runtime.subscribe).
+AsyncSubscribeFn = Callable[["Fact"], Awaitable[HandlerResult]]
 TapFn = Callable[["Fact"], object]  # what it returns is ignored
 # trace(level, name, consumer, fact_id, reason); one with an `attempt` parameter too gets it.
 TraceFn = Callable[["TraceLevel", str, str, int, str], None]
 # commit_async's callback(error, first_id, last_id); error is None on success.
 CommitFn = Callable[[Optional["WharfError"], int, int], None]
 _ProjectT = TypeVar("_ProjectT", bound=ProjectFn)
-_SubscribeT = TypeVar("_SubscribeT", bound=SubscribeFn)
+_SubscribeT = TypeVar("_SubscribeT", bound=Union[SubscribeFn, AsyncSubscribeFn])
 _TapT = TypeVar("_TapT", bound=TapFn)
 
 
@@ -210,6 +220,7 @@ _P = c_void_p
 
 _PROJECT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
 _SUBSCRIBE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
+_SUBSCRIBE_ASYNC_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_uint64)
 _TAP_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 _SEVERED_FN = CFUNCTYPE(None, c_void_p)
 _DESTROY_FN = CFUNCTYPE(None, c_void_p)
@@ -314,6 +325,7 @@ _SIGNATURES = {
     "wharf_fact_deliver_at_ms": (c_int64, [_P]),
     "wharf_fact_scheduled_id": (c_uint64, [_P]),
     "wharf_trace_attempt": (c_uint32, []),
+    "wharf_fact_attempt": (c_uint32, [_P]),
     "wharf_dead_letter_attempt": (c_uint32, [_P]),
     "wharf_fact_header_count": (c_size_t, [_P]),
     "wharf_fact_header": (_status, [_P, c_size_t, POINTER(c_void_p), POINTER(c_size_t),
@@ -325,6 +337,10 @@ _SIGNATURES = {
                                          _PROJECT_FN, c_void_p, _DESTROY_FN]),
     "wharf_runtime_subscribe_v2": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t,
                                              c_char_p, _SUBSCRIBE_FN, c_void_p, _DESTROY_FN]),
+    "wharf_runtime_subscribe_async": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t,
+                                                c_char_p, _SUBSCRIBE_ASYNC_FN, c_void_p,
+                                                _DESTROY_FN]),
+    "wharf_delivery_done": (_status, [c_uint64, c_int, c_char_p]),
     "wharf_runtime_relay": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t, c_char_p]),
     "wharf_runtime_tap": (_status, [_P, c_char_p, POINTER(c_char_p), c_size_t, c_char_p,
                                     _TAP_FN, _SEVERED_FN, c_void_p, _DESTROY_FN]),
@@ -514,6 +530,11 @@ class Fact:
     # For a delayed fact, the id commit() returned for it (`id` is where it was released); 0 else.
     scheduled_id: int = 0
     headers: List[Tuple[str, bytes]] = field(default_factory=list)
+    # In a handler: which delivery of the fact to this consumer this is (1: the first; +1 for
+    # each redelivery, counted across restarts for a fact the consumer keeps failing on). A dead
+    # letter's fact: the delivery that settled it. 0 elsewhere (read_facts, taps). About the
+    # delivery, not the fact: left out of comparisons.
+    attempt: int = field(default=0, compare=False)
 
     @staticmethod
     def _from_handle(handle: Optional[int]) -> "Fact":
@@ -542,6 +563,7 @@ class Fact:
             deliver_at_ms=_lib.wharf_fact_deliver_at_ms(handle),
             scheduled_id=_lib.wharf_fact_scheduled_id(handle),
             headers=headers,
+            attempt=_lib.wharf_fact_attempt(handle),
         )
 
 
@@ -710,9 +732,26 @@ def _outcome(result: object) -> int:
         return int(Outcome.HANDLED)
     if result is False:
         return int(Outcome.FAILED)
+    if inspect.isawaitable(result):
+        # A synchronous handler that returned an awaitable (a lambda around an async def...):
+        # nothing would ever await it. Closed, so Python does not warn "never awaited" later.
+        if inspect.iscoroutine(result):
+            result.close()
+        raise TypeError(f"the handler returned {result!r} instead of an outcome: register an "
+                        "`async def` function (or a callable whose __call__ is one) to have it "
+                        "awaited")
     if not isinstance(result, int):
         raise ValueError(f"{result!r} is not a valid Outcome")
     return int(Outcome(result))
+
+
+def _is_async(fn: Callable[..., object]) -> bool:
+    """Whether `fn` is an `async def` function or an object whose __call__ is one, or a
+    functools.partial of either."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None))
 
 
 class _Handler:
@@ -721,12 +760,17 @@ class _Handler:
         self.name = name
         self.on_severed: Optional[Callable[[], None]] = None
         self.errors: List[BaseException] = []
+        self.loop: Optional["_EventLoop"] = None  # async def subscribers: where they run
+
+
+def _reason(error: BaseException) -> bytes:
+    """The exception as a failure's reason (trace event, dead letter): "Type: message"."""
+    text = f"{type(error).__name__}: {error}".replace("\0", "\\0")  # a C string ends at NUL
+    return text.encode("utf-8", "replace")
 
 
 def _fail_with(fact: Optional[int], error: BaseException) -> int:
-    # The exception's text becomes the failure's reason (trace event, dead letter).
-    text = f"{type(error).__name__}: {error}".replace("\0", "\\0")
-    _lib.wharf_handler_reason(fact, text.encode("utf-8", "replace"))
+    _lib.wharf_handler_reason(fact, _reason(error))
     return int(Outcome.FAILED)
 
 
@@ -750,6 +794,71 @@ def _subscribe_impl(ctx: Optional[int], fact: Optional[int]) -> int:
     except BaseException as e:
         handler.errors.append(e)
         return _fail_with(fact, e)
+
+
+# Asynchronous subscribers. The C callback (a worker thread) copies the fact, creates the
+# coroutine and hands it to the runtime's event loop, answering WHARF_PENDING; when the coroutine
+# ends, a done-callback (on the loop's thread) completes the delivery with wharf_delivery_done.
+_PENDING = 4  # WHARF_PENDING: not an Outcome a Python handler may return
+
+
+async def _settle(handler: _Handler, awaitable: Awaitable[object]) -> Tuple[int, Optional[bytes]]:
+    """Awaits the handler's coroutine: its outcome, and the reason when it raised. It never
+    raises but for its own cancellation: KeyboardInterrupt or SystemExit raised by a handler
+    would otherwise end the loop's thread and strand every delivery in flight."""
+    try:
+        return _outcome(await awaitable), None
+    except asyncio.CancelledError:
+        raise
+    except BaseException as e:  # a raising handler fails the fact (retry / dead letter)
+        handler.errors.append(e)
+        return int(Outcome.FAILED), _reason(e)
+
+
+def _complete(delivery: int, awaitable: Awaitable[object],
+              future: "concurrent.futures.Future[Tuple[int, Optional[bytes]]]") -> None:
+    outcome = int(Outcome.FAILED)
+    reason: Optional[bytes] = b"CancelledError: the handler's task was cancelled"
+    if future.cancelled():
+        # Cancelled before its first step (the loop stopping) leaves the handler's coroutine
+        # unstarted: closed here, so Python does not warn "never awaited".
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+    else:
+        try:
+            outcome, reason = future.result()
+        except BaseException as e:  # _settle raises nothing else; kept out of the loop anyway
+            outcome, reason = int(Outcome.FAILED), _reason(e)
+    # A refusal is not an error of the handler and is ignored: the delivery is no longer pending
+    # because it timed out (handler_timeout_ms: the runtime traced "handler-timeout" and delivers
+    # the fact again) or the runtime stopped (the fact is delivered again when the consumer runs
+    # next). Raising here would only reach the event loop's exception handler.
+    _lib.wharf_delivery_done(delivery, outcome, reason)
+
+
+def _subscribe_async_impl(ctx: Optional[int], fact: Optional[int], delivery: int) -> int:
+    handler = _callback(ctx)
+    awaitable: object = None
+    try:
+        assert handler.loop is not None
+        # The C fact is valid only during this call: the handler gets a copy.
+        awaitable = handler.fn(Fact._from_handle(fact))
+        if not inspect.isawaitable(awaitable):  # it looked async but was not: a plain result
+            return _outcome(awaitable)
+        settle = _settle(handler, awaitable)
+        try:
+            future = handler.loop.submit(settle)
+        except BaseException:
+            settle.close()
+            raise
+    except BaseException as e:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        handler.errors.append(e)
+        return _fail_with(fact, e)
+    # Runs on the loop's thread when the coroutine ends, or here at once if it already has.
+    future.add_done_callback(lambda done: _complete(delivery, awaitable, done))
+    return _PENDING
 
 
 def _tap_impl(ctx: Optional[int], fact: Optional[int]) -> None:
@@ -903,6 +1012,7 @@ def _collect_stat_lane_impl(ctx: Optional[int], row: "ctypes._Pointer[_StatLane]
 
 _project_trampoline = _PROJECT_FN(_project_impl)
 _subscribe_trampoline = _SUBSCRIBE_FN(_subscribe_impl)
+_subscribe_async_trampoline = _SUBSCRIBE_ASYNC_FN(_subscribe_async_impl)
 _tap_trampoline = _TAP_FN(_tap_impl)
 _severed_trampoline = _SEVERED_FN(_severed_impl)
 _destroy_trampoline = _DESTROY_FN(_destroy_impl)
@@ -1073,7 +1183,14 @@ class Engine:
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
-        _check(_lib.wharf_close(handle))
+        try:
+            _check(_lib.wharf_close(handle))
+        finally:
+            # Their workers stopped with the engine: the event loops of their async subscribers
+            # have nothing left to complete.
+            for runtime in list(_open_runtimes):
+                if runtime._engine is self:
+                    runtime._loop.stop()
 
     @property
     def closed(self) -> bool:
@@ -1306,6 +1423,73 @@ class Engine:
 
 
 # -------------------------------------------------------------------------------------------------
+# The event loop of a runtime's async def subscribers
+
+
+_T = TypeVar("_T")
+
+
+class _EventLoop:
+    """An asyncio event loop on its own thread, where a Runtime's `async def` subscribers run:
+    started by the first delivery that needs it, stopped and joined by Runtime.stop/close (and
+    started again by a later delivery, after a restart or a drain). Thread-safe.
+
+    The thread is a daemon: non-daemon threads are joined before atexit hooks run, so one left by
+    a runtime never closed would hang the interpreter's exit before the hook that closes it."""
+
+    # At stop, how long the handlers' cancelled tasks may take to end (their cleanup) before the
+    # loop is closed anyway. The runtime no longer waits for them: it stopped, and delivers their
+    # facts again when the consumer runs next.
+    CANCEL_GRACE_S = 5.0
+
+    _names = itertools.count(1)
+
+    def __init__(self) -> None:
+        self._name = f"wharf-asyncio-{next(self._names)}"
+        self._lock = threading.Lock()
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> "concurrent.futures.Future[_T]":
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=_run_event_loop, args=(loop,),
+                                          name=self._name, daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    def stop(self) -> None:
+        """Cancels the tasks left, stops the loop and joins its thread. Idempotent."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not threading.current_thread():  # stopped from a handler: it ends by itself
+            thread.join()
+
+
+def _run_event_loop(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.wait(tasks, timeout=_EventLoop.CANCEL_GRACE_S))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    except BaseException:
+        _report_callback_error("the event loop of async handlers")
+    finally:
+        loop.close()
+
+
+# -------------------------------------------------------------------------------------------------
 # Runtime
 
 
@@ -1315,7 +1499,12 @@ class Runtime:
     Register consumers with the methods (project/react/subscribe/tap) or the decorators
     (projection/reaction/subscriber/tapper) before start(). A handler returns None/Outcome.HANDLED
     to pass a fact, or another Outcome; an exception counts as Outcome.FAILED (and is kept in
-    `errors`). `options`: instance, workers, lease_ms, renew_ms, max_depth, ... (see wharf.h).
+    `errors`; its "Type: message" is the failure's reason in the trace event and dead letter).
+    `fact.attempt` says which delivery of the fact a call is (1: the first). A subscriber may be
+    an `async def` function: it is awaited on an asyncio event loop the runtime runs on a thread
+    of its own (started on first need, stopped and joined by stop() and close()).
+    `options`: instance, workers, lease_ms, renew_ms, max_depth, ... (see wharf.h);
+    config=FILE also registers the relays a YAML runtime file declares, at start()/drain().
     `trace(level, name, consumer, fact_id, reason)` receives trace events; a trace callable with
     an `attempt` parameter also receives which delivery of the fact an event is about (1: the
     first; 0 when it is not about a delivery)."""
@@ -1334,6 +1523,9 @@ class Runtime:
         _check(status)
         self._handle: Optional[int] = handle.value
         self._handlers: List[_Handler] = []
+        # Not a reference to the runtime: the handlers hold it, and the runtime must stay
+        # collectable (its __del__ closes it).
+        self._loop = _EventLoop()
         _open_runtimes.add(self)
 
     @property
@@ -1348,12 +1540,19 @@ class Runtime:
 
     def _register(self, function: Callable[..., int], name: str, types: Types,
                   fn: Callable[..., object], options: Options, trampoline: object,
-                  on_severed: Optional[Callable[[], None]] = None, tap: bool = False) -> None:
+                  on_severed: Optional[Callable[[], None]] = None, tap: bool = False,
+                  loop: "Optional[_EventLoop]" = None) -> None:
         if not callable(fn):
             raise TypeError("handler must be callable")
+        if loop is None and _is_async(fn):
+            kind = "tap" if tap else "projection or reaction"
+            raise TypeError(f"{name!r}: a {kind} handler cannot be an async def function (only "
+                            "subscribers are awaited; a projection's effects commit during the "
+                            "call)")
         array, count = _names(types, "type")
         handler = _Handler(fn, name)
         handler.on_severed = on_severed
+        handler.loop = loop
         args = [self._live(), _name(name, "name"), array, count, _options(options), trampoline]
         if tap:
             args.append(_severed_trampoline)
@@ -1371,12 +1570,27 @@ class Runtime:
         self._register(_lib.wharf_runtime_react_v2, name, types, fn, options,
                        _project_trampoline)
 
-    def subscribe(self, name: str, types: Types, fn: SubscribeFn,
+    def subscribe(self, name: str, types: Types, fn: Union[SubscribeFn, AsyncSubscribeFn],
                   options: Options = None) -> None:
         """A subscriber (side effects): at least once; the cursor passes a fact only when fn
-        returned HANDLED/None; FAILED/RETRY/an exception retry it with backoff."""
-        self._register(_lib.wharf_runtime_subscribe_v2, name, types, fn, options,
-                       _subscribe_trampoline)
+        returned HANDLED/None; FAILED/RETRY/an exception retry it with backoff (up to
+        max_attempts, then a dead letter "attempts-exhausted: ..."); REJECTED: a dead letter.
+
+        `fn` may be an `async def` function: each delivery's coroutine runs on the runtime's
+        event loop (a thread of its own), and the fact is done when it returns or raises, so
+        slow I/O (a webhook) of several facts overlaps. A synchronous `fn` runs on a worker.
+        `options` (a dict or "key=value;..."), as wharf_runtime_subscribe_async in wharf.h:
+        key_concurrency (facts of different keys of one partition in the handler at once,
+        1..4096, default 1; facts of one key stay in id order, never overlapping),
+        key_window_facts, max_attempts (0: no limit), handler_timeout_ms (async: a delivery not
+        done within it counts as failed and is delivered again; default 30000), batch_facts,
+        consumer_id, ordering. A bad value: InvalidArgument with the library's message."""
+        if _is_async(fn):
+            self._register(_lib.wharf_runtime_subscribe_async, name, types, fn, options,
+                           _subscribe_async_trampoline, loop=self._loop)
+        else:
+            self._register(_lib.wharf_runtime_subscribe_v2, name, types, fn, options,
+                           _subscribe_trampoline)
 
     def relay(self, name: str, types: Types, options: Options) -> None:
         """A relay: publishes the facts to a broker (Redis Streams or NATS JetStream), at least
@@ -1410,6 +1624,7 @@ class Runtime:
 
     def subscriber(self, name: str, types: Types,
                    options: Options = None) -> Callable[[_SubscribeT], _SubscribeT]:
+        """Registers the (sync or async def) function it decorates as subscribe() does."""
         def register(fn: _SubscribeT) -> _SubscribeT:
             self.subscribe(name, types, fn, options)
             return fn
@@ -1430,7 +1645,13 @@ class Runtime:
         _check(_lib.wharf_runtime_drain(self._live()))
 
     def stop(self) -> None:
-        _check(_lib.wharf_runtime_stop(self._live()))
+        """Stops delivering: finishes the batches in flight, persists cursors, stops the workers,
+        then the event loop of async subscribers (their coroutines still running are cancelled:
+        the runtime no longer waits for them, and delivers their facts again next time)."""
+        try:
+            _check(_lib.wharf_runtime_stop(self._live()))
+        finally:
+            self._loop.stop()
 
     def release_timers(self) -> int:
         released = c_size_t(0)
@@ -1448,7 +1669,8 @@ class Runtime:
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
-        _lib.wharf_runtime_free(handle)
+        _lib.wharf_runtime_free(handle)  # no handler is called after it
+        self._loop.stop()
         _unregister_callback(self._trace_key)
 
     def __enter__(self) -> "Runtime":

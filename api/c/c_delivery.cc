@@ -1,0 +1,57 @@
+#include "api/c/c_delivery.h"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+namespace wharf::capi {
+namespace {
+
+constexpr size_t kShards = 16;
+constexpr size_t kSweepMin = 1024;  // a shard smaller than this is never swept
+
+struct Shard {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, Delivery> deliveries;  // guarded by mutex
+  size_t sweep_at = kSweepMin;                        // guarded by mutex
+};
+
+struct Table {
+  std::atomic<uint64_t> next{1};
+  std::array<Shard, kShards> shards;
+  Shard& ShardOf(uint64_t number) { return shards[number % kShards]; }
+};
+
+Table& Deliveries() {
+  static Table* table = new Table();  // never destroyed: Done may race with process exit
+  return *table;
+}
+
+}  // namespace
+
+uint64_t IssueDelivery(Delivery delivery) {
+  Table& table = Deliveries();
+  const uint64_t number = table.next.fetch_add(1, std::memory_order_relaxed);
+  Shard& shard = table.ShardOf(number);
+  std::lock_guard lock(shard.mutex);
+  if (shard.deliveries.size() >= shard.sweep_at) {
+    // Forget what the runtime settled without a wharf_delivery_done (timed out, abandoned).
+    std::erase_if(shard.deliveries, [](const auto& entry) { return !entry.second.pending(); });
+    shard.sweep_at = std::max(kSweepMin, 2 * shard.deliveries.size());
+  }
+  shard.deliveries.emplace(number, std::move(delivery));
+  return number;
+}
+
+bool TakeDelivery(uint64_t number, Delivery* delivery) {
+  Shard& shard = Deliveries().ShardOf(number);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.deliveries.find(number);
+  if (it == shard.deliveries.end()) return false;
+  *delivery = std::move(it->second);
+  shard.deliveries.erase(it);
+  return true;
+}
+
+}  // namespace wharf::capi

@@ -1,0 +1,305 @@
+// Windowed lanes: a subscriber with key_concurrency > 1 or an asynchronous handler. Facts are
+// read into a KeyWindow, handed to the handler in per-key order (up to key_concurrency at once),
+// finished by their Delivery (any thread, through the lane's inbox), and the cursor is committed
+// over the contiguous prefix of finished facts — with the dead letters of the facts in it — as a
+// batch of the lane's pipeline (lane.cc: PushBatch, CommitBatch, Settle).
+//
+// Why this keeps the guarantees:
+//  - per-key order: a fact is handed over only as the oldest unfinished fact of its key in the
+//    window (KeyWindow), and a failed fact stays the oldest of its key while it backs off;
+//  - at least once: the cursor never passes an unfinished fact (the committed prefix ends before
+//    the first one), so a crash delivers again every fact not finished before it;
+//  - a lane's facts are in the window at most once: facts are read after the window's newest one
+//    (window_read_to_), and the window is forgotten whenever the lane's position is reloaded
+//    (LoadCursors: lease acquired, cursor moved), its running deliveries abandoned (their Done
+//    is refused).
+#include <algorithm>
+#include <climits>
+#include <exception>
+
+#include "engine/base/assert.h"
+#include "engine/core/engine_core.h"
+#include "engine/runtime/handler_scope.h"
+#include "engine/runtime/lane.h"
+
+namespace wharf::internal {
+
+namespace {
+
+// Facts read into the window per pass, at most.
+constexpr size_t kWindowReadChunk = 256;
+
+// The window holds the running facts, the facts blocked behind an earlier one of their key, and
+// the finished ones until the cursor's commit passes them: at 4 x key_concurrency it filled long
+// before key_concurrency facts ran (W8, k = 256: ~70 of 256 per lane; 16 x: ~3.5 times more).
+uint32_t WindowFacts(const ConsumerOptions& options) {
+  if (options.key_window_facts != 0) return options.key_window_facts;
+  return std::max<uint32_t>(1024, 16 * options.key_concurrency);
+}
+
+}  // namespace
+
+void Lane::InitWindow() {
+  // One partition per lane: concurrent delivery is refused for ordering=global at registration.
+  WHARF_ASSERT(partitions_.size() == 1);
+  window_ = std::make_unique<KeyWindow>();
+  inbox_ = std::make_shared<DeliveryInbox>();
+}
+
+bool Lane::RunWindow(bool blocking, int64_t now_ms, int64_t* next_ms) {
+  bool did = TakeFinishedDeliveries();
+  ExpireDeliveries(now_ms, next_ms);
+  *next_ms = std::min(*next_ms, window_->ReleaseDue(now_ms));
+  did |= FillWindow();
+  did |= DispatchWindow(now_ms);
+  did |= CommitWindow(blocking);
+  *next_ms = std::min(*next_ms, window_->ReleaseDue(now_ms));
+  return did;
+}
+
+bool Lane::TakeFinishedDeliveries() {
+  finished_.clear();
+  inbox_->TakeAll(&finished_);
+  bool applied = false;
+  for (const auto& delivery : finished_) {
+    const uint64_t seq = delivery->seq();
+    // A delivery of a window since forgotten, or one the lane timed out first: not ours.
+    if (!window_->Holds(seq) || window_->at(seq).delivery != delivery) continue;
+    ApplyDelivery(seq, *delivery);
+    applied = true;
+  }
+  finished_.clear();
+  return applied;
+}
+
+void Lane::ExpireDeliveries(int64_t now_ms, int64_t* next_ms) {
+  std::vector<uint64_t> expired;
+  *next_ms = std::min(*next_ms, window_->TimedOut(now_ms, &expired));
+  for (uint64_t seq : expired) {
+    KeyWindow::Entry& entry = window_->at(seq);
+    // A Done that came first is in the inbox: the next pass applies it.
+    if (!entry.delivery->Expire()) continue;
+    counters_.failed.Add();
+    FailWindowEntry(seq, "handler-timeout",
+                    "not done within handler_timeout_ms (" +
+                        std::to_string(consumer_->options.handler_timeout_ms) + " ms)");
+  }
+}
+
+bool Lane::FillWindow() {
+  const uint32_t capacity = WindowFacts(consumer_->options);
+  if (window_->size() >= capacity) return false;  // back-pressure: the handler is behind
+  const uint64_t durable = context_.core->committer()->durable_lsn();
+  const uint64_t after = std::max(window_read_to_, position_[0]);
+  scanned_to_[0] = std::max(scanned_to_[0], after);
+  if (after >= durable || context_.cache->high(partitions_[0]) <= after) return false;
+  std::vector<FactPtr> facts;
+  uint64_t covered = 0;
+  const size_t chunk = std::min<size_t>(kWindowReadChunk, capacity - window_->size());
+  Status s = ReadAfter(0, after, durable, chunk, &facts, &covered);
+  if (!s.ok()) {
+    (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0, s.ToString());
+    retry_at_ms_ = SteadyMs() + context_.options->backoff_max_ms;
+    return false;
+  }
+  for (FactPtr& fact : facts) {
+    if (fact->id > covered) break;
+    const bool taken = consumer_->Takes(*fact);
+    const uint32_t attempts = taken ? AttemptsOf(fact->id) : 0;
+    window_->Append(std::move(fact), taken, attempts);
+  }
+  window_read_to_ = std::max(after, covered);
+  scanned_to_[0] = std::max(scanned_to_[0], window_read_to_);
+  return !facts.empty();
+}
+
+bool Lane::DispatchWindow(int64_t now_ms) {
+  const ConsumerOptions& options = consumer_->options;
+  bool did = false;
+  uint64_t seq = 0;
+  while (window_->running() < options.key_concurrency &&
+         window_->StartNext(now_ms + options.handler_timeout_ms, &seq)) {
+    did = true;
+    KeyWindow::Entry& entry = window_->at(seq);
+    auto delivery = std::make_shared<DeliveryState>(entry.fact, entry.attempt, seq, inbox_);
+    entry.delivery = delivery;
+    counters_.delivered.Add();
+    if (entry.attempt > 1) counters_.retries.Add();
+    std::string given, threw;
+    try {
+      HandlerScope scope(&given, entry.attempt);
+      consumer_->subscribe_async(*entry.fact, delivery->Handle());
+    } catch (const std::exception& e) {
+      threw = std::string("handler threw: ") + e.what();
+    } catch (...) {
+      threw = "handler threw a non-standard exception";
+    }
+    delivery->given_reason = std::move(given);
+    // A throw fails the delivery unless its Done came first (then the Done counts).
+    if (!threw.empty()) delivery->Done(Outcome::kFailed, threw).PermitUncheckedError();
+    // Deliveries done during the call (a synchronous handler's always are): their keys' next
+    // facts may go at once.
+    TakeFinishedDeliveries();
+  }
+  return did;
+}
+
+void Lane::ApplyDelivery(uint64_t seq, const DeliveryState& delivery) {
+  const Fact& fact = delivery.fact();
+  const std::string& given = !delivery.reason().empty() ? delivery.reason() : delivery.given_reason;
+  switch (delivery.outcome()) {
+    case Outcome::kHandled:
+      counters_.handled.Add();
+      window_->Finish(seq);
+      return;
+    case Outcome::kRejected: {
+      counters_.rejected.Add();
+      std::string reason = Bounded(given.empty() ? "rejected" : given);
+      failure_.Failed("handler-rejected: " + reason, context_.core->NowMs());
+      (*context_.trace)(TraceEvent::Level::kWarning, "handler-rejected", consumer_, fact.id, reason,
+                        delivery.attempt());
+      window_->Finish(seq, "handler-rejected", std::move(reason));
+      return;
+    }
+    case Outcome::kRetry:
+      counters_.retry.Add();
+      FailWindowEntry(seq, "subscriber-failed", Bounded(given.empty() ? "retry" : given));
+      return;
+    case Outcome::kFailed:
+      counters_.failed.Add();
+      FailWindowEntry(seq, "subscriber-failed", Bounded(given.empty() ? "failed" : given));
+      return;
+  }
+}
+
+void Lane::FailWindowEntry(uint64_t seq, const char* name, std::string reason) {
+  KeyWindow::Entry& entry = window_->at(seq);
+  const Fact& fact = *entry.fact;
+  attempt_ = entry.attempt;
+  if (AttemptsExhausted()) {
+    std::string exhausted = ExhaustedReason(name, reason);
+    failure_.Failed("attempts-exhausted: " + exhausted, context_.core->NowMs());
+    (*context_.trace)(TraceEvent::Level::kWarning, "attempts-exhausted", consumer_, fact.id,
+                      exhausted, attempt_);
+    window_->Finish(seq, "attempts-exhausted", std::move(exhausted));
+    return;
+  }
+  // The oldest fact the lane keeps failing is the one its cursor waits for: its attempts are
+  // stored with the next commit, so that a restart goes on counting.
+  if (retry_fact_id_ == 0 || fact.id <= retry_fact_id_) {
+    NoteRetry(fact, attempt_, std::string(name) + ": " + reason);
+    retry_record_due_ = true;
+  }
+  (*context_.trace)(TraceEvent::Level::kWarning, name, consumer_, fact.id, std::move(reason),
+                    attempt_);
+  // Per fact, doubling from backoff_initial_ms up to backoff_max_ms.
+  const uint32_t doublings = std::min<uint32_t>(entry.attempt - 1, 20);
+  const uint64_t delay_ms =
+      std::min<uint64_t>(static_cast<uint64_t>(context_.options->backoff_initial_ms) << doublings,
+                         context_.options->backoff_max_ms);
+  window_->Backoff(seq, SteadyMs() + static_cast<int64_t>(delay_ms));
+}
+
+bool Lane::CommitWindow(bool blocking) {
+  if (!batches_.empty() && (blocking || !CanPipeline())) return false;
+  const uint64_t from_seq = window_->SeqAfter(position_[0]);
+  size_t count = window_->FinishedFrom(from_seq);
+  const bool store_retry = retry_record_due_ && retry_fact_id_ != 0;
+  if (count == 0 && !store_retry) return false;
+  BeginBatch();
+  Txn txn = context_.core->Begin();
+  TxnRep* rep = EngineCore::RepOf(txn);
+  pending_position_ = position_;
+  pending_scanned_ = scanned_to_;
+  std::fill(pending_passed_.begin(), pending_passed_.end(), 0);
+  std::fill(pending_head_ms_.begin(), pending_head_ms_.end(), kHeadUnknown);
+  pending_dead_ = 0;
+  uint32_t taken = 0;
+  for (uint64_t seq = from_seq; seq < from_seq + count; ++seq) {
+    KeyWindow::Entry& entry = window_->at(seq);
+    if (entry.state == KeyWindow::State::kFinished) {
+      if (!entry.dead_name.empty()) {
+        attempt_ = entry.attempt;
+        // Only the earlier facts' dead letters leave no room: the rest goes next commit.
+        if (!AddDeadLetter(rep, *entry.fact, entry.dead_name, entry.dead_reason)) break;
+      }
+      ++taken;
+      ++pending_passed_[0];
+    }
+    pending_position_[0] = entry.fact->id;
+  }
+  // The oldest fact still pending, when the window holds it.
+  for (uint64_t seq = window_->SeqAfter(pending_position_[0]); seq < window_->end_seq(); ++seq) {
+    const KeyWindow::Entry& entry = window_->at(seq);
+    if (entry.state == KeyWindow::State::kSkipped) continue;
+    pending_head_ms_[0] = entry.fact->commit_ms;
+    break;
+  }
+  pending_taken_ = taken;
+  pending_last_id_ = pending_position_[0];
+  retry_record_due_ = false;
+  if (taken == 0 && !store_retry) {
+    // Only skipped facts: advance in memory, persisted within cursor_persist_ms or on stop.
+    pending_stored_retry_ = stored_retry_;
+    PushBatch(/*commits=*/false, /*stopped=*/false);
+    Settle();
+    return true;
+  }
+  AddCursorWrites(rep);
+  if (store_retry && retry_fact_id_ > pending_position_[0]) {
+    // The record carries the attempts of the fact the cursor now waits for.
+    const uint64_t retry_seq = window_->SeqAfter(retry_fact_id_ - 1);
+    if (window_->Holds(retry_seq) && window_->at(retry_seq).fact->id == retry_fact_id_) {
+      attempt_ = window_->at(retry_seq).attempt;
+      AddRetryRecord(rep);
+    }
+  }
+  if (rep->writes.empty()) {
+    PushBatch(/*commits=*/false, /*stopped=*/false);
+    Settle();
+    return true;
+  }
+  CommitBatch(&txn, /*stopped=*/false, blocking).PermitUncheckedError();
+  return true;
+}
+
+void Lane::ResetWindow() {
+  for (const auto& delivery : window_->Clear()) delivery->Abandon();
+  window_read_to_ = position_[0];
+  retry_record_due_ = false;
+}
+
+bool Lane::DrainWindow(bool* stuck) {
+  bool did = false;
+  while (true) {
+    int64_t next_ms = INT64_MAX;
+    const int64_t now_ms = SteadyMs();
+    const bool moved = RunWindow(/*blocking=*/true, now_ms, &next_ms);
+    did |= moved;
+    if (window_->empty() && !HasUnscanned()) return did;
+    // A fact backs off (its retry is not due before next_ms), or the store failed: report,
+    // don't spin.
+    bool backing_off = retry_at_ms_ > now_ms;
+    for (uint64_t seq = window_->front_seq(); !backing_off && seq < window_->end_seq(); ++seq) {
+      backing_off = window_->at(seq).state == KeyWindow::State::kBackoff;
+    }
+    if (backing_off) {
+      *stuck = true;
+      return did;
+    }
+    if (window_->running() > 0) {
+      inbox_->WaitForPost(std::clamp<int64_t>(next_ms - now_ms, 1, 100));
+    } else if (!moved) {
+      return did;  // nothing runs and nothing moved: what is left is not the window's to do
+    }
+  }
+}
+
+void Lane::FinishWindow(bool commit) {
+  TakeFinishedDeliveries();
+  if (commit && batches_.empty()) CommitWindow(/*blocking=*/true);
+  for (const auto& delivery : window_->Clear()) delivery->Abandon();
+  inbox_->Close();
+}
+
+}  // namespace wharf::internal
