@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "relay/broker_process.h"
 #include "relay/relay_test_util.h"
 #include "test_util.h"
+#include "tools/broker/broker_process.h"
 #include "wharf/engine.h"
 #include "wharf/metrics.h"
 #include "wharf/runtime.h"
@@ -20,7 +20,7 @@
 namespace wharf {
 namespace {
 
-using testing::BrokerProcess;
+using broker::BrokerProcess;
 using testing::CursorsReach;
 using testing::FactsOf;
 using testing::TempDir;
@@ -63,7 +63,7 @@ std::vector<std::pair<std::string, std::string>> ReadStream(int port, const std:
 TEST(DeclarativeRelayEndToEnd, AFileAloneRelaysIntoRedis) {
   TempDir dir, redis_dir;
   BrokerProcess redis([&](int port) {
-    std::vector<std::string> argv = testing::RedisArgv(redis_dir.path(), port);
+    std::vector<std::string> argv = broker::RedisArgv(redis_dir.path(), port);
     argv.insert(argv.end(), {"--requirepass", kPassword});
     return argv;
   });
