@@ -30,8 +30,8 @@ using testing::CursorsReach;
 using testing::DrainAll;
 using testing::FactsOf;
 using testing::NatsClient;
-using testing::Stored;
 using testing::RelayRuntimeOptions;
+using testing::Stored;
 using testing::TempDir;
 
 constexpr uint32_t kPartitions = 4;

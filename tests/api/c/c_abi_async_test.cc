@@ -49,7 +49,8 @@ TEST_F(CAbiTest, AsyncSubscriberCompletesFromAnotherThreadAndRefusesMisuse) {
   std::vector<uint64_t> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(Commit("A", "k" + std::to_string(i % 3), "p"));
   wharf_runtime* rt = nullptr;
-  ASSERT_WHARF_OK(wharf_runtime_new(engine_, "workers=1;backoff_initial_ms=1;backoff_max_ms=2", &rt));
+  ASSERT_WHARF_OK(
+      wharf_runtime_new(engine_, "workers=1;backoff_initial_ms=1;backoff_max_ms=2", &rt));
   Pending pending;
   pending.fail_first = 1;  // attempt 1 fails at once, attempt 2 is pending
   const char* types[] = {"A"};
@@ -69,7 +70,8 @@ TEST_F(CAbiTest, AsyncSubscriberCompletesFromAnotherThreadAndRefusesMisuse) {
     ASSERT_TRUE(WaitUntil([&] {
       std::lock_guard lock(pending.mutex);
       return pending.deliveries.size() == 3 * round;
-    })) << "round " << round;
+    })) << "round "
+        << round;
     std::vector<wharf_delivery> fresh;
     {
       std::lock_guard lock(pending.mutex);
@@ -89,13 +91,11 @@ TEST_F(CAbiTest, AsyncSubscriberCompletesFromAnotherThreadAndRefusesMisuse) {
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_delivery_done(deliveries[0], WHARF_HANDLED, nullptr));
   EXPECT_NE(LastError().find("not pending"), std::string::npos) << LastError();
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_delivery_done(0, WHARF_HANDLED, nullptr));
-  EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
-               wharf_delivery_done(0xdeadbeefcafeull, WHARF_REJECTED, "x"));
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_delivery_done(0xdeadbeefcafeull, WHARF_REJECTED, "x"));
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
                wharf_delivery_done(deliveries[1], static_cast<wharf_outcome>(9), nullptr));
   EXPECT_NE(LastError().find("outcome 9"), std::string::npos) << LastError();
-  EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
-               wharf_delivery_done(deliveries[1], WHARF_PENDING, nullptr));
+  EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_delivery_done(deliveries[1], WHARF_PENDING, nullptr));
   // Every partition's cursor reaches its last fact.
   for (int k = 0; k < 3; ++k) {
     const std::string key = "k" + std::to_string(k);
@@ -137,8 +137,7 @@ TEST_F(CAbiTest, PendingFromASynchronousSubscriberIsAFailureNamingWhy) {
   std::pair<std::mutex*, std::vector<std::string>*> sink{&mutex, &reasons};
   ASSERT_WHARF_OK(wharf_runtime_new_v2(engine_, "workers=0", trace, &sink, &rt));
   const char* types[] = {"A"};
-  ASSERT_WHARF_OK(
-      wharf_runtime_subscribe(rt, "sync", types, 1, PendingFromASyncHandler, nullptr));
+  ASSERT_WHARF_OK(wharf_runtime_subscribe(rt, "sync", types, 1, PendingFromASyncHandler, nullptr));
   EXPECT_WHARF(WHARF_BUSY, wharf_runtime_drain(rt));
   wharf_runtime_free(rt);
   std::lock_guard lock(mutex);
