@@ -399,10 +399,19 @@ void Lane::RecountIfRequested() {
 }
 
 bool Lane::RunBatch(bool blocking) {
+  // Marked before the lease is read (BeginBatch), both sequentially consistent: a hand-over
+  // clears Consumer::owned and then looks at busy(), so either it waits for this batch or this
+  // batch sees the consumer handed over.
+  handling_.store(true);
+  struct Unmark {
+    std::atomic<bool>* handling;
+    ~Unmark() { handling->store(false); }
+  } unmark{&handling_};
   RecountIfRequested();
   const uint64_t furthest = *std::max_element(position_.begin(), position_.end());
   const uint32_t limit = furthest < single_until_ ? 1 : consumer_->batch_facts;
   BeginBatch();
+  if (!blocking && !batch_owned_) return false;  // handed over meanwhile (Drain ignores leases)
   std::vector<FactPtr> entries;
   Status s = CollectBatch(limit, &entries);
   if (!s.ok()) {

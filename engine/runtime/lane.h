@@ -23,8 +23,8 @@
 //
 // Thread safety: a lane's state is touched by one thread at a time — its worker, or the thread
 // running Runtime::Drain() while the workers are paused — except `wanted_to` (raised by the
-// durable listener), `in_flight` (read by the lease thread handing its consumer over) and a
-// batch's `settled` flag (set by the committer's callback).
+// durable listener), `in_flight` and `busy` (read by the lease thread handing its consumer over)
+// and a batch's `settled` flag (set by the committer's callback).
 #pragma once
 
 #include <atomic>
@@ -114,6 +114,11 @@ class Lane {
 
   // Any batch of the lane is committing (or waiting for an earlier one to complete).
   bool in_flight() const { return in_flight_.load(); }
+  // A batch is being collected and handled (RunBatch) or is in flight: what a lease hand-over
+  // waits for before it releases the lease (any thread). RunBatch marks itself before it reads
+  // the lease (Consumer::owned) and starts no batch on a worker without it, so a hand-over that
+  // cleared `owned` and then finds the lane idle cannot be overtaken by a new batch.
+  bool busy() const { return handling_.load() || in_flight_.load(); }
   // Another batch may start now, next to those in flight: fewer than lane_batches_in_flight are,
   // none of them failed or stopped at a fact to retry, the consumer was not re-acquired, and no
   // lag count waits (it runs when nothing is in flight).
@@ -291,6 +296,7 @@ class Lane {
   uint64_t poison_id_ = 0;     // a fact whose commit the store refused alone: settle it
   std::string poison_reason_;  // ... and the refusal
   std::atomic<bool> in_flight_{false};
+  std::atomic<bool> handling_{false};  // in RunBatch (busy())
   // The pipeline: batches in submission order, the oldest first. Records are reused.
   std::deque<std::unique_ptr<Batch>> batches_;
   std::vector<std::unique_ptr<Batch>> free_batches_;

@@ -56,12 +56,12 @@ void LeaseKeeper::Loop() {
   while (!stopping_.load()) {
     nudged_ = false;
     lock.unlock();
-    bool short_of_share = Tick();
+    const bool look_again_soon = Tick();
     // A new instance tells the others, which hand their excess over now, not at their renewal.
     if (first) core_->WakeLeaseHolders(this);
     first = false;
     lock.lock();
-    uint32_t wait_ms = short_of_share ? std::max(1u, options_->renew_ms / 4) : options_->renew_ms;
+    uint32_t wait_ms = look_again_soon ? std::max(1u, options_->renew_ms / 4) : options_->renew_ms;
     cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
                  [this] { return stopping_.load() || nudged_; });
   }
@@ -101,23 +101,63 @@ Status LeaseKeeper::Acquire(Consumer* consumer, const std::optional<std::string>
   return Status::OK();
 }
 
-void LeaseKeeper::Release(Consumer* consumer, const char* trace_name) {
+void LeaseKeeper::Release(Consumer* consumer, const char* trace_name, const std::string& detail) {
   consumer->owned.store(false);
-  // The old holder finishes its batch before anyone else may start one.
-  hooks_.wait_for_batches(consumer);
+  handing_over_.erase(consumer);
   auto it = lease_bytes_.find(consumer);
   if (it == lease_bytes_.end()) return;
+  // The fence closes with the lease (owner ""): a batch of this instance still running can no
+  // longer commit, even before another instance acquires the consumer.
   tables::leases::Record released{"", consumer->epoch.load(), 0, core_->store()->open_epoch()};
-  Status s = Write(consumer, it->second, released, /*fence=*/false);
+  Status s = Write(consumer, it->second, released, /*fence=*/true);
   lease_bytes_.erase(consumer);
-  (*trace_)(TraceEvent::Level::kInfo, trace_name, consumer, 0,
-            s.ok() ? "released by " + options_->instance : "release failed: " + s.ToString());
+  (*trace_)(
+      s.ok() ? TraceEvent::Level::kInfo : TraceEvent::Level::kWarning, trace_name, consumer, 0,
+      s.ok() ? "released by " + options_->instance + detail : "release failed: " + s.ToString());
+}
+
+void LeaseKeeper::BeginHandOver(Consumer* consumer) {
+  // Workers start no batch of it from now on (a batch starting concurrently sees this or is seen
+  // by batches_settled: lane.h).
+  consumer->owned.store(false);
+  handing_over_[consumer] = SteadyMs();
+  (*trace_)(TraceEvent::Level::kInfo, "lease-handing-over", consumer, 0,
+            "instance " + options_->instance +
+                " delivers it no more; releases it once its batches settle, within " +
+                std::to_string(options_->lease_ms) + " ms (lease_ms)");
+}
+
+bool LeaseKeeper::FinishHandOvers(std::vector<LeaseEntry>* handing) {
+  bool released = false;
+  const int64_t now_ms = SteadyMs();
+  for (auto it = handing->begin(); it != handing->end();) {
+    Consumer* consumer = it->consumer;
+    const int64_t waited_ms = now_ms - handing_over_.at(consumer);
+    if (hooks_.batches_settled(consumer)) {
+      Release(consumer, "lease-handed-over", "");
+    } else if (waited_ms >= static_cast<int64_t>(options_->lease_ms)) {
+      // Abandoned: the batch's commit, if it comes, is refused by the closed fence, and the next
+      // holder delivers its facts again.
+      Release(consumer, "lease-handed-over",
+              " after waiting " + std::to_string(waited_ms) +
+                  " ms for its batches in flight (lease_ms); they are abandoned and will be "
+                  "delivered again");
+    } else {
+      ++it;
+      continue;
+    }
+    released = true;
+    it = handing->erase(it);
+  }
+  return released;
 }
 
 void LeaseKeeper::ReleaseAll() {
   WHARF_ASSERT(!thread_.joinable());  // after Stop: lease_bytes_ is this thread's now
   for (Consumer* consumer : consumers_) {
-    if (consumer->owned.load()) Release(consumer, "lease-released");
+    if (consumer->owned.load() || handing_over_.contains(consumer)) {
+      Release(consumer, "lease-released", "");
+    }
   }
   Txn txn = core_->Begin();
   EngineCore::RepOf(txn)->writes.push_back(
@@ -152,21 +192,27 @@ bool LeaseKeeper::Tick() {
   }
   const uint32_t live = LiveInstances(now_ms, open_epoch);
   const size_t share = (consumers_.size() + live - 1) / live;
-  std::vector<LeaseEntry> mine, free;
-  if (!ReadLeases(now_ms, open_epoch, &mine, &free)) return false;
-  if (mine.size() > share) {
-    while (mine.size() > share) {
-      Release(mine.back().consumer, "lease-handed-over");
-      mine.pop_back();
-    }
-    core_->WakeLeaseHolders(this);
+  std::vector<LeaseEntry> mine, handing, free;
+  if (!ReadLeases(now_ms, open_epoch, &mine, &handing, &free)) return false;
+  // The excess: delivered no more from now on, released once its batches settle. Never waited
+  // for here: the other leases are renewed below whatever a handler does.
+  while (mine.size() > share) {
+    BeginHandOver(mine.back().consumer);
+    handing.push_back(std::move(mine.back()));
+    mine.pop_back();
   }
-  for (LeaseEntry& entry : mine) {
-    tables::leases::Record renewed = entry.record;
-    renewed.expires_at_ms = now_ms + options_->lease_ms;
-    if (!Write(entry.consumer, entry.bytes, renewed, /*fence=*/false).ok()) {
-      entry.consumer->owned.store(false);
-      (*trace_)(TraceEvent::Level::kWarning, "lease-lost", entry.consumer, 0, "renewal refused");
+  if (FinishHandOvers(&handing)) core_->WakeLeaseHolders(this);
+  // Renewed: the leases delivered, and those still handed over (no other instance starts on a
+  // consumer before this one released it, or gave up on its batches).
+  for (std::vector<LeaseEntry>* entries : {&mine, &handing}) {
+    for (LeaseEntry& entry : *entries) {
+      tables::leases::Record renewed = entry.record;
+      renewed.expires_at_ms = now_ms + options_->lease_ms;
+      if (!Write(entry.consumer, entry.bytes, renewed, /*fence=*/false).ok()) {
+        entry.consumer->owned.store(false);
+        handing_over_.erase(entry.consumer);
+        (*trace_)(TraceEvent::Level::kWarning, "lease-lost", entry.consumer, 0, "renewal refused");
+      }
     }
   }
   size_t held = mine.size();
@@ -175,11 +221,11 @@ bool LeaseKeeper::Tick() {
     if (Acquire(entry.consumer, entry.bytes, entry.record.epoch + 1).ok()) ++held;
   }
   WHARF_DASSERT(held <= share);  // never more than a fair share
-  return held < share;
+  return held < share || !handing_over_.empty();
 }
 
 bool LeaseKeeper::ReadLeases(int64_t now_ms, uint64_t open_epoch, std::vector<LeaseEntry>* mine,
-                             std::vector<LeaseEntry>* free) {
+                             std::vector<LeaseEntry>* handing, std::vector<LeaseEntry>* free) {
   rocksdb::DB* db = core_->store()->db();
   rocksdb::ColumnFamilyHandle* cf = core_->store()->cf(kLeases);
   for (Consumer* consumer : consumers_) {
@@ -196,13 +242,17 @@ bool LeaseKeeper::ReadLeases(int64_t now_ms, uint64_t open_epoch, std::vector<Le
     bool valid = entry.bytes && !lease.owner.empty() && lease.expires_at_ms > now_ms &&
                  lease.open_epoch == open_epoch;
     bool held_by_me = valid && lease.owner == options_->instance;
-    if (consumer->owned.load() && !held_by_me) {
+    const bool handed_over = handing_over_.contains(consumer);
+    if ((consumer->owned.load() || handed_over) && !held_by_me) {
       consumer->owned.store(false);
+      handing_over_.erase(consumer);
       (*trace_)(TraceEvent::Level::kWarning, "lease-lost", consumer, 0,
                 "instance " + options_->instance + " no longer holds it (holder '" + lease.owner +
                     "', epoch " + std::to_string(lease.epoch) + ")");
     }
-    if (held_by_me && consumer->owned.load()) {
+    if (held_by_me && handed_over) {
+      handing->push_back(std::move(entry));
+    } else if (held_by_me && consumer->owned.load()) {
       mine->push_back(std::move(entry));
     } else if (!valid) {
       free->push_back(std::move(entry));

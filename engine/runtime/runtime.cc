@@ -543,7 +543,7 @@ Status RuntimeImpl::Start() {
     if (consumer->durable()) durable.push_back(consumer.get());
   }
   LeaseKeeper::Hooks hooks{[this] { workers_.WakeAll(); },
-                           [this](const Consumer* consumer) { WaitForBatches(consumer); }};
+                           [this](const Consumer* consumer) { return BatchesSettled(consumer); }};
   leases_ = std::make_unique<LeaseKeeper>(core_, &options_, &trace_, std::move(durable),
                                           std::move(hooks));
   if (leases_paused_) leases_->PauseForTesting();
@@ -551,12 +551,10 @@ Status RuntimeImpl::Start() {
   return Status::OK();
 }
 
-void RuntimeImpl::WaitForBatches(const Consumer* consumer) const {
-  for (const auto& lane : lanes_) {
-    while (lane->consumer() == consumer && lane->in_flight()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+bool RuntimeImpl::BatchesSettled(const Consumer* consumer) const {
+  return std::none_of(lanes_.begin(), lanes_.end(), [consumer](const auto& lane) {
+    return lane->consumer() == consumer && lane->busy();
+  });
 }
 
 Status RuntimeImpl::Stop() {

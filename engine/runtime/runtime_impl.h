@@ -88,7 +88,8 @@ class RuntimeImpl : public DurableListener {
   // Wakes the workers of lanes that take one of `facts`, and notes the skips of the others;
   // adds the facts to the lags of the lanes that take them (every fact up to durable_lsn).
   void NotifyWorkers(uint64_t durable_lsn, const std::vector<FactPtr>& facts);
-  void WaitForBatches(const Consumer* consumer) const;
+  // No batch of `consumer` is being handled or committing (the lease thread, handing it over).
+  bool BatchesSettled(const Consumer* consumer) const;
   std::vector<std::string> ConsumerIds() const;
   // The metrics source (wharf/metrics.h): this runtime's durable consumers, from the lanes'
   // cells, without stopping delivery (any thread). The lag is counted lazily: the first snapshot
