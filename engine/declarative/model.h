@@ -1,11 +1,12 @@
-// Declarative runtime (SPEC.md §5, seed 002, issue 7): a YAML file that declares how the outbox is
-// consumed, checked by `wharf check FILE` and usable to configure an Engine and a Runtime.
+// Declarative runtime: a YAML file that declares how the outbox is consumed, checked by
+// `wharf check FILE` and usable to configure an Engine and a Runtime.
 //
 // File format. One YAML stream; every document in it is a mapping of these top-level sections,
-// merged across documents (so seed 002's "Full example" can be one document, unchanged, and the
+// merged across documents (so the format's "Full example" can be one document, unchanged, and the
 // pool it names another `---` document of the same file):
 //
-//   runtime:                           # seed 002, exactly; absent: "no usable runtime facts"
+//   runtime:                           # the declarative-runtime format, exactly
+//                                      # (absent: "no usable runtime facts")
 //     outboxes:
 //       <operation_id>:
 //         <input_id>:
@@ -54,11 +55,11 @@
 // Drain()): RuntimeOptions::register_at_start, set by LoadRuntimeOptions. Secrets (password,
 // token) are never printed: not in errors, not in `wharf check`'s report.
 //
-// member_concurrency. Seed 002 dispatches an input's messages, by partition key, to a member of
+// member_concurrency. The format dispatches an input's messages, by partition key, to a member of
 // an ExecutionPool (`dispatch: {pool, member_assignment}`); how many invocations one member runs
 // at once is a fact about the member, shared by every input dispatched to that pool, not about
 // how one input routes its messages, so it is declared on the pool, not under `dispatch`. Nor is
-// it under `batching`: the seed forbids reading member_concurrency as a fact about
+// it under `batching`: the format forbids reading member_concurrency as a fact about
 // batch-internal parallelism, so member_concurrency: 1 never proves a batching stage serial (a
 // declared batching stage still stops the serialization proof), and member_concurrency > 1 says
 // nothing about batches. Wharf realizes a member as a worker running lanes; member_concurrency N
@@ -147,6 +148,7 @@ struct InputRuntime {
   std::string pool;
   Mark pool_mark;
   Assignment assignment = Assignment::kConsistentHash;
+  Mark assignment_mark;  // of member_assignment's kind
   std::optional<Batching> batching;
   std::optional<bool> acknowledge_on_success;
 
@@ -215,7 +217,8 @@ void ParseText(std::string_view text, const std::string& file, Model* model,
 // Reads `file` and parses it; an unreadable file is one error at 0:0.
 void ParseFile(const std::string& file, Model* model, std::vector<Diagnostic>* errors);
 // Checks the rules across fields (mapping/kind, arity, ordering/partitioning, batching ordering,
-// declared pools, consumer inputs, unique consumer ids), appending every error to *errors.
+// declared pools, consumer inputs, unique consumer ids, one fact type keyed one way across the
+// inputs, one member_assignment for every input), appending every error to *errors.
 void Validate(const Model& model, std::vector<Diagnostic>* errors);
 // ParseFile + Validate. OK, or InvalidArgument whose message lists every error, one per line.
 Status LoadModel(const std::string& file, Model* model, std::vector<Diagnostic>* errors = nullptr);
@@ -270,7 +273,8 @@ KeyFromPayload MakeKeyFromPayload(const Model& model);
 // the engine's defaults. Invalid file: InvalidArgument listing every error.
 Status LoadEngineOptions(const std::string& file, EngineOptions* options);
 // Loads and validates `file`, then sets options->workers (the workers of the pools the inputs
-// name, summed: one Runtime hosts them), options->assignment (when every input agrees) and, when
+// name, summed: one Runtime hosts them), options->assignment (the inputs' member_assignment: a
+// valid file declares one for all) and, when
 // the file declares relays, options->register_at_start (after any hook already there) to
 // register them: each with a sink of its options, its types and ConsumerOptions (see
 // LoadConsumerOptions). The hook holds what was read now; the file is not read again.

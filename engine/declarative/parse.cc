@@ -311,6 +311,7 @@ class Parser {
             int v = Enum(m->second, MarkOf(m->first), "member_assignment.kind",
                          {"consistent_hash", "round_robin"});
             if (v >= 0) input->assignment = static_cast<Assignment>(v);
+            input->assignment_mark = MarkOf(m->second);
           } else {
             Unknown(MarkOf(m->first), mkey, "member_assignment", {"kind"});
           }

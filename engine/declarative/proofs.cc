@@ -1,4 +1,4 @@
-// Proofs: per input, the guarantees its declaration establishes and why (SPEC.md §5).
+// Proofs: per input, the guarantees its declaration establishes and why.
 #include <map>
 
 #include "engine/declarative/model.h"
@@ -90,7 +90,7 @@ Proof OrderingProof(const InputRuntime& input, const Pool& pool) {
 // Serialization: no overlap of invocations. Wharf runs each (consumer, partition) lane
 // sequentially, but a declared batching stage may overlap item evaluations: it stops the proof;
 // so does member_concurrency > 1 (facts of different keys at once). member_concurrency 1 is no
-// evidence against a batching stage's overlap (seed 002).
+// evidence against a batching stage's overlap (the declarative-runtime format).
 Proof SerializationProof(const InputRuntime& input, const Pool& pool) {
   Proof proof{"serialization", ProofOutcome::kNotClaimed, "none", ""};
   const std::string concurrency =

@@ -1,4 +1,4 @@
-// The rules across fields of a parsed model (SPEC.md §5). Every violation is reported.
+// The rules across fields of a parsed model. Every violation is reported.
 #include <map>
 #include <set>
 
@@ -24,6 +24,7 @@ class Validator {
   }
   void Input(const InputRuntime& input);
   void KeyedMapping(const InputRuntime& input, const std::string& where);
+  void Assignments();
   void Consumers();
 
  private:
@@ -39,10 +40,14 @@ class Validator {
   const Model& model_;
   std::vector<Diagnostic>* const errors_;
   std::set<std::string> input_names_, pool_ids_;
-  // Fact type -> (input, fields): one outbox partitions each fact once, so two keyed inputs must
-  // map a schema the same way.
-  std::map<std::string, const SchemaMapping*> mapped_;
-  std::map<std::string, std::string> mapped_by_;
+  // Fact type ("schema." stripped: "schema.X" and "X" name one type) -> its first mapping and
+  // the input declaring it: one outbox partitions each fact once, so every keyed input must key a
+  // type by the same fields.
+  struct Mapped {
+    const SchemaMapping* mapping;
+    const InputRuntime* input;
+  };
+  std::map<std::string, Mapped> mapped_;
 };
 
 void Validator::Input(const InputRuntime& input) {
@@ -101,13 +106,43 @@ void Validator::KeyedMapping(const InputRuntime& input, const std::string& where
                               first->schema + "' maps " + std::to_string(first->fields.size()) +
                               ": every schema must map the same arity");
     }
-    auto [it, inserted] = mapped_.emplace(mapping.schema, &mapping);
-    if (!inserted && it->second->fields != mapping.fields) {
-      Error(mapping.mark, where + ": schema '" + mapping.schema +
-                              "' is mapped differently by input '" + mapped_by_[mapping.schema] +
-                              "'; the outbox partitions each fact once");
-    } else if (inserted) {
-      mapped_by_[mapping.schema] = input.Name();
+    const std::string type = SchemaType(mapping.schema);
+    auto [it, inserted] = mapped_.emplace(type, Mapped{&mapping, &input});
+    if (inserted || it->second.mapping->fields == mapping.fields) continue;
+    const SchemaMapping& first_mapping = *it->second.mapping;
+    auto fields = [](const SchemaMapping& m) {
+      std::string list;
+      for (const std::string& field : m.fields) list += (list.empty() ? "" : ", ") + field;
+      return "[" + list + "]";
+    };
+    const std::string first_where =
+        it->second.input == &input ? "this input" : "input '" + it->second.input->Name() + "'";
+    Error(mapping.mark, where + ": schema '" + mapping.schema + "' keys fact type '" + type +
+                            "' by " + fields(mapping) + ", but " + first_where + " keys it by " +
+                            fields(first_mapping) + " (schema '" + first_mapping.schema +
+                            "' at line " + std::to_string(first_mapping.mark.line) +
+                            "): one outbox partitions each fact once, so every input must key a "
+                            "type by the same fields");
+  }
+}
+
+// One runtime hosts every input's pool and assigns all its lanes to its workers one way
+// (RuntimeOptions::assignment): inputs declaring different member_assignment kinds cannot all be
+// honoured: each input that differs from the first input's is refused (the runtime used to run
+// them all under the default, silently).
+void Validator::Assignments() {
+  const InputRuntime* first = nullptr;
+  for (const InputRuntime& input : model_.inputs) {
+    if (input.assignment_mark.line == 0) continue;  // not declared (reported by the parser)
+    if (first == nullptr) {
+      first = &input;
+    } else if (input.assignment != first->assignment) {
+      Error(input.assignment_mark,
+            "input '" + input.Name() + "': member_assignment '" + ToString(input.assignment) +
+                "', but input '" + first->Name() + "' declares '" + ToString(first->assignment) +
+                "' (line " + std::to_string(first->assignment_mark.line) +
+                "): one runtime assigns the lanes of every input to its workers one way; "
+                "declare the same kind on every input");
     }
   }
 }
@@ -273,6 +308,7 @@ void Validator::RelayOptions(const DeclaredConsumer& consumer, const InputRuntim
 void Validate(const Model& model, std::vector<Diagnostic>* errors) {
   Validator validator(model, errors);
   for (const InputRuntime& input : model.inputs) validator.Input(input);
+  validator.Assignments();
   validator.Consumers();
 }
 

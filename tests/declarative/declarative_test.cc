@@ -646,6 +646,112 @@ TEST(DeclarativeCliTest, CheckNoRuntime) {
   EXPECT_NE(r.out.find("no usable runtime facts"), std::string::npos) << r.out;
 }
 
+// Goal: `--strict` and `--require GUARANTEE` make a guarantee that is not established fail the
+// check (exit 3, each named on stderr), for CI; without them a valid file exits 0 as before, and
+// an invalid file exits 1 whatever they ask.
+TEST(DeclarativeCliTest, StrictAndRequireFailOnUnprovenGuarantees) {
+  // proofs.yaml is valid; input.partition_unspecified's ordering proof fails (batching ordering
+  // unspecified), input.unordered claims no ordering.
+  CliResult r = RunCheck(Data("proofs.yaml"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = RunCheck(Data("proofs.yaml") + " --strict");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("input op.orders/input.partition_unspecified: ordering is failed, not "
+                       "established (--strict)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("input op.orders/input.unordered: ordering"), std::string::npos) << r.out;
+  r = RunCheck(Data("proofs.yaml") + " --require ordering");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("input op.orders/input.unordered: ordering is not_claimed, not "
+                       "established (--require ordering)"),
+            std::string::npos)
+      << r.out;
+  // The full example proves its delivery and ordering, not serialization (a batching stage).
+  EXPECT_EQ(RunCheck(Data("seed_full_example.yaml") + " --require delivery,ordering").code, 0);
+  r = RunCheck(Data("seed_full_example.yaml") + " --require ordering --require serialization");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("serialization is failed, not established (--require serialization)"),
+            std::string::npos)
+      << r.out;
+  r = RunCheck(Data("seed_full_example.yaml") + " --strict --json");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find(R"("unproven":[{"input":"op.publish_order_event/)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"("asked":"--strict","guarantee":"serialization","outcome":"failed"})"),
+            std::string::npos)
+      << r.out;
+  // No input declared: nothing is proven, so a required guarantee is not.
+  EXPECT_EQ(RunCheck(Data("no_runtime.yaml") + " --strict").code, 0);
+  r = RunCheck(Data("no_runtime.yaml") + " --require delivery");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("--require delivery: no input is declared"), std::string::npos) << r.out;
+  // Invalid stays 1; an unknown guarantee is a usage error naming it.
+  EXPECT_EQ(RunCheck(Data("invalid_all.yaml") + " --strict").code, 1);
+  r = RunCheck(Data("proofs.yaml") + " --require exactly_once");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("exactly_once"), std::string::npos) << r.out;
+}
+
+// Goal: two inputs of one outbox that key one fact type by different fields, or declare different
+// member_assignment kinds, are refused at file:line:column (the keying is one per outbox; one
+// runtime assigns all its lanes one way). "schema.X" and "X" name one type: they were compared
+// as written, so such a pair passed and the engine silently keyed by the first.
+TEST(DeclarativeTest, InputsMustAgreeOnKeysAndAssignment) {
+  Model model;
+  std::vector<Diagnostic> diagnostics;
+  Status s = LoadModel(Data("inputs_disagree.yaml"), &model, &diagnostics);
+  ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  std::vector<std::string> errors;
+  for (const Diagnostic& diagnostic : diagnostics) errors.push_back(diagnostic.ToString());
+  const std::string file = Data("inputs_disagree.yaml");
+  EXPECT_EQ(errors.size(), 2u);
+  EXPECT_TRUE(HasError(
+      errors, file +
+                  ":23:13: input 'op.orders/input.by_region': schema 'OrderCreated' keys fact "
+                  "type 'OrderCreated' by [region], but input 'op.orders/input.by_customer' keys "
+                  "it by [customer.id] (schema 'schema.OrderCreated' at line 12): one outbox "
+                  "partitions each fact once, so every input must key a type by the same "
+                  "fields"));
+  EXPECT_TRUE(HasError(
+      errors, file +
+                  ":28:19: input 'op.orders/input.by_region': member_assignment 'round_robin', "
+                  "but input 'op.orders/input.by_customer' declares 'consistent_hash' (line 17): "
+                  "one runtime assigns the lanes of every input to its workers one way; declare "
+                  "the same kind on every input"));
+  // The runtime no longer replaces the assignment by the default: it refuses the file...
+  RuntimeOptions runtime_options;
+  runtime_options.assignment = Assignment::kConsistentHash;
+  s = LoadRuntimeOptions(file, &runtime_options);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("inputs_disagree.yaml:28:19: "), std::string::npos) << s.message();
+  // ... and honours it when the inputs agree (proofs.yaml: round_robin throughout).
+  ASSERT_OK(LoadRuntimeOptions(Data("proofs.yaml"), &runtime_options));
+  EXPECT_EQ(runtime_options.assignment, Assignment::kRoundRobin);
+  CliResult r = RunCheck(file);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("inputs_disagree.yaml:23:13: "), std::string::npos) << r.out;
+
+  // Within one input too; the same fields under both spellings agree.
+  auto within =
+      Errors(Input("        delivery: at_least_once\n"
+                   "        partitioning: {kind: keyed, mapping: {schema.A: [t], A: [u]}}\n"
+                   "        ordering: partition\n"
+                   "        dispatch: {pool: pool.w, member_assignment: {kind: "
+                   "round_robin}}\n"));
+  ASSERT_EQ(within.size(), 1u);
+  EXPECT_NE(within[0].find("t.yaml:7:59: input 'op.a/in.a': schema 'A' keys fact type 'A' by [u], "
+                           "but this input keys it by [t]"),
+            std::string::npos)
+      << within[0];
+  EXPECT_TRUE(Errors(Input("        delivery: at_least_once\n"
+                           "        partitioning: {kind: keyed, mapping: {schema.A: [t], A: [t]}}\n"
+                           "        ordering: partition\n"
+                           "        dispatch: {pool: pool.w, member_assignment: {kind: "
+                           "round_robin}}\n"))
+                  .empty());
+}
+
 // The same file configures the engine through the option vocabulary shared by every interface:
 // `config=FILE` in the C++ option string and in the C ABI's wharf_open options.
 TEST(DeclarativeConfigOption, ConfiguresTheEngineThroughOptionStringsAndTheCAbi) {

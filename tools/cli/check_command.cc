@@ -1,7 +1,9 @@
-// `wharf check FILE [--json]`: validates a declarative runtime file (SPEC.md §5) and reports, per
-// input, the guarantees its declaration establishes and why, its pool's member_concurrency, and
-// the relays bound to it (broker, URL, target template, order; never a password or token). Exit 0
-// when valid, 1 when not.
+// `wharf check FILE [--json] [--strict] [--require GUARANTEE]...`: validates a declarative runtime
+// file and reports, per input, the guarantees its declaration establishes and why, its pool's
+// member_concurrency, and the relays bound to it (broker, URL, target template, order; never a
+// password or token). Exit 0 when valid, 1 when not; 3 (kExitUnproven) when valid but a guarantee
+// --strict or --require asks for is not established, for CI to fail on.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,8 +13,43 @@
 #include "wharf/config.h"
 
 namespace wharf::cli {
+namespace {
 
-int Check(const Context& context, const std::string& file) {
+// A guarantee of one input that the options ask for and the file does not establish.
+struct Unproven {
+  std::string input;
+  const ConfigProof* proof;
+  std::string asked;  // "--strict" or "--require GUARANTEE"
+};
+
+// --strict: every claimed guarantee established (a failed proof is a claim the declaration cannot
+// back). --require G: G established for every input, claimed or not; a file declaring no input
+// proves nothing, so each required guarantee is then unproven for no input ("").
+std::vector<Unproven> FindUnproven(const std::vector<ConfigInput>& inputs,
+                                   const CheckOptions& options) {
+  std::vector<Unproven> unproven;
+  if (!options.require.empty() && inputs.empty()) {
+    for (const std::string& guarantee : options.require) {
+      unproven.push_back({"", nullptr, "--require " + guarantee});
+    }
+  }
+  for (const ConfigInput& input : inputs) {
+    for (const ConfigProof& proof : input.proofs) {
+      const bool required = std::find(options.require.begin(), options.require.end(),
+                                      proof.guarantee) != options.require.end();
+      if (required && proof.outcome != "established") {
+        unproven.push_back({input.input, &proof, "--require " + proof.guarantee});
+      } else if (options.strict && proof.outcome == "failed") {
+        unproven.push_back({input.input, &proof, "--strict"});
+      }
+    }
+  }
+  return unproven;
+}
+
+}  // namespace
+
+int Check(const Context& context, const std::string& file, const CheckOptions& options) {
   ConfigReport report;
   // The report holds everything; the status only repeats its errors.
   CheckConfigFile(file, &report).PermitUncheckedError();
@@ -20,6 +57,9 @@ int Check(const Context& context, const std::string& file) {
   const bool usable = report.usable;
   const std::vector<ConfigInput>& proofs = report.inputs;
   const char* kNoFacts = "no usable runtime facts: the engine uses its defaults";
+  const bool asked = options.strict || !options.require.empty();
+  const std::vector<Unproven> unproven =
+      errors.empty() && asked ? FindUnproven(proofs, options) : std::vector<Unproven>();
 
   if (context.json) {
     Json json;
@@ -55,6 +95,19 @@ int Check(const Context& context, const std::string& file) {
     }
     json.EndArray();
     if (errors.empty() && !usable) json.Key("note").String(kNoFacts);
+    if (asked && errors.empty()) {
+      // What --strict / --require found missing (empty: the file proves what was asked).
+      json.Key("unproven").BeginArray();
+      for (const Unproven& missing : unproven) {
+        json.BeginObject().Key("input").String(missing.input).Key("asked").String(missing.asked);
+        if (missing.proof != nullptr) {
+          json.Key("guarantee").String(missing.proof->guarantee);
+          json.Key("outcome").String(missing.proof->outcome);
+        }
+        json.EndObject();
+      }
+      json.EndArray();
+    }
     json.EndObject();
     std::printf("%s\n", json.str().c_str());
   } else {
@@ -91,7 +144,20 @@ int Check(const Context& context, const std::string& file) {
       }
     }
   }
-  return errors.empty() ? kExitOk : kExitError;
+  if (!errors.empty()) return kExitError;
+  if (!context.json) {
+    for (const Unproven& missing : unproven) {
+      if (missing.proof == nullptr) {
+        std::fprintf(stderr, "wharf: %s: %s: no input is declared, so nothing is proven\n",
+                     file.c_str(), missing.asked.c_str());
+      } else {
+        std::fprintf(stderr, "wharf: %s: input %s: %s is %s, not established (%s)\n", file.c_str(),
+                     missing.input.c_str(), missing.proof->guarantee.c_str(),
+                     missing.proof->outcome.c_str(), missing.asked.c_str());
+      }
+    }
+  }
+  return unproven.empty() ? kExitOk : kExitUnproven;
 }
 
 }  // namespace wharf::cli

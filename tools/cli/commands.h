@@ -3,6 +3,7 @@
 //   1  a usage or data error (bad argument, unknown consumer, refused change, corrupt record)
 //   2  the database cannot be opened: missing, not a Wharf database, a newer format, or, for a
 //      command that changes it, in use by another process (nothing is changed then)
+//   3  `wharf check --strict|--require`: the file is valid but does not prove what was asked
 // and prints one line "wharf: <problem>" on stderr for every error.
 //
 // Read-only commands open the database as a RocksDB secondary (wharf/inspect.h), so they work

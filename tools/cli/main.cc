@@ -390,14 +390,26 @@ int Run(int argc, char** argv) {
 
   // check
   std::string check_file;
+  CheckOptions check_options;
   auto* check = app.add_subcommand(
       "check", "Validate a declarative runtime file and state the guarantees it proves");
-  check->add_option("file", check_file, "YAML file (SPEC.md §5)")->required();
+  check->add_option("file", check_file, "YAML file")->required();
+  check->add_flag("--strict", check_options.strict,
+                  "Exit 3 when a guarantee the file claims is not proven (outcome failed)");
+  check
+      ->add_option("--require", check_options.require,
+                   "Exit 3 unless GUARANTEE is established for every input (repeatable, or a "
+                   "comma-separated list)")
+      ->type_name("GUARANTEE")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"delivery", "ordering", "serialization", "precedence"}));
   check->footer(
       "Every error is printed as file:line:column: message. For each input: delivery, ordering,\n"
       "serialization and precedence, each established, failed or not claimed, with the reason.\n"
-      "Exit 0 when the file is valid, 1 when not. No --db needed.");
-  check->callback([&] { run = [&] { return Check(context, check_file); }; });
+      "Exit 0 when the file is valid (and, with --strict or --require, proves what they ask),\n"
+      "1 when it is not valid, 3 when it is valid but a guarantee --strict or --require asks\n"
+      "for is not established (each is named on stderr). No --db needed.");
+  check->callback([&] { run = [&] { return Check(context, check_file, check_options); }; });
 
   try {
     app.parse(argc, argv);

@@ -504,6 +504,43 @@ TEST_F(CliTest, EveryCommandsHelpListsTheGlobalOptions) {
   EXPECT_GE(checked, 23u);  // the nested ones too (cursor get, dead retry, lease release, ...)
 }
 
+// `wharf check`'s exit codes: 0 valid, 1 invalid (or a bad --require), and 3 when the file is
+// valid but a guarantee --strict or --require asks for is not established, named on stderr while
+// the report still goes to stdout (for CI logs).
+TEST_F(CliTest, CheckExitCodes) {
+  const std::string file = dir_.path() + "/app.yaml";
+  std::ofstream(file) << "pools: {p: {workers: 1}}\n"
+                         "runtime:\n"
+                         "  outboxes:\n"
+                         "    op:\n"
+                         "      in:\n"
+                         "        delivery: at_least_once\n"
+                         "        partitioning: {kind: keyed, mapping: {A: [id]}}\n"
+                         "        ordering: partition\n"
+                         "        dispatch: {pool: p, member_assignment: {kind: round_robin},\n"
+                         "                   batching: {ordering: unspecified}}\n";
+  Result r = Run({"check", file});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Run({"check", file, "--require", "delivery"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const auto& asked : std::vector<std::vector<std::string>>{
+           {"--strict"}, {"--require", "ordering"}, {"--require", "delivery,precedence"}}) {
+    std::vector<std::string> args{"check", file};
+    args.insert(args.end(), asked.begin(), asked.end());
+    r = Run(args);
+    EXPECT_EQ(r.code, 3) << asked[0] << ": " << r.err;
+    EXPECT_CONTAINS(r.out, "input op/in");  // the report is printed all the same
+    EXPECT_CONTAINS(r.err, "wharf: " + file + ": input op/in: ");
+    EXPECT_CONTAINS(r.err, " is failed, not established (");
+  }
+  r = Run({"check", file, "--require", "speed"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "speed");
+  std::ofstream(file, std::ios::app) << "consumers: [{id: c, kind: oops, input: op/in}]\n";
+  r = Run({"check", file, "--strict"});
+  EXPECT_EQ(r.code, 1) << r.err;
+}
+
 // Bad numbers are usage errors naming the option.
 TEST_F(CliTest, BadNumbersAreUsageErrors) {
   Build();
