@@ -22,6 +22,15 @@ namespace wharf::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitCannotOpen = 2;
+// `wharf check`: the file is valid, but a guarantee --strict or --require asks for is not
+// established (CI tells it from an invalid file, exit 1).
+inline constexpr int kExitUnproven = 3;
+
+// `wharf check` (tools/cli/check_command.cc).
+struct CheckOptions {
+  bool strict = false;               // every guarantee the file claims must be established
+  std::vector<std::string> require;  // these must be established for every input
+};
 
 struct Context {
   std::string db;

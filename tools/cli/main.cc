@@ -35,14 +35,15 @@
 namespace wharf::cli {
 
 // tools/cli/check_command.cc
-int Check(const Context& context, const std::string& file);
+int Check(const Context& context, const std::string& file, const CheckOptions& options);
 
 namespace {
 
 constexpr const char* kFooter =
     "Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a\n"
     "Wharf database, newer format, or, for a command that changes it, in use by another process\n"
-    "that serves no admin socket); 130 (Ctrl-C) or 143 (SIGTERM) for a command interrupted while\n"
+    "that serves no admin socket); 3 `check --strict|--require`: valid, but a guarantee asked\n"
+    "for is not established; 130 (Ctrl-C) or 143 (SIGTERM) for a command interrupted while\n"
     "it runs (tail -f, top, bench). Every command works while an application holds the database\n"
     "open: commands that change it ask that application's engine, over its admin socket\n"
     "(<db>/admin.sock, or --admin-socket PATH), to make the change.";
