@@ -740,7 +740,7 @@ TEST(DeclarativeTest, InputsMustAgreeOnKeysAndAssignment) {
                    "        dispatch: {pool: pool.w, member_assignment: {kind: "
                    "round_robin}}\n"));
   ASSERT_EQ(within.size(), 1u);
-  EXPECT_NE(within[0].find("t.yaml:7:59: input 'op.a/in.a': schema 'A' keys fact type 'A' by [u], "
+  EXPECT_NE(within[0].find("t.yaml:9:62: input 'op.a/in.a': schema 'A' keys fact type 'A' by [u], "
                            "but this input keys it by [t]"),
             std::string::npos)
       << within[0];
