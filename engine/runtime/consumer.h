@@ -71,7 +71,9 @@ struct Consumer {
   uint32_t batch_facts = 0;
   uint32_t max_depth = 0;
   // Lease state. Written by the lease thread; read by workers.
-  std::atomic<bool> owned{false};       // this instance holds the lease: workers deliver it
+  // This instance holds the lease and delivers the consumer: workers start its batches. Cleared
+  // when a hand-over begins, while the lease is still held (leases.h).
+  std::atomic<bool> owned{false};
   std::atomic<uint64_t> epoch{0};       // the lease epoch fencing its commits
   std::atomic<uint64_t> generation{0};  // bumped on acquisition: lanes reload their cursors
 
