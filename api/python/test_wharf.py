@@ -612,7 +612,7 @@ class TestAsyncAndAttempts(EngineTestCase):
         async def handler_body():
             pass
 
-        handler = wharf._Handler(lambda fact: None, "h")
+        handler = wharf._Handler(lambda fact: None, "h", wharf._RuntimeShared(10))
         states = []
         for _ in range(20):
             loop = wharf._EventLoop()
@@ -672,7 +672,7 @@ class TestAsyncAndAttempts(EngineTestCase):
                     with self.assertRaises(wharf.InvalidArgument, msg=repr(options)) as caught:
                         runtime.subscribe("hooks", "OrderPlaced", fn, options)
                     self.assertIn(needle, str(caught.exception))
-            self.assertEqual(runtime._handlers, [])
+            self.assertEqual(runtime._handler_keys, [])
         self.assertEqual(wharf._callbacks, {})  # refused registrations released their handlers
 
 
