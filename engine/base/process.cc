@@ -1,7 +1,10 @@
 #include "engine/base/process.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <mutex>
@@ -11,8 +14,16 @@ namespace wharf::internal {
 namespace {
 
 std::atomic<pid_t> g_process_id{0};
+std::atomic<pid_t> g_exit_handler_pid{0};  // the process that registered ExitInForkedChild
 
 void RefreshInChild() { g_process_id.store(::getpid(), std::memory_order_relaxed); }
+
+// Registered once, after RocksDB registered its exit handlers: runs before them.
+void ExitInForkedChild(int status, void* /*arg*/) {
+  if (CurrentProcessId() == g_exit_handler_pid.load(std::memory_order_relaxed)) return;
+  std::fflush(nullptr);
+  ::_exit(status);
+}
 
 }  // namespace
 
@@ -25,6 +36,14 @@ pid_t CurrentProcessId() {
   }();
   (void)registered;
   return g_process_id.load(std::memory_order_relaxed);
+}
+
+void NoteEngineOpened() {
+  static const bool registered = [] {
+    g_exit_handler_pid.store(CurrentProcessId(), std::memory_order_relaxed);
+    return ::on_exit(&ExitInForkedChild, nullptr) == 0;
+  }();
+  (void)registered;
 }
 
 void KeepForever(std::shared_ptr<void> object) {

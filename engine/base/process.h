@@ -17,6 +17,14 @@ namespace wharf::internal {
 // costs one atomic load. Thread-safe.
 pid_t CurrentProcessId();
 
+// Called once an engine opened (its store, and so RocksDB, is open). A process forked after the
+// first engine opened (even one closed since) ends at exit() without running the exit handlers
+// registered before that: RocksDB's, registered then, join its threads (the periodic-task timer,
+// the default environment's thread pools), which exist in the parent only, so a child would hang
+// there or crash. The child's stdio buffers are flushed and its exit status kept; exit handlers
+// registered later (the child's own, Python's finalization) run first.
+void NoteEngineOpened();
+
 // Keeps `object` alive (and reachable, so leak checkers stay quiet) until the process ends, never
 // destroying it: what a forked child does with an engine or a runtime it inherited. Thread-safe.
 void KeepForever(std::shared_ptr<void> object);

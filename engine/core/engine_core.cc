@@ -105,6 +105,7 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   if (!s.ok()) return s;
   s = Store::Open(path, options, hooks, &core->store_);
   if (!s.ok()) return s;
+  NoteEngineOpened();  // after RocksDB's first open registered its exit handlers (process.h)
   core->options_.partitions = core->store_->partitions();
   core->options_.ordering = core->store_->ordering();  // always set once open
   for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);

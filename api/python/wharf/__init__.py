@@ -1868,6 +1868,7 @@ class Runtime:
             _deferred_frees.append((list(self._handler_keys), self._trace_key))
         else:
             _unregister_callback(self._trace_key)
+        _wait_for_deferred_frees(0)  # forgets those that completed meanwhile
 
     def __enter__(self) -> "Runtime":
         return self
@@ -1901,17 +1902,21 @@ _deferred_frees: List[Tuple[List[int], int]] = []
 _DEFERRED_FREE_WAIT_S = 10.0
 
 
-def _wait_for_deferred_frees() -> None:
-    deadline = time.monotonic() + _DEFERRED_FREE_WAIT_S
-    while _deferred_frees:
-        keys, trace_key = _deferred_frees[0]
+def _wait_for_deferred_frees(timeout_s: float = _DEFERRED_FREE_WAIT_S) -> bool:
+    """Waits up to `timeout_s` for the deferred frees to complete, forgetting those that did
+    (their trace callbacks included). True when none is left."""
+    deadline = time.monotonic() + timeout_s
+    while True:
         with _callbacks_lock:
-            done = not any(key in _callbacks for key in keys)
-        if not done and time.monotonic() < deadline:
-            time.sleep(0.005)
-            continue
-        _deferred_frees.pop(0)
-        _unregister_callback(trace_key)
+            done = [entry for entry in _deferred_frees
+                    if not any(key in _callbacks for key in entry[0])]
+            for entry in done:
+                _deferred_frees.remove(entry)
+                _callbacks.pop(entry[1], None)
+            left = bool(_deferred_frees)
+        if not left or time.monotonic() >= deadline:
+            return not left
+        time.sleep(0.005)
 
 
 def _close_all_at_exit() -> None:
