@@ -350,7 +350,7 @@ Fn Halting(std::shared_ptr<std::atomic<bool>> halted, Fn handler) {
 wharf::AsyncSubscribeFn Halting(std::shared_ptr<std::atomic<bool>> halted,
                                 wharf::AsyncSubscribeFn handler) {
   return [halted = std::move(halted), handler = std::move(handler)](const Fact& fact,
-                                                                     wharf::Delivery delivery) {
+                                                                    wharf::Delivery delivery) {
     if (!halted->load(std::memory_order_acquire)) return handler(fact, std::move(delivery));
     delivery.Done(Outcome::kRetry, kHaltedReason).PermitUncheckedError();
   };

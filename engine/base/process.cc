@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <vector>
 
