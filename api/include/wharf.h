@@ -64,7 +64,10 @@
 **   ("opened by process N"), and wharf_close / wharf_runtime_free return at once without any
 **   effect on files (the parent's admin socket, clean-close record and store stay as they are)
 **   and without running destroy callbacks; the objects are deliberately leaked until the child
-**   ends. A child that needs a database opens its own (another path) or execs.
+**   ends. A child that needs a database opens its own (another path) or execs. A process forked
+**   after its parent first opened an engine ends at exit() without running the exit handlers
+**   registered before that open (RocksDB's, which join threads that live in the parent only);
+**   its stdio buffers are flushed and its exit status kept.
 **
 ** VERSIONING
 **

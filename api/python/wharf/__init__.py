@@ -36,6 +36,12 @@ Keys, payloads and header values are bytes and may hold any byte, NUL included.
 
 Exit: engines and runtimes still open when the interpreter exits are closed by an atexit hook
 (runtimes are stopped first), so worker threads never call into a finalizing interpreter.
+Fork: a child made by os.fork() leaves the parent's engines and runtimes alone (close(), __del__
+and the exit hook only drop its copies; wharf.h, FORK).
+
+Handlers: a handler call that fails in any way fails its fact (no path out of a callback counts
+as handled); KeyboardInterrupt and SystemExit keep the fact's place and stop a drain(), which
+re-raises them; Runtime.errors keeps the last Runtime.ERRORS_KEPT exceptions.
 
 Threads: handlers, subscribers, taps, trace and commit callbacks run on Wharf's worker or engine
 threads (holding the GIL while in Python). Facts handed to them are copies (Fact objects); the
@@ -701,7 +707,9 @@ class StatSnapshot:
 # no ctypes thunk is ever freed while C may still call it.
 
 _callbacks: Dict[int, object] = {}
-_callbacks_lock = threading.Lock()
+# Reentrant: a runtime collected (its __del__ closing it) while this thread holds the lock takes it
+# again.
+_callbacks_lock = threading.RLock()
 _callback_ids = itertools.count(1)
 
 
