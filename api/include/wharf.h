@@ -565,7 +565,8 @@ WHARF_EXPORT wharf_status wharf_runtime_instance(wharf_runtime* rt, const char**
 ** the runtime is called any more (a fact it would have delivered keeps its place, without a dead
 ** letter: delivered when the consumer runs next), a trace event "runtime-free-deferred"
 ** (warning) says so, and a thread of wharf's own stops the runtime and runs the destroy callbacks
-** once the callbacks in progress returned (and a drain in progress ended). */
+** once the callbacks in progress returned (and a drain in progress ended): the destroy callbacks
+** mark the end of the free, which a program should wait for before it exits. */
 WHARF_EXPORT void wharf_runtime_free(wharf_runtime* rt);
 
 /* ---------------------------------------------------------------------------------------------
