@@ -205,10 +205,11 @@ WHARF_EXPORT wharf_status wharf_open(const char* path, const char* options, whar
 
 /* DESTRUCTOR. Stops every runtime still attached to the engine (finishing their batches and
 ** persisting their cursors), waits for commits already queued, closes the database and frees the
-** handle. In a forked child it only frees the handle (see FORK above). NULL is a no-op that returns WHARF_OK. A closed handle must not be passed again (it is
-** answered with WHARF_CLOSED while wharf still remembers it). Transactions and runtimes made from
-** the engine stay valid handles: their calls return WHARF_CLOSED, and they must still be freed
-** (wharf_txn_abort, wharf_runtime_free). Must not be called from a callback. Thread-safe. */
+** handle; in a forked child it only frees the handle (see FORK above). NULL is a no-op that
+** returns WHARF_OK. A closed handle must not be passed again (it is answered with WHARF_CLOSED
+** while wharf still remembers it). Transactions and runtimes made from the engine stay valid
+** handles: their calls return WHARF_CLOSED, and they must still be freed (wharf_txn_abort,
+** wharf_runtime_free). Must not be called from a callback. Thread-safe. */
 WHARF_EXPORT wharf_status wharf_close(wharf_engine* engine);
 
 /* Declares the fact types producers may emit (persisted: declaring again is a no-op). Emitting an
