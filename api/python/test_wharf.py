@@ -1206,12 +1206,12 @@ class TestCallbackIntegrity(EngineTestCase):
             effects.put("idx", str(fact.id), fact.payload)
             if fact.id == last - 2 and calls.count(fact.id) == 1:
                 os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as the terminal sends it
-                time.sleep(1)  # interrupted at once
+                time.sleep(5)  # interrupted at once
         runtime.project("idx", "OrderPlaced", index)
         begin = time.monotonic()
         with self.assertRaises(KeyboardInterrupt):
             runtime.drain()
-        self.assertLess(time.monotonic() - begin, 0.9)
+        self.assertLess(time.monotonic() - begin, 4)
         self.assertEqual(calls, [last - 4, last - 3, last - 2])  # nothing after the interrupt
         self.assertIsNone(self.engine.get("idx", str(last - 2)))
         self.assertEqual(self.engine.dead_letters(), [])
