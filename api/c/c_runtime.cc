@@ -8,13 +8,16 @@
 // Lifetime. A runtime handle holds its engine's state, so the C++ Engine outlives the Runtime even
 // when wharf_close runs first: wharf_close stops every attached runtime, after which their calls
 // answer WHARF_CLOSED until wharf_runtime_free.
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "api/c/c_common.h"
 #include "api/c/c_delivery.h"
 #include "engine/base/option_string.h"
+#include "engine/runtime/trace.h"
 #include "wharf/relay.h"
 #include "wharf/runtime.h"
 
@@ -41,6 +44,13 @@ class RuntimeState : public Attached {
   std::unique_ptr<Runtime> runtime;     // guarded by mutex; null once freed
   std::string instance;                 // immutable after creation
   bool stopped_by_close = false;        // guarded by mutex
+  // Set by a wharf_runtime_free called from inside a callback: from then on no handler of this
+  // runtime is called (every registration's handler is wrapped by Halting), until the free,
+  // deferred to a thread of its own, completes. Shared with the wrapped handlers.
+  std::shared_ptr<std::atomic<bool>> halted = std::make_shared<std::atomic<bool>>(false);
+  // The runtime's trace sink (the caller's callback, or stderr), for the events of the C ABI
+  // itself (runtime-free-deferred). Immutable after creation.
+  std::shared_ptr<internal::Tracer> trace;
 
   void StopForClose() override {
     std::lock_guard lock(mutex);
@@ -298,9 +308,10 @@ Status FindRuntime(const wharf_runtime* rt, std::shared_ptr<RuntimeState>* state
   return s;
 }
 
-// Runs `body(runtime)` under the runtime's lock, refusing from callbacks and after engine close.
+// Runs `body(state)` under the runtime's lock, refusing from callbacks and after engine close;
+// state.runtime is set.
 template <typename Body>
-Status WithRuntime(const wharf_runtime* rt, const char* function, Body&& body) {
+Status WithRuntimeState(const wharf_runtime* rt, const char* function, Body&& body) {
   std::shared_ptr<RuntimeState> state;
   Status s = wharf::capi::RefuseInCallback(function);
   if (s.ok()) s = FindRuntime(rt, &state);
@@ -310,7 +321,45 @@ Status WithRuntime(const wharf_runtime* rt, const char* function, Body&& body) {
   if (state->stopped_by_close || state->engine->closed.load()) {
     return Status::Closed("the runtime's engine was closed");
   }
-  return body(*state->runtime);
+  return body(*state);
+}
+
+// Runs `body(runtime)` as WithRuntimeState does.
+template <typename Body>
+Status WithRuntime(const wharf_runtime* rt, const char* function, Body&& body) {
+  return WithRuntimeState(rt, function, [&](RuntimeState& state) { return body(*state.runtime); });
+}
+
+// What a handler of a runtime being freed answers (see RuntimeState::halted): the fact keeps its
+// place, without a dead letter, and is delivered when the consumer runs next.
+constexpr const char* kHaltedReason =
+    "the runtime is being freed (wharf_runtime_free from inside a callback): not delivered";
+
+// A registration's handler that is no longer called once `halted` is set.
+template <typename Fn>
+Fn Halting(std::shared_ptr<std::atomic<bool>> halted, Fn handler) {
+  return [halted = std::move(halted), handler = std::move(handler)](auto&&... args) {
+    if (halted->load(std::memory_order_acquire)) {
+      wharf::SetFailureReason(kHaltedReason);
+      return Outcome::kRetry;
+    }
+    return handler(std::forward<decltype(args)>(args)...);
+  };
+}
+
+wharf::AsyncSubscribeFn Halting(std::shared_ptr<std::atomic<bool>> halted,
+                                wharf::AsyncSubscribeFn handler) {
+  return [halted = std::move(halted), handler = std::move(handler)](const Fact& fact,
+                                                                    wharf::Delivery delivery) {
+    if (!halted->load(std::memory_order_acquire)) return handler(fact, std::move(delivery));
+    delivery.Done(Outcome::kRetry, kHaltedReason).PermitUncheckedError();
+  };
+}
+
+wharf::TapFn Halting(std::shared_ptr<std::atomic<bool>> halted, wharf::TapFn handler) {
+  return [halted = std::move(halted), handler = std::move(handler)](const Fact& fact) {
+    if (!halted->load(std::memory_order_acquire)) handler(fact);  // at most once: dropped
+  };
 }
 
 enum class ProjectKind { kProjection, kReaction };
@@ -343,8 +392,9 @@ Status RegisterProject(wharf_runtime* rt, ProjectKind kind, const ConsumerArgs& 
   if (!s.ok()) return s;
   const char* function =
       kind == ProjectKind::kProjection ? "wharf_runtime_project" : "wharf_runtime_react";
-  return WithRuntime(rt, function, [&](wharf::Runtime& runtime) {
-    wharf::ProjectFn handler = ProjectTrampoline(fn, std::move(reg));
+  return WithRuntimeState(rt, function, [&](RuntimeState& state) {
+    wharf::ProjectFn handler = Halting(state.halted, ProjectTrampoline(fn, std::move(reg)));
+    wharf::Runtime& runtime = *state.runtime;
     return kind == ProjectKind::kProjection
                ? runtime.Project(std::move(name), std::move(types), std::move(handler),
                                  std::move(options))
@@ -360,9 +410,10 @@ Status RegisterSubscribeAsync(wharf_runtime* rt, const ConsumerArgs& args,
   ConsumerOptions options;
   Status s = CheckConsumer(args, false, fn != nullptr, &name, &types, &options);
   if (!s.ok()) return s;
-  return WithRuntime(rt, "wharf_runtime_subscribe_async", [&](wharf::Runtime& runtime) {
-    return runtime.SubscribeAsync(std::move(name), std::move(types),
-                                  AsyncSubscribeTrampoline(fn, std::move(reg)), std::move(options));
+  return WithRuntimeState(rt, "wharf_runtime_subscribe_async", [&](RuntimeState& state) {
+    return state.runtime->SubscribeAsync(
+        std::move(name), std::move(types),
+        Halting(state.halted, AsyncSubscribeTrampoline(fn, std::move(reg))), std::move(options));
   });
 }
 
@@ -373,10 +424,38 @@ Status RegisterSubscribe(wharf_runtime* rt, const ConsumerArgs& args, wharf_subs
   ConsumerOptions options;
   Status s = CheckConsumer(args, false, fn != nullptr, &name, &types, &options);
   if (!s.ok()) return s;
-  return WithRuntime(rt, "wharf_runtime_subscribe", [&](wharf::Runtime& runtime) {
-    return runtime.Subscribe(std::move(name), std::move(types),
-                             SubscribeTrampoline(fn, std::move(reg)), std::move(options));
+  return WithRuntimeState(rt, "wharf_runtime_subscribe", [&](RuntimeState& state) {
+    return state.runtime->Subscribe(std::move(name), std::move(types),
+                                    Halting(state.halted, SubscribeTrampoline(fn, std::move(reg))),
+                                    std::move(options));
   });
+}
+
+// wharf_runtime_free called from inside a callback (a handler of this runtime, possibly on the
+// thread of its drain, or any other wharf callback): stopping the runtime here would wait for
+// this very callback. The runtime stops delivering at once (`halted`), says so in a trace event,
+// and a thread of its own stops it and frees it (running the destroy callbacks) once the
+// callbacks in progress returned and a drain in progress ended.
+Status FreeAfterCallback(std::shared_ptr<RuntimeState> state) {
+  state->halted->store(true, std::memory_order_release);
+  (*state->trace)(wharf::TraceEvent::Level::kWarning, "runtime-free-deferred", nullptr, 0,
+                  "wharf_runtime_free was called from inside a callback: the runtime delivers "
+                  "nothing more, and is stopped and freed on a thread of its own once the "
+                  "callback returned");
+  std::thread([state = std::move(state)] {
+    std::unique_ptr<wharf::Runtime> runtime;
+    std::shared_ptr<EngineState> engine_state;  // outlives the runtime (it holds Engine*)
+    {
+      // Waits for a drain in progress (it holds the lock and ends soon: nothing is delivered).
+      std::lock_guard lock(state->mutex);
+      runtime = std::move(state->runtime);
+      engine_state = std::move(state->engine);
+    }
+    if (runtime) runtime->Stop().PermitUncheckedError();  // joins the workers
+    runtime.reset();
+    engine_state.reset();
+  }).detach();
+  return Status::OK();
 }
 
 }  // namespace
@@ -398,6 +477,7 @@ wharf_status wharf_runtime_new_v2(wharf_engine* engine, const char* options, wha
     if (!s.ok()) return s;
     if (trace != nullptr) runtime_options.trace = TraceTrampoline(trace, trace_ctx);
     auto state = std::make_shared<RuntimeState>();
+    state->trace = std::make_shared<wharf::internal::Tracer>(runtime_options.trace);
     state->engine = engine_state;
     state->runtime =
         std::make_unique<wharf::Runtime>(engine_state->engine.get(), std::move(runtime_options));
@@ -525,9 +605,10 @@ wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name, const char* 
       }
     };
     reg.reset();  // the handlers hold it now
-    return WithRuntime(rt, "wharf_runtime_tap", [&](wharf::Runtime& runtime) {
-      return runtime.Tap(std::move(consumer), std::move(type_list), std::move(handler),
-                         std::move(consumer_options));
+    return WithRuntimeState(rt, "wharf_runtime_tap", [&](RuntimeState& state) {
+      return state.runtime->Tap(std::move(consumer), std::move(type_list),
+                                Halting(state.halted, std::move(handler)),
+                                std::move(consumer_options));
     });
   });
 }
@@ -622,11 +703,11 @@ wharf_status wharf_runtime_instance(wharf_runtime* rt, const char** instance) {
 void wharf_runtime_free(wharf_runtime* rt) {
   Guard("wharf_runtime_free", [&] {
     if (rt == nullptr) return Status::OK();
-    Status s = wharf::capi::RefuseInCallback("wharf_runtime_free");
-    if (!s.ok()) return s;
+    Status s;
     std::shared_ptr<void> owner = wharf::capi::Retire(rt, Kind::kRuntime, "rt", &s);
     if (!owner) return s;
     std::shared_ptr<RuntimeState> state = std::static_pointer_cast<wharf_runtime>(owner)->rep;
+    if (wharf::capi::InCallback()) return FreeAfterCallback(std::move(state));
     std::unique_ptr<wharf::Runtime> runtime;
     std::shared_ptr<EngineState> engine_state;  // outlives the runtime (it holds Engine*)
     {

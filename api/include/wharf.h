@@ -37,8 +37,8 @@
 **     them and how long their arguments stay valid. A callback must not unwind (longjmp or a C++
 **     exception) into wharf; an exception thrown by a C++ callback is caught and treated as a
 **     failure. Calls that would deadlock from inside a callback (wharf_close, wharf_runtime_drain,
-**     wharf_runtime_stop, wharf_runtime_free, a blocking wharf_txn_commit from a commit callback)
-**     are refused with WHARF_INVALID_ARGUMENT.
+**     wharf_runtime_stop, a blocking wharf_txn_commit from a commit callback) are refused with
+**     WHARF_INVALID_ARGUMENT; wharf_runtime_free there is deferred (see it).
 **  8. Integers are fixed-width; booleans are uint8_t (0 or 1). Times are milliseconds since the
 **     Unix epoch (int64_t, suffix _ms).
 **  9. No C++ exception ever crosses this interface: an unexpected failure inside wharf is reported
@@ -55,6 +55,19 @@
 **                  called from any thread except from inside a handler.
 **   wharf_fact     a borrowed view, valid only during the callback that received it.
 **   Errors         wharf_last_error() is per thread: two threads never see each other's message.
+**
+** FORK
+**
+**   A process forked after wharf_open (or wharf_runtime_new) inherits copies of the engine and
+**   runtime handles, but none of their threads, and the parent still uses the database. The child
+**   must leave them alone: in it, calls that read or write the database return WHARF_CLOSED
+**   ("opened by process N"), and wharf_close / wharf_runtime_free return at once without any
+**   effect on files (the parent's admin socket, clean-close record and store stay as they are)
+**   and without running destroy callbacks; the objects are deliberately leaked until the child
+**   ends. A child that needs a database opens its own (another path) or execs. A process forked
+**   after its parent first opened an engine ends at exit() without running the exit handlers
+**   registered before that open (RocksDB's, which join threads that live in the parent only);
+**   its stdio buffers are flushed and its exit status kept.
 **
 ** VERSIONING
 **
@@ -192,10 +205,11 @@ WHARF_EXPORT wharf_status wharf_open(const char* path, const char* options, whar
 
 /* DESTRUCTOR. Stops every runtime still attached to the engine (finishing their batches and
 ** persisting their cursors), waits for commits already queued, closes the database and frees the
-** handle. NULL is a no-op that returns WHARF_OK. A closed handle must not be passed again (it is
-** answered with WHARF_CLOSED while wharf still remembers it). Transactions and runtimes made from
-** the engine stay valid handles: their calls return WHARF_CLOSED, and they must still be freed
-** (wharf_txn_abort, wharf_runtime_free). Must not be called from a callback. Thread-safe. */
+** handle; in a forked child it only frees the handle (see FORK above). NULL is a no-op that
+** returns WHARF_OK. A closed handle must not be passed again (it is answered with WHARF_CLOSED
+** while wharf still remembers it). Transactions and runtimes made from the engine stay valid
+** handles: their calls return WHARF_CLOSED, and they must still be freed (wharf_txn_abort,
+** wharf_runtime_free). Must not be called from a callback. Thread-safe. */
 WHARF_EXPORT wharf_status wharf_close(wharf_engine* engine);
 
 /* Declares the fact types producers may emit (persisted: declaring again is a no-op). Emitting an
@@ -545,7 +559,15 @@ WHARF_EXPORT wharf_status wharf_runtime_release_timers(wharf_runtime* rt, size_t
 /* The runtime's instance id, NUL-terminated; BORROWED until wharf_runtime_free. */
 WHARF_EXPORT wharf_status wharf_runtime_instance(wharf_runtime* rt, const char** instance);
 /* DESTRUCTOR. Stops the runtime (as wharf_runtime_stop), calls the registrations' destroy
-** callbacks and frees the handle. NULL is a no-op. Works after wharf_close of its engine. */
+** callbacks and frees the handle. NULL is a no-op. Works after wharf_close of its engine.
+** From inside a callback (a handler of this runtime, also one running on the thread of its
+** drain, or any other wharf callback), where stopping would wait for that very callback, the
+** free is deferred: the handle is freed at once (later calls answer WHARF_CLOSED), no handler of
+** the runtime is called any more (a fact it would have delivered keeps its place, without a dead
+** letter: delivered when the consumer runs next), a trace event "runtime-free-deferred"
+** (warning) says so, and a thread of wharf's own stops the runtime and runs the destroy callbacks
+** once the callbacks in progress returned (and a drain in progress ended): the destroy callbacks
+** mark the end of the free, which a program should wait for before it exits. */
 WHARF_EXPORT void wharf_runtime_free(wharf_runtime* rt);
 
 /* ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import inspect
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -612,7 +613,7 @@ class TestAsyncAndAttempts(EngineTestCase):
         async def handler_body():
             pass
 
-        handler = wharf._Handler(lambda fact: None, "h")
+        handler = wharf._Handler(lambda fact: None, "h", wharf._RuntimeShared(10))
         states = []
         for _ in range(20):
             loop = wharf._EventLoop()
@@ -672,7 +673,7 @@ class TestAsyncAndAttempts(EngineTestCase):
                     with self.assertRaises(wharf.InvalidArgument, msg=repr(options)) as caught:
                         runtime.subscribe("hooks", "OrderPlaced", fn, options)
                     self.assertIn(needle, str(caught.exception))
-            self.assertEqual(runtime._handlers, [])
+            self.assertEqual(runtime._handler_keys, [])
         self.assertEqual(wharf._callbacks, {})  # refused registrations released their handlers
 
 
@@ -1128,6 +1129,234 @@ class TestExit(unittest.TestCase):
             self.assertEqual((result.returncode, result.stdout), (0, "committed\n"),
                              f"run {run}: {result.stderr}")
             self.assertNotIn("FATAL", result.stderr)
+
+
+class Unprintable(Exception):
+    """An exception whose str() itself raises."""
+
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+
+class TestCallbackIntegrity(EngineTestCase):
+    """No way out of a binding callback turns a failure into success; interrupts keep the fact;
+    the exceptions kept are bounded; a runtime closed inside its own handler stops delivering."""
+
+    def commit_many(self, count, key="alice"):
+        with self.engine.begin() as txn:
+            for i in range(count):
+                txn.emit("OrderPlaced", f"o-{i}", key=key)
+        return txn.last_fact_id
+
+    def test_an_exception_whose_str_raises_fails_the_fact(self):
+        last = self.commit_many(3)
+        runtime = wharf.Runtime(self.engine)
+
+        def index(fact, effects):
+            effects.put("idx", str(fact.id), fact.payload)
+            if fact.id == last - 1:
+                raise Unprintable()
+        runtime.project("idx", "OrderPlaced", index)
+        runtime.drain()
+        runtime.close()
+        self.assertIsNone(self.engine.get("idx", str(last - 1)))  # its effects did not commit
+        self.assertEqual(self.engine.get("idx", str(last)), b"o-2")
+        [letter] = self.engine.dead_letters("idx")
+        self.assertEqual(letter.fact.id, last - 1)
+        self.assertIn("Unprintable: <str() of the exception raised RuntimeError>", letter.reason)
+
+    def test_subscribers_raising_unprintable_exceptions_fail(self):
+        async def hook(fact):
+            raise Unprintable()
+        for name, fn in [("sync", lambda fact: (_ for _ in ()).throw(Unprintable())),
+                         ("async", hook)]:
+            with self.subTest(name):
+                fact_id = self.commit_many(1, key=name)
+                runtime = wharf.Runtime(self.engine)
+                runtime.subscribe(name, "OrderPlaced", fn, {"max_attempts": 1})
+                runtime.drain()
+                runtime.close()
+                letters = [letter for letter in self.engine.dead_letters(name)
+                           if letter.fact.id == fact_id]
+                self.assertEqual(len(letters), 1, self.engine.dead_letters(name))
+                self.assertIn("Unprintable", letters[0].reason)
+
+    def test_a_list_callback_that_raises_fails_the_call(self):
+        self.commit_many(2)
+        original = wharf.Fact._from_handle
+
+        def broken(handle):
+            raise MemoryError("no memory for the fact")
+        wharf.Fact._from_handle = staticmethod(broken)
+        try:
+            with self.assertRaises(MemoryError):
+                self.engine.read_facts(self.engine.partition_of("alice"))
+        finally:
+            wharf.Fact._from_handle = staticmethod(original)
+        self.assertEqual(len(self.engine.read_facts(self.engine.partition_of("alice"))), 2)
+        self.assertEqual(wharf._collect_errors, {})
+
+    def test_ctrl_c_in_a_projection_stops_the_drain_and_keeps_the_fact(self):
+        last = self.commit_many(5)
+        runtime = wharf.Runtime(self.engine, trace=lambda *event: None)
+        calls = []
+
+        def index(fact, effects):
+            calls.append(fact.id)
+            effects.put("idx", str(fact.id), fact.payload)
+            if fact.id == last - 2 and calls.count(fact.id) == 1:
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as the terminal sends it
+                time.sleep(5)  # interrupted at once
+        runtime.project("idx", "OrderPlaced", index)
+        begin = time.monotonic()
+        with self.assertRaises(KeyboardInterrupt):
+            runtime.drain()
+        self.assertLess(time.monotonic() - begin, 4)
+        self.assertEqual(calls, [last - 4, last - 3, last - 2])  # nothing after the interrupt
+        self.assertIsNone(self.engine.get("idx", str(last - 2)))
+        self.assertEqual(self.engine.dead_letters(), [])
+        self.assertEqual(runtime.errors, [])
+        runtime.drain()  # delivered again, once each
+        runtime.close()
+        self.assertEqual(calls[3:], [last - 2, last - 1, last])
+        for fact_id in range(last - 4, last + 1):
+            self.assertIsNotNone(self.engine.get("idx", str(fact_id)))
+        self.assertEqual(self.engine.dead_letters(), [])
+
+    def test_sys_exit_in_a_subscriber_stops_the_drain_and_keeps_the_fact(self):
+        last = self.commit_many(3)
+        runtime = wharf.Runtime(self.engine, trace=lambda *event: None)
+        calls = []
+
+        def hook(fact):
+            calls.append(fact.id)
+            if len(calls) == 2:
+                sys.exit(3)
+        runtime.subscribe("hook", "OrderPlaced", hook)
+        with self.assertRaises(SystemExit) as caught:
+            runtime.drain()
+        self.assertEqual(caught.exception.code, 3)
+        self.assertEqual(calls, [last - 2, last - 1])
+        runtime.drain()
+        runtime.close()
+        self.assertEqual(calls, [last - 2, last - 1, last - 1, last])
+        self.assertEqual(self.engine.dead_letters(), [])
+
+    def test_errors_keeps_the_last_hundred(self):
+        last = self.commit_many(150)
+        runtime = wharf.Runtime(self.engine, trace=lambda *event: None)
+
+        def index(fact, effects):
+            raise ValueError(f"fact {fact.id}")
+        runtime.project("idx", "OrderPlaced", index)
+        runtime.drain()
+        runtime.close()
+        self.assertEqual(len(self.engine.dead_letters("idx")), 150)
+        errors = runtime.errors
+        self.assertEqual(len(errors), 100)
+        self.assertEqual(wharf.Runtime.ERRORS_KEPT, 100)
+        self.assertEqual(str(errors[-1]), f"fact {last}")
+        self.assertEqual(str(errors[0]), f"fact {last - 99}")
+
+    def test_close_inside_a_handler_stops_delivery_at_once(self):
+        last = self.commit_many(5)
+        events = []
+        runtime = wharf.Runtime(self.engine, trace=lambda level, name, *rest: events.append(name))
+        calls = []
+
+        def index(fact, effects):
+            calls.append(fact.id)
+            effects.put("idx", str(fact.id), fact.payload)
+            runtime.close()
+        runtime.project("idx", "OrderPlaced", index)
+        with self.assertRaises(wharf.Closed):
+            runtime.drain()
+        self.assertEqual(calls, [last - 4])
+        self.assertIn("runtime-free-deferred", events)
+        self.assertTrue(wharf._wait_for_deferred_frees(10))  # freed on wharf's thread
+        self.assertEqual(wharf._callbacks, {})
+        again = wharf.Runtime(self.engine)
+        again.project("idx", "OrderPlaced", lambda fact, effects: calls.append(fact.id))
+        again.drain()
+        again.close()
+        self.assertEqual(calls, list(range(last - 4, last + 1)))
+        self.assertEqual(self.engine.dead_letters(), [])
+
+    def test_a_runtime_collected_inside_its_own_handler_stops_delivering(self):
+        self.commit_many(1)
+        events = []
+        holder = [wharf.Runtime(self.engine, "workers=1",
+                                trace=lambda level, name, *rest: events.append(name))]
+        calls = []
+        delivered = threading.Event()
+
+        def hook(fact):
+            calls.append(fact.id)
+            holder.clear()  # the last reference: the runtime is collected here, in its handler
+            delivered.set()
+        holder[0].subscribe("hook", "OrderPlaced", hook)
+        holder[0].start()
+        self.assertTrue(delivered.wait(10))
+        self.commit_many(10)
+        self.assertTrue(wharf._wait_for_deferred_frees(10))
+        time.sleep(0.1)
+        self.assertEqual(len(calls), 1)
+        self.assertIn("runtime-free-deferred", events)
+
+
+class TestFork(unittest.TestCase):
+    def test_a_forked_child_leaves_the_parents_database_alone(self):
+        script = textwrap.dedent("""
+            import json, os, socket, sys, threading, time
+            import wharf
+            db = os.path.join(sys.argv[1], "db")
+            engine = wharf.Engine(db, "partitions=2")
+            engine.declare_types("A")
+            runtime = wharf.Runtime(engine, "workers=2")
+            seen = []
+            runtime.subscribe("s", ["A"], lambda fact: seen.append(fact.id))
+            runtime.start()
+            with engine.begin() as txn:
+                txn.emit("A", b"x", key="k")
+            pid = os.fork()
+            if pid == 0:  # the child leaves the parent's database alone, and exits normally
+                try:
+                    with engine.begin() as txn:
+                        txn.emit("A", b"from the child", key="k")
+                except wharf.Closed as e:
+                    sys.exit(0 if "forked" in str(e) else 4)
+                sys.exit(5)
+            begin = time.monotonic()
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if time.monotonic() - begin > 20:
+                    os.kill(pid, 9)
+                    sys.exit("the child hung")
+                time.sleep(0.01)
+            print("child exit", os.waitstatus_to_exitcode(status), time.monotonic() - begin < 5)
+            print("clean-close record", os.path.exists(os.path.join(db, "WHARF-CLOSED")))
+            with socket.socket(socket.AF_UNIX) as admin:
+                admin.settimeout(10)
+                admin.connect(os.path.join(db, "admin.sock"))
+                admin.sendall(b'{"v":1,"op":"hello"}\\n')
+                print("admin answers", json.loads(admin.makefile().readline())["ok"])
+            with engine.begin() as txn:
+                txn.emit("A", b"y", key="k")
+            deadline = time.monotonic() + 10
+            while len(seen) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            print("delivered", len(seen))
+            """)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(wharf.__file__)))
+        env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        with tempfile.TemporaryDirectory(prefix="wharf-py-fork-") as scratch:
+            result = subprocess.run([sys.executable, "-c", script, scratch], env=env,
+                                    capture_output=True, text=True, timeout=120)
+        self.assertEqual((result.returncode, result.stdout),
+                         (0, "child exit 0 True\nclean-close record False\nadmin answers True\n"
+                             "delivered 2\n"), result.stderr)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,15 @@ Status Engine::Open(const std::string& path, const EngineOptions& options,
 }
 
 Engine::Engine(std::shared_ptr<EngineCore> core) : core_(std::move(core)) {}
-Engine::~Engine() { Close().PermitUncheckedError(); }
+Engine::~Engine() {
+  if (core_->InheritedByFork()) {
+    // Destroying the core would join threads that do not exist in a forked child and close the
+    // parent's store: it is kept, unused, until the child ends.
+    internal::KeepForever(std::move(core_));
+    return;
+  }
+  Close().PermitUncheckedError();
+}
 Status Engine::Close() { return core_->Close(); }
 
 Status Engine::DeclareTypes(const std::vector<std::string>& types) {

@@ -105,6 +105,7 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   if (!s.ok()) return s;
   s = Store::Open(path, options, hooks, &core->store_);
   if (!s.ok()) return s;
+  NoteEngineOpened();  // after RocksDB's first open registered its exit handlers (process.h)
   core->options_.partitions = core->store_->partitions();
   core->options_.ordering = core->store_->ordering();  // always set once open
   for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
@@ -146,6 +147,12 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
 EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
 
 Status EngineCore::Close() {
+  if (InheritedByFork()) {
+    // A forked child: the threads this would stop do not exist here, and the files it would
+    // touch (admin socket, clean-close record, the store's) are the parent's, still in use.
+    closed_.store(true);
+    return Status::OK();
+  }
   if (closing_.exchange(true)) return Status::OK();
   // The textfile's last write reads the metrics of the engine still open.
   if (metrics_textfile_) metrics_textfile_->Stop();
@@ -168,7 +175,13 @@ std::string EngineCore::metrics_listen_address() const {
 }
 
 Status EngineCore::CheckOpen() const {
-  return closed_.load() ? Status::Closed("engine is closed") : Status::OK();
+  if (closed_.load()) return Status::Closed("engine is closed");
+  if (InheritedByFork()) {
+    return Status::Closed("engine was opened by process " + std::to_string(open_pid_) +
+                          "; process " + std::to_string(CurrentProcessId()) +
+                          ", forked from it, cannot use it");
+  }
+  return Status::OK();
 }
 
 int64_t EngineCore::NowMs() const {

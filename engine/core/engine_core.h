@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/base/process.h"
 #include "engine/commit/committer.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/core/engine_internal.h"
@@ -46,9 +47,14 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
                      std::unique_ptr<Engine>* engine);
   ~EngineCore() override;
 
+  // In a process forked from the one that opened the engine, Close abandons it instead: it counts
+  // as closed, and nothing else happens (engine/base/process.h).
   Status Close();
-  // OK while open, else Closed. Callers that read the store hold a ReadGuard.
+  // OK while open, else Closed (also in a forked child). Callers that read the store hold a
+  // ReadGuard.
   Status CheckOpen() const;
+  // True in a process forked from the one that opened the engine: it must leave it alone.
+  bool InheritedByFork() const { return CurrentProcessId() != open_pid_; }
   std::shared_lock<std::shared_mutex> ReadGuard() const { return std::shared_lock(close_mutex_); }
 
   Store* store() const { return store_.get(); }
@@ -120,6 +126,7 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
  private:
   EngineCore() = default;
 
+  const pid_t open_pid_ = CurrentProcessId();
   std::string path_;
   EngineOptions options_;
   std::unique_ptr<io::SyncBackend> backend_;

@@ -20,7 +20,14 @@ namespace wharf {
 
 Runtime::Runtime(Engine* engine, RuntimeOptions options)
     : impl_(std::make_unique<internal::RuntimeImpl>(engine, std::move(options))) {}
-Runtime::~Runtime() { impl_->Stop().PermitUncheckedError(); }
+Runtime::~Runtime() {
+  if (impl_->InheritedByFork()) {
+    // Its threads do not exist in a forked child: kept, unused, until the child ends.
+    internal::KeepForever(std::shared_ptr<internal::RuntimeImpl>(std::move(impl_)));
+    return;
+  }
+  impl_->Stop().PermitUncheckedError();
+}
 
 Status Runtime::Project(std::string name, std::vector<std::string> types, ProjectFn handler,
                         ConsumerOptions options) {
@@ -559,6 +566,9 @@ bool RuntimeImpl::BatchesSettled(const Consumer* consumer) const {
 
 Status RuntimeImpl::Stop() {
   if (stopping_.exchange(true)) return Status::OK();
+  // A forked child: no worker, timer, lease or tap thread exists here to stop, and the cursors
+  // and leases are the parent's. Stopped means abandoned.
+  if (InheritedByFork()) return Status::OK();
   // First: a snapshot must not read the lanes once they may go (waits for one in progress).
   if (metrics_source_) core_->RemoveMetricsSource(this);
   metrics_source_ = false;

@@ -59,6 +59,8 @@ class RuntimeImpl : public DurableListener {
     Stop().PermitUncheckedError();
   }
   const std::string& instance() const { return options_.instance; }
+  // True in a process forked from the one that made the runtime (engine/base/process.h).
+  bool InheritedByFork() const { return CurrentProcessId() != made_pid_; }
   const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const { return consumers_; }
   // Returns from waiting, summed over the workers.
   uint64_t wakeups_for_testing() const { return workers_.wakeups(); }
@@ -128,6 +130,7 @@ class RuntimeImpl : public DurableListener {
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> abandoned_{false};
+  const pid_t made_pid_ = CurrentProcessId();
   bool leases_paused_ = false;  // control thread
 };
 

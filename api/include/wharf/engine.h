@@ -13,6 +13,10 @@
 // InvalidArgument/Busy/Closed has an unknown outcome: after recovery it is there entirely or not
 // at all, never in part.
 //
+// Fork: an Engine belongs to the process that opened it. In a process forked from it every call
+// returns Closed, and Close() and the destructor abandon it (no thread joined, no file touched:
+// the parent still uses the database; the memory is kept until the child ends).
+//
 // Thread safety: Engine is thread-safe. A Txn is used by one thread at a time; different Txns may
 // be built and committed from different threads concurrently (that is how group commit fills).
 #pragma once

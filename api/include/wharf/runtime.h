@@ -28,7 +28,9 @@
 // SetFailureReason). Handlers must not call Drain/Stop.
 //
 // Thread safety: registration, Start, Drain and Stop are called from one thread (not from a
-// handler). The Runtime must be destroyed (or stopped) before its Engine is closed.
+// handler). The Runtime must be destroyed (or stopped) before its Engine is closed. In a process
+// forked from the one that made it, Stop() and the destructor abandon it (no thread joined, no
+// cursor or lease written; see wharf/engine.h).
 #pragma once
 
 #include <cstdint>

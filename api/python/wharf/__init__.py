@@ -36,6 +36,12 @@ Keys, payloads and header values are bytes and may hold any byte, NUL included.
 
 Exit: engines and runtimes still open when the interpreter exits are closed by an atexit hook
 (runtimes are stopped first), so worker threads never call into a finalizing interpreter.
+Fork: a child made by os.fork() leaves the parent's engines and runtimes alone (close(), __del__
+and the exit hook only drop its copies; wharf.h, FORK).
+
+Handlers: a handler call that fails in any way fails its fact (no path out of a callback counts
+as handled); KeyboardInterrupt and SystemExit keep the fact's place and stop a drain(), which
+re-raises them; Runtime.errors keeps the last Runtime.ERRORS_KEPT exceptions.
 
 Threads: handlers, subscribers, taps, trace and commit callbacks run on Wharf's worker or engine
 threads (holding the GIL while in Python). Facts handed to them are copies (Fact objects); the
@@ -47,6 +53,7 @@ overlaps (option key_concurrency), and `fact.attempt` says which delivery of a f
 
 import asyncio
 import atexit
+import collections
 import concurrent.futures
 import ctypes
 import enum
@@ -57,6 +64,7 @@ import operator
 import os
 import sys
 import threading
+import time
 import weakref
 from ctypes import (
     CFUNCTYPE,
@@ -699,7 +707,9 @@ class StatSnapshot:
 # no ctypes thunk is ever freed while C may still call it.
 
 _callbacks: Dict[int, object] = {}
-_callbacks_lock = threading.Lock()
+# Reentrant: a runtime collected (its __del__ closing it) while this thread holds the lock takes it
+# again.
+_callbacks_lock = threading.RLock()
 _callback_ids = itertools.count(1)
 
 
@@ -721,10 +731,48 @@ def _unregister_callback(ctx: Optional[int]) -> None:
 
 
 def _report_callback_error(where: str) -> None:
-    # Exceptions must not cross into C; print them as ctypes would.
-    import traceback
-    print(f"wharf: exception in {where}:", file=sys.stderr)
-    traceback.print_exc()
+    # Exceptions must not cross into C; print them as ctypes would. Never raises.
+    try:
+        import traceback
+        print(f"wharf: exception in {where}:", file=sys.stderr)
+        traceback.print_exc()
+    except BaseException:
+        pass
+
+
+# Every C callback (trampoline) runs inside a guard. ctypes cannot carry an exception into C: a
+# callback that raises returns 0 there, and 0 is WHARF_HANDLED. So a handler's trampoline
+# returns the outcome its body computed, and anything that escapes the body (an exception whose
+# str() raises, a MemoryError, a KeyboardInterrupt landing between two statements...) makes it
+# return FAILED (RETRY for an interrupt): a literal, returned after a bare except, so that nothing
+# in the guard itself can fail into success. Void callbacks report what escapes on stderr.
+_FAILED = 2  # int(Outcome.FAILED)
+_RETRY = 3   # int(Outcome.RETRY)
+
+
+def _guard_outcome(impl: Callable[..., int]) -> Callable[..., int]:
+    def trampoline(ctx: Optional[int], *args: Any) -> int:
+        try:
+            return impl(ctx, *args)
+        except (KeyboardInterrupt, SystemExit) as e:
+            try:
+                _callback(ctx).shared.interrupted(e)
+            except BaseException:
+                pass
+            return 3  # RETRY: an interrupt keeps the fact's place (no dead letter)
+        except BaseException:
+            pass
+        return 2  # FAILED
+    return trampoline
+
+
+def _guard_void(impl: Callable[..., None], where: str) -> Callable[..., None]:
+    def trampoline(*args: Any) -> None:
+        try:
+            impl(*args)
+        except BaseException:
+            _report_callback_error(where)
+    return trampoline
 
 
 def _outcome(result: object) -> int:
@@ -754,46 +802,105 @@ def _is_async(fn: Callable[..., object]) -> bool:
         getattr(fn, "__call__", None))
 
 
+def _is_interrupt(error: BaseException) -> bool:
+    """Ctrl-C or sys.exit() raised in a handler: not a failure of the fact, but the program
+    stopping; the fact keeps its place (RETRY, no dead letter) and a drain() re-raises it."""
+    return isinstance(error, (KeyboardInterrupt, SystemExit))
+
+
+class _RuntimeShared:
+    """What a Runtime shares with its handlers (they must not hold the runtime itself, which must
+    stay collectable): the exceptions kept, and the interrupt that stops a drain."""
+
+    def __init__(self, errors_kept: int) -> None:
+        # The last `errors_kept` exceptions (a deque drops the oldest; append is thread-safe).
+        self.errors: "collections.deque[BaseException]" = collections.deque(maxlen=errors_kept)
+        self.draining = False  # a drain() is in progress
+        self.interrupt: Optional[BaseException] = None  # raised in a handler during the drain
+
+    def interrupted(self, error: BaseException) -> None:
+        if self.draining and self.interrupt is None:
+            self.interrupt = error
+
+
 class _Handler:
-    def __init__(self, fn: Callable[..., object], name: str) -> None:
+    def __init__(self, fn: Callable[..., object], name: str, shared: _RuntimeShared) -> None:
         self.fn = fn
         self.name = name
+        self.shared = shared
         self.on_severed: Optional[Callable[[], None]] = None
-        self.errors: List[BaseException] = []
         self.loop: Optional["_EventLoop"] = None  # async def subscribers: where they run
 
 
 def _reason(error: BaseException) -> bytes:
-    """The exception as a failure's reason (trace event, dead letter): "Type: message"."""
-    text = f"{type(error).__name__}: {error}".replace("\0", "\\0")  # a C string ends at NUL
-    return text.encode("utf-8", "replace")
+    """The exception as a failure's reason (trace event, dead letter): "Type: message". Never
+    raises: an exception whose str() raises is described by what can be recovered."""
+    try:
+        name = type(error).__name__
+    except BaseException:
+        name = "exception"
+    try:
+        message = str(error)
+    except BaseException as e:
+        try:
+            message = f"<str() of the exception raised {type(e).__name__}>"
+        except BaseException:
+            message = "<str() of the exception raised>"
+    try:
+        text = f"{name}: {message}".replace("\0", "\\0")  # a C string ends at NUL
+        return text.encode("utf-8", "replace")
+    except BaseException:
+        return b"exception: <no text>"
 
 
-def _fail_with(fact: Optional[int], error: BaseException) -> int:
-    _lib.wharf_handler_reason(fact, _reason(error))
-    return int(Outcome.FAILED)
+def _failed(handler: _Handler, fact: Optional[int], error: BaseException) -> int:
+    """The outcome of a handler call that raised `error`: RETRY for an interrupt, else FAILED
+    (kept in the runtime's errors); the reason goes to the runtime."""
+    outcome = _FAILED
+    try:
+        if _is_interrupt(error):
+            outcome = _RETRY
+            handler.shared.interrupted(error)
+        else:
+            handler.shared.errors.append(error)
+        _lib.wharf_handler_reason(fact, _reason(error))
+    except BaseException:
+        pass
+    return outcome
+
+
+def _held_back(handler: _Handler, fact: Optional[int]) -> bool:
+    """During a drain a handler interrupted: the other facts are not delivered (RETRY keeps their
+    place), so the drain ends soon and re-raises the interrupt."""
+    if handler.shared.interrupt is None:
+        return False
+    _lib.wharf_handler_reason(fact, b"interrupted: the drain stops (a handler raised "
+                                    b"KeyboardInterrupt or SystemExit)")
+    return True
 
 
 # The C callbacks (trampolines): a void* arrives as an int or None, a const char* as bytes or None.
 def _project_impl(ctx: Optional[int], fact: Optional[int], effects: Optional[int]) -> int:
     handler = _callback(ctx)
+    if _held_back(handler, fact):
+        return _RETRY
     txn = Effects(effects)
     try:
         return _outcome(handler.fn(Fact._from_handle(fact), txn))
     except BaseException as e:  # a raising handler fails the fact (dead letter / retry)
-        handler.errors.append(e)
-        return _fail_with(fact, e)
+        return _failed(handler, fact, e)
     finally:
         txn._handle = None
 
 
 def _subscribe_impl(ctx: Optional[int], fact: Optional[int]) -> int:
     handler = _callback(ctx)
+    if _held_back(handler, fact):
+        return _RETRY
     try:
         return _outcome(handler.fn(Fact._from_handle(fact)))
     except BaseException as e:
-        handler.errors.append(e)
-        return _fail_with(fact, e)
+        return _failed(handler, fact, e)
 
 
 # Asynchronous subscribers. The C callback (a worker thread) copies the fact, creates the
@@ -805,39 +912,59 @@ _PENDING = 4  # WHARF_PENDING: not an Outcome a Python handler may return
 async def _settle(handler: _Handler, awaitable: Awaitable[object]) -> Tuple[int, Optional[bytes]]:
     """Awaits the handler's coroutine: its outcome, and the reason when it raised. It never
     raises but for its own cancellation: KeyboardInterrupt or SystemExit raised by a handler
-    would otherwise end the loop's thread and strand every delivery in flight."""
+    would otherwise end the loop's thread and strand every delivery in flight (they keep the
+    fact's place: RETRY)."""
     try:
         return _outcome(await awaitable), None
     except asyncio.CancelledError:
         raise
     except BaseException as e:  # a raising handler fails the fact (retry / dead letter)
-        handler.errors.append(e)
-        return int(Outcome.FAILED), _reason(e)
+        outcome = _FAILED
+        try:
+            if _is_interrupt(e):
+                outcome = _RETRY
+            else:
+                handler.shared.errors.append(e)
+        except BaseException:
+            pass
+        return outcome, _reason(e)
 
 
 def _complete(delivery: int, awaitable: Awaitable[object],
               future: "concurrent.futures.Future[Tuple[int, Optional[bytes]]]") -> None:
-    outcome = int(Outcome.FAILED)
+    # Whatever happens here, the delivery is completed, and as failed unless the handler's
+    # outcome was read whole.
+    outcome = _FAILED
     reason: Optional[bytes] = b"CancelledError: the handler's task was cancelled"
-    if future.cancelled():
-        # Cancelled before its first step (the loop stopping) leaves the handler's coroutine
-        # unstarted: closed here, so Python does not warn "never awaited".
-        if inspect.iscoroutine(awaitable):
-            awaitable.close()
-    else:
-        try:
-            outcome, reason = future.result()
-        except BaseException as e:  # _settle raises nothing else; kept out of the loop anyway
-            outcome, reason = int(Outcome.FAILED), _reason(e)
-    # A refusal is not an error of the handler and is ignored: the delivery is no longer pending
-    # because it timed out (handler_timeout_ms: the runtime traced "handler-timeout" and delivers
-    # the fact again) or the runtime stopped (the fact is delivered again when the consumer runs
-    # next). Raising here would only reach the event loop's exception handler.
-    _lib.wharf_delivery_done(delivery, outcome, reason)
+    try:
+        if future.cancelled():
+            # Cancelled before its first step (the loop stopping) leaves the handler's coroutine
+            # unstarted: closed here, so Python does not warn "never awaited".
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()
+        else:
+            try:
+                settled = future.result()
+            except BaseException as e:  # _settle raises nothing else; kept out of the loop
+                reason = _reason(e)
+            else:
+                reason = settled[1]
+                outcome = settled[0]
+    except BaseException:
+        reason = b"exception: completing the delivery failed"
+    finally:
+        # A refusal is not an error of the handler and is ignored: the delivery is no longer
+        # pending because it timed out (handler_timeout_ms: the runtime traced
+        # "handler-timeout" and delivers the fact again) or the runtime stopped (the fact is
+        # delivered again when the consumer runs next). Raising here would only reach the event
+        # loop's exception handler.
+        _lib.wharf_delivery_done(delivery, outcome, reason)
 
 
 def _subscribe_async_impl(ctx: Optional[int], fact: Optional[int], delivery: int) -> int:
     handler = _callback(ctx)
+    if _held_back(handler, fact):
+        return _RETRY
     awaitable: object = None
     try:
         assert handler.loop is not None
@@ -851,13 +978,15 @@ def _subscribe_async_impl(ctx: Optional[int], fact: Optional[int], delivery: int
         except BaseException:
             settle.close()
             raise
+        # Runs on the loop's thread when the coroutine ends, or here at once if it already has.
+        future.add_done_callback(lambda done: _complete(delivery, awaitable, done))
     except BaseException as e:
-        if inspect.iscoroutine(awaitable):
-            awaitable.close()
-        handler.errors.append(e)
-        return _fail_with(fact, e)
-    # Runs on the loop's thread when the coroutine ends, or here at once if it already has.
-    future.add_done_callback(lambda done: _complete(delivery, awaitable, done))
+        try:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()
+        except BaseException:
+            pass
+        return _failed(handler, fact, e)
     return _PENDING
 
 
@@ -866,16 +995,13 @@ def _tap_impl(ctx: Optional[int], fact: Optional[int]) -> None:
     try:
         handler.fn(Fact._from_handle(fact))
     except Exception as e:
-        handler.errors.append(e)
+        handler.shared.errors.append(e)
 
 
 def _severed_impl(ctx: Optional[int]) -> None:
     handler = _callback(ctx)
-    try:
-        if handler.on_severed is not None:
-            handler.on_severed()
-    except Exception:
-        _report_callback_error(f"on_severed of tap {handler.name!r}")
+    if handler.on_severed is not None:
+        handler.on_severed()
 
 
 def _destroy_impl(ctx: Optional[int]) -> None:
@@ -908,12 +1034,11 @@ class _TraceCall:
 def _trace_impl(ctx: Optional[int], level: int, name: Optional[bytes], consumer: Optional[bytes],
                 fact_id: int, reason: Optional[bytes]) -> None:
     trace = _callback(ctx)
-    try:
-        trace(TraceLevel(level), (name or b"").decode("utf-8", "replace"),
-              (consumer or b"").decode("utf-8", "replace"), fact_id,
-              (reason or b"").decode("utf-8", "replace"))
-    except Exception:
-        _report_callback_error("trace callback")
+    if trace is None:  # a runtime closed from its own handler: freed later, on wharf's thread
+        return
+    trace(TraceLevel(level), (name or b"").decode("utf-8", "replace"),
+          (consumer or b"").decode("utf-8", "replace"), fact_id,
+          (reason or b"").decode("utf-8", "replace"))
 
 
 def _commit_impl(ctx: Optional[int], status: int, first_id: int, last_id: int) -> None:
@@ -923,10 +1048,7 @@ def _commit_impl(ctx: Optional[int], status: int, first_id: int, last_id: int) -
     if status != 0:
         message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
         error = _ERRORS.get(status, WharfError)(message, status, _lib.wharf_last_subcode())
-    try:
-        callback(error, first_id, last_id)
-    except Exception:
-        _report_callback_error("commit callback")
+    callback(error, first_id, last_id)
 
 
 def _collect_fact_impl(ctx: Optional[int], fact: Optional[int]) -> None:
@@ -1010,33 +1132,70 @@ def _collect_stat_lane_impl(ctx: Optional[int], row: "ctypes._Pointer[_StatLane]
         consumers[-1].partitions.append(ConsumerPartitionStat(**fields))
 
 
-_project_trampoline = _PROJECT_FN(_project_impl)
-_subscribe_trampoline = _SUBSCRIBE_FN(_subscribe_impl)
-_subscribe_async_trampoline = _SUBSCRIBE_ASYNC_FN(_subscribe_async_impl)
-_tap_trampoline = _TAP_FN(_tap_impl)
-_severed_trampoline = _SEVERED_FN(_severed_impl)
-_destroy_trampoline = _DESTROY_FN(_destroy_impl)
-_trace_trampoline = _TRACE_FN(_trace_impl)
-_commit_trampoline = _COMMIT_FN(_commit_impl)
-_collect_fact_trampoline = _FACT_FN(_collect_fact_impl)
-_collect_cursor_trampoline = _CURSOR_FN(_collect_cursor_impl)
-_collect_dead_trampoline = _DEAD_FN(_collect_dead_impl)
-_collect_lease_trampoline = _LEASE_FN(_collect_lease_impl)
-_collect_retried_trampoline = _RETRIED_FN(_collect_retried_impl)
-_collect_loss_trampoline = _LOSS_FN(_collect_loss_impl)
-_collect_trim_partition_trampoline = _TRIM_PARTITION_FN(_collect_trim_partition_impl)
-_collect_stat_partition_trampoline = _STAT_PARTITION_FN(_collect_stat_partition_impl)
-_collect_stat_consumer_trampoline = _STAT_CONSUMER_FN(_collect_stat_consumer_impl)
-_collect_stat_lane_trampoline = _STAT_LANE_FN(_collect_stat_lane_impl)
+# A list callback that raises (a row that cannot be converted, a MemoryError) must not leave the
+# caller with a partial result taken for the whole one: its first exception is kept here, by the
+# callback's ctx, and raised by the call once the C function returned (_collecting).
+_collect_errors: Dict[int, BaseException] = {}
+
+
+def _guard_collect(impl: Callable[..., None]) -> Callable[..., None]:
+    def trampoline(ctx: Optional[int], *args: Any) -> None:
+        try:
+            impl(ctx, *args)
+        except BaseException as e:
+            try:
+                with _callbacks_lock:
+                    _collect_errors.setdefault(ctx or 0, e)
+            except BaseException:
+                _report_callback_error("a list callback")
+    return trampoline
+
+
+class _collecting:  # noqa: N801 (used as a function: `with _collecting(rows) as key`)
+    """Registers `target` for list callbacks; on exit unregisters it and raises the first
+    exception a callback raised (from the with block's end, unless the block raised)."""
+
+    def __init__(self, target: object) -> None:
+        self.key = _register_callback(target)
+
+    def __enter__(self) -> int:
+        return self.key
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        _unregister_callback(self.key)
+        with _callbacks_lock:
+            error = _collect_errors.pop(self.key, None)
+        if error is not None and exc is None:
+            raise error
+
+
+_project_trampoline = _PROJECT_FN(_guard_outcome(_project_impl))
+_subscribe_trampoline = _SUBSCRIBE_FN(_guard_outcome(_subscribe_impl))
+_subscribe_async_trampoline = _SUBSCRIBE_ASYNC_FN(_guard_outcome(_subscribe_async_impl))
+_tap_trampoline = _TAP_FN(_guard_void(_tap_impl, "a tap"))
+_severed_trampoline = _SEVERED_FN(_guard_void(_severed_impl, "a tap's on_severed"))
+_destroy_trampoline = _DESTROY_FN(_guard_void(_destroy_impl, "a destroy callback"))
+_trace_trampoline = _TRACE_FN(_guard_void(_trace_impl, "trace callback"))
+_commit_trampoline = _COMMIT_FN(_guard_void(_commit_impl, "commit callback"))
+_collect_fact_trampoline = _FACT_FN(_guard_collect(_collect_fact_impl))
+_collect_cursor_trampoline = _CURSOR_FN(_guard_collect(_collect_cursor_impl))
+_collect_dead_trampoline = _DEAD_FN(_guard_collect(_collect_dead_impl))
+_collect_lease_trampoline = _LEASE_FN(_guard_collect(_collect_lease_impl))
+_collect_retried_trampoline = _RETRIED_FN(_guard_collect(_collect_retried_impl))
+_collect_loss_trampoline = _LOSS_FN(_guard_collect(_collect_loss_impl))
+_collect_trim_partition_trampoline = _TRIM_PARTITION_FN(
+    _guard_collect(_collect_trim_partition_impl))
+_collect_stat_partition_trampoline = _STAT_PARTITION_FN(
+    _guard_collect(_collect_stat_partition_impl))
+_collect_stat_consumer_trampoline = _STAT_CONSUMER_FN(_guard_collect(_collect_stat_consumer_impl))
+_collect_stat_lane_trampoline = _STAT_LANE_FN(_guard_collect(_collect_stat_lane_impl))
 
 
 def _collect(call: Callable[[int], None]) -> List[Any]:
     items: List[Any] = []
-    key = _register_callback(items)
-    try:
+    with _collecting(items) as key:
         call(key)
-    finally:
-        _unregister_callback(key)
     return items
 
 
@@ -1174,15 +1333,22 @@ class Engine:
         handle = c_void_p()
         _check(_lib.wharf_open(_path(path), _options(options), byref(handle)))
         self._handle: Optional[int] = handle.value
+        self._pid = os.getpid()  # a forked child leaves the engine alone (close())
         self._runtimes: "List[Runtime]" = []
         _open_engines.add(self)
 
     # -- lifecycle
     def close(self) -> None:
-        """Stops attached runtimes, waits for queued commits and closes. Idempotent."""
+        """Stops attached runtimes, waits for queued commits and closes. Idempotent.
+
+        In a process forked from the one that opened the engine it only drops the handle: the
+        parent still uses the database (its admin socket, its files), and the engine's threads
+        do not exist in the child (wharf.h, FORK)."""
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
+        if self._pid != os.getpid():
+            return
         try:
             _check(_lib.wharf_close(handle))
         finally:
@@ -1372,15 +1538,13 @@ class Engine:
         name = _name(consumer, "consumer")
         handle = self._live()
         retried: List[RetriedLetter] = []
-        key = _register_callback(retried)
-        try:
-            _check(_lib.wharf_dead_retry(handle, name, array, len(ids),
-                                         _collect_retried_trampoline, key, None))
-        except Conflict as error:
-            error.retried = list(retried)
-            raise
-        finally:
-            _unregister_callback(key)
+        with _collecting(retried) as key:
+            try:
+                _check(_lib.wharf_dead_retry(handle, name, array, len(ids),
+                                             _collect_retried_trampoline, key, None))
+            except Conflict as error:
+                error.retried = list(retried)
+                raise
         return retried
 
     def retention_losses(self) -> List[RetentionLoss]:
@@ -1409,13 +1573,10 @@ class Engine:
         handle = self._live()
         snapshot = _StatSnapshot(struct_size=ctypes.sizeof(_StatSnapshot))
         rows: Dict[str, List[Any]] = {"partitions": [], "consumers": []}
-        key = _register_callback(rows)
-        try:
+        with _collecting(rows) as key:
             _check(_lib.wharf_stat(handle, byref(snapshot), _collect_stat_partition_trampoline,
                                    _collect_stat_consumer_trampoline,
                                    _collect_stat_lane_trampoline, key))
-        finally:
-            _unregister_callback(key)
         return StatSnapshot(snapshot.durable_lsn, snapshot.last_lsn, snapshot.fact_count,
                             snapshot.fact_bytes, snapshot.dead_letter_count,
                             snapshot.timer_count, snapshot.next_timer_due_ms,
@@ -1507,7 +1668,14 @@ class Runtime:
     config=FILE also registers the relays a YAML runtime file declares, at start()/drain().
     `trace(level, name, consumer, fact_id, reason)` receives trace events; a trace callable with
     an `attempt` parameter also receives which delivery of the fact an event is about (1: the
-    first; 0 when it is not about a delivery)."""
+    first; 0 when it is not about a delivery).
+
+    KeyboardInterrupt and SystemExit raised in a handler are not failures: the fact keeps its
+    place (no dead letter; delivered again), and a drain() in progress stops and re-raises it."""
+
+    # How many handler exceptions `errors` keeps: the last ERRORS_KEPT (each holds its
+    # traceback, and with it the frames' locals).
+    ERRORS_KEPT = 100
 
     def __init__(self, engine: Engine, options: Options = None,
                  trace: Optional[TraceFn] = None) -> None:
@@ -1522,16 +1690,19 @@ class Runtime:
             _unregister_callback(self._trace_key)
         _check(status)
         self._handle: Optional[int] = handle.value
-        self._handlers: List[_Handler] = []
-        # Not a reference to the runtime: the handlers hold it, and the runtime must stay
+        self._pid = os.getpid()  # a forked child leaves the runtime alone (close())
+        self._handler_keys: List[int] = []
+        # Not references to the runtime: the handlers hold them, and the runtime must stay
         # collectable (its __del__ closes it).
         self._loop = _EventLoop()
+        self._shared = _RuntimeShared(self.ERRORS_KEPT)
         _open_runtimes.add(self)
 
     @property
     def errors(self) -> List[BaseException]:
-        """Exceptions raised by this runtime's handlers (each counted as a failure)."""
-        return [e for h in self._handlers for e in h.errors]
+        """The last Runtime.ERRORS_KEPT (100) exceptions raised by this runtime's handlers and
+        taps (each counted as a failure), oldest first; older ones are dropped."""
+        return list(self._shared.errors.copy())
 
     def _live(self) -> int:
         if self._handle is None:
@@ -1550,7 +1721,7 @@ class Runtime:
                             "subscribers are awaited; a projection's effects commit during the "
                             "call)")
         array, count = _names(types, "type")
-        handler = _Handler(fn, name)
+        handler = _Handler(fn, name, self._shared)
         handler.on_severed = on_severed
         handler.loop = loop
         args = [self._live(), _name(name, "name"), array, count, _options(options), trampoline]
@@ -1558,7 +1729,7 @@ class Runtime:
             args.append(_severed_trampoline)
         key = _register_callback(handler)  # unregistered by the destroy callback, even on error
         _check(function(*args, key, _destroy_trampoline))
-        self._handlers.append(handler)
+        self._handler_keys.append(key)
 
     def project(self, name: str, types: Types, fn: ProjectFn, options: Options = None) -> None:
         """A projection: fn(fact, effects) writes effects committed with the cursor."""
@@ -1641,8 +1812,26 @@ class Runtime:
         _check(_lib.wharf_runtime_start(self._live()))
 
     def drain(self) -> None:
-        """Delivers everything pending to every durable consumer, then returns."""
-        _check(_lib.wharf_runtime_drain(self._live()))
+        """Delivers everything pending to every durable consumer, then returns.
+
+        Handlers run on the calling thread (or on workers, when started). A KeyboardInterrupt
+        (Ctrl-C) or SystemExit raised in a handler stops the drain: that fact and those not yet
+        delivered keep their place (no dead letter, the cursor stays before them), and the
+        exception is raised here. Closed when a handler closed the runtime meanwhile."""
+        handle = self._live()
+        shared = self._shared
+        shared.interrupt = None
+        shared.draining = True
+        try:
+            status = _lib.wharf_runtime_drain(handle)
+        finally:
+            shared.draining = False
+            interrupt, shared.interrupt = shared.interrupt, None
+        if interrupt is not None:
+            raise interrupt
+        if status != 0 and self._handle is None:
+            raise Closed("runtime was closed by one of its handlers during the drain", 6)
+        _check(status)
 
     def stop(self) -> None:
         """Stops delivering: finishes the batches in flight, persists cursors, stops the workers,
@@ -1665,13 +1854,29 @@ class Runtime:
         return _text(value.value)
 
     def close(self) -> None:
-        """Stops the runtime and frees it. Idempotent."""
+        """Stops the runtime and frees it. Idempotent.
+
+        From inside one of its handlers (or another wharf callback) no handler of the runtime is
+        called after it either: the facts not delivered keep their place, and wharf stops and
+        frees the runtime on a thread of its own once the handler returned (trace event
+        "runtime-free-deferred"; a drain in progress raises Closed). In a process forked from
+        the one that made the runtime it only drops the handle (wharf.h, FORK)."""
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
+        if self._pid != os.getpid():
+            return
         _lib.wharf_runtime_free(handle)  # no handler is called after it
         self._loop.stop()
-        _unregister_callback(self._trace_key)
+        with _callbacks_lock:
+            deferred = any(key in _callbacks for key in self._handler_keys)
+        if deferred:
+            # Freed later, on wharf's thread, which runs the destroy callbacks (and may still
+            # trace): waited for at exit, before the interpreter finalizes.
+            _deferred_frees.append((list(self._handler_keys), self._trace_key))
+        else:
+            _unregister_callback(self._trace_key)
+        _wait_for_deferred_frees(0)  # forgets those that completed meanwhile
 
     def __enter__(self) -> "Runtime":
         return self
@@ -1698,6 +1903,28 @@ class Runtime:
 
 _open_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
 _open_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
+# Runtimes closed from inside a callback, which wharf frees later on a thread of its own: their
+# handlers' callback keys (gone once the destroy callbacks ran) and trace key.
+_deferred_frees: List[Tuple[List[int], int]] = []
+# At exit, how long a deferred free may take (it waits for the handler that closed the runtime).
+_DEFERRED_FREE_WAIT_S = 10.0
+
+
+def _wait_for_deferred_frees(timeout_s: float = _DEFERRED_FREE_WAIT_S) -> bool:
+    """Waits up to `timeout_s` for the deferred frees to complete, forgetting those that did
+    (their trace callbacks included). True when none is left."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with _callbacks_lock:
+            done = [entry for entry in _deferred_frees
+                    if not any(key in _callbacks for key in entry[0])]
+            for entry in done:
+                _deferred_frees.remove(entry)
+                _callbacks.pop(entry[1], None)
+            left = bool(_deferred_frees)
+        if not left or time.monotonic() >= deadline:
+            return not left
+        time.sleep(0.005)
 
 
 def _close_all_at_exit() -> None:
@@ -1711,6 +1938,11 @@ def _close_all_at_exit() -> None:
             engine.close()
         except Exception:
             _report_callback_error("closing an engine at exit")
+    _wait_for_deferred_frees()
+
+
+# A forked child has none of wharf's threads: nothing of the parent's is freed there.
+os.register_at_fork(after_in_child=_deferred_frees.clear)
 
 
 atexit.register(_close_all_at_exit)
