@@ -88,16 +88,19 @@ const (
 
 func (r *Runtime) register(kind registration, name string, types []string, options string,
 	handler any) error {
-	cname, freeName := cString(name)
-	defer freeName()
-	ctypes, freeTypes := cStrings(types)
-	defer freeTypes()
-	coptions, freeOptions := optionalCString(options)
-	defer freeOptions()
+	var args cArgs
+	defer args.free()
+	cname := args.str("name", name)
+	ctypes := args.list("types", types)
+	coptions := args.optional("options", options)
+	if args.err != nil {
+		return args.err
+	}
 	// Owned by the runtime from here: it calls destroy_shim (freeing the cell) when it no longer
 	// needs it, also when the registration fails.
 	cell := newCell(handler)
-	return r.with(func(rt *C.wharf_runtime) C.wharf_status {
+	function := [...]string{"Runtime.Project", "Runtime.React", "Runtime.Subscribe"}[kind]
+	return r.with(function, func(rt *C.wharf_runtime) C.wharf_status {
 		switch kind {
 		case registerProject:
 			return C.project_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)

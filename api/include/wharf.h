@@ -293,12 +293,13 @@ WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, co
                                             int64_t deliver_at_ms, uint32_t v);
 
 /* Reads committed state (not this transaction's own writes), as wharf_get (durable state only,
-** waiting as it does). On a handler's effects transaction it does not wait (the batch commits
-** after what it read, so it is never durable without it). Also works on a
-** handler's effects transaction, where it does NOT see the effects of earlier facts of the same
-** batch either (they commit together when the batch ends): a read-modify-write projection (a
-** counter, a running total) must be registered with "batch_facts=1" (wharf_runtime_project_v2) or
-** key its writes so that each fact writes its own rows. */
+** waiting as it does). On a handler's effects transaction (as Effects::Get in wharf/runtime.h) it
+** reads state as the handler's batch sees it: committed state overlaid with the effects written so
+** far in the batch, by earlier facts of the same batch and by this handler call (a fact that
+** failed had its effects discarded: they are not seen), so a read-modify-write projection (a
+** counter, a running total) is exact at any batch_facts. There it does not wait for durability
+** (the batch commits after what it read, so it is never durable without it), only for the lane's
+** earlier batches still committing. */
 WHARF_EXPORT wharf_status wharf_txn_get(wharf_txn* txn, const char* table, const void* key,
                                         size_t key_len, void** value, size_t* value_len);
 
