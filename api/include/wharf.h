@@ -385,7 +385,9 @@ WHARF_EXPORT wharf_status wharf_fact_header(const wharf_fact* fact, size_t index
 ** HANDLERS RUN ON WORKER THREADS, several at a time (one per partition lane): a handler shared by
 ** partitions must be thread-safe. The fact and the effects transaction are BORROWED, valid only
 ** until the handler returns. A handler must not call wharf_runtime_drain/stop/free or wharf_close
-** (refused). An unknown return value is treated as WHARF_FAILED.
+** (refused). Only a returned WHARF_HANDLED is success: any other value (WHARF_PENDING from a
+** handler that is not asynchronous included) is WHARF_FAILED with a reason naming the value, and
+** so is a C++ exception, with its what() as the reason.
 */
 typedef wharf_outcome (*wharf_project_fn)(void* ctx, const wharf_fact* fact, wharf_txn* effects);
 typedef wharf_outcome (*wharf_subscribe_fn)(void* ctx, const wharf_fact* fact);
