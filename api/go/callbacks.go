@@ -5,14 +5,15 @@ package wharf
 /*
 #include <stdlib.h>
 #include <wharf.h>
+
+int wharfgo_in_handler(void);
 */
 import "C"
 
 import (
 	"errors"
 	"fmt"
-	"reflect"
-	"runtime"
+	"os"
 	"strings"
 	"unsafe"
 )
@@ -38,7 +39,7 @@ func wharfGoSubscribe(ctx unsafe.Pointer, fact *C.wharf_fact) C.wharf_outcome {
 func wharfGoDestroy(ctx unsafe.Pointer) { freeCell(ctx) }
 
 // deliver runs a handler on a fact and returns its outcome, giving the runtime the reason of a
-// failure (trace events, dead letters). The fact handle stays valid while deliver waits.
+// failure (trace events, dead letters). The fact handle is valid for the duration of deliver.
 func deliver(fact *C.wharf_fact, handler func(*Fact) error) C.wharf_outcome {
 	outcome, reason := runHandler(func() error { return handler(copyFact(fact)) })
 	if reason != "" {
@@ -48,18 +49,24 @@ func deliver(fact *C.wharf_fact, handler func(*Fact) error) C.wharf_outcome {
 }
 
 // runHandler runs handler and settles what it did: Handled only when it returned nil; every other
-// way out (an error, a panic, runtime.Goexit) is a failure, with the best reason that can be
-// recovered. Reading what the handler left (the error's text, the panic's value) runs the
-// application's methods, which may panic in turn: that is caught too, never turned into success.
+// way out (an error, a panic) is a failure, with the best reason that can be recovered. Reading
+// what the handler left (the error's text, the panic's value) runs the application's methods,
+// which may panic in turn: that is caught too, never turned into success.
 //
-// The handler runs on a goroutine of its own, which the calling goroutine (a worker thread of the
-// runtime, inside a cgo callback) waits for: runtime.Goexit then ends that goroutine only (on a
-// thread Go did not create, a cgo callback's goroutine that exits aborts the process; on one it
-// did, Goexit would unwind through the C library's frames).
+// The handler runs inline, on the calling goroutine (inside a cgo callback on a worker thread of
+// the runtime). runtime.Goexit cannot be stopped and must not unwind through the C library's
+// frames (the Go runtime aborts with "internal lockOSThread error"): callHandler recovers every
+// panic, so when it does not return at all the goroutine is exiting, and the process ends here
+// with a clear message. The fact is not settled, so it is delivered again after a restart.
 func runHandler(handler func() error) (Outcome, string) {
-	done := make(chan settlement, 1)
-	go handlerGoroutine(handler, done)
-	s := <-done
+	returned := false
+	defer func() {
+		if !returned {
+			exitOnGoexit()
+		}
+	}()
+	s := callHandler(handler)
+	returned = true
 	return s.outcome, s.reason
 }
 
@@ -68,13 +75,16 @@ type settlement struct {
 	reason  string
 }
 
-// handlerGoroutine is the goroutine of one handler call (inHandler looks for it on the stack).
-func handlerGoroutine(handler func() error, done chan<- settlement) {
-	// Sent as it is unless callHandler returns: runtime.Goexit was called (by the handler or by a
-	// method of what it left).
-	s := settlement{Failed, "the handler called runtime.Goexit"}
-	defer func() { done <- s }()
-	s = callHandler(handler)
+// goexitMessage is written to stderr before the process exits with goexitExitCode.
+const goexitMessage = "wharf: a handler called runtime.Goexit (t.Fatal, t.FailNow, t.SkipNow?), which " +
+	"cannot cross the C library; the fact is not handled and will be delivered again; exiting"
+
+const goexitExitCode = 2
+
+// exitOnGoexit ends the process from a deferred function of a goroutine in runtime.Goexit.
+func exitOnGoexit() {
+	os.Stderr.WriteString(goexitMessage + "\n")
+	os.Exit(goexitExitCode)
 }
 
 func callHandler(handler func() error) (s settlement) {
@@ -84,8 +94,8 @@ func callHandler(handler func() error) (s settlement) {
 	defer func() {
 		p := recover()
 		if !returned {
-			// p is nil for panic(nil) (before Go 1.21), and during runtime.Goexit, where this
-			// settlement is dropped (callHandler never returns: handlerGoroutine's stands).
+			// p is nil for panic(nil) (before Go 1.21) and during runtime.Goexit, where
+			// callHandler never returns (runHandler ends the process).
 			s = settlement{Failed, panicReason(p)}
 		}
 	}()
@@ -142,32 +152,12 @@ func protect[T any](f func() T) (value T, ok bool) {
 	return value, true
 }
 
-// The entry of handlerGoroutine, found on the stack of a goroutine running a handler.
-var handlerGoroutineEntry = reflect.ValueOf(handlerGoroutine).Pointer()
-
-// inHandler reports whether the calling goroutine is running a handler (the calls that would wait
-// for the handler's own delivery refuse it, as the C ABI refuses them on a worker thread).
-func inHandler() bool {
-	pcs := make([]uintptr, 64)
-	for {
-		n := runtime.Callers(1, pcs)
-		if n < len(pcs) {
-			pcs = pcs[:n]
-			break
-		}
-		pcs = make([]uintptr, 2*len(pcs))
-	}
-	frames := runtime.CallersFrames(pcs)
-	for {
-		frame, more := frames.Next()
-		if frame.Entry == handlerGoroutineEntry {
-			return true
-		}
-		if !more {
-			return false
-		}
-	}
-}
+// inHandler reports whether the calling goroutine is running a handler: the shims mark their
+// thread while a handler runs on it, and a goroutine inside a cgo callback stays on that thread.
+// The calls that would wait for the handler's own delivery refuse it before taking the Go locks
+// that a Runtime.Free or Engine.Close waiting for the handler holds (the C ABI refuses them on its
+// worker threads too, but only once the call reaches it).
+func inHandler() bool { return C.wharfgo_in_handler() != 0 }
 
 // refuseInHandler is the error of a call that must not be made from a handler.
 func refuseInHandler(function string) error {

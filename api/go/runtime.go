@@ -44,19 +44,21 @@ func nonNil(err error) error {
 
 // ProjectFunc handles one fact of a projection or reaction: its writes go into effects, which
 // commit together with the consumer's cursor (exactly once). nil: handled; Reject(err): a dead
-// letter; any other error, a panic or runtime.Goexit: failed (a dead letter for a projection), its
-// text the reason. effects is valid only during the call and must not be committed; effects.Get
-// reads what the batch wrote so far (see Txn.Get).
+// letter; any other error or a panic: failed (a dead letter for a projection), its text the
+// reason (runtime.Goexit ends the process: see SubscribeFunc). effects is valid only during the
+// call and must not be committed; effects.Get reads what the batch wrote so far (see Txn.Get).
 type ProjectFunc func(fact *Fact, effects *Txn) error
 
 // SubscribeFunc handles one fact of a subscriber (side effects, at least once: make it idempotent
 // by fact.ID). nil: handled; RetryLater(err): retried after a backoff; Reject(err): a dead letter;
-// any other error, a panic or runtime.Goexit: failed, retried with backoff.
+// any other error or a panic: failed, retried with backoff.
 //
-// Only a nil return is success. A handler runs on a goroutine of its own started for the call
-// (the worker thread waits for it), so runtime.Goexit ends only that goroutine; an error whose
-// Error method panics, or a panic whose value cannot be formatted, still fails the fact, with a
-// reason saying so. From a handler, Engine.Close and the Runtime's methods (they would wait for
+// Only a nil return is success. An error whose Error method panics, or a panic whose value cannot
+// be formatted, still fails the fact, with a reason saying so. A handler runs inline on a worker
+// thread of the runtime (inside a cgo callback), where runtime.Goexit (t.Fatal, t.FailNow or
+// t.SkipNow in a test) can neither be stopped nor unwind through the C library: the package then
+// writes a line saying so to stderr and ends the process with os.Exit(2); the fact is not handled
+// and is delivered again after a restart. From a handler, Engine.Close and the Runtime's methods (they would wait for
 // the handler) return ErrInvalidArgument; Free does nothing.
 type SubscribeFunc func(fact *Fact) error
 
@@ -88,8 +90,8 @@ func NewRuntime(engine *Engine, options string) (*Runtime, error) {
 }
 
 // with runs f with the runtime's handle, or returns an error and runs notCalled: ErrClosed after
-// Free, ErrInvalidArgument from a handler (function names the call: the C ABI refuses these calls
-// on its worker threads, and a handler runs on a goroutine of its own).
+// Free, ErrInvalidArgument from a handler (function names the call; refused before r.mu, which a
+// Free waiting for the handler holds).
 func (r *Runtime) with(function string, f func(*C.wharf_runtime) C.wharf_status,
 	notCalled func()) error {
 	if err := refuseInHandler(function); err != nil {

@@ -14,12 +14,23 @@ extern wharf_outcome wharfGoProject(void* ctx, wharf_fact* fact, wharf_txn* effe
 extern wharf_outcome wharfGoSubscribe(void* ctx, wharf_fact* fact);
 extern void wharfGoDestroy(void* ctx);
 
+// > 0 while a Go handler runs on this thread (inHandler). Never left raised: a handler's panics
+// are recovered in Go and its runtime.Goexit ends the process.
+static __thread int handler_depth;
+int wharfgo_in_handler(void) { return handler_depth > 0; }
+
 static void fact_shim(void* ctx, const wharf_fact* fact) { wharfGoFact(ctx, (wharf_fact*)fact); }
 static wharf_outcome project_shim(void* ctx, const wharf_fact* fact, wharf_txn* effects) {
-  return wharfGoProject(ctx, (wharf_fact*)fact, effects);
+  ++handler_depth;
+  wharf_outcome outcome = wharfGoProject(ctx, (wharf_fact*)fact, effects);
+  --handler_depth;
+  return outcome;
 }
 static wharf_outcome subscribe_shim(void* ctx, const wharf_fact* fact) {
-  return wharfGoSubscribe(ctx, (wharf_fact*)fact);
+  ++handler_depth;
+  wharf_outcome outcome = wharfGoSubscribe(ctx, (wharf_fact*)fact);
+  --handler_depth;
+  return outcome;
 }
 static void destroy_shim(void* ctx) { wharfGoDestroy(ctx); }
 

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -219,8 +219,6 @@ func TestEveryFailureOfAHandlerSettlesAsFailed(t *testing.T) {
 		{"panic unformattable", func() error { panic(explosive{}) }, wharf.Failed,
 			"the handler panicked with a wharf_test.explosive; its value could not be formatted"},
 		{"panic nil", func() error { panic(nil) }, wharf.Failed, "the handler panicked"},
-		{"goexit", func() error { runtime.Goexit(); return nil }, wharf.Failed,
-			"the handler called runtime.Goexit"},
 		{"error method panics", func() error { return explosiveError{} }, wharf.Failed,
 			"the handler returned a wharf_test.explosiveError whose Error method panicked"},
 		{"typed nil error", func() error { return typedNil }, wharf.Failed,
@@ -253,7 +251,6 @@ func TestHandlerFailuresAreRetriedNotHandled(t *testing.T) {
 	failures := []func() error{
 		func() error { panic(explosive{}) },
 		func() error { panic(nil) },
-		func() error { runtime.Goexit(); return nil },
 		func() error { return explosiveError{} },
 		func() error { return typedNil },
 		func() error { return wharf.OutcomeError(wharf.Handled, errors.New("not handled")) },
@@ -306,8 +303,8 @@ func drain(t *testing.T, rt *wharf.Runtime) {
 	}
 }
 
-// Calls that would wait for the handler making them are refused inside it (the handler runs on a
-// goroutine of its own, where the C ABI cannot tell it is inside a handler).
+// Calls that would wait for the handler making them are refused inside it, before they take a
+// lock that a Free or Close waiting for the handler would hold.
 func TestCallsThatWouldDeadlockAreRefusedInHandlers(t *testing.T) {
 	engine := open(t, "")
 	commitOrder(t, engine, "o-1", "alice", 1)
@@ -452,5 +449,132 @@ func TestEffectsGetReadsTheBatchSoFar(t *testing.T) {
 		if !seen {
 			t.Fatalf("handler call %d did not read its own write", i+1)
 		}
+	}
+}
+
+// The child process of TestGoexitInAHandlerEndsTheProcess: a subscriber's handler calls
+// t.FailNow (runtime.Goexit) on fact 2 of 3.
+func TestGoexitHelperProcess(t *testing.T) {
+	dir := os.Getenv("WHARF_GOEXIT_DB")
+	if dir == "" {
+		t.Skip("the child process of TestGoexitInAHandlerEndsTheProcess")
+	}
+	engine, err := wharf.Open(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.DeclareTypes("OrderPlaced"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		commitOrder(t, engine, fmt.Sprintf("o-%d", i), "alice", i)
+	}
+	rt, err := wharf.NewRuntime(engine, "workers=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Subscribe("mailer", []string{"OrderPlaced"}, "", func(f *wharf.Fact) error {
+		if f.ID == 2 {
+			t.FailNow()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Drain()
+	fmt.Println("the process lived on after a handler called runtime.Goexit")
+	os.Exit(0) // not 2, whatever the test framework would make of the failure
+}
+
+// runtime.Goexit in a handler (t.FailNow here) cannot cross the C library: the process ends with
+// status 2 and a line saying why, and the fact is delivered again after a restart.
+func TestGoexitInAHandlerEndsTheProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	child := exec.Command(os.Args[0], "-test.run=^TestGoexitHelperProcess$", "-test.count=1")
+	child.Env = append(os.Environ(), "WHARF_GOEXIT_DB="+dir)
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	out, err := child.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("the child ended with %v, want exit status 2\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	want := "wharf: a handler called runtime.Goexit (t.Fatal, t.FailNow, t.SkipNow?), which cannot " +
+		"cross the C library; the fact is not handled and will be delivered again; exiting\n"
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("the child's stderr lacks %q:\n%s", want, stderr.String())
+	}
+
+	engine, err := wharf.Open(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	rt, err := wharf.NewRuntime(engine, "workers=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Free()
+	var delivered []uint64
+	err = rt.Subscribe("mailer", []string{"OrderPlaced"}, "", func(f *wharf.Fact) error {
+		delivered = append(delivered, f.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, rt)
+	if len(delivered) == 0 || delivered[0] > 2 || delivered[len(delivered)-1] != 3 {
+		t.Fatalf("after the restart the subscriber got facts %v, want 2 (not handled) through 3", delivered)
+	}
+}
+
+// The cost of a delivery to an empty Go subscriber (not run by the tests: go test -run=^$
+// -bench=EmptySubscriber -benchtime=20000x).
+func BenchmarkEmptySubscriber(b *testing.B) {
+	// Buffered commits and large batches: the cursor's writes do not hide the handler calls.
+	engine, err := wharf.Open(filepath.Join(b.TempDir(), "db"), "durability=buffered")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer engine.Close()
+	if err := engine.DeclareTypes("OrderPlaced"); err != nil {
+		b.Fatal(err)
+	}
+	for done := 0; done < b.N; {
+		txn, err := engine.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < 1000 && done < b.N; i, done = i+1, done+1 {
+			if err := txn.Emit("OrderPlaced", []byte("alice"), []byte("o")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := txn.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rt, err := wharf.NewRuntime(engine, "workers=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Free()
+	var delivered int
+	err = rt.Subscribe("empty", []string{"OrderPlaced"}, "batch_facts=1000", func(*wharf.Fact) error {
+		delivered++
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if err := rt.Drain(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if delivered != b.N {
+		b.Fatalf("delivered %d facts, want %d", delivered, b.N)
 	}
 }
