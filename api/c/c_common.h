@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/exception_text.h"
 #include "wharf.h"
 #include "wharf/engine.h"
 #include "wharf/fact.h"
@@ -161,7 +162,7 @@ wharf_status Guard(const char* function, Body&& body) noexcept {
   } catch (const std::bad_alloc&) {
     return SetError(function, WHARF_INTERNAL, "out of memory");
   } catch (const std::exception& e) {
-    return SetError(function, WHARF_INTERNAL, e.what());
+    return SetError(function, WHARF_INTERNAL, ExceptionText(e));
   } catch (...) {
     return SetError(function, WHARF_INTERNAL, "unknown exception");
   }

@@ -3,19 +3,22 @@
 // Callbacks. Each C callback is wrapped in a std::function that marks the thread as inside a
 // callback (calls that would deadlock are refused), registers the fact (and, for projections and
 // reactions, an effects transaction) as handles valid for the call only, and turns a C++
-// exception or an unknown return value into WHARF_FAILED.
+// exception or a return value that is not an outcome into WHARF_FAILED with a reason naming it:
+// only a returned WHARF_HANDLED counts as handled.
 //
 // Lifetime. A runtime handle holds its engine's state, so the C++ Engine outlives the Runtime even
 // when wharf_close runs first: wharf_close stops every attached runtime, after which their calls
 // answer WHARF_CLOSED until wharf_runtime_free.
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
 #include "api/c/c_common.h"
 #include "api/c/c_delivery.h"
+#include "engine/base/exception_text.h"
 #include "engine/base/option_string.h"
 #include "engine/runtime/trace.h"
 #include "wharf/relay.h"
@@ -151,19 +154,61 @@ Outcome ToOutcome(int outcome) {
   return static_cast<Outcome>(outcome);
 }
 
+// The failure's reason of the handler call on this thread. Never throws: without memory for the
+// reason, the failure stands without it.
+void GiveReason(const char* prefix, std::string_view text) noexcept {
+  try {
+    wharf::SetFailureReason(std::string(prefix).append(text));
+  } catch (...) {
+  }
+}
+
+// Calls a C handler (`call` returns its wharf_outcome) and returns what it returned as an int: a C
+// handler may return any int, and one outside the enum's range would be undefined to use as the
+// enum. A C++ handler that threw (any exception; what() may even be NULL) is WHARF_FAILED with
+// the exception's text as the reason. Nothing but a returned WHARF_HANDLED is ever WHARF_HANDLED.
+template <typename Call>
+int CallHandler(Call&& call) noexcept {
+  try {
+    const wharf_outcome returned = call();
+    static_assert(sizeof(returned) == sizeof(int));
+    int value = WHARF_FAILED;
+    std::memcpy(&value, &returned, sizeof(value));
+    return value;
+  } catch (const std::exception& e) {
+    GiveReason("handler threw: ", wharf::ExceptionText(e));
+  } catch (...) {
+    GiveReason("handler threw a non-standard exception", "");
+  }
+  return WHARF_FAILED;
+}
+
+// The outcome of a value a handler returned: one of the four, else failed with a reason naming
+// the value (WHARF_PENDING included: only an asynchronous subscriber may leave a delivery open).
+Outcome Settle(int returned) noexcept {
+  if (returned >= WHARF_HANDLED && returned <= WHARF_RETRY) return ToOutcome(returned);
+  if (returned == WHARF_PENDING) {
+    GiveReason(
+        "the handler returned WHARF_PENDING, which only a handler registered with "
+        "wharf_runtime_subscribe_async may return",
+        "");
+  } else {
+    char text[128];
+    std::snprintf(text, sizeof(text),
+                  "the handler returned %d, which is not WHARF_HANDLED, WHARF_REJECTED, "
+                  "WHARF_FAILED or WHARF_RETRY",
+                  returned);
+    GiveReason(text, "");
+  }
+  return Outcome::kFailed;
+}
+
 wharf::ProjectFn ProjectTrampoline(wharf_project_fn fn, std::shared_ptr<Registration> reg) {
   return [fn, reg = std::move(reg)](const Fact& fact, wharf::Effects& effects) {
     CallbackScope scope;
     ScopedFact view(fact, wharf::DeliveryAttempt());
     ScopedEffects txn(&effects);
-    try {
-      return ToOutcome(fn(reg->ctx, view.get(), txn.get()));
-    } catch (const std::exception& e) {
-      wharf::SetFailureReason(std::string("handler threw: ") + e.what());
-      return Outcome::kFailed;
-    } catch (...) {
-      return Outcome::kFailed;
-    }
+    return Settle(CallHandler([&] { return fn(reg->ctx, view.get(), txn.get()); }));
   };
 }
 
@@ -171,20 +216,7 @@ wharf::SubscribeFn SubscribeTrampoline(wharf_subscribe_fn fn, std::shared_ptr<Re
   return [fn, reg = std::move(reg)](const Fact& fact) {
     CallbackScope scope;
     ScopedFact view(fact, wharf::DeliveryAttempt());
-    try {
-      const int outcome = fn(reg->ctx, view.get());
-      if (outcome == WHARF_PENDING) {
-        wharf::SetFailureReason(
-            "the handler returned WHARF_PENDING, which only a handler registered with "
-            "wharf_runtime_subscribe_async may return");
-      }
-      return ToOutcome(outcome);
-    } catch (const std::exception& e) {
-      wharf::SetFailureReason(std::string("handler threw: ") + e.what());
-      return Outcome::kFailed;
-    } catch (...) {
-      return Outcome::kFailed;
-    }
+    return Settle(CallHandler([&] { return fn(reg->ctx, view.get()); }));
   };
 }
 
@@ -196,19 +228,12 @@ wharf::AsyncSubscribeFn AsyncSubscribeTrampoline(wharf_subscribe_async_fn fn,
     CallbackScope scope;
     ScopedFact view(fact, delivery.attempt());
     const uint64_t number = wharf::capi::IssueDelivery(delivery);
-    int outcome = WHARF_FAILED;
-    try {
-      outcome = fn(reg->ctx, view.get(), number);
-    } catch (const std::exception& e) {
-      wharf::SetFailureReason(std::string("handler threw: ") + e.what());
-    } catch (...) {
-      wharf::SetFailureReason("handler threw a non-standard exception");
-    }
-    if (outcome == WHARF_PENDING) return;
+    const int returned = CallHandler([&] { return fn(reg->ctx, view.get(), number); });
+    if (returned == WHARF_PENDING) return;
     wharf::Delivery taken;
     // Not there: the handler completed it itself (wharf_delivery_done) before returning.
     if (!wharf::capi::TakeDelivery(number, &taken)) return;
-    taken.Done(ToOutcome(outcome)).PermitUncheckedError();  // its reason: wharf_handler_reason
+    taken.Done(Settle(returned)).PermitUncheckedError();  // its reason: wharf_handler_reason
   };
 }
 

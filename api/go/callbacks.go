@@ -5,12 +5,16 @@ package wharf
 /*
 #include <stdlib.h>
 #include <wharf.h>
+
+int wharfgo_in_handler(void);
 */
 import "C"
 
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"unsafe"
 )
 
@@ -34,29 +38,141 @@ func wharfGoSubscribe(ctx unsafe.Pointer, fact *C.wharf_fact) C.wharf_outcome {
 //export wharfGoDestroy
 func wharfGoDestroy(ctx unsafe.Pointer) { freeCell(ctx) }
 
-// deliver runs a handler and turns what it returned (or a panic) into an outcome, giving the
-// runtime the error's text as the failure's reason (trace events, dead letters).
-func deliver(fact *C.wharf_fact, handler func(*Fact) error) (outcome C.wharf_outcome) {
-	defer func() {
-		if p := recover(); p != nil {
-			setReason(fact, fmt.Sprintf("panic: %v", p))
-			outcome = C.WHARF_FAILED
-		}
-	}()
-	err := handler(copyFact(fact))
-	if err == nil {
-		return C.WHARF_HANDLED
+// deliver runs a handler on a fact and returns its outcome, giving the runtime the reason of a
+// failure (trace events, dead letters). The fact handle is valid for the duration of deliver.
+func deliver(fact *C.wharf_fact, handler func(*Fact) error) C.wharf_outcome {
+	outcome, reason := runHandler(func() error { return handler(copyFact(fact)) })
+	if reason != "" {
+		setReason(fact, reason)
 	}
-	setReason(fact, err.Error())
-	var chosen *outcomeError
-	if errors.As(err, &chosen) {
-		return C.wharf_outcome(chosen.outcome)
-	}
-	return C.WHARF_FAILED
+	return C.wharf_outcome(outcome)
 }
 
+// runHandler runs handler and settles what it did: Handled only when it returned nil; every other
+// way out (an error, a panic) is a failure, with the best reason that can be recovered. Reading
+// what the handler left (the error's text, the panic's value) runs the application's methods,
+// which may panic in turn: that is caught too, never turned into success.
+//
+// The handler runs inline, on the calling goroutine (inside a cgo callback on a worker thread of
+// the runtime). runtime.Goexit cannot be stopped and must not unwind through the C library's
+// frames (the Go runtime aborts with "internal lockOSThread error"): callHandler recovers every
+// panic, so when it does not return at all the goroutine is exiting, and the process ends here
+// with a clear message. The fact is not settled, so it is delivered again after a restart.
+func runHandler(handler func() error) (Outcome, string) {
+	returned := false
+	defer func() {
+		if !returned {
+			exitOnGoexit()
+		}
+	}()
+	s := callHandler(handler)
+	returned = true
+	return s.outcome, s.reason
+}
+
+type settlement struct {
+	outcome Outcome
+	reason  string
+}
+
+// goexitMessage is written to stderr before the process exits with goexitExitCode.
+const goexitMessage = "wharf: a handler called runtime.Goexit (t.Fatal, t.FailNow, t.SkipNow?), which " +
+	"cannot cross the C library; the fact is not handled and will be delivered again; exiting"
+
+const goexitExitCode = 2
+
+// exitOnGoexit ends the process from a deferred function of a goroutine in runtime.Goexit.
+func exitOnGoexit() {
+	os.Stderr.WriteString(goexitMessage + "\n")
+	os.Exit(goexitExitCode)
+}
+
+func callHandler(handler func() error) (s settlement) {
+	// Stands if settle panics (it protects every call of the application's methods).
+	s = settlement{Failed, "reading the handler's error panicked"}
+	returned := false
+	defer func() {
+		p := recover()
+		if !returned {
+			// p is nil for panic(nil) (before Go 1.21) and during runtime.Goexit, where
+			// callHandler never returns (runHandler ends the process).
+			s = settlement{Failed, panicReason(p)}
+		}
+	}()
+	err := handler()
+	returned = true
+	return settle(err)
+}
+
+// settle is the outcome and reason of a handler's returned error.
+func settle(err error) settlement {
+	if err == nil {
+		return settlement{Handled, ""}
+	}
+	s := settlement{outcome: Failed}
+	// Only Reject and RetryLater choose another failure; nothing an error carries means Handled.
+	// errors.As runs the chain's Unwrap and As methods, which may panic: then it stays Failed.
+	var chosen *outcomeError
+	if found, ok := protect(func() bool { return errors.As(err, &chosen) }); ok && found &&
+		chosen != nil && (chosen.outcome == Rejected || chosen.outcome == Retry) {
+		s.outcome = chosen.outcome
+	}
+	text, ok := protect(err.Error)
+	switch {
+	case !ok:
+		s.reason = fmt.Sprintf("the handler returned a %T whose Error method panicked", err)
+	case text == "":
+		s.reason = fmt.Sprintf("the handler returned a %T with an empty message", err)
+	default:
+		s.reason = text
+	}
+	return s
+}
+
+// panicReason describes a recovered panic value without letting its formatting panic.
+func panicReason(p any) string {
+	if p == nil {
+		return "the handler panicked with a nil value"
+	}
+	if text, ok := protect(func() string { return fmt.Sprint(p) }); ok {
+		return "the handler panicked: " + text
+	}
+	return fmt.Sprintf("the handler panicked with a %T; its value could not be formatted", p)
+}
+
+// protect runs f; ok is false when it panicked (the panic's value is dropped unread: formatting
+// it could panic again).
+func protect[T any](f func() T) (value T, ok bool) {
+	defer func() {
+		if !ok {
+			recover()
+		}
+	}()
+	value = f()
+	return value, true
+}
+
+// inHandler reports whether the calling goroutine is running a handler: the shims mark their
+// thread while a handler runs on it, and a goroutine inside a cgo callback stays on that thread.
+// The calls that would wait for the handler's own delivery refuse it before taking the Go locks
+// that a Runtime.Free or Engine.Close waiting for the handler holds (the C ABI refuses them on its
+// worker threads too, but only once the call reaches it).
+func inHandler() bool { return C.wharfgo_in_handler() != 0 }
+
+// refuseInHandler is the error of a call that must not be made from a handler.
+func refuseInHandler(function string) error {
+	if !inHandler() {
+		return nil
+	}
+	return &Error{Status: StatusInvalidArgument,
+		Message: function + " must not be called from a handler (it would deadlock)"}
+}
+
+// setReason hands the runtime a failure's reason; a NUL byte (which would end the C string there)
+// is written as \0, so the reason arrives whole.
 func setReason(fact *C.wharf_fact, reason string) {
-	creason := C.CString(reason)
-	defer C.free(unsafe.Pointer(creason))
+	var args cArgs
+	defer args.free()
+	creason := args.str("reason", strings.ReplaceAll(reason, "\x00", `\0`))
 	C.wharf_handler_reason(fact, creason)
 }

@@ -23,7 +23,9 @@ package wharf
 import "C"
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -36,18 +38,57 @@ func call(f func() C.wharf_status) error {
 	return check(f())
 }
 
-// cString is a C copy of s, freed by the returned function.
-func cString(s string) (*C.char, func()) {
-	p := C.CString(s)
-	return p, func() { C.free(unsafe.Pointer(p)) }
+// cArgs holds the C copies of one call's string arguments. Every Go string that goes to the C ABI
+// as a NUL-terminated parameter goes through it: a string holding a NUL byte is refused (C would
+// read it only up to the NUL and act on a shorter name, path or option string), so an argument is
+// taken whole or not at all. The first refusal is kept in err; free releases every copy.
+type cArgs struct {
+	copies []unsafe.Pointer
+	err    error
 }
 
-// optionalCString is cString, or NULL for "" (an option string left out).
-func optionalCString(s string) (*C.char, func()) {
-	if s == "" {
-		return nil, func() {}
+// str is a C copy of s, the argument named what (nil once an argument was refused).
+func (a *cArgs) str(what, s string) *C.char {
+	if a.err != nil {
+		return nil
 	}
-	return cString(s)
+	if at := strings.IndexByte(s, 0); at >= 0 {
+		a.err = &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf(
+			"%s %q contains a NUL byte (at byte %d); the C ABI takes it as a NUL-terminated "+
+				"string, so it cannot hold one", what, s, at)}
+		return nil
+	}
+	p := C.CString(s)
+	a.copies = append(a.copies, unsafe.Pointer(p))
+	return p
+}
+
+// optional is str, or NULL for "" (an option string left out).
+func (a *cArgs) optional(what, s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	return a.str(what, s)
+}
+
+// list is a C array of C copies of names, the argument named what (NULL when empty).
+func (a *cArgs) list(what string, names []string) **C.char {
+	if len(names) == 0 || a.err != nil {
+		return nil
+	}
+	array := (*[1 << 20]*C.char)(C.malloc(C.size_t(len(names)) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	a.copies = append(a.copies, unsafe.Pointer(&array[0]))
+	for i, name := range names {
+		array[i] = a.str(fmt.Sprintf("%s[%d]", what, i), name)
+	}
+	return &array[0]
+}
+
+func (a *cArgs) free() {
+	for _, p := range a.copies {
+		C.free(p)
+	}
+	a.copies = nil
 }
 
 // bytesPtr points at b's bytes for the duration of a call (nil for an empty slice).
@@ -56,23 +97,6 @@ func bytesPtr(b []byte) unsafe.Pointer {
 		return nil
 	}
 	return unsafe.Pointer(&b[0])
-}
-
-// cStrings copies names into a C array of C strings, freed by the returned function.
-func cStrings(names []string) (**C.char, func()) {
-	if len(names) == 0 {
-		return nil, func() {}
-	}
-	array := (*[1 << 20]*C.char)(C.malloc(C.size_t(len(names)) * C.size_t(unsafe.Sizeof(uintptr(0)))))
-	for i, name := range names {
-		array[i] = C.CString(name)
-	}
-	return &array[0], func() {
-		for i := range names {
-			C.free(unsafe.Pointer(array[i]))
-		}
-		C.free(unsafe.Pointer(&array[0]))
-	}
 }
 
 // Version is the C library's version, e.g. "0.1.0".
@@ -87,10 +111,13 @@ type Engine struct {
 // Open opens (or creates) the database in directory path. options is "" or "key=value;..."
 // with the engine options (partitions, durability, io, queue_capacity, when_full, ...).
 func Open(path string, options string) (*Engine, error) {
-	cpath, free := cString(path)
-	defer free()
-	coptions, freeOptions := optionalCString(options)
-	defer freeOptions()
+	var args cArgs
+	defer args.free()
+	cpath := args.str("path", path)
+	coptions := args.optional("options", options)
+	if args.err != nil {
+		return nil, args.err
+	}
 	var engine *C.wharf_engine
 	if err := call(func() C.wharf_status { return C.wharf_open(cpath, coptions, &engine) }); err != nil {
 		return nil, err
@@ -99,8 +126,12 @@ func Open(path string, options string) (*Engine, error) {
 }
 
 // Close stops the runtimes still attached (finishing their batches), waits for queued commits and
-// closes the database. Idempotent.
+// closes the database. Idempotent. From a handler it is refused (ErrInvalidArgument: it would wait
+// for that handler).
 func (e *Engine) Close() error {
+	if err := refuseInHandler("Engine.Close"); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.c == nil {
@@ -123,8 +154,12 @@ func (e *Engine) with(f func(*C.wharf_engine) C.wharf_status) error {
 
 // DeclareTypes declares the fact types producers may emit (persisted; again is a no-op).
 func (e *Engine) DeclareTypes(types ...string) error {
-	ctypes, free := cStrings(types)
-	defer free()
+	var args cArgs
+	defer args.free()
+	ctypes := args.list("types", types)
+	if args.err != nil {
+		return args.err
+	}
 	return e.with(func(c *C.wharf_engine) C.wharf_status {
 		return C.wharf_declare_types(c, ctypes, C.size_t(len(types)))
 	})
@@ -132,8 +167,12 @@ func (e *Engine) DeclareTypes(types ...string) error {
 
 // Get reads durable state; errors.Is(err, ErrNotFound) when the key is absent.
 func (e *Engine) Get(table string, key []byte) ([]byte, error) {
-	ctable, free := cString(table)
-	defer free()
+	var args cArgs
+	defer args.free()
+	ctable := args.str("table", table)
+	if args.err != nil {
+		return nil, args.err
+	}
 	var value unsafe.Pointer
 	var length C.size_t
 	err := e.with(func(c *C.wharf_engine) C.wharf_status {

@@ -14,12 +14,23 @@ extern wharf_outcome wharfGoProject(void* ctx, wharf_fact* fact, wharf_txn* effe
 extern wharf_outcome wharfGoSubscribe(void* ctx, wharf_fact* fact);
 extern void wharfGoDestroy(void* ctx);
 
+// > 0 while a Go handler runs on this thread (inHandler). Never left raised: a handler's panics
+// are recovered in Go and its runtime.Goexit ends the process.
+static __thread int handler_depth;
+int wharfgo_in_handler(void) { return handler_depth > 0; }
+
 static void fact_shim(void* ctx, const wharf_fact* fact) { wharfGoFact(ctx, (wharf_fact*)fact); }
 static wharf_outcome project_shim(void* ctx, const wharf_fact* fact, wharf_txn* effects) {
-  return wharfGoProject(ctx, (wharf_fact*)fact, effects);
+  ++handler_depth;
+  wharf_outcome outcome = wharfGoProject(ctx, (wharf_fact*)fact, effects);
+  --handler_depth;
+  return outcome;
 }
 static wharf_outcome subscribe_shim(void* ctx, const wharf_fact* fact) {
-  return wharfGoSubscribe(ctx, (wharf_fact*)fact);
+  ++handler_depth;
+  wharf_outcome outcome = wharfGoSubscribe(ctx, (wharf_fact*)fact);
+  --handler_depth;
+  return outcome;
 }
 static void destroy_shim(void* ctx) { wharfGoDestroy(ctx); }
 
@@ -88,16 +99,19 @@ const (
 
 func (r *Runtime) register(kind registration, name string, types []string, options string,
 	handler any) error {
-	cname, freeName := cString(name)
-	defer freeName()
-	ctypes, freeTypes := cStrings(types)
-	defer freeTypes()
-	coptions, freeOptions := optionalCString(options)
-	defer freeOptions()
+	var args cArgs
+	defer args.free()
+	cname := args.str("name", name)
+	ctypes := args.list("types", types)
+	coptions := args.optional("options", options)
+	if args.err != nil {
+		return args.err
+	}
 	// Owned by the runtime from here: it calls destroy_shim (freeing the cell) when it no longer
 	// needs it, also when the registration fails.
 	cell := newCell(handler)
-	return r.with(func(rt *C.wharf_runtime) C.wharf_status {
+	function := [...]string{"Runtime.Project", "Runtime.React", "Runtime.Subscribe"}[kind]
+	return r.with(function, func(rt *C.wharf_runtime) C.wharf_status {
 		switch kind {
 		case registerProject:
 			return C.project_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)

@@ -40,8 +40,12 @@ func (t *Txn) Put(table string, key, value []byte) error {
 	if err := t.live(); err != nil {
 		return err
 	}
-	ctable, free := cString(table)
-	defer free()
+	var args cArgs
+	defer args.free()
+	ctable := args.str("table", table)
+	if args.err != nil {
+		return args.err
+	}
 	err := call(func() C.wharf_status {
 		return C.wharf_txn_put(t.c, ctable, bytesPtr(key), C.size_t(len(key)), bytesPtr(value),
 			C.size_t(len(value)))
@@ -56,8 +60,12 @@ func (t *Txn) Delete(table string, key []byte) error {
 	if err := t.live(); err != nil {
 		return err
 	}
-	ctable, free := cString(table)
-	defer free()
+	var args cArgs
+	defer args.free()
+	ctable := args.str("table", table)
+	if args.err != nil {
+		return args.err
+	}
 	err := call(func() C.wharf_status {
 		return C.wharf_txn_delete(t.c, ctable, bytesPtr(key), C.size_t(len(key)))
 	})
@@ -71,8 +79,12 @@ func (t *Txn) Emit(factType string, key, payload []byte) error {
 	if err := t.live(); err != nil {
 		return err
 	}
-	ctype, free := cString(factType)
-	defer free()
+	var args cArgs
+	defer args.free()
+	ctype := args.str("fact type", factType)
+	if args.err != nil {
+		return args.err
+	}
 	err := call(func() C.wharf_status {
 		return C.wharf_txn_emit(t.c, ctype, bytesPtr(key), C.size_t(len(key)), bytesPtr(payload),
 			C.size_t(len(payload)))
@@ -82,14 +94,21 @@ func (t *Txn) Emit(factType string, key, payload []byte) error {
 	return err
 }
 
-// Get reads committed state (not this transaction's own writes); in a handler's effects it sees
-// the batch's earlier effects as the C ABI documents.
+// Get reads committed state (not this transaction's own writes), waiting until what it read is
+// durable (as Engine.Get). On a handler's effects it reads state as the handler's batch sees it:
+// committed state overlaid with the effects written so far in the batch, by earlier facts of the
+// same batch and by this handler call (a failed fact's effects are discarded: not seen), so a
+// read-modify-write projection is exact at any batch_facts (wharf_txn_get in wharf.h).
 func (t *Txn) Get(table string, key []byte) ([]byte, error) {
 	if err := t.live(); err != nil {
 		return nil, err
 	}
-	ctable, free := cString(table)
-	defer free()
+	var args cArgs
+	defer args.free()
+	ctable := args.str("table", table)
+	if args.err != nil {
+		return nil, args.err
+	}
 	var value unsafe.Pointer
 	var length C.size_t
 	err := call(func() C.wharf_status {

@@ -3,8 +3,11 @@ package wharf_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -180,5 +183,400 @@ func TestRegistrationErrors(t *testing.T) {
 	}
 	if _, err := wharf.NewRuntime(engine, "workers=x"); !errors.Is(err, wharf.ErrInvalidArgument) {
 		t.Fatalf("bad runtime option: %v", err)
+	}
+}
+
+// Values whose formatting panics, with a value whose formatting panics again (fmt gives up on a
+// nested panic and panics itself).
+type explosive struct{}
+
+func (explosive) String() string { panic(explosive{}) }
+
+type explosiveError struct{}
+
+func (explosiveError) Error() string { panic(explosive{}) }
+
+type nilReceiverError struct{ text string }
+
+func (e *nilReceiverError) Error() string { return e.text } // panics on a nil *nilReceiverError
+
+// Every way out of a handler but a nil return is a failure, whatever reading it does: the outcome
+// and the reason, case by case.
+func TestEveryFailureOfAHandlerSettlesAsFailed(t *testing.T) {
+	var typedNil *nilReceiverError
+	cases := []struct {
+		name    string
+		handler func() error
+		outcome wharf.Outcome
+		reason  string // a prefix of the reason
+	}{
+		{"nil", func() error { return nil }, wharf.Handled, ""},
+		{"error", func() error { return errors.New("smtp down") }, wharf.Failed, "smtp down"},
+		{"reject", func() error { return wharf.Reject(errors.New("bad")) }, wharf.Rejected, "bad"},
+		{"retry wrapped", func() error { return fmt.Errorf("ctx: %w", wharf.RetryLater(errors.New("busy"))) },
+			wharf.Retry, "ctx: busy"},
+		{"panic", func() error { panic("handler bug") }, wharf.Failed, "the handler panicked: handler bug"},
+		{"panic unformattable", func() error { panic(explosive{}) }, wharf.Failed,
+			"the handler panicked with a wharf_test.explosive; its value could not be formatted"},
+		{"panic nil", func() error { panic(nil) }, wharf.Failed, "the handler panicked"},
+		{"error method panics", func() error { return explosiveError{} }, wharf.Failed,
+			"the handler returned a wharf_test.explosiveError whose Error method panicked"},
+		{"typed nil error", func() error { return typedNil }, wharf.Failed,
+			"the handler returned a *wharf_test.nilReceiverError whose Error method panicked"},
+		{"reject of a typed nil", func() error { return wharf.Reject(typedNil) }, wharf.Rejected,
+			"the handler returned a *wharf.outcomeError whose Error method panicked"},
+		{"empty message", func() error { return errors.New("") }, wharf.Failed,
+			"the handler returned a *errors.errorString with an empty message"},
+		{"wrapped nil", func() error { return fmt.Errorf("%w", nil) }, wharf.Failed, "%!w(<nil>)"},
+		{"outcome error saying handled", func() error { return wharf.OutcomeError(wharf.Handled, errors.New("x")) },
+			wharf.Failed, "x"},
+		{"outcome error out of range", func() error { return wharf.OutcomeError(99, errors.New("y")) },
+			wharf.Failed, "y"},
+		{"outcome error without error", func() error { return wharf.OutcomeError(wharf.Rejected, nil) },
+			wharf.Rejected, "the handler returned a *wharf.outcomeError whose Error method panicked"},
+	}
+	for _, c := range cases {
+		outcome, reason := wharf.RunHandler(c.handler)
+		if outcome != c.outcome || !strings.HasPrefix(reason, c.reason) || (c.reason == "") != (reason == "") {
+			t.Errorf("%s: outcome %d reason %q, want %d %q", c.name, outcome, reason, c.outcome, c.reason)
+		}
+	}
+}
+
+// Through a real runtime: a subscriber failing each of these ways on a fact's first delivery gets
+// it again (nothing was taken as handled) and the process lives on.
+func TestHandlerFailuresAreRetriedNotHandled(t *testing.T) {
+	engine := open(t, "partitions=2")
+	var typedNil *nilReceiverError
+	failures := []func() error{
+		func() error { panic(explosive{}) },
+		func() error { panic(nil) },
+		func() error { return explosiveError{} },
+		func() error { return typedNil },
+		func() error { return wharf.OutcomeError(wharf.Handled, errors.New("not handled")) },
+	}
+	for i := range failures {
+		commitOrder(t, engine, fmt.Sprintf("o-%d", i), "alice", i)
+	}
+	rt, err := wharf.NewRuntime(engine, "workers=1;backoff_initial_ms=1;backoff_max_ms=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Free()
+	var mu sync.Mutex
+	attempts := map[uint64]int{}
+	err = rt.Subscribe("fragile", []string{"OrderPlaced"}, "", func(f *wharf.Fact) error {
+		mu.Lock()
+		attempts[f.ID]++
+		first := attempts[f.ID] == 1
+		mu.Unlock()
+		if first {
+			return failures[f.ID-1]()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, rt)
+	mu.Lock()
+	defer mu.Unlock()
+	for id := uint64(1); id <= uint64(len(failures)); id++ {
+		if attempts[id] != 2 {
+			t.Errorf("fact %d delivered %d times, want 2 (its first delivery failed)", id, attempts[id])
+		}
+	}
+}
+
+// drain drains rt, again while a subscriber waits for a retry (ErrBusy).
+func drain(t *testing.T, rt *wharf.Runtime) {
+	t.Helper()
+	for tries := 0; ; tries++ {
+		err := rt.Drain()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, wharf.ErrBusy) || tries == 1000 {
+			t.Fatalf("drain: %v", err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Calls that would wait for the handler making them are refused inside it, before they take a
+// lock that a Free or Close waiting for the handler would hold.
+func TestCallsThatWouldDeadlockAreRefusedInHandlers(t *testing.T) {
+	engine := open(t, "")
+	commitOrder(t, engine, "o-1", "alice", 1)
+	rt, err := wharf.NewRuntime(engine, "workers=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Free()
+	var inside []error
+	err = rt.Subscribe("nested", []string{"OrderPlaced"}, "", func(*wharf.Fact) error {
+		rt.Free() // does nothing in a handler
+		inside = append(inside, rt.Drain(), rt.Stop(), rt.Start(), engine.Close(),
+			rt.Subscribe("late", []string{"OrderPlaced"}, "", func(*wharf.Fact) error { return nil }))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- rt.Drain() }()
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		// Not t.Fatal nor panic: the deferred Free and the cleanup's Close would wait for the
+		// deadlocked drain forever.
+		fmt.Fprintln(os.Stderr, "deadlock: a call from a handler waited for the handler")
+		os.Exit(1)
+	}
+	if len(inside) != 5 {
+		t.Fatalf("the handler ran %d calls, want 5", len(inside))
+	}
+	for i, err := range inside {
+		if !errors.Is(err, wharf.ErrInvalidArgument) || !strings.Contains(err.Error(), "from a handler") {
+			t.Errorf("call %d from a handler: %v, want ErrInvalidArgument", i, err)
+		}
+	}
+	if _, err := engine.Partitions(); err != nil {
+		t.Fatalf("the engine was closed from a handler: %v", err)
+	}
+}
+
+// Every string argument is taken whole or refused: a NUL byte would cut it short in C.
+func TestNamesWithANulByteAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	refused := func(what string, err error) {
+		t.Helper()
+		var werr *wharf.Error
+		if !errors.As(err, &werr) || werr.Status != wharf.StatusInvalidArgument ||
+			!strings.HasPrefix(werr.Message, what+" ") || !strings.Contains(werr.Message, "NUL byte") {
+			t.Errorf("%s with a NUL byte: %v, want ErrInvalidArgument naming it", what, err)
+		}
+	}
+	_, err := wharf.Open(filepath.Join(dir, "db\x00-x"), "")
+	refused("path", err)
+	_, err = wharf.Open(filepath.Join(dir, "db"), "partitions=4\x00;bogus")
+	refused("options", err)
+	if _, statErr := os.Stat(filepath.Join(dir, "db")); !os.IsNotExist(statErr) {
+		t.Errorf("a refused Open created %s: %v", filepath.Join(dir, "db"), statErr)
+	}
+	engine := open(t, "")
+	refused("types[1]", engine.DeclareTypes("Fine", "Order\x00Evil"))
+	_, err = engine.Get("orders\x00x", []byte("k"))
+	refused("table", err)
+
+	txn, err := engine.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("table", txn.Put("accounts\x00shadow", []byte("k"), []byte("v")))
+	refused("table", txn.Delete("accounts\x00shadow", []byte("k")))
+	refused("fact type", txn.Emit("OrderPlaced\x00Evil", []byte("k"), []byte("p")))
+	_, err = txn.Get("accounts\x00shadow", []byte("k"))
+	refused("table", err)
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Get("accounts", []byte("k")); !errors.Is(err, wharf.ErrNotFound) {
+		t.Errorf("a refused put wrote into table accounts: %v", err)
+	}
+	if lsn, _ := engine.DurableLSN(); lsn != 0 {
+		t.Errorf("a refused emit emitted: durable lsn %d", lsn)
+	}
+
+	_, err = wharf.NewRuntime(engine, "workers=1\x00;bogus")
+	refused("options", err)
+	rt, err := wharf.NewRuntime(engine, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Free()
+	handler := func(*wharf.Fact) error { return nil }
+	project := func(*wharf.Fact, *wharf.Txn) error { return nil }
+	refused("name", rt.Subscribe("mail\x00er", []string{"OrderPlaced"}, "", handler))
+	refused("types[0]", rt.Subscribe("mailer", []string{"OrderPlaced\x00"}, "", handler))
+	refused("options", rt.Subscribe("mailer", []string{"OrderPlaced"}, "consumer_id=a\x00b", handler))
+	refused("name", rt.Project("tot\x00als", []string{"OrderPlaced"}, "", project))
+	refused("options", rt.React("echo", []string{"OrderPlaced"}, "batch_facts=1\x00", project))
+}
+
+// A handler's effects read what the batch wrote so far (earlier facts of the batch, its own
+// writes), not a failed fact's: a read-modify-write counter is exact at the default batch size.
+func TestEffectsGetReadsTheBatchSoFar(t *testing.T) {
+	engine := open(t, "partitions=1")
+	const facts = 30
+	for i := 1; i <= facts; i++ {
+		commitOrder(t, engine, fmt.Sprintf("o-%d", i), "alice", i)
+	}
+	rt, err := wharf.NewRuntime(engine, "workers=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Free()
+	var ownWriteSeen []bool
+	err = rt.Project("count", []string{"OrderPlaced"}, "", func(f *wharf.Fact, effects *wharf.Txn) error {
+		n := 0
+		if value, err := effects.Get("counts", []byte("n")); err == nil {
+			n, _ = strconv.Atoi(string(value))
+		} else if !errors.Is(err, wharf.ErrNotFound) {
+			return err
+		}
+		if err := effects.Put("counts", []byte("n"), []byte(strconv.Itoa(n+1))); err != nil {
+			return err
+		}
+		value, err := effects.Get("counts", []byte("n"))
+		ownWriteSeen = append(ownWriteSeen, err == nil && string(value) == strconv.Itoa(n+1))
+		if f.ID == 7 {
+			return errors.New("fact 7 fails after writing") // its +1 is discarded
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	if value, err := engine.Get("counts", []byte("n")); err != nil || string(value) != strconv.Itoa(facts-1) {
+		t.Fatalf("counter %q %v, want %d (every fact but the failed one, once)", value, err, facts-1)
+	}
+	for i, seen := range ownWriteSeen {
+		if !seen {
+			t.Fatalf("handler call %d did not read its own write", i+1)
+		}
+	}
+}
+
+// The child process of TestGoexitInAHandlerEndsTheProcess: a subscriber's handler calls
+// t.FailNow (runtime.Goexit) on fact 2 of 3.
+func TestGoexitHelperProcess(t *testing.T) {
+	dir := os.Getenv("WHARF_GOEXIT_DB")
+	if dir == "" {
+		t.Skip("the child process of TestGoexitInAHandlerEndsTheProcess")
+	}
+	engine, err := wharf.Open(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.DeclareTypes("OrderPlaced"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		commitOrder(t, engine, fmt.Sprintf("o-%d", i), "alice", i)
+	}
+	rt, err := wharf.NewRuntime(engine, "workers=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Subscribe("mailer", []string{"OrderPlaced"}, "", func(f *wharf.Fact) error {
+		if f.ID == 2 {
+			t.FailNow()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Drain()
+	fmt.Println("the process lived on after a handler called runtime.Goexit")
+	os.Exit(0) // not 2, whatever the test framework would make of the failure
+}
+
+// runtime.Goexit in a handler (t.FailNow here) cannot cross the C library: the process ends with
+// status 2 and a line saying why, and the fact is delivered again after a restart.
+func TestGoexitInAHandlerEndsTheProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	child := exec.Command(os.Args[0], "-test.run=^TestGoexitHelperProcess$", "-test.count=1")
+	child.Env = append(os.Environ(), "WHARF_GOEXIT_DB="+dir)
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	out, err := child.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("the child ended with %v, want exit status 2\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	want := "wharf: a handler called runtime.Goexit (t.Fatal, t.FailNow, t.SkipNow?), which cannot " +
+		"cross the C library; the fact is not handled and will be delivered again; exiting\n"
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("the child's stderr lacks %q:\n%s", want, stderr.String())
+	}
+
+	engine, err := wharf.Open(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	rt, err := wharf.NewRuntime(engine, "workers=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Free()
+	var delivered []uint64
+	err = rt.Subscribe("mailer", []string{"OrderPlaced"}, "", func(f *wharf.Fact) error {
+		delivered = append(delivered, f.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, rt)
+	if len(delivered) == 0 || delivered[0] > 2 || delivered[len(delivered)-1] != 3 {
+		t.Fatalf("after the restart the subscriber got facts %v, want 2 (not handled) through 3", delivered)
+	}
+}
+
+// The cost of a delivery to an empty Go subscriber (not run by the tests: go test -run=^$
+// -bench=EmptySubscriber -benchtime=20000x).
+func BenchmarkEmptySubscriber(b *testing.B) {
+	// Buffered commits and large batches: the cursor's writes do not hide the handler calls.
+	engine, err := wharf.Open(filepath.Join(b.TempDir(), "db"), "durability=buffered")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer engine.Close()
+	if err := engine.DeclareTypes("OrderPlaced"); err != nil {
+		b.Fatal(err)
+	}
+	for done := 0; done < b.N; {
+		txn, err := engine.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < 1000 && done < b.N; i, done = i+1, done+1 {
+			if err := txn.Emit("OrderPlaced", []byte("alice"), []byte("o")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := txn.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rt, err := wharf.NewRuntime(engine, "workers=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Free()
+	var delivered int
+	err = rt.Subscribe("empty", []string{"OrderPlaced"}, "batch_facts=1000", func(*wharf.Fact) error {
+		delivered++
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if err := rt.Drain(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if delivered != b.N {
+		b.Fatalf("delivered %d facts, want %d", delivered, b.N)
 	}
 }

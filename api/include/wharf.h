@@ -307,12 +307,13 @@ WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, co
                                             int64_t deliver_at_ms, uint32_t v);
 
 /* Reads committed state (not this transaction's own writes), as wharf_get (durable state only,
-** waiting as it does). On a handler's effects transaction it does not wait (the batch commits
-** after what it read, so it is never durable without it). Also works on a
-** handler's effects transaction, where it does NOT see the effects of earlier facts of the same
-** batch either (they commit together when the batch ends): a read-modify-write projection (a
-** counter, a running total) must be registered with "batch_facts=1" (wharf_runtime_project_v2) or
-** key its writes so that each fact writes its own rows. */
+** waiting as it does). On a handler's effects transaction (as Effects::Get in wharf/runtime.h) it
+** reads state as the handler's batch sees it: committed state overlaid with the effects written so
+** far in the batch, by earlier facts of the same batch and by this handler call (a fact that
+** failed had its effects discarded: they are not seen), so a read-modify-write projection (a
+** counter, a running total) is exact at any batch_facts. There it does not wait for durability
+** (the batch commits after what it read, so it is never durable without it), only for the lane's
+** earlier batches still committing. */
 WHARF_EXPORT wharf_status wharf_txn_get(wharf_txn* txn, const char* table, const void* key,
                                         size_t key_len, void** value, size_t* value_len);
 
@@ -398,7 +399,9 @@ WHARF_EXPORT wharf_status wharf_fact_header(const wharf_fact* fact, size_t index
 ** HANDLERS RUN ON WORKER THREADS, several at a time (one per partition lane): a handler shared by
 ** partitions must be thread-safe. The fact and the effects transaction are BORROWED, valid only
 ** until the handler returns. A handler must not call wharf_runtime_drain/stop/free or wharf_close
-** (refused). An unknown return value is treated as WHARF_FAILED.
+** (refused). Only a returned WHARF_HANDLED is success: any other value (WHARF_PENDING from a
+** handler that is not asynchronous included) is WHARF_FAILED with a reason naming the value, and
+** so is a C++ exception, with its what() as the reason.
 */
 typedef wharf_outcome (*wharf_project_fn)(void* ctx, const wharf_fact* fact, wharf_txn* effects);
 typedef wharf_outcome (*wharf_subscribe_fn)(void* ctx, const wharf_fact* fact);

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "engine/base/assert.h"
+#include "engine/base/exception_text.h"
 #include "engine/base/futex.h"
 #include "engine/core/engine_core.h"
 #include "engine/runtime/effects.h"
@@ -231,7 +232,7 @@ HandlerCall Lane::CallHandler(const Fact& fact, Txn* txn) {
       call.outcome = consumer_->project(fact, effects);
     }
   } catch (const std::exception& e) {
-    call.error = std::string("handler threw: ") + e.what();
+    call.error = std::string("handler threw: ") + ExceptionText(e);
   } catch (...) {
     call.error = "handler threw a non-standard exception";
   }

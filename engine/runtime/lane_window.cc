@@ -18,6 +18,7 @@
 #include <exception>
 
 #include "engine/base/assert.h"
+#include "engine/base/exception_text.h"
 #include "engine/core/engine_core.h"
 #include "engine/runtime/handler_scope.h"
 #include "engine/runtime/lane.h"
@@ -130,7 +131,7 @@ bool Lane::DispatchWindow(int64_t now_ms) {
       HandlerScope scope(&given, entry.attempt);
       consumer_->subscribe_async(*entry.fact, delivery->Handle());
     } catch (const std::exception& e) {
-      threw = std::string("handler threw: ") + e.what();
+      threw = std::string("handler threw: ") + ExceptionText(e);
     } catch (...) {
       threw = "handler threw a non-standard exception";
     }

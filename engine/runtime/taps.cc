@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "engine/base/assert.h"
+#include "engine/base/exception_text.h"
 #include "engine/base/thread_name.h"
 
 namespace wharf::internal {
@@ -56,7 +57,7 @@ bool Taps::RunQueued(Tap* tap) {
       tap->consumer->tap(*fact);
     } catch (const std::exception& e) {
       (*trace_)(TraceEvent::Level::kWarning, "handler-failed", tap->consumer, fact->id,
-                std::string("tap handler threw: ") + e.what());
+                std::string("tap handler threw: ") + ExceptionText(e));
     } catch (...) {
       (*trace_)(TraceEvent::Level::kWarning, "handler-failed", tap->consumer, fact->id,
                 "tap handler threw a non-standard exception");

@@ -378,6 +378,42 @@ TEST_F(RuntimeTest, EffectsReadThroughTheBatch) {
   EXPECT_EQ(State("counts", "k"), "50");
 }
 
+// Effects::Get reads what the batch wrote so far, this call's own writes included, and not the
+// effects of a fact that failed (they are discarded with it).
+TEST_F(RuntimeTest, EffectsGetSeesOwnWritesNotAFailedFactsEffects) {
+  const uint64_t failing = Commit("A", "k", "fail");
+  Commit("A", "k", "count");
+  int own_write_missed = 0;
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(runtime.Project("count", {"A"}, [&](const Fact& fact, Effects& effects) {
+    std::string count;
+    Status s = effects.Get("counts", "k", &count);
+    const std::string next = std::to_string(s.ok() ? std::stoi(count) + 1 : 1);
+    EXPECT_OK(effects.Put("counts", "k", next));
+    if (!effects.Get("counts", "k", &count).ok() || count != next) own_write_missed++;
+    return fact.id == failing ? Outcome::kFailed : Outcome::kHandled;
+  }));
+  ASSERT_OK(runtime.Drain());
+  EXPECT_EQ(State("counts", "k"), "1");  // the failed fact's 1 was not read by the next fact
+  EXPECT_EQ(own_write_missed, 0);
+}
+
+// A handler's exception whose what() is NULL fails the fact with a reason saying so.
+TEST_F(RuntimeTest, HandlerExceptionWithoutTextFailsTheFact) {
+  struct NullWhat : std::exception {
+    const char* what() const noexcept override { return nullptr; }
+  };
+  Commit("A", "k", "x");
+  Runtime runtime(engine_.get(), Options(0));
+  ASSERT_OK(
+      runtime.Project("p", {"A"}, [](const Fact&, Effects&) -> Outcome { throw NullWhat(); }));
+  ASSERT_OK(runtime.Drain());
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "p", &dead));
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].reason, "handler-failed: handler threw: (an exception whose what() is NULL)");
+}
+
 // Reactions emit facts with source and depth; a cascade deeper than max_depth settles as failed.
 TEST_F(RuntimeTest, ReactionCascadeStopsAtMaxDepth) {
   Commit("A", "k", "start");

@@ -84,10 +84,13 @@ class Effects {
  public:
   Status Put(std::string_view table, std::string_view key, std::string_view value);
   Status Delete(std::string_view table, std::string_view key);
-  // Reads state as this batch sees it: committed state overlaid with the effects that earlier
-  // facts of the same batch wrote (so read-modify-write aggregates are exact at any batch size).
-  // Unlike Engine::Get it does not wait for durability: the batch commits after what it read, so
-  // its effects can never be durable without it.
+  // Reads state as the handler's batch sees it: committed state overlaid with the effects written
+  // so far in the batch, by earlier facts of the same batch and by this handler call (a fact that
+  // failed had its effects discarded: they are not seen), so a read-modify-write projection (a
+  // counter, a running total) is exact at any batch_facts. It does not wait for durability, as
+  // Engine::Get does (the batch commits after what it read, so it is never durable without it),
+  // only for the lane's earlier batches still committing. The C ABI's wharf_txn_get on an
+  // effects transaction is this call.
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
   // Reactions only. The fact's source is the consumer id; its depth the trigger's depth + 1.
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
