@@ -695,6 +695,7 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
                 Status::IOError(status.message() + "; the outcome of this commit is unknown"));
     }
   }
+  if (status.ok() && !round->groups.empty()) PublishAnnounced(round->groups.back().seq);
   // With no next round, the in-flight flag is cleared only now, after the acknowledgements, so a
   // later round can never report its groups durable before this one's; groups written meanwhile
   // start the next round from here.
@@ -731,7 +732,8 @@ void Committer::AnnounceDurable(const Group& group) {
       listener_->OnGap(group.last_lsn);  // attached since AnnounceUnlisted looked
       return;
     }
-    for (const KeptFact& fact : group.kept) facts.push_back({fact.lsn, fact.partition, fact.record});
+    for (const KeptFact& fact : group.kept)
+      facts.push_back({fact.lsn, fact.partition, fact.record});
     listener_->OnFactsDurable(group.last_lsn, facts);
     return;
   }
@@ -829,8 +831,10 @@ Status Committer::Recover() {
   }
   last_recover_at_ = {};
   RaiseDurableLsn(last_lsn_.load());
-  PublishDurable(write_seq_.load());  // every group written so far is in synced tables now
+  const uint64_t written_seq = write_seq_.load();
+  PublishDurable(written_seq);  // every group written so far is in synced tables now
   listener_->OnGap(last_lsn_.load());
+  PublishAnnounced(written_seq);
   return Status::OK();
 }
 
@@ -839,6 +843,13 @@ void Committer::RaiseDurableLsn(uint64_t lsn) {
   uint64_t current = durable_lsn_.load(std::memory_order_relaxed);
   while (current < lsn && !durable_lsn_.compare_exchange_weak(current, lsn)) {
   }
+}
+
+void Committer::PublishAnnounced(uint64_t seq) {
+  uint64_t current = announced_seq_.load(std::memory_order_relaxed);
+  while (current < seq && !announced_seq_.compare_exchange_weak(current, seq)) {
+  }
+  NotifyReaders();
 }
 
 void Committer::PublishAcknowledged(uint64_t seq) {
@@ -874,12 +885,13 @@ Status Committer::WaitAcknowledged(uint64_t seq) { return WaitSeq(acked_seq_, se
 
 Status Committer::SyncNow() {
   const uint64_t seq = write_seq();
-  if (durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+  if (announced_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
   if (options_.durability == Durability::kBuffered) {
     sync_requested_.store(true);
     wake_.signal();
   }
-  return WaitDurable(seq);
+  // Announced, not only durable: the caller (a drain) then finds the facts' consumers told.
+  return WaitSeq(announced_seq_, seq);
 }
 
 Status Committer::WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq) {

@@ -34,11 +34,12 @@
 // WaitAcknowledged()) blocks (on a futex, only if a group it may have seen is still in flight)
 // until the sequence covers it.
 //
-// Invariants: at most one sync round in flight; durable_seq_ <= acked_seq_ <= write_seq_, each
-// only grows; durable_lsn_ only grows and never exceeds last_lsn_; a transaction is acknowledged
-// only after a round that covers its bytes completed (durability=sync) or after its group reached
-// the WAL file (durability=buffered); rounds are acknowledged and announced in the order they were
-// started; every fact id handed out is at most the synced reservation (durability=buffered).
+// Invariants: at most one sync round in flight; announced_seq_ <= durable_seq_ <= acked_seq_ <=
+// write_seq_, each only grows; durable_lsn_ only grows and never exceeds last_lsn_; a transaction
+// is acknowledged only after a round that covers its bytes completed (durability=sync) or after
+// its group reached the WAL file (durability=buffered); rounds are acknowledged and announced in
+// the order they were started; every fact id handed out is at most the synced reservation
+// (durability=buffered).
 #pragma once
 
 #include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
@@ -101,9 +102,10 @@ class Committer {
   // As WaitDurable, until every group numbered <= `seq` is acknowledged: the same in
   // durability=sync; written (not yet synced) in durability=buffered, so no wait for the interval.
   Status WaitAcknowledged(uint64_t seq);
-  // Makes every group written so far durable and waits for it: in durability=buffered it starts
-  // a sync round at once instead of at the interval (Runtime::Drain uses it to deliver every
-  // acknowledged fact). Errors and thread restrictions as WaitDurable.
+  // Makes every group written so far durable and waits until the listener was told (their facts
+  // announced): in durability=buffered it starts a sync round at once instead of at the interval
+  // (Runtime::Drain uses it to deliver every acknowledged fact). Errors and thread restrictions
+  // as WaitDurable.
   Status SyncNow();
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_acquire); }
   CommitterStats stats() const;
@@ -123,7 +125,7 @@ class Committer {
     std::string record;
   };
   struct Group {
-    std::vector<TxnRep*> reps;  // durability=buffered: empty once written (answered then)
+    std::vector<TxnRep*> reps;   // durability=buffered: empty once written (answered then)
     std::vector<KeptFact> kept;  // durability=buffered: its outbox facts, when `listed`
     bool listed = true;          // false: written while nobody listened (its facts not kept)
     uint64_t last_lsn = 0;
@@ -183,6 +185,8 @@ class Committer {
   void PublishDurable(uint64_t seq);
   // Raises acked_seq_ to `seq` and wakes readers (durability=buffered: a group written).
   void PublishAcknowledged(uint64_t seq);
+  // Raises announced_seq_ to `seq` once the listener was told of its groups, and wakes SyncNow.
+  void PublishAnnounced(uint64_t seq);
   // Wakes readers in WaitDurable to look again (a durable group, a failure, the stop).
   void NotifyReaders();
   // For a reader that found the committer failed: recovers now (as the next commit would) unless
@@ -268,12 +272,13 @@ class Committer {
   std::atomic<bool> sync_requested_{false};  // SyncNow: start a round at once (buffered)
   std::atomic<uint64_t> last_lsn_{0};
   std::atomic<uint64_t> durable_lsn_{0};
-  std::atomic<uint64_t> write_seq_{0};     // groups begun (written to RocksDB or failed)
-  std::atomic<uint64_t> durable_seq_{0};   // groups known durable (synced)
-  std::atomic<uint64_t> acked_seq_{0};     // groups acknowledged (durable_seq_ in sync mode)
-  std::atomic<uint32_t> durable_word_{0};  // futex: bumped after every durable_seq_ change
-  std::atomic<uint32_t> read_waiters_{0};  // readers asleep (or about to be) on durable_word_
-  std::atomic<bool> stopped_{false};       // the committer thread has ended
+  std::atomic<uint64_t> write_seq_{0};      // groups begun (written to RocksDB or failed)
+  std::atomic<uint64_t> durable_seq_{0};    // groups known durable (synced)
+  std::atomic<uint64_t> acked_seq_{0};      // groups acknowledged (durable_seq_ in sync mode)
+  std::atomic<uint64_t> announced_seq_{0};  // durable groups the listener was told of
+  std::atomic<uint32_t> durable_word_{0};   // futex: bumped after every durable_seq_ change
+  std::atomic<uint32_t> read_waiters_{0};   // readers asleep (or about to be) on durable_word_
+  std::atomic<bool> stopped_{false};        // the committer thread has ended
 
   // What the committer did since it started (ReadMetrics): relaxed atomics added to where
   // transactions are answered and rounds complete, never under a lock for them. On their own

@@ -675,8 +675,7 @@ TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
   ASSERT_NO_FATAL_FAILURE(commit_50("before-interval"));
   EXPECT_LT(engine_->durable_lsn(), engine_->last_lsn());  // acknowledged, not durable yet
   // One sync: the id reservation's, before the first commit was written (none since).
-  EXPECT_EQ(internal::EngineInternal::Core(*engine_)->committer()->stats().syncs,
-            syncs_before + 1);
+  EXPECT_EQ(internal::EngineInternal::Core(*engine_)->committer()->stats().syncs, syncs_before + 1);
   EXPECT_GT(fs_->unsynced_bytes(), 0u);
   EXPECT_EQ(cut_and_count("before-interval"), 0u);
 
