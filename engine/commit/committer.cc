@@ -542,6 +542,7 @@ void Committer::SyncWrittenNow() {
   // Synced here: the committer has nothing to do until ids are reserved.
   if (round != nullptr) OnRoundDone(round, io::SyncInline(round->plan.ops), /*on_backend=*/false);
 }
+
 int64_t Committer::GatherWaitUs() {
   std::lock_guard lock(sync_mu_);
   if (unsynced_.empty() || sync_in_flight_.load() || failed_.load()) return -1;
