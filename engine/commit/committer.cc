@@ -704,6 +704,8 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
 }
 
 void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
+  // Buffered groups were answered when written: nobody is left to tell.
+  if (reps.empty()) status.PermitUncheckedError();
   for (TxnRep* rep : reps) {
     rep->status = status;
     rep->result = CommitResult();
