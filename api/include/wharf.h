@@ -191,7 +191,8 @@ WHARF_EXPORT void wharf_free(void* p);
 **                           must agree with an existing database, else WHARF_INVALID_ARGUMENT
 **                           naming both values
 **   durability=sync         sync (ack after fdatasync) | buffered (ack after write; sync every
-**                           buffered_sync_ms: a power loss may lose the last interval)
+**                           buffered_sync_ms: a power loss may lose the last interval; consumers
+**                           see facts once synced; ids are never reused, may skip after a loss)
 **   io=auto                 auto | uring | posix
 **   queue_capacity=4096     transactions waiting for the committer, at most
 **   when_full=block         block | error (commits return WHARF_BUSY when the queue is full)
@@ -720,7 +721,7 @@ WHARF_EXPORT wharf_status wharf_trim(wharf_engine* engine, uint8_t dry_run,
 ** retention floor. Extensible: see "Extensible structs" above. */
 typedef struct wharf_stat_snapshot {
   size_t struct_size;       /* in: sizeof(wharf_stat_snapshot); out: the size filled */
-  uint64_t durable_lsn;     /* highest fact id acknowledged durable */
+  uint64_t durable_lsn;     /* highest fact id a completed WAL sync covers */
   uint64_t last_lsn;        /* highest fact id assigned */
   uint64_t fact_count;      /* facts in the outbox, over every partition */
   uint64_t fact_bytes;      /* their keys and values as stored */

@@ -32,6 +32,12 @@ constexpr auto kResumeInterval = std::chrono::milliseconds(100);
 // Room wanted beyond the memtables' size before recovery flushes them: the MANIFEST edit, the
 // new WAL's first writes.
 constexpr uint64_t kResumeHeadroomBytes = 1u << 20;
+// durability=buffered reserves fact ids this many at a time (ReserveIds): one extra WAL sync per
+// million ids, and a gap of at most that many ids after a power cut.
+constexpr uint64_t kLsnReserveStep = 1u << 20;
+// While the committer waits for a round in flight to end (its end signals wake_), it looks again
+// at least this often.
+constexpr int64_t kRoundWaitUs = 1000;
 
 std::string MiB(uint64_t bytes) {
   char text[32];
@@ -74,9 +80,12 @@ Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions
       options_(options),
       listener_(listener),
       queue_(options.queue_capacity + kDequeueMax) {
+  // Above every id a commit before this open may have been handed out: the store raised the
+  // last stored id to the reservation.
   next_lsn_ = store->recovered_last_lsn() + 1;
   last_lsn_ = store->recovered_last_lsn();
   durable_lsn_ = store->recovered_last_lsn();
+  lsn_reserved_ = store->recovered_lsn_reserved();
 }
 
 Committer::~Committer() { Stop(); }
@@ -230,7 +239,7 @@ void Committer::Run() {
     if (count > 0) continue;
     if (stopping_.load() && outstanding_.load() == 0) break;
     if (options_.durability == Durability::kBuffered && !sync_in_flight_.load()) {
-      wake_.wait(int64_t{options_.buffered_sync_ms} * 1000);
+      wake_.wait(BufferedWaitUs());
       MaybeSubmitSync(/*force=*/stopping_.load());
     } else {
       const int64_t gather_us = GatherWaitUs();
@@ -245,6 +254,12 @@ void Committer::Run() {
   if (options_.durability == Durability::kBuffered && !failed_.load()) {
     MaybeSubmitSync(/*force=*/true);
     while (sync_in_flight_.load()) wake_.wait();
+    // Closed cleanly: every id handed out is synced, so the reservation comes down to the last
+    // one and the next open continues without a gap.
+    std::lock_guard write_lock(write_mu_);
+    if (!failed_.load() && lsn_reserved_ > last_lsn_.load()) {
+      if (WriteReservation(last_lsn_.load())) lsn_reserved_ = last_lsn_.load();
+    }
   }
 }
 
@@ -281,6 +296,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
   building_.facts = 0;
   batch_checked_keys_.clear();
   outbox_puts_.clear();
+  const bool buffered = options_.durability == Durability::kBuffered;
   for (size_t i = 0; i < count; ++i) {
     TxnRep* rep = reps[i];
     // A check on a key this batch already writes must see that write: write the batch first.
@@ -289,6 +305,12 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
         WriteBuilding();
         break;
       }
+    }
+    // Acknowledged before its sync, a buffered commit's ids must be covered by a synced
+    // reservation first (rare: a million ids at a time).
+    if (buffered && !rep->facts.empty() && !failed_ &&
+        building_.next_lsn + rep->facts.size() - 1 > lsn_reserved_) {
+      ReserveIds(building_.next_lsn + rep->facts.size() - 1);
     }
     if (failed_) {
       Status cause;
@@ -407,12 +429,27 @@ bool Committer::WriteBuilding() {
     group.last_lsn = next_lsn - 1;
     group.facts = building_.facts;
     if (options_.durability == Durability::kBuffered) {
-      durable_lsn_.store(group.last_lsn, std::memory_order_release);
-      PublishDurable(group.seq);
-      AnnounceDurable(group);
+      // Acknowledged now; durable, announced and visible to consumers only once the interval's
+      // round has synced it (OnRoundDone). The notice then needs the facts' records, which the
+      // answered transactions no longer hold: they are moved here (none when nobody listens).
+      group.listed = listener_->Listening();
+      if (group.listed) {
+        for (TxnRep* rep : group.reps) {
+          uint64_t lsn = rep->result.first_fact_id;
+          for (FactOp& fact : rep->facts) {
+            if (fact.deliver_at_ms == 0) {
+              group.kept.push_back({lsn, fact.partition, std::move(fact.record)});
+            }
+            ++lsn;
+          }
+        }
+      }
+      PublishAcknowledged(group.seq);
       const auto acked = std::chrono::steady_clock::now();
       for (TxnRep* rep : group.reps) Finish(rep, acked);
-    } else {
+      group.reps.clear();
+    }
+    {
       std::lock_guard lock(sync_mu_);
       unsynced_.push_back(std::move(group));
     }
@@ -429,9 +466,81 @@ void Committer::MaybeSubmitSync(bool force) {
   {
     std::lock_guard lock(sync_mu_);
     if (failed_.load() || sync_in_flight_.load()) return;
+    // A SyncNow request is taken only by a round that starts now: it covers every group written
+    // before the request (buffered groups are written on this thread only).
+    if (sync_requested_.exchange(false)) force = true;
     round = TakeRoundLocked(force);
   }
   if (round != nullptr && !StartRound(round, /*inline_ok=*/true)) EndRound(/*start_next=*/false);
+}
+
+int64_t Committer::BufferedWaitUs() {
+  const auto interval = std::chrono::milliseconds(options_.buffered_sync_ms);
+  std::lock_guard lock(sync_mu_);
+  // Nothing written since the last round: look again after an interval.
+  if (unsynced_.empty()) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(interval).count();
+  }
+  // Written groups wait at most one interval after the last round started, however late they
+  // came: a caught-up consumer sees them within about buffered_sync_ms.
+  const auto left = last_sync_ + interval - std::chrono::steady_clock::now();
+  return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(left).count());
+}
+
+// Why a synced reservation makes ids unique across power cuts. Buffered commits are acknowledged
+// (their ids handed out) once written, before any sync, so a power cut may take them back; the
+// fault-injecting file system, like a real disk, keeps a WAL file's synced prefix and drops
+// every byte after it. The reservation R is a meta record in the WAL. Before an id above the
+// previous reservation is handed out, R (above that id) is written and the WAL is synced up to and
+// including it, on this thread, before the group holding the id is even built. Whatever a cut
+// leaves, the WAL's synced prefix holds R, or a memtable flush has put R (or a later value: the
+// reservation only grows while the engine is open) into a synced table file; so recovery reads a
+// reservation at least as high as every id handed out, and Store starts ids above
+// max(last stored id, reservation). A clean close lowers R to the last id (everything synced then):
+// a crash after it finds nothing above. Gaps in ids after a power cut are the price; reuse never.
+void Committer::ReserveIds(uint64_t last_needed) {
+  WriteBuilding();  // the groups built so far: their ids are within the current reservation
+  if (failed_.load()) return;
+  const uint64_t reserve_to = last_needed + kLsnReserveStep;
+  if (WriteReservation(reserve_to)) lsn_reserved_ = reserve_to;
+}
+
+bool Committer::WriteReservation(uint64_t reserve_to) {
+  rocksdb::WriteBatch batch;
+  batch.Put(store_->cf(kMeta), tables::meta::kLsnReserved, tables::meta::EncodeU64(reserve_to));
+  rocksdb::WriteOptions write_options;
+  write_options.sync = false;  // synced below, with everything written before it
+  Status s = FromRocks(store_->db()->Write(write_options, &batch), "write id reservation");
+  if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
+  if (!s.ok()) {
+    {
+      std::lock_guard lock(sync_mu_);
+      failed_ = true;
+      failure_ = s;
+      failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
+    }
+    NotifyReaders();
+    return false;
+  }
+  SyncWrittenNow();
+  return !failed_.load();
+}
+
+void Committer::SyncWrittenNow() {
+  std::shared_ptr<Round> round;
+  while (true) {
+    {
+      std::lock_guard lock(sync_mu_);
+      if (failed_.load()) return;
+      if (!sync_in_flight_.load()) {
+        round = TakeRoundLocked(/*force=*/true);
+        break;
+      }
+    }
+    wake_.wait(kRoundWaitUs);  // the round's end signals the committer (EndRound)
+  }
+  // Synced here: the committer has nothing to do until ids are reserved.
+  if (round != nullptr) OnRoundDone(round, io::SyncInline(round->plan.ops), /*on_backend=*/false);
 }
 
 int64_t Committer::GatherWaitUs() {
@@ -443,16 +552,20 @@ int64_t Committer::GatherWaitUs() {
 
 std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
   const auto now = std::chrono::steady_clock::now();
-  if (unsynced_.empty() && !force) {
-    if (options_.durability != Durability::kBuffered) return nullptr;
-    if (now - last_sync_ < std::chrono::milliseconds(options_.buffered_sync_ms)) return nullptr;
+  const bool buffered = options_.durability == Durability::kBuffered;
+  if (!force) {
+    // Buffered: written groups are acknowledged already; rounds start on the interval.
+    if (buffered && now - last_sync_ < std::chrono::milliseconds(options_.buffered_sync_ms)) {
+      return nullptr;
+    }
+    if (!buffered && unsynced_.empty()) return nullptr;
   }
   size_t unsynced_commits = 0, unsynced_facts = 0;
   for (const Group& group : unsynced_) {
     unsynced_commits += group.reps.size();
     unsynced_facts += group.facts;
   }
-  if (!force && unsynced_commits < gather_target_) {
+  if (!force && !buffered && unsynced_commits < gather_target_) {
     // Gathering: the producers the last round acknowledged are probably about to commit again.
     // Syncing without them would split the producers into two cohorts that alternate between
     // rounds, each commit waiting for two syncs instead of one.
@@ -568,20 +681,22 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
   // The whole round is durable: the durable LSN covers it before waiting readers are told (once,
   // not once per group), so a read that returns never sees a durable LSN below what it read.
   if (status.ok() && !round->groups.empty()) {
-    WHARF_DASSERT(round->groups.back().last_lsn >= durable_lsn_.load());  // it only grows
-    durable_lsn_.store(round->groups.back().last_lsn, std::memory_order_release);
+    RaiseDurableLsn(round->groups.back().last_lsn);
     PublishDurable(round->groups.back().seq);
   }
+  const size_t announce_from = status.ok() ? AnnounceUnlisted(*round) : 0;
   const auto acked = std::chrono::steady_clock::now();  // once per round, not per transaction
-  for (const Group& group : round->groups) {
+  for (size_t i = 0; i < round->groups.size(); ++i) {
+    const Group& group = round->groups[i];
     if (status.ok()) {
-      AnnounceDurable(group);
+      if (i >= announce_from) AnnounceDurable(group);
       for (TxnRep* rep : group.reps) Finish(rep, acked);
     } else {
       FinishAll(group.reps,
                 Status::IOError(status.message() + "; the outcome of this commit is unknown"));
     }
   }
+  if (status.ok() && !round->groups.empty()) PublishAnnounced(round->groups.back().seq);
   // With no next round, the in-flight flag is cleared only now, after the acknowledgements, so a
   // later round can never report its groups durable before this one's; groups written meanwhile
   // start the next round from here.
@@ -589,11 +704,24 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
 }
 
 void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
+  // Buffered groups were answered when written: nobody is left to tell.
+  if (reps.empty()) status.PermitUncheckedError();
   for (TxnRep* rep : reps) {
     rep->status = status;
     rep->result = CommitResult();
     Finish(rep);
   }
+}
+
+size_t Committer::AnnounceUnlisted(const Round& round) {
+  if (options_.durability != Durability::kBuffered || !listener_->Listening()) return 0;
+  size_t after_unlisted = 0;
+  for (size_t i = 0; i < round.groups.size(); ++i) {
+    if (!round.groups[i].listed) after_unlisted = i + 1;
+  }
+  // A listener attached after these groups were written: it must look in the store for them.
+  if (after_unlisted > 0) listener_->OnGap(round.groups[after_unlisted - 1].last_lsn);
+  return after_unlisted;
 }
 
 void Committer::AnnounceDurable(const Group& group) {
@@ -602,6 +730,16 @@ void Committer::AnnounceDurable(const Group& group) {
   // committer's, never two at once on one thread.
   thread_local std::vector<DurableFact> facts;
   facts.clear();
+  if (options_.durability == Durability::kBuffered) {
+    if (!group.listed) {
+      listener_->OnGap(group.last_lsn);  // attached since AnnounceUnlisted looked
+      return;
+    }
+    for (const KeptFact& fact : group.kept)
+      facts.push_back({fact.lsn, fact.partition, fact.record});
+    listener_->OnFactsDurable(group.last_lsn, facts);
+    return;
+  }
   for (const TxnRep* rep : group.reps) {
     uint64_t lsn = rep->result.first_fact_id;
     for (const FactOp& fact : rep->facts) {
@@ -695,15 +833,42 @@ Status Committer::Recover() {
     failure_ = Status::OK();
   }
   last_recover_at_ = {};
-  durable_lsn_.store(last_lsn_.load(), std::memory_order_release);
-  PublishDurable(write_seq_.load());  // every group written so far is in synced tables now
+  RaiseDurableLsn(last_lsn_.load());
+  const uint64_t written_seq = write_seq_.load();
+  PublishDurable(written_seq);  // every group written so far is in synced tables now
   listener_->OnGap(last_lsn_.load());
+  PublishAnnounced(written_seq);
   return Status::OK();
+}
+
+void Committer::RaiseDurableLsn(uint64_t lsn) {
+  WHARF_DASSERT(lsn <= last_lsn_.load());
+  uint64_t current = durable_lsn_.load(std::memory_order_relaxed);
+  while (current < lsn && !durable_lsn_.compare_exchange_weak(current, lsn)) {
+  }
+}
+
+void Committer::PublishAnnounced(uint64_t seq) {
+  uint64_t current = announced_seq_.load(std::memory_order_relaxed);
+  while (current < seq && !announced_seq_.compare_exchange_weak(current, seq)) {
+  }
+  NotifyReaders();
+}
+
+void Committer::PublishAcknowledged(uint64_t seq) {
+  uint64_t current = acked_seq_.load(std::memory_order_relaxed);
+  while (current < seq && !acked_seq_.compare_exchange_weak(current, seq)) {
+  }
+  NotifyReaders();
 }
 
 void Committer::PublishDurable(uint64_t seq) {
   WHARF_DASSERT(seq <= write_seq_.load());
-  uint64_t current = durable_seq_.load(std::memory_order_relaxed);
+  // Acknowledged first: a reader never finds a group durable but not acknowledged.
+  uint64_t current = acked_seq_.load(std::memory_order_relaxed);
+  while (current < seq && !acked_seq_.compare_exchange_weak(current, seq)) {
+  }
+  current = durable_seq_.load(std::memory_order_relaxed);
   while (current < seq && !durable_seq_.compare_exchange_weak(current, seq)) {
   }
   // Bump the word after the sequence, then look for sleepers: a reader counts itself in
@@ -717,10 +882,25 @@ void Committer::NotifyReaders() {
   if (read_waiters_.load(std::memory_order_seq_cst) > 0) FutexWakeAll(&durable_word_);
 }
 
-Status Committer::WaitDurable(uint64_t seq) {
+Status Committer::WaitDurable(uint64_t seq) { return WaitSeq(durable_seq_, seq); }
+
+Status Committer::WaitAcknowledged(uint64_t seq) { return WaitSeq(acked_seq_, seq); }
+
+Status Committer::SyncNow() {
+  const uint64_t seq = write_seq();
+  if (announced_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+  if (options_.durability == Durability::kBuffered) {
+    sync_requested_.store(true);
+    wake_.signal();
+  }
+  // Announced, not only durable: the caller (a drain) then finds the facts' consumers told.
+  return WaitSeq(announced_seq_, seq);
+}
+
+Status Committer::WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq) {
   WHARF_DASSERT(seq <= write_seq_.load());
   // The common case: nothing the read could have seen is in flight. Two loads, no syscall.
-  if (durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+  if (reached.load(std::memory_order_acquire) >= seq) return Status::OK();
   if (tls_engine_thread) {
     // The committer thread, or a sync completion running callbacks: the round this read waits
     // for may need this very thread to finish.
@@ -734,18 +914,18 @@ Status Committer::WaitDurable(uint64_t seq) {
   while (true) {
     read_waiters_.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t word = durable_word_.load(std::memory_order_seq_cst);
-    const bool durable = durable_seq_.load(std::memory_order_seq_cst) >= seq;
+    const bool durable = reached.load(std::memory_order_seq_cst) >= seq;
     const bool failed = failed_.load();
     if (!durable && !failed && !stopped_.load()) FutexWait(&durable_word_, word);
     read_waiters_.fetch_sub(1, std::memory_order_seq_cst);
-    if (durable || durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+    if (durable || reached.load(std::memory_order_acquire) >= seq) return Status::OK();
     if (stopped_.load()) {
       return Status::Closed("engine closed before the state read was known durable");
     }
     if (failed) {
       Status recovered = RecoverForRead();
       if (!recovered.ok()) return recovered;
-      if (durable_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
+      if (reached.load(std::memory_order_acquire) >= seq) return Status::OK();
       FutexWaitOnce(&durable_word_, durable_word_.load(), kFailedPollUs);
     }
   }

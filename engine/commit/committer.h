@@ -19,16 +19,27 @@
 // Thread safety: Submit is thread-safe. Writing groups requires write_mu_ (the committer thread,
 // or an inline commit); the sync pipeline (unsynced_, round state) is guarded by sync_mu_ and is
 // shared with OnRoundDone, which runs on the backend's thread or inline.
-// Durable reads: every group gets a write sequence number (write_seq_) before it reaches RocksDB;
-// durable_seq_ is the highest one whose group is durable. A read outside the committer notes
-// write_seq() after reading, and WaitDurable() blocks (on a futex, only if a group it may have seen
-// is still in flight) until durable_seq_ covers it: at most the round in flight and the next.
+// Two points, which durability=sync makes one: a transaction is *acknowledged* after its sync
+// (sync) or as soon as its group reached the WAL file (buffered); a group is *durable* only once a
+// completed round synced it, in every mode. Only durable facts are announced to the listener and
+// counted in durable_lsn_: consumers never act on a fact a power cut can take back. Buffered rounds
+// start every buffered_sync_ms (or at once on SyncNow), so consumers lag by at most about that.
 //
-// Invariants: at most one sync round in flight; durable_seq_ only grows and never exceeds
-// write_seq_; durable_lsn_ only grows and never exceeds
-// last_lsn_; a transaction is acknowledged only after a round that covers its bytes completed
-// (durability=sync) or after its group reached the WAL file (durability=buffered); rounds are
-// acknowledged in the order they were started.
+// Ids are never handed out twice, even when a power cut takes back acknowledged buffered commits:
+// see ReserveIds.
+//
+// Durable reads: every group gets a write sequence number (write_seq_) before it reaches RocksDB;
+// durable_seq_ is the highest one whose group is durable, acked_seq_ the highest one acknowledged.
+// A read outside the committer notes write_seq() after reading, and WaitDurable() (or
+// WaitAcknowledged()) blocks (on a futex, only if a group it may have seen is still in flight)
+// until the sequence covers it.
+//
+// Invariants: at most one sync round in flight; announced_seq_ <= durable_seq_ <= acked_seq_ <=
+// write_seq_, each only grows; durable_lsn_ only grows and never exceeds last_lsn_; a transaction
+// is acknowledged only after a round that covers its bytes completed (durability=sync) or after
+// its group reached the WAL file (durability=buffered); rounds are acknowledged and announced in
+// the order they were started; every fact id handed out is at most the synced reservation
+// (durability=buffered).
 #pragma once
 
 #include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
@@ -77,16 +88,25 @@ class Committer {
   // Finishes every queued transaction, waits for the last sync, joins the thread. Idempotent.
   void Stop();
 
+  // The highest fact id a completed sync covers (in every durability mode): what consumers see.
   uint64_t durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
   // Groups handed to RocksDB so far (numbered from 1). Read it after reading the store: every
   // write the read could have seen belongs to a group numbered at most this.
   uint64_t write_seq() const { return write_seq_.load(std::memory_order_seq_cst); }
-  // Blocks until every group numbered <= `seq` is durable (acknowledged as such: durability=
-  // buffered counts a group durable once written). Returns at once when nothing is in flight.
+  // Blocks until every group numbered <= `seq` is durable: synced, in every durability mode (in
+  // durability=buffered up to about buffered_sync_ms). Returns at once when nothing is in flight.
   // IOError when a failed write or sync cannot be recovered from (the groups' fate is unknown);
   // Closed when the engine closed first. Must not be called on an engine thread while a group it
   // waits for could need that thread to become durable (the committer, a commit callback).
   Status WaitDurable(uint64_t seq);
+  // As WaitDurable, until every group numbered <= `seq` is acknowledged: the same in
+  // durability=sync; written (not yet synced) in durability=buffered, so no wait for the interval.
+  Status WaitAcknowledged(uint64_t seq);
+  // Makes every group written so far durable and waits until the listener was told (their facts
+  // announced): in durability=buffered it starts a sync round at once instead of at the interval
+  // (Runtime::Drain uses it to deliver every acknowledged fact). Errors and thread restrictions
+  // as WaitDurable.
+  Status SyncNow();
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_acquire); }
   CommitterStats stats() const;
   // Fills the committer's part of a metrics snapshot (wharf/metrics.h): counters, histograms,
@@ -97,8 +117,17 @@ class Committer {
   bool IsEngineThread() const;
 
  private:
+  // A fact of a group answered before its sync (durability=buffered), kept for the durable
+  // notice: its record is moved out of the answered transaction.
+  struct KeptFact {
+    uint64_t lsn;
+    uint32_t partition;
+    std::string record;
+  };
   struct Group {
-    std::vector<TxnRep*> reps;
+    std::vector<TxnRep*> reps;   // durability=buffered: empty once written (answered then)
+    std::vector<KeptFact> kept;  // durability=buffered: its outbox facts, when `listed`
+    bool listed = true;          // false: written while nobody listened (its facts not kept)
     uint64_t last_lsn = 0;
     uint64_t seq = 0;  // write_seq_ of this group
     size_t facts = 0;  // of its transactions
@@ -122,7 +151,26 @@ class Committer {
   // transactions then have an unknown outcome and the committer is failed).
   bool WriteBuilding();
   Status CheckPreconditions(const TxnRep& rep);
+  // Starts a round when one is due (or `force`, or SyncNow asked) and none is in flight.
   void MaybeSubmitSync(bool force);
+  // durability=buffered: how long the committer may sleep before the interval's round is due.
+  int64_t BufferedWaitUs();
+  // durability=buffered: before an id above the synced reservation is handed out, writes the
+  // groups built so far and a reservation above `last_needed`, and syncs them (SyncWrittenNow).
+  // On failure the committer is failed (failed_). REQUIRES: write_mu_ held, committer thread.
+  void ReserveIds(uint64_t last_needed);
+  // Writes the id reservation `reserve_to` and syncs it with everything written before it.
+  // False (and the committer failed) when the write or the sync failed. REQUIRES: as ReserveIds.
+  bool WriteReservation(uint64_t reserve_to);
+  // durability=buffered: waits for the round in flight, then syncs every WAL byte written so far
+  // on this thread (a round: its groups become durable and are announced). REQUIRES: as
+  // ReserveIds (only the committer thread starts buffered rounds, so none can start meanwhile).
+  void SyncWrittenNow();
+  // Waits until `reached` (durable_seq_ or acked_seq_) covers `seq`: WaitDurable's loop.
+  Status WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq);
+  // Raises durable_lsn_ to `lsn` (never lowers it: a recovery may have raised it past a round
+  // still in flight).
+  void RaiseDurableLsn(uint64_t lsn);
   std::shared_ptr<Round> TakeRoundLocked(bool force);
   // False when the backend refused the round (its groups were failed; the caller ends the round).
   bool StartRound(const std::shared_ptr<Round>& round, bool inline_ok);
@@ -132,8 +180,13 @@ class Committer {
   int64_t GatherWaitUs();
   // `on_backend`: called by the backend's completion (not synced inline on the calling thread).
   void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend);
-  // Raises durable_seq_ to `seq` (never lowers it) and wakes readers waiting in WaitDurable.
+  // Raises durable_seq_ (and acked_seq_) to `seq` (never lowers them) and wakes readers waiting in
+  // WaitDurable or WaitAcknowledged.
   void PublishDurable(uint64_t seq);
+  // Raises acked_seq_ to `seq` and wakes readers (durability=buffered: a group written).
+  void PublishAcknowledged(uint64_t seq);
+  // Raises announced_seq_ to `seq` once the listener was told of its groups, and wakes SyncNow.
+  void PublishAnnounced(uint64_t seq);
   // Wakes readers in WaitDurable to look again (a durable group, a failure, the stop).
   void NotifyReaders();
   // For a reader that found the committer failed: recovers now (as the next commit would) unless
@@ -145,6 +198,10 @@ class Committer {
   void AnswerUnknownGroups();
   // Tells the listener that `group` is durable (before its waiters are acknowledged).
   void AnnounceDurable(const Group& group);
+  // durability=buffered: when someone listens, one gap notice covers the round's groups written
+  // while nobody listened (their facts were not kept). Returns the index of the first group after
+  // them: the groups to announce one by one.
+  size_t AnnounceUnlisted(const Round& round);
   // Answers `rep` (its status set). `acked`: the moment a successful one is acknowledged (one
   // clock reading per group or round), for its commit latency.
   void Finish(TxnRep* rep, std::chrono::steady_clock::time_point acked = {});
@@ -181,6 +238,9 @@ class Committer {
   };
   std::vector<OutboxPut> outbox_puts_;  // of the batch being built, added in key order
   uint64_t next_lsn_ = 1;
+  // durability=buffered: ids up to this are covered by a synced reservation (meta
+  // "lsn_reserved") and may be handed out. Guarded by write_mu_.
+  uint64_t lsn_reserved_ = 0;
   // The group being built by WriteBatchOf (guarded by write_mu_).
   struct Building {
     rocksdb::WriteBatch batch;
@@ -209,13 +269,16 @@ class Committer {
   Status failure_;  // the write or sync failure that set failed_, for later commits' errors
   std::atomic<bool> failed_{false};  // a write or sync failed: recover before writing again
   std::atomic<bool> sync_in_flight_{false};
+  std::atomic<bool> sync_requested_{false};  // SyncNow: start a round at once (buffered)
   std::atomic<uint64_t> last_lsn_{0};
   std::atomic<uint64_t> durable_lsn_{0};
-  std::atomic<uint64_t> write_seq_{0};     // groups begun (written to RocksDB or failed)
-  std::atomic<uint64_t> durable_seq_{0};   // groups known durable
-  std::atomic<uint32_t> durable_word_{0};  // futex: bumped after every durable_seq_ change
-  std::atomic<uint32_t> read_waiters_{0};  // readers asleep (or about to be) on durable_word_
-  std::atomic<bool> stopped_{false};       // the committer thread has ended
+  std::atomic<uint64_t> write_seq_{0};      // groups begun (written to RocksDB or failed)
+  std::atomic<uint64_t> durable_seq_{0};    // groups known durable (synced)
+  std::atomic<uint64_t> acked_seq_{0};      // groups acknowledged (durable_seq_ in sync mode)
+  std::atomic<uint64_t> announced_seq_{0};  // durable groups the listener was told of
+  std::atomic<uint32_t> durable_word_{0};   // futex: bumped after every durable_seq_ change
+  std::atomic<uint32_t> read_waiters_{0};   // readers asleep (or about to be) on durable_word_
+  std::atomic<bool> stopped_{false};        // the committer thread has ended
 
   // What the committer did since it started (ReadMetrics): relaxed atomics added to where
   // transactions are answered and rounds complete, never under a lock for them. On their own

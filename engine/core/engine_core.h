@@ -87,9 +87,11 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   Status ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
                    std::vector<Fact>* facts) const;
   // Reads a state row. With `durable_only` (every read from outside a consumer) it then waits
-  // until every group the read could have seen is durable (Committer::WaitDurable), so it never
-  // returns state a crash could take back. Without it (a handler's Effects::Get) it returns what
-  // is written: the handler's own effects commit after it, so they are durable only with it.
+  // until every group the read could have seen is acknowledged (Committer::WaitAcknowledged), so
+  // it never returns state a crash could take back from an acknowledged commit (durability=sync:
+  // synced; buffered: written, as the commits themselves). Without it (a handler's Effects::Get) it
+  // returns what is written: the handler's own effects commit after it, so they are durable only
+  // with it.
   Status GetState(std::string_view table, std::string_view key, std::string* value,
                   bool durable_only = true) const;
 

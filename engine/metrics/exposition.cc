@@ -70,7 +70,7 @@ void AddCommits(Builder& out, const MetricsSnapshot& snapshot) {
   const CommitMetrics& c = snapshot.commits;
   out.Family("wharf_last_lsn", "gauge", "Highest fact id assigned.").Sample(D(c.last_lsn));
   if (!snapshot.live) return;  // a secondary cannot know what the engine acknowledged durable
-  out.Family("wharf_durable_lsn", "gauge", "Highest fact id acknowledged as durable.")
+  out.Family("wharf_durable_lsn", "gauge", "Highest fact id a completed WAL sync covers.")
       .Sample(D(c.durable_lsn));
   out.Family("wharf_transactions_committed_total", "counter",
              "Transactions acknowledged as committed.")

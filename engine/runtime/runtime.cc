@@ -612,6 +612,11 @@ Status RuntimeImpl::Drain() {
   for (int round = 0;; ++round) {
     s = ReleaseDueTimers(nullptr);
     if (!s.ok() && result.ok()) result = s;  // the first problem is reported
+    // Consumers see only synced facts: with durability=buffered, sync what was acknowledged
+    // (commits before the drain, released timers, the last round's effects) now, not at the
+    // interval. A no-op when everything written is synced.
+    s = core_->committer()->SyncNow();
+    if (!s.ok() && result.ok()) result = s;
     bool progress = false;
     for (const auto& owned : lanes_) {
       Lane* lane = owned.get();

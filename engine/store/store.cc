@@ -8,6 +8,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/base/assert.h"
@@ -294,6 +295,16 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
     if (s.ok()) s = tables::meta::DecodeU64(value, name, target);
     if (!s.ok()) return s;
   }
+  // A buffered commit is acknowledged before its sync: a power cut may take back ids handed out
+  // after the last synced "last_lsn", but never beyond the synced reservation.
+  s = Get(kMeta, tables::meta::kLsnReserved, &value);
+  if (s.ok()) {
+    s = tables::meta::DecodeU64(value, tables::meta::kLsnReserved, &recovered_lsn_reserved_);
+  } else if (s.IsNotFound()) {
+    s = Status::OK();
+  }
+  if (!s.ok()) return s;
+  recovered_last_lsn_ = std::max(recovered_last_lsn_, recovered_lsn_reserved_);
   if (partitions == 0 || partitions > kPartitionsMax) {
     return Status::Corruption("meta partitions holds " + std::to_string(partitions));
   }

@@ -61,7 +61,11 @@ class Store {
   io::WalFileSystem* wal_fs() const { return wal_fs_.get(); }
   uint32_t partitions() const { return partitions_; }
   Ordering ordering() const { return ordering_; }
+  // The highest fact id that may have been handed out before this open: the last one stored,
+  // raised to the id reservation (meta "lsn_reserved") when that is higher. Ids start above it.
   uint64_t recovered_last_lsn() const { return recovered_last_lsn_; }
+  // The id reservation read at open (0: none): ids up to it may be handed out without reserving.
+  uint64_t recovered_lsn_reserved() const { return recovered_lsn_reserved_; }
   // Which open of the database this is: leases granted under an earlier one are void (their
   // holders cannot be alive, since only one engine can hold the database).
   uint64_t open_epoch() const { return open_epoch_; }
@@ -111,6 +115,7 @@ class Store {
   uint32_t partitions_ = 0;
   Ordering ordering_ = Ordering::kPartition;
   uint64_t recovered_last_lsn_ = 0;
+  uint64_t recovered_lsn_reserved_ = 0;
   uint64_t open_epoch_ = 0;
   std::vector<std::string> recovered_types_;
   std::shared_ptr<OutboxFloors> floors_ = std::make_shared<OutboxFloors>();

@@ -125,8 +125,9 @@ class Engine {
   // crash or power loss. If the value it read may belong to a commit whose sync is still in flight
   // (a commit from another thread, not yet acknowledged), it waits until everything written before
   // the read is durable: the sync round in flight and at most the next one. When nothing is in
-  // flight it does not wait at all (two atomic loads). durability=buffered counts a commit durable
-  // once acknowledged (written, synced on the interval), so reads there never wait.
+  // flight it does not wait at all (two atomic loads). durability=buffered: it returns what
+  // acknowledged commits wrote without waiting for the interval's sync, so a power loss may take
+  // it back with them (consumers, in contrast, see only synced facts).
   //   NotFound         the key is absent
   //   InvalidArgument  bad table/key; called on an engine thread (a CommitAsync callback) while
   //                    a sync is in flight (the wait could need that very thread)
@@ -136,14 +137,17 @@ class Engine {
   // A handler's Effects::Get does not wait (see runtime.h).
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
 
-  // Reads up to `count_max` durable facts of `partition` with id >= `from_id`, in id order.
+  // Reads up to `count_max` durable facts (id <= durable_lsn()) of `partition` with id >=
+  // `from_id`, in id order.
   // Every record's checksum is verified: a mismatch returns Corruption naming the fact.
   Status ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
                    std::vector<Fact>* facts) const;
 
-  // Highest fact id acknowledged as durable; facts up to it are visible to consumers.
+  // Highest fact id a completed WAL sync covers, in every durability mode; facts up to it are
+  // visible to consumers (and ReadFacts). durability=buffered: up to about buffered_sync_ms
+  // behind the acknowledged commits.
   uint64_t durable_lsn() const;
-  // Highest fact id assigned (may be ahead of durable_lsn while a sync is in flight).
+  // Highest fact id assigned (ahead of durable_lsn while a sync is in flight or, buffered, due).
   uint64_t last_lsn() const;
   uint32_t partitions() const;
   Ordering ordering() const;

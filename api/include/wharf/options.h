@@ -16,7 +16,9 @@ namespace wharf {
 enum class Durability : uint8_t {
   kSync,      // "sync" (default): after fdatasync of the WAL completed. Survives power loss.
   kBuffered,  // "buffered": after the write reached the OS; synced every buffered_sync_ms.
-              // A power loss may lose the last buffered_sync_ms of acknowledged commits.
+              // A power loss may lose the last buffered_sync_ms of acknowledged commits (and
+              // leave a gap in fact ids; an id is never handed out twice). Consumers see a fact
+              // only once synced, up to buffered_sync_ms after its commit.
 };
 
 // `io`: how syncs are issued.

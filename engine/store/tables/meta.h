@@ -1,6 +1,8 @@
 // The meta family: what the database is, in ASCII-named records.
-//   "format_version", "partitions", "ordering", "last_lsn", "open_epoch"
+//   "format_version", "partitions", "ordering", "last_lsn", "open_epoch", "lsn_reserved"
 //                    → sealed u64 BE
+//   "lsn_reserved": with durability=buffered, every fact id handed out is at most this (synced
+//                    before any id above the previous value is handed out; see the committer).
 //   "type:" · name   → sealed empty body (a declared fact type)
 //   "consumer:" · id → sealed u16 count · (u16 length · type)*: the fact types a durable consumer
 //                      takes, written when a runtime registers it (so that `wharf stat` counts
@@ -24,7 +26,8 @@ inline constexpr const char* kFormatVersion = "format_version";
 inline constexpr const char* kPartitions = "partitions";
 inline constexpr const char* kOrdering = "ordering";
 inline constexpr const char* kLastLsn = "last_lsn";
-inline constexpr const char* kOpenEpoch = "open_epoch";  // incremented by every open
+inline constexpr const char* kOpenEpoch = "open_epoch";      // incremented by every open
+inline constexpr const char* kLsnReserved = "lsn_reserved";  // absent: 0
 inline constexpr std::string_view kTypePrefix = "type:";
 inline constexpr std::string_view kConsumerPrefix = "consumer:";
 
