@@ -3,15 +3,21 @@
 // retention_max_age_ms: facts committed longer ago than the bound (their commit_ms, stamped by the
 // committer) are removed, per partition from its floor up to the first younger fact.
 //
-// retention_max_bytes bounds the database's disk use, since that is what an appliance runs out
-// of. Facts are the only thing retention can remove, so they get what the rest takes not: the
-// budget is the bound minus the directory's bytes that are not the outbox's table files (WAL,
-// state, cursors, ...). Facts still in the memtable are counted in the WAL, not again. When the
-// live facts (above the floors, as RocksDB estimates them from its table indexes) exceed the
-// budget, the oldest facts over every partition are removed — ids grow with commit order across
-// partitions — up to the lowest id that brings them under it, found by bisection over ids.
-// Removed bytes still waiting for a compaction are counted in neither side, so a pass never
-// removes more because space has not come back yet.
+// retention_max_bytes bounds the database directory's disk use, every file in it, since that is
+// what an appliance runs out of. Facts are the only thing retention can remove, so they get what
+// the rest leaves: the WAL (which holds the memtables' facts), the WAL spares, the other
+// families' tables, removed facts whose space has not come back yet, compaction outputs being
+// written, and room for the next flush and the largest compaction (StoreSizes::headroom_bytes,
+// engine/store/store.h, which also scales the memtables, WAL and table files to the bound). So
+// the live facts (above the floors, as RocksDB estimates them from its table indexes) may take
+// the bound minus the headroom minus everything else in the directory; when they take more, the
+// oldest facts over every partition are removed — ids grow with commit order across partitions —
+// up to the lowest id that brings them under it, found by bisection over ids.
+//
+// Removed bytes not yet given back count against the facts, but cannot make a pass remove
+// without end while the space is not back yet: each pass reclaims what it removed (reclaim.cc:
+// under a bound removed ranges are compacted once they reach StoreSizes' compaction threshold),
+// so what is left is at most that threshold plus the files that straddle a floor.
 #include <rocksdb/db.h>
 
 #include <algorithm>
@@ -93,21 +99,15 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
   auto guard = core_->ReadGuard();
   Status s = core_->CheckOpen();
   if (!s.ok()) return s;
-  uint64_t outbox_files = 0;
-  if (!store->db()->GetIntProperty(store->cf(kOutbox), rocksdb::DB::Properties::kTotalSstFilesSize,
-                                   &outbox_files)) {
-    return Status::IOError("RocksDB did not report the outbox's table file sizes");
-  }
-  const DirectoryUse use = ReadDirectoryUse(core_->path());
-  const uint64_t directory = use.total_bytes;
-  const uint64_t other = directory > outbox_files ? directory - outbox_files : 0;
-  const uint64_t budget = max_bytes > other ? max_bytes - other : 0;
-
   std::vector<tables::KeyRange> live;
   for (uint32_t p = 0; p < plan->partitions; ++p) {
     live.push_back(tables::outbox::Range(p, plan->floors[p] + 1));
   }
   const uint64_t live_bytes = FileBytes(store, live);
+  const uint64_t directory = ReadDirectoryUse(core_->path()).total_bytes;
+  const uint64_t other = directory > live_bytes ? directory - live_bytes : 0;
+  const uint64_t reserved = other + SizesFor(core_->options()).headroom_bytes;
+  const uint64_t budget = max_bytes > reserved ? max_bytes - reserved : 0;
   if (live_bytes <= budget) return Status::OK();
   const uint64_t excess = live_bytes - budget;
 

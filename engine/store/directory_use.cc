@@ -7,7 +7,7 @@ namespace wharf::internal {
 DirectoryUse ReadDirectoryUse(const std::string& path) {
   DirectoryUse use;
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path, error)) {
     std::error_code entry_error;
     if (!entry.is_regular_file(entry_error)) continue;
     const uint64_t size = entry.file_size(entry_error);
