@@ -131,6 +131,7 @@ StoreSizes SizesFor(const EngineOptions& options) {
   sizes.other_memtable_bytes = 16u << 20;
   sizes.wal_total_max_bytes = 256u << 20;
   sizes.wal_spare_max_bytes = options.wal_prefill_bytes;
+  sizes.manifest_max_bytes = 64u << 20;
   sizes.outbox_level0_files = 8;
   const uint64_t bound = options.retention_max_bytes;
   if (bound == 0) return sizes;
@@ -138,6 +139,7 @@ StoreSizes SizesFor(const EngineOptions& options) {
   sizes.other_memtable_bytes = std::min(sizes.other_memtable_bytes, bound / 32);
   sizes.wal_total_max_bytes = std::min(sizes.wal_total_max_bytes, bound / 8);
   sizes.wal_spare_max_bytes = std::min(sizes.wal_spare_max_bytes, bound / 32);
+  sizes.manifest_max_bytes = std::min(sizes.manifest_max_bytes, bound / 64);
   sizes.outbox_level0_files = 4;
   sizes.outbox_level1_bytes = bound / 16;
   sizes.outbox_file_bytes = bound / 128;
@@ -184,8 +186,9 @@ rocksdb::DBOptions DbOptionsFor(const EngineOptions& options, rocksdb::Env* env)
   db_options.max_background_jobs = 4;
   db_options.max_total_wal_size = SizesFor(options).wal_total_max_bytes;
   // Every WAL switch to a spare flushes the meta family (SwitchWal): an edit in the MANIFEST,
-  // which RocksDB replays at open. Start a new MANIFEST at 64 MiB instead of RocksDB's 1 GiB.
-  db_options.max_manifest_file_size = 64u << 20;
+  // which RocksDB replays at open. Start a new MANIFEST at 64 MiB instead of RocksDB's 1 GiB
+  // (smaller under a byte bound: StoreSizes).
+  db_options.max_manifest_file_size = SizesFor(options).manifest_max_bytes;
   // RocksDB's info log goes to stderr, never to a LOG file: its file writer aborts the process on
   // the message after a failed append (a full disk; io/info_log.h).
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
@@ -224,8 +227,9 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
     return Status::InvalidArgument(
         "retention_max_bytes=" + std::to_string(options.retention_max_bytes) +
         " is below the smallest bound the engine can keep, " +
-        std::to_string(kRetentionMaxBytesMin) + " (16 MiB: the database's own files and the " +
-        "room for a flush and a compaction); use 0 (no bound) or at least that");
+        std::to_string(kRetentionMaxBytesMin) + " (" + std::to_string(kRetentionMaxBytesMin >> 20) +
+        " MiB: the database's own files and the room for a flush and a compaction leave the "
+        "facts too little below it); use 0 (no bound) or at least that");
   }
   std::unique_ptr<Store> store(new Store());
   auto base = hooks.base_fs ? hooks.base_fs : rocksdb::FileSystem::Default();

@@ -56,15 +56,17 @@ struct OpenPlan {
 // Under retention_max_bytes everything that holds bytes besides the live facts scales with the
 // bound, so that the directory can keep it: whatever memtable_bytes says, memtables take 1/32 of
 // it, the WAL files 1/8 (RocksDB then flushes the families that hold the oldest one), a spare
-// 1/32; and the outbox's table files are small (1/128) and its level 1 too (1/16), 4 level-0
-// files per compaction, so that no compaction rewrites more than about 3/16 of the bound (with
-// the default layout one rewrote every fact at once: the directory held them twice). Retention
-// keeps the largest flush and compaction free (headroom_bytes; engine/retention/bounds.cc).
+// 1/32, the MANIFEST 1/64 (each flush and compaction appends to it); and the outbox's table files
+// are small (1/128) and its level 1 too (1/16), 4 level-0 files per compaction, so that no
+// compaction rewrites more than about 3/16 of the bound (with the default layout one rewrote every
+// fact at once: the directory held them twice). Retention keeps the largest flush and compaction
+// free (headroom_bytes; engine/retention/bounds.cc).
 struct StoreSizes {
   uint64_t outbox_memtable_bytes = 0;
   uint64_t other_memtable_bytes = 0;
   uint64_t wal_total_max_bytes = 0;  // max_total_wal_size
   uint64_t wal_spare_max_bytes = 0;  // 0: no spares
+  uint64_t manifest_max_bytes = 0;   // max_manifest_file_size
   int outbox_level0_files = 0;       // level0_file_num_compaction_trigger
   // Under a bound only (0: RocksDB's defaults).
   uint64_t outbox_level1_bytes = 0;  // max_bytes_for_level_base
