@@ -16,8 +16,8 @@
 //
 // Removed bytes not yet given back count against the facts, but cannot make a pass remove
 // without end while the space is not back yet: each pass reclaims what it removed (reclaim.cc:
-// under a bound removed ranges are compacted once they reach StoreSizes' compaction threshold),
-// so what is left is at most that threshold plus the files that straddle a floor.
+// under a bound removed ranges are compacted once they hold an outbox memtable's worth), so what
+// is left is at most that much plus the small files that straddle a floor.
 #include <rocksdb/db.h>
 
 #include <algorithm>

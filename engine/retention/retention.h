@@ -104,13 +104,15 @@ class Retention {
   // reclaim.cc: deletes files below the floors and compacts ranges with many removed bytes.
   Status Reclaim(const std::vector<uint64_t>& floors);
   // Flushes every family when the WAL files hold more than two outbox memtables' worth (under a
-  // byte bound: a quarter of the bound). A WAL file is deleted only once every family's writes in
-  // it are flushed; the small families would otherwise keep up to max_total_wal_size (256 MiB) of
-  // WAL, however few facts are live: the largest part of an idle outbox's disk use.
+  // byte bound: StoreSizes::wal_total_max_bytes, 1/8 of the bound). A WAL file is deleted only once
+  // every family's writes in it are flushed; the small families would otherwise keep up to
+  // max_total_wal_size (256 MiB) of WAL, however few facts are live: the largest part of an idle
+  // outbox's disk use.
   void FlushOldWals();
-  // True when the outbox's active memtable has crossed 3/4 of memtable_bytes since the last pass:
-  // a pass now lets its flush drop what consumers passed (the filter runs at flush), so the facts
-  // consumers keep up with never reach a table file, whatever the interval.
+  // True when the outbox's active memtable has crossed 3/4 of its size (memtable_bytes, smaller
+  // under a byte bound: StoreSizes) since the last pass: a pass now lets its flush drop what
+  // consumers passed (the filter runs at flush), so the facts consumers keep up with never reach
+  // a table file, whatever the interval.
   bool MemtableNearlyFull();
 
   EngineCore* const core_;
