@@ -7,8 +7,9 @@
 // what an appliance runs out of. Facts are the only thing retention can remove, so they get what
 // the rest leaves: the WAL (which holds the memtables' facts), the WAL spares, the other
 // families' tables, removed facts whose space has not come back yet, compaction outputs being
-// written, and room for the next flush and the largest compaction (StoreSizes::headroom_bytes,
-// engine/store/store.h, which also scales the memtables, WAL and table files to the bound). So
+// written, room for the next flush and the largest compaction (StoreSizes::headroom_bytes,
+// engine/store/store.h, which also scales the memtables, WAL and table files to the bound), and
+// room for what is written until the next pass (the WAL's rate since the last one). So
 // the live facts (above the floors, as RocksDB estimates them from its table indexes) may take
 // the bound minus the headroom minus everything else in the directory; when they take more, the
 // oldest facts over every partition are removed — ids grow with commit order across partitions —
@@ -19,8 +20,10 @@
 // under a bound removed ranges are compacted once they hold an outbox memtable's worth), so what
 // is left is at most that much plus the small files that straddle a floor.
 #include <rocksdb/db.h>
+#include <rocksdb/statistics.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
@@ -92,7 +95,7 @@ Status Retention::ApplyAgeBound(RetentionPlan* plan) const {
   return Status::OK();
 }
 
-Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
+Status Retention::ApplyBytesBound(RetentionPlan* plan) {
   const uint64_t max_bytes = core_->options().retention_max_bytes;
   if (max_bytes == 0) return Status::OK();
   Store* store = core_->store();
@@ -106,7 +109,20 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
   const uint64_t live_bytes = FileBytes(store, live);
   const uint64_t directory = ReadDirectoryUse(core_->path()).total_bytes;
   const uint64_t other = directory > live_bytes ? directory - live_bytes : 0;
-  const uint64_t reserved = other + SizesFor(core_->options()).headroom_bytes;
+  const StoreSizes sizes = SizesFor(core_->options());
+  // What arrives before the next pass can act (one is due every second under a bound: Run): the
+  // bytes written to the WAL per second since the last pass under the bound, at most the WAL's
+  // own bound. Without it the directory passed the bound by about that much at its peaks.
+  const uint64_t wal_written = store->statistics()->getTickerCount(rocksdb::WAL_FILE_BYTES);
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed_s =
+      std::max(1.0, std::chrono::duration<double>(now - bound_pass_time_).count());
+  const uint64_t arriving = std::min<uint64_t>(
+      sizes.wal_total_max_bytes,
+      static_cast<uint64_t>(static_cast<double>(wal_written - wal_bytes_at_bound_) / elapsed_s));
+  wal_bytes_at_bound_ = wal_written;
+  bound_pass_time_ = now;
+  const uint64_t reserved = other + sizes.headroom_bytes + arriving;
   const uint64_t budget = max_bytes > reserved ? max_bytes - reserved : 0;
   if (live_bytes <= budget) return Status::OK();
   const uint64_t excess = live_bytes - budget;

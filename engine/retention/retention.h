@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -96,8 +97,8 @@ class Retention {
   void Run();
   Status RunPass(const RetentionPassOptions& options, TrimReport* report);
   Status ReadCursors(RetentionPlan* plan) const;
-  Status ApplyAgeBound(RetentionPlan* plan) const;    // bounds.cc
-  Status ApplyBytesBound(RetentionPlan* plan) const;  // bounds.cc
+  Status ApplyAgeBound(RetentionPlan* plan) const;  // bounds.cc
+  Status ApplyBytesBound(RetentionPlan* plan);      // bounds.cc
   Status CountRemoved(RetentionPlan* plan, const TrimProgressFn& progress) const;
   Status CommitFloors(const RetentionPlan& plan) const;
   void Tell(const std::vector<RetentionDrop>& drops, const Status& failure);
@@ -127,6 +128,10 @@ class Retention {
   bool stopping_ = false;  // guarded by thread_mutex_
   std::atomic<bool> cancel_compaction_{false};
   uint64_t memtable_bytes_seen_ = 0;  // the active outbox memtable at the last look (Run only)
+  // At the last pass under a byte bound (bounds.cc; guarded by pass_mutex_): RocksDB's count of
+  // WAL bytes written, and when, for the rate at which the directory grows between passes.
+  uint64_t wal_bytes_at_bound_ = 0;
+  std::chrono::steady_clock::time_point bound_pass_time_{};
   // For ReadCounters: relaxed atomics, added to by Pass (removals once their floors are durable).
   std::atomic<uint64_t> passes_{0}, failed_passes_{0}, facts_removed_{0}, bytes_removed_{0};
   std::thread thread_;
