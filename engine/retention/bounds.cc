@@ -9,7 +9,7 @@
 // families' tables, removed facts whose space has not come back yet, compaction outputs being
 // written, room for the next flush and the largest compaction (StoreSizes::headroom_bytes,
 // engine/store/store.h, which also scales the memtables, WAL and table files to the bound), and
-// room for what is written until the next pass (the WAL's rate since the last one). So
+// room for what is written until the next pass (what the WAL took since the last one). So
 // the live facts (above the floors, as RocksDB estimates them from its table indexes) may take
 // the bound minus the headroom minus everything else in the directory; when they take more, the
 // oldest facts over every partition are removed — ids grow with commit order across partitions —
@@ -110,16 +110,19 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) {
   const uint64_t directory = ReadDirectoryUse(core_->path()).total_bytes;
   const uint64_t other = directory > live_bytes ? directory - live_bytes : 0;
   const StoreSizes sizes = SizesFor(core_->options());
-  // What arrives before the next pass can act (one is due every second under a bound: Run): the
-  // bytes written to the WAL per second since the last pass under the bound, at most the WAL's
-  // own bound. Without it the directory passed the bound by about that much at its peaks.
+  // What arrives before the next pass can act: about what the WAL took since the last pass under
+  // the bound, as passes follow each other at that pace (one is due every second under a bound,
+  // Run, and a pass with a compaction takes longer); at most kArrivingWindowS seconds of it (the
+  // last pass may have been an interval ago) and at most the WAL's own bound. Without it the
+  // directory passed the bound by about that much at its peaks.
+  constexpr double kArrivingWindowS = 3.0;
   const uint64_t wal_written = store->statistics()->getTickerCount(rocksdb::WAL_FILE_BYTES);
   const auto now = std::chrono::steady_clock::now();
-  const double elapsed_s =
-      std::max(1.0, std::chrono::duration<double>(now - bound_pass_time_).count());
+  const double elapsed_s = std::chrono::duration<double>(now - bound_pass_time_).count();
+  const double window_share = elapsed_s > kArrivingWindowS ? kArrivingWindowS / elapsed_s : 1.0;
   const uint64_t arriving = std::min<uint64_t>(
       sizes.wal_total_max_bytes,
-      static_cast<uint64_t>(static_cast<double>(wal_written - wal_bytes_at_bound_) / elapsed_s));
+      static_cast<uint64_t>(static_cast<double>(wal_written - wal_bytes_at_bound_) * window_share));
   wal_bytes_at_bound_ = wal_written;
   bound_pass_time_ = now;
   const uint64_t reserved = other + sizes.headroom_bytes + arriving;

@@ -34,11 +34,12 @@ using testing::TempDir;
 
 constexpr char kType[] = "Reading";
 constexpr uint64_t kMiB = 1u << 20;
-// What the issue asks for in release; the sanitizers write (and sample) less for less long.
+// What the issue asks for in release; the sanitizers write (and sample) less for less long, but
+// long enough to commit 1.5 x the bound (KeepsTheBound runs on until then, within 3 x as long).
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 constexpr int kRunSeconds = 30;
 constexpr int kShortRunSeconds = 15;
-constexpr uint64_t kBytesPerSecond = 4'000'000;
+constexpr uint64_t kBytesPerSecond = 3'000'000;
 #else
 constexpr int kRunSeconds = 90;
 constexpr int kShortRunSeconds = 20;
@@ -144,7 +145,9 @@ void KeepsTheBound(uint64_t bound_bytes, uint64_t bytes_per_second, int run_seco
   auto produce = [&]() -> Status {
     const auto start = std::chrono::steady_clock::now();
     const auto end = start + std::chrono::seconds(run_seconds);
-    for (auto now = start; now < end; now = std::chrono::steady_clock::now()) {
+    const auto end_max = start + 3 * std::chrono::seconds(run_seconds);
+    for (auto now = start; (now < end || committed_bytes < bound_bytes * 3 / 2) && now < end_max;
+         now = std::chrono::steady_clock::now()) {
       const double due_bytes =
           std::chrono::duration<double>(now - start).count() * bytes_per_second;
       while (committed_bytes < due_bytes) {
@@ -185,7 +188,7 @@ void KeepsTheBound(uint64_t bound_bytes, uint64_t bytes_per_second, int run_seco
 
   // The bound was what removed facts (more was committed than it holds), and exactly: every fact
   // committed is either still readable or counted lost by the subscriber, as the passes said.
-  ASSERT_GT(committed_bytes, bound_bytes * 5 / 4);
+  ASSERT_GT(committed_bytes, bound_bytes * 3 / 2);
   StatSnapshot stat;
   ASSERT_OK(ReadStat(*engine, &stat));
   std::vector<RetentionLoss> losses;
