@@ -145,9 +145,11 @@ StoreSizes SizesFor(const EngineOptions& options) {
   sizes.outbox_level1_bytes = bound / 16;
   sizes.outbox_file_bytes = bound / 128;
   sizes.outbox_compaction_max_bytes = bound / 16;
-  // A flush writes one memtable; the largest compaction merges the level-0 files with level 1.
-  sizes.headroom_bytes =
-      sizes.outbox_memtable_bytes * (1 + sizes.outbox_level0_files) + sizes.outbox_level1_bytes;
+  // A flush writes one memtable while its WAL is still there, and three compactions may write at
+  // once (max_background_jobs): the largest merges the level-0 files with level 1, the others
+  // each at most max_compaction_bytes of inputs (a lower level's files are smaller than that).
+  sizes.headroom_bytes = sizes.outbox_memtable_bytes * (1 + sizes.outbox_level0_files) +
+                         sizes.outbox_level1_bytes + 2 * sizes.outbox_compaction_max_bytes;
   return sizes;
 }
 

@@ -59,8 +59,8 @@ struct OpenPlan {
 // 1/32, the MANIFEST 1/64 (each flush and compaction appends to it); and the outbox's table files
 // are small (1/128) and its level 1 too (1/16), 4 level-0 files per compaction, so that no
 // compaction rewrites more than about 3/16 of the bound (with the default layout one rewrote every
-// fact at once: the directory held them twice). Retention keeps the largest flush and compaction
-// free (headroom_bytes; engine/retention/bounds.cc).
+// fact at once: the directory held them twice). Retention keeps room for a flush and the
+// compactions RocksDB runs at once free (headroom_bytes; engine/retention/bounds.cc).
 struct StoreSizes {
   uint64_t outbox_memtable_bytes = 0;
   uint64_t other_memtable_bytes = 0;
@@ -72,8 +72,8 @@ struct StoreSizes {
   uint64_t outbox_level1_bytes = 0;  // max_bytes_for_level_base
   uint64_t outbox_file_bytes = 0;    // target_file_size_base
   uint64_t outbox_compaction_max_bytes = 0;
-  // Under a bound: what a flush and the largest compaction the layout starts may add to the
-  // directory before their inputs are deleted (0 without a bound).
+  // Under a bound: what a flush and the compactions RocksDB runs at once may add to the directory
+  // before their inputs are deleted (0 without a bound): 11/32 of the bound.
   uint64_t headroom_bytes = 0;
 };
 StoreSizes SizesFor(const EngineOptions& options);
