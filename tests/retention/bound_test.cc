@@ -127,7 +127,6 @@ void KeepsTheBound(uint64_t bound_bytes, uint64_t bytes_per_second, int run_seco
       std::this_thread::sleep_until(next);
       DirectorySample sample = SampleDirectory(dir.db());
       ++samples;
-      if (std::getenv("BOUND_SAMPLES")) std::printf("%d %s\n", samples, Describe(sample).c_str());
       if (sample.total > largest.total) largest = std::move(sample);
     }
   });
