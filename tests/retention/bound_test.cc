@@ -4,8 +4,8 @@
 // the bound removes facts). Every second the directory's total size (every file, recursively) is
 // sampled; the largest sample must stay within the bound x 1.1 + 2 MiB. The facts removed are
 // accounted exactly: what the subscriber lost (its loss record, and what the passes reported) plus
-// what is still readable is everything committed. Also: bounds too small for the engine's fixed
-// overhead are refused at open, naming the option and the smallest bound that can be kept.
+// what is still readable is everything committed. Also: the smallest bound accepted is kept the
+// same way, and a smaller one is refused at open, naming the option and that smallest bound.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -83,6 +83,12 @@ std::string Describe(const DirectorySample& sample) {
 // of the bound (keeping it must not cost most of it).
 void KeepsTheBound(uint64_t bound_bytes, uint64_t bytes_per_second, int run_seconds,
                    uint64_t kept_share) {
+  // What the passes report removed from the subscriber's facts, failed passes, and deliveries:
+  // before the engine, which calls back into them until it is destroyed.
+  std::atomic<uint64_t> dropped_reported{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;  // guarded by mutex
+  std::atomic<uint64_t> deliveries{0};
   TempDir dir;
   EngineOptions options;  // the defaults (64 MiB memtable, 8 MiB WAL spares, 10 s interval)...
   options.retention_max_bytes = bound_bytes;  // ... and the bound
@@ -90,16 +96,12 @@ void KeepsTheBound(uint64_t bound_bytes, uint64_t bytes_per_second, int run_seco
   ASSERT_OK(Engine::Open(dir.db(), options, &engine));
   ASSERT_OK(engine->DeclareTypes({kType}));
 
-  // What the passes report removed from the subscriber's facts.
-  std::atomic<uint64_t> dropped_reported{0};
   auto* retention = EngineInternal::Core(*engine)->retention();
   const int observer_owner = 0;
   internal::RetentionObserver observer;
   observer.on_drops = [&](const std::vector<internal::RetentionDrop>& drops) {
     for (const internal::RetentionDrop& drop : drops) dropped_reported += drop.fact_count;
   };
-  std::mutex mutex;
-  std::vector<std::string> failures;  // failed passes
   observer.on_failure = [&](const Status& failure) {
     std::lock_guard lock(mutex);
     failures.push_back(failure.ToString());
@@ -109,7 +111,6 @@ void KeepsTheBound(uint64_t bound_bytes, uint64_t bytes_per_second, int run_seco
   RuntimeOptions runtime_options;
   runtime_options.trace = [](const TraceEvent&) {};  // thousands of retries and drops: not printed
   Runtime runtime(engine.get(), runtime_options);
-  std::atomic<uint64_t> deliveries{0};
   ASSERT_OK(runtime.Subscribe("always-failing", {kType}, [&](const Fact&) {
     deliveries.fetch_add(1);
     return Outcome::kFailed;  // retried (with backoff), never passed
