@@ -7,7 +7,7 @@
 // what an appliance runs out of. Facts are the only thing retention can remove, so they get what
 // the rest leaves: the WAL (which holds the memtables' facts), the WAL spares, the other
 // families' tables, removed facts whose space has not come back yet, compaction outputs being
-// written, room for the next flush and the largest compaction (StoreSizes::headroom_bytes,
+// written, room for a flush and the compactions RocksDB runs at once (StoreSizes::headroom_bytes,
 // engine/store/store.h, which also scales the memtables, WAL and table files to the bound), and
 // room for what is written until the next pass (what the WAL took since the last one). So
 // the live facts (above the floors, as RocksDB estimates them from its table indexes) may take
