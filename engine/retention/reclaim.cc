@@ -6,7 +6,8 @@
 //   1. table files entirely below the floors (outside level 0, whose files span every partition)
 //      are deleted outright (DeleteFilesInRanges: no rewrite at all);
 //   2. when what is left below the floors is a large share of the outbox's table files (at least
-//      kCompactShare of them and kCompactBytesMin), each such partition range is compacted, which
+//      kCompactShare of them and kCompactBytesMin; under a byte bound, where it counts against
+//      the facts kept, an outbox memtable's worth), each such partition range is compacted, which
 //      rewrites level 0 with the live facts only. A stuck consumer keeps most of the outbox live;
 //      its old facts leave by whole files, so this compaction is rare then.
 // Compactions started here are cancelled by Stop() (engine close).
