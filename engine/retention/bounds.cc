@@ -3,18 +3,27 @@
 // retention_max_age_ms: facts committed longer ago than the bound (their commit_ms, stamped by the
 // committer) are removed, per partition from its floor up to the first younger fact.
 //
-// retention_max_bytes bounds the database's disk use, since that is what an appliance runs out
-// of. Facts are the only thing retention can remove, so they get what the rest takes not: the
-// budget is the bound minus the directory's bytes that are not the outbox's table files (WAL,
-// state, cursors, ...). Facts still in the memtable are counted in the WAL, not again. When the
-// live facts (above the floors, as RocksDB estimates them from its table indexes) exceed the
-// budget, the oldest facts over every partition are removed — ids grow with commit order across
-// partitions — up to the lowest id that brings them under it, found by bisection over ids.
-// Removed bytes still waiting for a compaction are counted in neither side, so a pass never
-// removes more because space has not come back yet.
+// retention_max_bytes bounds the database directory's disk use, every file in it, since that is
+// what an appliance runs out of. Facts are the only thing retention can remove, so they get what
+// the rest leaves: the WAL (which holds the memtables' facts), the WAL spares, the other
+// families' tables, removed facts whose space has not come back yet, compaction outputs being
+// written, room for a flush and the compactions RocksDB runs at once (StoreSizes::headroom_bytes,
+// engine/store/store.h, which also scales the memtables, WAL and table files to the bound), and
+// room for what is written until the next pass (what the WAL took since the last one). So
+// the live facts (above the floors, as RocksDB estimates them from its table indexes) may take
+// the bound minus the headroom minus everything else in the directory; when they take more, the
+// oldest facts over every partition are removed — ids grow with commit order across partitions —
+// up to the lowest id that brings them under it, found by bisection over ids.
+//
+// Removed bytes not yet given back count against the facts, but cannot make a pass remove
+// without end while the space is not back yet: each pass reclaims what it removed (reclaim.cc:
+// under a bound removed ranges are compacted once they hold an outbox memtable's worth), so what
+// is left is at most that much plus the small files that straddle a floor.
 #include <rocksdb/db.h>
+#include <rocksdb/statistics.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
@@ -86,28 +95,38 @@ Status Retention::ApplyAgeBound(RetentionPlan* plan) const {
   return Status::OK();
 }
 
-Status Retention::ApplyBytesBound(RetentionPlan* plan) const {
+Status Retention::ApplyBytesBound(RetentionPlan* plan) {
   const uint64_t max_bytes = core_->options().retention_max_bytes;
   if (max_bytes == 0) return Status::OK();
   Store* store = core_->store();
   auto guard = core_->ReadGuard();
   Status s = core_->CheckOpen();
   if (!s.ok()) return s;
-  uint64_t outbox_files = 0;
-  if (!store->db()->GetIntProperty(store->cf(kOutbox), rocksdb::DB::Properties::kTotalSstFilesSize,
-                                   &outbox_files)) {
-    return Status::IOError("RocksDB did not report the outbox's table file sizes");
-  }
-  const DirectoryUse use = ReadDirectoryUse(core_->path());
-  const uint64_t directory = use.total_bytes;
-  const uint64_t other = directory > outbox_files ? directory - outbox_files : 0;
-  const uint64_t budget = max_bytes > other ? max_bytes - other : 0;
-
   std::vector<tables::KeyRange> live;
   for (uint32_t p = 0; p < plan->partitions; ++p) {
     live.push_back(tables::outbox::Range(p, plan->floors[p] + 1));
   }
   const uint64_t live_bytes = FileBytes(store, live);
+  const uint64_t directory = ReadDirectoryUse(core_->path()).total_bytes;
+  const uint64_t other = directory > live_bytes ? directory - live_bytes : 0;
+  const StoreSizes sizes = SizesFor(core_->options());
+  // What arrives before the next pass can act: about what the WAL took since the last pass under
+  // the bound, as passes follow each other at that pace (one is due every second under a bound,
+  // Run, and a pass with a compaction takes longer); at most kArrivingWindowS seconds of it (the
+  // last pass may have been an interval ago) and at most the WAL's own bound. Without it the
+  // directory passed the bound by about that much at its peaks.
+  constexpr double kArrivingWindowS = 3.0;
+  const uint64_t wal_written = store->statistics()->getTickerCount(rocksdb::WAL_FILE_BYTES);
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed_s = std::chrono::duration<double>(now - bound_pass_time_).count();
+  const double window_share = elapsed_s > kArrivingWindowS ? kArrivingWindowS / elapsed_s : 1.0;
+  const uint64_t arriving = std::min<uint64_t>(
+      sizes.wal_total_max_bytes,
+      static_cast<uint64_t>(static_cast<double>(wal_written - wal_bytes_at_bound_) * window_share));
+  wal_bytes_at_bound_ = wal_written;
+  bound_pass_time_ = now;
+  const uint64_t reserved = other + sizes.headroom_bytes + arriving;
+  const uint64_t budget = max_bytes > reserved ? max_bytes - reserved : 0;
   if (live_bytes <= budget) return Status::OK();
   const uint64_t excess = live_bytes - budget;
 

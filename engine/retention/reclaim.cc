@@ -6,7 +6,8 @@
 //   1. table files entirely below the floors (outside level 0, whose files span every partition)
 //      are deleted outright (DeleteFilesInRanges: no rewrite at all);
 //   2. when what is left below the floors is a large share of the outbox's table files (at least
-//      kCompactShare of them and kCompactBytesMin), each such partition range is compacted, which
+//      kCompactShare of them and kCompactBytesMin; under a byte bound, where it counts against
+//      the facts kept, an outbox memtable's worth), each such partition range is compacted, which
 //      rewrites level 0 with the live facts only. A stuck consumer keeps most of the outbox live;
 //      its old facts leave by whole files, so this compaction is rare then.
 // Compactions started here are cancelled by Stop() (engine close).
@@ -25,9 +26,8 @@ namespace wharf::internal {
 namespace {
 
 constexpr uint64_t kCompactBytesMin = 4u << 20;
-constexpr uint64_t kCompactShare = 4;     // compact when removed bytes >= 1/kCompactShare of files
-constexpr uint64_t kWalShareOfBound = 4;  // under a bound: flush every family when WALs > bound / 4
-constexpr uint64_t kWalMemtables = 2;     // otherwise when WALs > 2 outbox memtables
+constexpr uint64_t kCompactShare = 4;  // compact when removed bytes >= 1/kCompactShare of files
+constexpr uint64_t kWalMemtables = 2;  // flush every family when the WALs hold > 2 memtables
 
 }  // namespace
 
@@ -61,9 +61,13 @@ Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
   for (uint64_t bytes : removed) removed_bytes += bytes;
   store->db()->GetIntProperty(store->cf(kOutbox), rocksdb::DB::Properties::kLiveSstFilesSize,
                               &file_bytes);
-  if (removed_bytes < kCompactBytesMin || removed_bytes * kCompactShare < file_bytes) {
-    return Status::OK();
-  }
+  // Under a byte bound the removed bytes count against the facts kept (bounds.cc), and every
+  // compaction is small (StoreSizes): they are compacted once they reach a memtable's worth.
+  const uint64_t bound = core_->options().retention_max_bytes;
+  const bool due =
+      bound > 0 ? removed_bytes >= SizesFor(core_->options()).outbox_memtable_bytes
+                : removed_bytes >= kCompactBytesMin && removed_bytes * kCompactShare >= file_bytes;
+  if (!due) return Status::OK();
   rocksdb::CompactRangeOptions compact;
   compact.canceled = &cancel_compaction_;
   compact.exclusive_manual_compaction = false;
@@ -80,9 +84,8 @@ Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
 
 void Retention::FlushOldWals() {
   const EngineOptions& options = core_->options();
-  const uint64_t wal_max = options.retention_max_bytes > 0
-                               ? options.retention_max_bytes / kWalShareOfBound
-                               : options.memtable_bytes * kWalMemtables;
+  const uint64_t wal_max = options.retention_max_bytes > 0 ? SizesFor(options).wal_total_max_bytes
+                                                           : options.memtable_bytes * kWalMemtables;
   if (ReadDirectoryUse(core_->path()).wal_bytes <= wal_max) return;
   auto guard = core_->ReadGuard();
   if (!core_->CheckOpen().ok()) return;

@@ -56,7 +56,10 @@ void Retention::Run() {
     lock.unlock();
     bool due = Clock::now() >= next_pass || MemtableNearlyFull();
     if (!due && options.retention_max_bytes > 0) {
-      due = ReadDirectoryUse(core_->path()).total_bytes > options.retention_max_bytes;
+      // The bound leaves room for a flush and a compaction (bounds.cc): a pass as soon as the
+      // directory takes any of it.
+      due = ReadDirectoryUse(core_->path()).total_bytes + SizesFor(options).headroom_bytes >
+            options.retention_max_bytes;
     }
     if (due) {
       TrimReport report;
@@ -82,7 +85,7 @@ bool Retention::MemtableNearlyFull() {
       return false;
     }
   }
-  const uint64_t mark = core_->options().memtable_bytes / 4 * 3;
+  const uint64_t mark = SizesFor(core_->options()).outbox_memtable_bytes / 4 * 3;
   // A smaller memtable than at the last pass is a new one (the last was flushed).
   const bool crossed =
       active_bytes >= mark && (memtable_bytes_seen_ < mark || active_bytes < memtable_bytes_seen_);

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -96,21 +97,23 @@ class Retention {
   void Run();
   Status RunPass(const RetentionPassOptions& options, TrimReport* report);
   Status ReadCursors(RetentionPlan* plan) const;
-  Status ApplyAgeBound(RetentionPlan* plan) const;    // bounds.cc
-  Status ApplyBytesBound(RetentionPlan* plan) const;  // bounds.cc
+  Status ApplyAgeBound(RetentionPlan* plan) const;  // bounds.cc
+  Status ApplyBytesBound(RetentionPlan* plan);      // bounds.cc
   Status CountRemoved(RetentionPlan* plan, const TrimProgressFn& progress) const;
   Status CommitFloors(const RetentionPlan& plan) const;
   void Tell(const std::vector<RetentionDrop>& drops, const Status& failure);
   // reclaim.cc: deletes files below the floors and compacts ranges with many removed bytes.
   Status Reclaim(const std::vector<uint64_t>& floors);
   // Flushes every family when the WAL files hold more than two outbox memtables' worth (under a
-  // byte bound: a quarter of the bound). A WAL file is deleted only once every family's writes in
-  // it are flushed; the small families would otherwise keep up to max_total_wal_size (256 MiB) of
-  // WAL, however few facts are live: the largest part of an idle outbox's disk use.
+  // byte bound: StoreSizes::wal_total_max_bytes, 1/8 of the bound). A WAL file is deleted only once
+  // every family's writes in it are flushed; the small families would otherwise keep up to
+  // max_total_wal_size (256 MiB) of WAL, however few facts are live: the largest part of an idle
+  // outbox's disk use.
   void FlushOldWals();
-  // True when the outbox's active memtable has crossed 3/4 of memtable_bytes since the last pass:
-  // a pass now lets its flush drop what consumers passed (the filter runs at flush), so the facts
-  // consumers keep up with never reach a table file, whatever the interval.
+  // True when the outbox's active memtable has crossed 3/4 of its size (memtable_bytes, smaller
+  // under a byte bound: StoreSizes) since the last pass: a pass now lets its flush drop what
+  // consumers passed (the filter runs at flush), so the facts consumers keep up with never reach
+  // a table file, whatever the interval.
   bool MemtableNearlyFull();
 
   EngineCore* const core_;
@@ -125,6 +128,10 @@ class Retention {
   bool stopping_ = false;  // guarded by thread_mutex_
   std::atomic<bool> cancel_compaction_{false};
   uint64_t memtable_bytes_seen_ = 0;  // the active outbox memtable at the last look (Run only)
+  // At the last pass under a byte bound (bounds.cc; guarded by pass_mutex_): RocksDB's count of
+  // WAL bytes written, and when, for the rate at which the directory grows between passes.
+  uint64_t wal_bytes_at_bound_ = 0;
+  std::chrono::steady_clock::time_point bound_pass_time_{};
   // For ReadCounters: relaxed atomics, added to by Pass (removals once their floors are durable).
   std::atomic<uint64_t> passes_{0}, failed_passes_{0}, facts_removed_{0}, bytes_removed_{0};
   std::thread thread_;

@@ -73,21 +73,32 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
   // (memtable_rep.h). The factory is stateless: one serves every family of every engine.
   static const auto memtables = std::make_shared<SkipListMemTableFactory>();
   cf_options.memtable_factory = memtables;
+  const StoreSizes sizes = SizesFor(options);
   if (cf == kOutbox) {
     // Keys of 16 partitions interleave; hinting inserts by the 4-byte partition prefix makes
     // memtable insertion ~3x cheaper (DESIGN.md measurements).
     cf_options.memtable_insert_with_hint_prefix_extractor = std::make_shared<PartitionPrefixHint>();
-    cf_options.write_buffer_size = options.memtable_bytes;
+    cf_options.write_buffer_size = sizes.outbox_memtable_bytes;
     cf_options.compression = rocksdb::kNoCompression;  // payloads are usually incompressible
     // Every flush holds facts of every partition, so each L0 file overlaps all of L1 and each
     // L0->L1 compaction rewrites all of L1. Merging 8 flushes per compaction instead of RocksDB's
     // 4 rewrites L1 half as often (W1 P=16,B=100, one 20-s run each: +6 %, p999 85 against 143 ms).
-    // Reads then merge up to 8 L0 files; lanes that keep up read the tail cache instead.
-    cf_options.level0_file_num_compaction_trigger = 8;
+    // Reads then merge up to 8 L0 files; lanes that keep up read the tail cache instead. Under a
+    // byte bound 4 small ones (StoreSizes): what one compaction rewrites counts against the bound.
+    cf_options.level0_file_num_compaction_trigger = sizes.outbox_level0_files;
+    if (sizes.outbox_level1_bytes > 0) {
+      // Under a byte bound (StoreSizes): level 1, which every L0->L1 compaction rewrites whole,
+      // stays small, and the facts settle below it in small files, each mostly one partition's
+      // run of ids, so that a compaction into a lower level merges a few files (or moves one),
+      // and retention deletes the oldest files whole as the floors pass them.
+      cf_options.max_bytes_for_level_base = sizes.outbox_level1_bytes;
+      cf_options.target_file_size_base = sizes.outbox_file_bytes;
+      cf_options.max_compaction_bytes = sizes.outbox_compaction_max_bytes;
+    }
     // Retention: flushes and compactions drop the facts at or below their partition's floor.
     cf_options.compaction_filter_factory = NewOutboxFloorFilterFactory(floors);
   } else {
-    cf_options.write_buffer_size = 16u << 20;
+    cf_options.write_buffer_size = sizes.other_memtable_bytes;
     // L0 and L1 hold the newest, soon rewritten rows: compressing them costs flush and compaction
     // CPU (snappy was ~4 % of a W2-project run) and saves little space; deeper levels compress.
     cf_options.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression,
@@ -114,6 +125,33 @@ class NoAutomaticRecovery : public rocksdb::EventListener {
 }  // namespace
 
 const char* CfName(Cf cf) { return kCfNames[cf]; }
+
+StoreSizes SizesFor(const EngineOptions& options) {
+  StoreSizes sizes;
+  sizes.outbox_memtable_bytes = options.memtable_bytes;
+  sizes.other_memtable_bytes = 16u << 20;
+  sizes.wal_total_max_bytes = 256u << 20;
+  sizes.wal_spare_max_bytes = options.wal_prefill_bytes;
+  sizes.manifest_max_bytes = 64u << 20;
+  sizes.outbox_level0_files = 8;
+  const uint64_t bound = options.retention_max_bytes;
+  if (bound == 0) return sizes;
+  sizes.outbox_memtable_bytes = std::min(sizes.outbox_memtable_bytes, bound / 32);
+  sizes.other_memtable_bytes = std::min(sizes.other_memtable_bytes, bound / 32);
+  sizes.wal_total_max_bytes = std::min(sizes.wal_total_max_bytes, bound / 8);
+  sizes.wal_spare_max_bytes = std::min(sizes.wal_spare_max_bytes, bound / 32);
+  sizes.manifest_max_bytes = std::min(sizes.manifest_max_bytes, bound / 64);
+  sizes.outbox_level0_files = 4;
+  sizes.outbox_level1_bytes = bound / 16;
+  sizes.outbox_file_bytes = bound / 128;
+  sizes.outbox_compaction_max_bytes = bound / 16;
+  // A flush writes one memtable while its WAL is still there, and three compactions may write at
+  // once (max_background_jobs): the largest merges the level-0 files with level 1, the others
+  // each at most max_compaction_bytes of inputs (a lower level's files are smaller than that).
+  sizes.headroom_bytes = sizes.outbox_memtable_bytes * (1 + sizes.outbox_level0_files) +
+                         sizes.outbox_level1_bytes + 2 * sizes.outbox_compaction_max_bytes;
+  return sizes;
+}
 
 Status FromRocks(const rocksdb::Status& status, const std::string& context) {
   if (status.ok()) return Status::OK();
@@ -149,10 +187,11 @@ rocksdb::DBOptions DbOptionsFor(const EngineOptions& options, rocksdb::Env* env)
   // (20), and an open on 10 M facts waited 2 s on its first write (W5-recover restarts). Also W2
   // +21 % in alternating runs, W1 unchanged (README, "Compaction threads").
   db_options.max_background_jobs = 4;
-  db_options.max_total_wal_size = 256u << 20;
+  db_options.max_total_wal_size = SizesFor(options).wal_total_max_bytes;
   // Every WAL switch to a spare flushes the meta family (SwitchWal): an edit in the MANIFEST,
-  // which RocksDB replays at open. Start a new MANIFEST at 64 MiB instead of RocksDB's 1 GiB.
-  db_options.max_manifest_file_size = 64u << 20;
+  // which RocksDB replays at open. Start a new MANIFEST at 64 MiB instead of RocksDB's 1 GiB
+  // (smaller under a byte bound: StoreSizes).
+  db_options.max_manifest_file_size = SizesFor(options).manifest_max_bytes;
   // RocksDB's info log goes to stderr, never to a LOG file: its file writer aborts the process on
   // the message after a failed append (a full disk; io/info_log.h).
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
@@ -187,6 +226,14 @@ rocksdb::DBOptions DbOptionsFor(const EngineOptions& options, rocksdb::Env* env)
 Status Store::Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
                    std::unique_ptr<Store>* out) {
   if (path.empty()) return Status::InvalidArgument("database path is empty");
+  if (options.retention_max_bytes > 0 && options.retention_max_bytes < kRetentionMaxBytesMin) {
+    return Status::InvalidArgument(
+        "retention_max_bytes=" + std::to_string(options.retention_max_bytes) +
+        " is below the smallest bound the engine can keep, " +
+        std::to_string(kRetentionMaxBytesMin) + " (" + std::to_string(kRetentionMaxBytesMin >> 20) +
+        " MiB: the database's own files and the room for a flush and a compaction leave the "
+        "facts too little below it); use 0 (no bound) or at least that");
+  }
   std::unique_ptr<Store> store(new Store());
   auto base = hooks.base_fs ? hooks.base_fs : rocksdb::FileSystem::Default();
   store->wal_fs_ = std::make_shared<io::WalFileSystem>(base, hooks.observer);
@@ -224,7 +271,8 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
                              CfOptions(static_cast<Cf>(cf), options, tables, store->floors_));
   }
   // Before RocksDB creates its first WAL, so that one too asks for a spare once it has grown.
-  if (options.wal_prefill_bytes > 0) store->wal_fs_->EnableSpares(path, options.wal_prefill_bytes);
+  const StoreSizes sizes = SizesFor(options);
+  if (sizes.wal_spare_max_bytes > 0) store->wal_fs_->EnableSpares(path, sizes.wal_spare_max_bytes);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw_db);

@@ -48,6 +48,41 @@ struct OpenPlan {
   WalSalvage* salvage = nullptr;       // a salvage open (StoreHooks::salvage)
 };
 
+// How RocksDB's memory and files are sized (store.cc). Without retention_max_bytes: the outbox's
+// memtable is memtable_bytes, every other family's 16 MiB, the WAL files up to 256 MiB, WAL spares
+// up to wal_prefill_bytes, and the outbox's table files RocksDB's defaults (64 MiB files, 256 MiB
+// in level 1) but for 8 level-0 files per compaction.
+//
+// Under retention_max_bytes everything that holds bytes besides the live facts scales with the
+// bound, so that the directory can keep it: whatever memtable_bytes says, memtables take 1/32 of
+// it, the WAL files 1/8 (RocksDB then flushes the families that hold the oldest one), a spare
+// 1/32, the MANIFEST 1/64 (each flush and compaction appends to it); and the outbox's table files
+// are small (1/128) and its level 1 too (1/16), 4 level-0 files per compaction, so that no
+// compaction rewrites more than about 3/16 of the bound (with the default layout one rewrote every
+// fact at once: the directory held them twice). Retention keeps room for a flush and the
+// compactions RocksDB runs at once free (headroom_bytes; engine/retention/bounds.cc).
+struct StoreSizes {
+  uint64_t outbox_memtable_bytes = 0;
+  uint64_t other_memtable_bytes = 0;
+  uint64_t wal_total_max_bytes = 0;  // max_total_wal_size
+  uint64_t wal_spare_max_bytes = 0;  // 0: no spares
+  uint64_t manifest_max_bytes = 0;   // max_manifest_file_size
+  int outbox_level0_files = 0;       // level0_file_num_compaction_trigger
+  // Under a bound only (0: RocksDB's defaults).
+  uint64_t outbox_level1_bytes = 0;  // max_bytes_for_level_base
+  uint64_t outbox_file_bytes = 0;    // target_file_size_base
+  uint64_t outbox_compaction_max_bytes = 0;
+  // Under a bound: what a flush and the compactions RocksDB runs at once may add to the directory
+  // before their inputs are deleted (0 without a bound): 11/32 of the bound.
+  uint64_t headroom_bytes = 0;
+};
+StoreSizes SizesFor(const EngineOptions& options);
+
+// The smallest retention_max_bytes the engine keeps: below it the files whose size does not scale
+// with the bound (OPTIONS, MANIFEST, whole-MiB WAL spares, every family's table files) and the
+// headroom leave the facts too little. A smaller bound fails the open with InvalidArgument.
+inline constexpr uint64_t kRetentionMaxBytesMin = 16u << 20;
+
 class Store {
  public:
   // Opens or creates; checks and records the format version and the outbox declaration

@@ -80,7 +80,8 @@ struct EngineOptions {
   bool create_if_missing = true;
   // `tail_cache_facts`: recently durable facts kept in memory per partition for consumers.
   uint32_t tail_cache_facts = 4096;
-  // `memtable_bytes`: RocksDB write buffer of the outbox column family.
+  // `memtable_bytes`: RocksDB write buffer of the outbox column family (under retention_max_bytes
+  // at most 1/32 of the bound).
   uint64_t memtable_bytes = 64u << 20;
   // `block_cache_bytes`: RocksDB's cache of SST blocks, shared by all column families.
   uint64_t block_cache_bytes = 32u << 20;
@@ -98,9 +99,12 @@ struct EngineOptions {
   // removes the facts every durable consumer has passed, and under a bound those beyond it.
   // `retention_interval_ms`: the interval; 0 turns online retention off (`wharf trim` still works).
   uint32_t retention_interval_ms = 10'000;
-  // `retention_max_bytes`: the outbox keeps at most about this many bytes of facts (keys and
-  // records as stored); older facts are removed even if a consumer has not passed them, and each
-  // consumer that loses facts is told (trace `retention-dropped`, `wharf stat`). 0: no bound.
+  // `retention_max_bytes`: the database directory keeps within this many bytes, every file in it
+  // counted (tables, WAL and its spares, MANIFEST, compaction outputs): older facts are removed
+  // even if a consumer has not passed them, and each consumer that loses facts is told (trace
+  // `retention-dropped`, `wharf stat`). Under it memtables, WAL and table files are sized by the
+  // bound (memtable_bytes then only caps the outbox's memtable). 0: no bound; otherwise at least
+  // 16 MiB (a smaller bound fails the open with InvalidArgument naming it).
   uint64_t retention_max_bytes = 0;
   // `retention_max_age_ms`: facts committed longer ago than this are removed, as above. 0: no
   // bound.
