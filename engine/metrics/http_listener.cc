@@ -249,9 +249,10 @@ class HeadStream final : public httplib::Stream {
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     AddressOf(false, sock_, ip, port);
   }
-  // cpp-httplib, built for select(), answers 500 to a stream whose descriptor is FD_SETSIZE or
-  // more (as in a process with many RocksDB files open). This stream never select()s (it polls),
-  // so it does not hand the descriptor out.
+  // cpp-httplib built for select() (without CPPHTTPLIB_USE_POLL) answers 500 to a stream whose
+  // descriptor is FD_SETSIZE or more (as in a process with many RocksDB files open). This stream
+  // never select()s (it polls), so it does not hand the descriptor out, however the library was
+  // built.
   socket_t socket() const override { return INVALID_SOCKET; }
 
  private:
