@@ -1,7 +1,9 @@
 // The metrics HTTP listener (engine option metrics_listen, engine/metrics/http_listener.h): what it
-// serves (promtool accepts it, the values are the engine's), its answers to wrong and malformed
-// requests, its bounds (busy workers, slow clients, request size), a thousand requests with
-// commits running, and a Close() that does not wait for connected clients.
+// serves (promtool accepts it, the values are the engine's), its answers to wrong, malformed and
+// oversized requests, what it ignores (ranges, encodings, expectations: one plain copy of the
+// page), its bounds (slow clients, a flood of connections, the connection limit, request size,
+// peak memory), a thousand requests with commits running, and a Close() that does not wait for
+// connected clients.
 #include "engine/metrics/http_listener.h"
 
 #include <fcntl.h>
