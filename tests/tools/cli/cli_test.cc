@@ -1731,29 +1731,36 @@ TEST_F(CliTest, AtTheAdminConnectionLimitEveryCommandSaysBusy) {
   Holder holder(dir_.db(), "on");
   ASSERT_TRUE(holder.ready());
   const std::string socket = dir_.db() + "/admin.sock";
-  std::vector<int> taken;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   ASSERT_LT(socket.size(), sizeof(addr.sun_path));
   std::memcpy(addr.sun_path, socket.data(), socket.size());
-  for (int i = 0; i < 64; ++i) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    taken.push_back(fd);
-  }
-  // The holder accepts them (and closes them after 5 s idle: the commands run well before).
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<int> taken;
+  auto release = [&] {
+    for (int fd : taken) ::close(fd);
+    taken.clear();
+  };
   for (const auto& command : std::vector<std::vector<std::string>>{
            {"lease", "release", "mailer", "--yes"},
            {"cursor", "set", "mailer", "--to-start", "--yes", "--create"},
            {"metrics"}}) {
+    // Fresh connections for each command: the holder closes idle ones after 5 s, and a command
+    // under a sanitizer starts slowly.
+    release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the holder sees them close
+    for (int i = 0; i < 64; ++i) {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+      taken.push_back(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // and accepts these
     Result r = RunDb(command);
     EXPECT_EQ(r.code, 3) << command[0] << ": " << r.err;
     EXPECT_CONTAINS(r.err, "is busy");
     EXPECT_CONTAINS(r.err, "try again");
     EXPECT_EQ(r.err.find("admin_socket=off"), std::string::npos) << r.err;
   }
-  for (int fd : taken) ::close(fd);
+  release();
 }
 
 }  // namespace
