@@ -2,11 +2,14 @@
 // one request line out, progress lines and one reply line back (engine/admin/socket/protocol.h).
 #include "wharf/admin_client.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "engine/admin/socket/address.h"
@@ -32,14 +35,85 @@ struct Fd {
   }
 };
 
+// A call's time bound (timeout_ms 0: none).
+class Deadline {
+ public:
+  explicit Deadline(int64_t timeout_ms) : timeout_ms_(timeout_ms) { Restart(); }
+  void Restart() { at_ = Clock::now() + std::chrono::milliseconds(timeout_ms_); }
+  // Milliseconds left (0: passed; -1: no bound).
+  int64_t left_ms() const {
+    if (timeout_ms_ == 0) return -1;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(at_ - Clock::now()).count();
+    return std::max<int64_t>(0, left);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const int64_t timeout_ms_;
+  Clock::time_point at_;
+};
+
+// Waits for `events` on `fd` until the deadline: 1 ready (or an error to read), 0 timed out.
+int Wait(int fd, short events, const Deadline& deadline) {
+  for (;;) {
+    const int64_t left_ms = deadline.left_ms();
+    if (left_ms == 0) return 0;
+    pollfd polled{fd, events, 0};
+    const int ready = ::poll(&polled, 1, static_cast<int>(std::min<int64_t>(left_ms, 1 << 30)));
+    if (ready > 0) return 1;
+    if (ready < 0 && errno != EINTR) return 1;  // the next send/recv names the error
+  }
+}
+
+// Whether a request changes the database (a timed-out one may or may not have).
+bool ChangesTheDatabase(const admin_socket::Request& request) {
+  switch (request.op) {
+    case admin_socket::Op::kCursorCopy:
+    case admin_socket::Op::kCursorDelete:
+    case admin_socket::Op::kDeadRetry:
+    case admin_socket::Op::kDeadPurge:
+    case admin_socket::Op::kLeaseRelease:
+      return true;
+    case admin_socket::Op::kCursorSet:
+    case admin_socket::Op::kTrim:
+      return !request.dry_run;
+    default:
+      return false;
+  }
+}
+
+// The error of a call that timed out; `engine_pid` -1 when unknown.
+Status TimedOut(const std::string& socket_path, int64_t timeout_ms, const char* what,
+                pid_t engine_pid, bool changes) {
+  const std::string process =
+      engine_pid > 0 ? "its process (pid " + std::to_string(engine_pid) + ")" : "its process";
+  std::string message =
+      "could not " + std::string(what) + " the engine at the admin socket " + socket_path +
+      " within " + std::to_string(timeout_ms) + " ms: check that " + process +
+      " is running and not stopped (state T in ps; kill -CONT resumes it), stuck or overloaded, "
+      "or allow longer (--timeout, AdminClientOptions::timeout_ms)";
+  if (changes) message += "; the change may or may not have been made: read the state again";
+  return Status::IOError(message, /*retryable=*/true).WithSubCode(Status::SubCode::kTimedOut);
+}
+
 }  // namespace
 
 AdminClient::~AdminClient() = default;
 
 Status AdminClient::Connect(const std::string& path, std::unique_ptr<AdminClient>* client) {
+  return Connect(path, AdminClientOptions(), client);
+}
+
+Status AdminClient::Connect(const std::string& path, const AdminClientOptions& options,
+                            std::unique_ptr<AdminClient>* client) {
   if (client == nullptr) return Status::InvalidArgument("client output pointer is null");
   if (path.empty()) return Status::InvalidArgument("admin socket path is empty");
+  if (options.timeout_ms < 0) {
+    return Status::InvalidArgument("admin client timeout_ms " + std::to_string(options.timeout_ms) +
+                                   " is negative (0: no limit)");
+  }
   std::unique_ptr<AdminClient> self(new AdminClient());
+  self->timeout_ms_ = options.timeout_ms;
   struct stat st;
   self->socket_path_ = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
                            ? path + "/" + admin_socket::kDefaultSocketName
@@ -58,17 +132,44 @@ Status AdminClient::Run(Call& call) {
   admin_socket::SocketAddress address;
   Status s = address.Set(socket_path_);
   if (!s.ok()) return s;
-  Fd socket_fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  // Non-blocking, every wait through poll() with the call's deadline: an engine that is stopped
+  // (SIGSTOP, a debugger) or stuck still accepts connections into the kernel's backlog and takes
+  // the request into its buffer, then never replies; a full backlog blocks a connect.
+  Fd socket_fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
   if (socket_fd.fd < 0) return Status::IOError(std::string("socket(): ") + std::strerror(errno));
-  int connected = 0;
-  do {
+  Deadline deadline(timeout_ms_);
+  auto timed_out = [&](const char* what, pid_t engine_pid, bool changes) {
+    return TimedOut(socket_path_, timeout_ms_, what, engine_pid, changes);
+  };
+  int connected;
+  for (;;) {
     connected = ::connect(socket_fd.fd, address.addr(), address.length());
-  } while (connected != 0 && errno == EINTR);
+    if (connected == 0 || (errno != EAGAIN && errno != EINTR)) break;
+    // EAGAIN: the engine's backlog is full (it accepts nothing: stopped or stuck). Try again a
+    // little later, until the deadline.
+    const int64_t left_ms = deadline.left_ms();
+    if (left_ms == 0) return timed_out("connect to", -1, false);
+    ::poll(nullptr, 0, static_cast<int>(left_ms < 0 ? 10 : std::min<int64_t>(left_ms, 10)));
+  }
+  if (connected != 0 && errno == EINPROGRESS) {
+    if (Wait(socket_fd.fd, POLLOUT, deadline) == 0) return timed_out("connect to", -1, false);
+    int error = 0;
+    socklen_t length = sizeof(error);
+    ::getsockopt(socket_fd.fd, SOL_SOCKET, SO_ERROR, &error, &length);
+    errno = error;
+    connected = error == 0 ? 0 : -1;
+  }
   if (connected != 0) {
     return Status::IOError("no engine answers at the admin socket " + socket_path_ + " (" +
                            std::strerror(errno) +
                            "): no engine holds the database, or it serves no admin socket there");
   }
+  // The engine's process (the one that listens), named in a timeout's message.
+  ucred peer{};
+  socklen_t peer_length = sizeof(peer);
+  const pid_t engine_pid =
+      ::getsockopt(socket_fd.fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_length) == 0 ? peer.pid : -1;
+  const bool changes = ChangesTheDatabase(call.request);
   const std::string line = admin_socket::EncodeRequest(call.request);
   size_t sent = 0;
   while (sent < line.size()) {
@@ -77,6 +178,9 @@ Status AdminClient::Run(Call& call) {
       sent += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
       continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      const int ready = Wait(socket_fd.fd, POLLOUT, deadline);
+      if (ready == 0) return timed_out("send a request to", engine_pid, false);
     } else {
       break;  // the engine may have refused the connection: its reason is there to read
     }
@@ -93,6 +197,7 @@ Status AdminClient::Run(Call& call) {
       if (!s.ok()) return s;
       if (!progress) return Status::OK();
       in.erase(0, newline + 1);
+      deadline.Restart();  // the engine is working on it: each progress line restarts the wait
       if (call.progress) call.progress(done, total);
     }
     ssize_t n = ::recv(socket_fd.fd, buffer, sizeof(buffer), 0);
@@ -100,6 +205,10 @@ Status AdminClient::Run(Call& call) {
       in.append(buffer, static_cast<size_t>(n));
     } else if (n < 0 && errno == EINTR) {
       continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      if (Wait(socket_fd.fd, POLLIN, deadline) == 0) {
+        return timed_out("get a reply from", engine_pid, changes);
+      }
     } else {
       std::string why = n == 0 ? "closed the connection" : std::strerror(errno);
       return Status::IOError("the engine at " + socket_path_ + " did not reply (" + why +

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -32,6 +34,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr const char* kErrorType = "text/plain; charset=utf-8";
+// What the reader receives at once from a connection.
+constexpr size_t kReceiveBytes = 4096;
+// How much of a client's path or method an error reply repeats.
+constexpr size_t kEchoBytesMax = 64;
+
+Clock::time_point After(int64_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
 // Waits until `fd` is ready for `events`, `wake_fd` is readable (Stop) or `deadline` passes.
 // 1: ready; 0: the deadline passed; -1: stopping or an error on the socket.
@@ -47,6 +56,28 @@ int WaitFor(int fd, short events, int wake_fd, Clock::time_point deadline) {
     if (ready == 0) continue;  // the deadline is checked again above
     if ((fds[0].revents & (events | POLLHUP | POLLERR)) != 0) return 1;
   }
+}
+
+// Sends all of `data` by `deadline`; false if it could not (a slow or gone client, Stop).
+bool SendAll(int fd, std::string_view data, int wake_fd, Clock::time_point deadline) {
+  while (!data.empty()) {
+    const ssize_t sent = ::send(fd, data.data(), data.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent >= 0) {
+      data.remove_prefix(static_cast<size_t>(sent));
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (WaitFor(fd, POLLOUT, wake_fd, deadline) != 1) return false;
+  }
+  return true;
+}
+
+// A whole reply written by the listener itself, for requests cpp-httplib never sees.
+std::string CannedReply(int status, const char* reason, const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " + kErrorType +
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+         body;
 }
 
 void AddressOf(bool peer, int sock, std::string& ip, int& port) {
@@ -68,52 +99,134 @@ void AddressOf(bool peer, int sock, std::string& ip, int& port) {
   ip = text;
 }
 
-// One connection's socket as cpp-httplib's Stream, bounded per request (bytes, time) and woken by
-// Stop(). Reads are buffered (the parser reads a byte at a time); bytes of a pipelined next
-// request stay in the buffer for it.
-class ListenerStream final : public httplib::Stream {
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view Trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// Where a connection's next request stands in the bytes received.
+enum class Head {
+  kIncomplete,  // its end has not arrived yet
+  kComplete,    // [0, head_end) is a request line and headers
+  kTooLarge,    // request_bytes_max bytes and no end
+  kMalformed,   // an empty line where the request line should be
+};
+
+// One client connection: its socket and the bytes received but not yet answered. Owned by one
+// thread at a time: the acceptor creates it, the reader owns it while it waits for a request, a
+// worker while it answers; the handoffs go through mutex-guarded queues.
+struct Connection {
+  Connection(int fd_in, std::atomic<size_t>* open_in) : fd(fd_in), open(open_in) {
+    open->fetch_add(1);
+  }
+  ~Connection() {
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(fd);
+    open->fetch_sub(1);
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Looks for the end of the request line and headers in `received`, from where it stopped.
+  Head Scan(size_t bytes_max) {
+    for (;;) {
+      const size_t newline = received.find('\n', scanned);
+      if (newline == std::string::npos || newline + 1 > bytes_max) {
+        scanned = std::min(received.size(), bytes_max);
+        return received.size() >= bytes_max ? Head::kTooLarge : Head::kIncomplete;
+      }
+      size_t length = newline - line_start;
+      if (length > 0 && received[newline - 1] == '\r') --length;
+      if (length == 0) {
+        if (line_start == 0) return Head::kMalformed;
+        head_end = newline + 1;
+        return Head::kComplete;
+      }
+      line_start = scanned = newline + 1;
+    }
+  }
+  // After an answer: the bytes of the next request (a pipelining client's) stay.
+  void ConsumeHead() {
+    received.erase(0, head_end);
+    scanned = line_start = head_end = 0;
+  }
+  // Whether the request line ended before the bound (431 rather than 414).
+  bool request_line_ended() const { return line_start > 0; }
+
+  const int fd;
+  std::atomic<size_t>* const open;
+  std::string received;   // at most request_bytes_max + kReceiveBytes bytes
+  size_t scanned = 0;     // bytes of `received` already looked at
+  size_t line_start = 0;  // where the line being scanned starts
+  size_t head_end = 0;    // kComplete: the head's length, blank line included
+  Head head = Head::kIncomplete;
+  bool fresh = true;      // accepted, no request of it handed to a worker yet
+  bool idle = false;      // waiting for the first byte of a kept-alive connection's next request
+  bool draining = false;  // answered for the last time: what the client still sends is discarded
+  size_t drained_bytes = 0;
+  size_t served = 0;                // requests answered
+  Clock::time_point deadline;       // for the request's bytes (or, idle, its first byte)
+  Clock::time_point waiting_since;  // when the reader got it (the oldest is evicted first)
+};
+
+// The head handed to cpp-httplib: the request line and, of the headers, `Connection` only (what
+// keep-alive needs). Every other header is dropped here, before cpp-httplib parses it: Range
+// (parsed by a regex, then answered with a copy of the page per range), Accept-Encoding
+// (compression), Expect (100-continue), and anything a future cpp-httplib may act on.
+// *has_body: the request announces a body (Content-Length other than 0, or Transfer-Encoding).
+std::string HeadForHttplib(std::string_view head, bool* has_body) {
+  std::string out;
+  *has_body = false;
+  bool first = true;
+  while (!head.empty()) {
+    const size_t newline = head.find('\n');
+    std::string_view line = head.substr(0, newline);
+    head.remove_prefix(newline == std::string_view::npos ? head.size() : newline + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;
+    if (first) {
+      out.append(line).append("\r\n");
+      first = false;
+      continue;
+    }
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = Trimmed(line.substr(colon + 1));
+    if (EqualsIgnoringCase(name, "Connection")) {
+      out.append("Connection: ").append(value).append("\r\n");
+    } else if (EqualsIgnoringCase(name, "Transfer-Encoding") ||
+               (EqualsIgnoringCase(name, "Content-Length") && value != "0")) {
+      *has_body = true;
+    }
+  }
+  return out + "\r\n";
+}
+
+// One request's head as cpp-httplib's Stream: reads come from the head (then end: a body is
+// never read), writes go to the socket, bounded by a deadline and woken by Stop().
+class HeadStream final : public httplib::Stream {
  public:
-  ListenerStream(int sock, int wake_fd, const HttpListenerLimits& limits)
-      : sock_(sock), wake_fd_(wake_fd), limits_(limits) {}
+  HeadStream(int sock, int wake_fd, int64_t write_ms, std::string head)
+      : sock_(sock), wake_fd_(wake_fd), write_ms_(write_ms), head_(std::move(head)) {}
 
-  // The next request must arrive whole within request_ms.
-  void BeginRequest() {
-    request_deadline_ = Clock::now() + std::chrono::milliseconds(limits_.request_ms);
-    request_bytes_ = 0;
-    reply_started_ = false;
-  }
-  // Waits up to keep_alive_ms for the first byte of another request.
-  bool WaitForRequest() {
-    if (buffered_begin_ < buffered_end_) return true;
-    const auto deadline = Clock::now() + std::chrono::milliseconds(limits_.keep_alive_ms);
-    return WaitFor(sock_, POLLIN, wake_fd_, deadline) == 1;
-  }
-  // A read or write failed (a limit, a timeout, Stop, the peer): the connection must end. A
-  // failed read still lets the error reply be written.
-  bool failed() const { return read_failed_ || write_failed_; }
-  bool read_failed() const { return read_failed_; }
+  bool write_failed() const { return write_failed_; }
 
-  bool is_readable() const override { return !read_failed_; }
+  bool is_readable() const override { return read_ < head_.size(); }
   bool is_writable() const override { return !write_failed_; }
 
   ssize_t read(char* ptr, size_t size) override {
-    if (read_failed_) return -1;
-    if (request_bytes_ >= limits_.request_bytes_max) return FailRead();
-    if (buffered_begin_ == buffered_end_) {
-      if (WaitFor(sock_, POLLIN, wake_fd_, request_deadline_) != 1) return FailRead();
-      ssize_t got;
-      do {
-        got = ::recv(sock_, buffer_, sizeof(buffer_), MSG_DONTWAIT);
-      } while (got < 0 && errno == EINTR);
-      if (got <= 0) return FailRead();
-      buffered_begin_ = 0;
-      buffered_end_ = static_cast<size_t>(got);
-    }
-    const size_t n = std::min(
-        {size, buffered_end_ - buffered_begin_, limits_.request_bytes_max - request_bytes_});
-    std::memcpy(ptr, buffer_ + buffered_begin_, n);
-    buffered_begin_ += n;
-    request_bytes_ += n;
+    const size_t n = std::min(size, head_.size() - read_);
+    std::memcpy(ptr, head_.data() + read_, n);
+    read_ += n;
     return static_cast<ssize_t>(n);
   }
 
@@ -121,15 +234,13 @@ class ListenerStream final : public httplib::Stream {
     if (write_failed_) return -1;
     if (!reply_started_) {
       reply_started_ = true;
-      reply_deadline_ = Clock::now() + std::chrono::milliseconds(limits_.write_ms);
+      reply_deadline_ = After(write_ms_);
     }
-    for (;;) {
-      const ssize_t sent = ::send(sock_, ptr, size, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (sent >= 0) return sent;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return FailWrite();
-      if (WaitFor(sock_, POLLOUT, wake_fd_, reply_deadline_) != 1) return FailWrite();
+    if (!SendAll(sock_, std::string_view(ptr, size), wake_fd_, reply_deadline_)) {
+      write_failed_ = true;
+      return -1;
     }
+    return static_cast<ssize_t>(size);
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -138,123 +249,54 @@ class ListenerStream final : public httplib::Stream {
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     AddressOf(false, sock_, ip, port);
   }
-  socket_t socket() const override { return sock_; }
+  // cpp-httplib built for select() (without CPPHTTPLIB_USE_POLL) answers 500 to a stream whose
+  // descriptor is FD_SETSIZE or more (as in a process with many RocksDB files open). This stream
+  // never select()s (it polls), so it does not hand the descriptor out, however the library was
+  // built.
+  socket_t socket() const override { return INVALID_SOCKET; }
 
  private:
-  ssize_t FailRead() {
-    read_failed_ = true;
-    return -1;
-  }
-  ssize_t FailWrite() {
-    write_failed_ = true;
-    return -1;
-  }
-
   const int sock_;
   const int wake_fd_;
-  const HttpListenerLimits& limits_;
-  Clock::time_point request_deadline_{};
-  Clock::time_point reply_deadline_{};
-  size_t request_bytes_ = 0;
+  const int64_t write_ms_;
+  const std::string head_;
+  size_t read_ = 0;
   bool reply_started_ = false;
-  bool read_failed_ = false;
   bool write_failed_ = false;
-  char buffer_[4096];
-  size_t buffered_begin_ = 0;
-  size_t buffered_end_ = 0;
+  Clock::time_point reply_deadline_{};
 };
 
-// Set on the accepting thread while it runs a connection's task itself to refuse it (every worker
-// busy and the queue full): process_and_close_socket then answers 503 without reading.
-thread_local bool refuse_connection = false;
 // Set by the post-routing handler when a reply ends its connection (a malformed request: what
 // follows it on the connection cannot be trusted to start a request).
 thread_local bool close_after_reply = false;
 
-// cpp-httplib's task queue, bounded: `threads` workers and at most `queued_max` connections
-// waiting for one. A connection beyond is refused at once (refuse_connection).
-class BoundedPool final : public httplib::TaskQueue {
+// cpp-httplib's task queue, run inline on its accepting thread: the task hands the accepted
+// socket to the reader (process_and_close_socket below) and returns at once.
+class HandOff final : public httplib::TaskQueue {
  public:
-  BoundedPool(size_t threads, size_t queued_max, std::atomic<uint64_t>* refused)
-      : capacity_(threads + queued_max), refused_(refused) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
-  }
-  ~BoundedPool() override { shutdown(); }
-
-  void enqueue(std::function<void()> fn) override {
-    {
-      std::lock_guard lock(mutex_);
-      // Counted from the jobs running rather than the workers waiting: a worker just started
-      // (or between two jobs) is not waiting yet, but will take the job.
-      if (!shutdown_ && jobs_.size() + running_ < capacity_) {
-        jobs_.push_back(std::move(fn));
-        wake_.notify_one();
-        return;
-      }
-    }
-    refused_->fetch_add(1, std::memory_order_relaxed);
-    refuse_connection = true;
-    fn();  // closes the socket (an accepted socket must be closed by its task)
-    refuse_connection = false;
-  }
-
-  void shutdown() override {
-    {
-      std::lock_guard lock(mutex_);
-      shutdown_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& thread : threads_) {
-      if (thread.joinable()) thread.join();
-    }
-  }
-
- private:
-  void Work() {
-    io::NameThisThread("wharf-metrics");
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [this] { return shutdown_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;  // shutdown_, and every queued connection has been closed
-      std::function<void()> job = std::move(jobs_.front());
-      jobs_.pop_front();
-      ++running_;
-      lock.unlock();
-      job();
-      lock.lock();
-      --running_;
-    }
-  }
-
-  const size_t capacity_;  // connections running or waiting, at most (threads + queued_max)
-  std::atomic<uint64_t>* const refused_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> jobs_;  // guarded by mutex_
-  size_t running_ = 0;                      // jobs being run; guarded by mutex_
-  bool shutdown_ = false;                   // guarded by mutex_
-  std::vector<std::thread> threads_;
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
 };
 
 }  // namespace
 
-// cpp-httplib's Server with the connection loop replaced (process_and_close_socket, a virtual
-// function of cpp-httplib's meant for this: SSLServer overrides it the same way).
+// cpp-httplib's Server with the connection handling replaced: its accepting loop hands each
+// socket over through process_and_close_socket (a virtual function of cpp-httplib's meant for
+// this: SSLServer overrides it the same way); the reader thread waits for requests; the workers
+// run cpp-httplib's process_request on complete ones.
 class HttpListener::Server final : public httplib::Server {
  public:
   Server(Engine* engine, const HttpListenerLimits& limits) : engine_(engine), limits_(limits) {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    new_task_queue = [this] {
-      return new BoundedPool(limits_.threads, limits_.queued_max, &refused_busy_);
-    };
+    inbox_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    new_task_queue = [] { return new HandOff(); };
     // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a second engine on
     // the same port would bind too and share the scrapes instead of failing its Open.
     set_socket_options([](socket_t sock) {
       int yes = 1;
       ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     });
-    set_payload_max_length(limits_.request_bytes_max);
-    // What cpp-httplib advertises in its Keep-Alive header; the loop below enforces it.
+    // What cpp-httplib advertises in its Keep-Alive header; Answer() enforces it.
     set_keep_alive_max_count(limits_.keep_alive_requests_max);
     set_keep_alive_timeout(std::max<time_t>(1, limits_.keep_alive_ms / 1000));
     set_post_routing_handler([](const httplib::Request&, httplib::Response& response) {
@@ -269,115 +311,340 @@ class HttpListener::Server final : public httplib::Server {
       if (request.method == "GET" || request.method == "HEAD") return HandlerResponse::Unhandled;
       response.status = 405;
       response.set_header("Allow", "GET, HEAD");
-      response.set_content("method " + request.method + " is not allowed: use GET /metrics\n",
-                           "text/plain; charset=utf-8");
+      response.set_content("method " + request.method.substr(0, kEchoBytesMax) +
+                               " is not allowed: use GET /metrics\n",
+                           kErrorType);
       return HandlerResponse::Handled;
     });
     Get("/metrics",
         [this](const httplib::Request&, httplib::Response& response) { Scrape(response); });
     set_error_handler([](const httplib::Request& request, httplib::Response& response) {
       if (!response.body.empty()) return;
+      const std::string path = request.path.size() > kEchoBytesMax
+                                   ? request.path.substr(0, kEchoBytesMax) + "..."
+                                   : request.path;
       const std::string what =
-          response.status == 404
-              ? "no such path: " + request.path + " (the metrics are at /metrics)"
-          : response.status == 400 ? std::string("malformed or oversized request")
+          response.status == 404   ? "no such path: " + path + " (the metrics are at /metrics)"
+          : response.status == 414 ? std::string("request line too long")
+          : response.status == 400 ? std::string("malformed request")
                                    : "error " + std::to_string(response.status);
-      response.set_content(what + "\n", "text/plain; charset=utf-8");
+      response.set_content(what + "\n", kErrorType);
     });
   }
   ~Server() override {
     if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (inbox_fd_ >= 0) ::close(inbox_fd_);
   }
 
-  bool valid() const { return wake_fd_ >= 0; }
+  bool valid() const { return wake_fd_ >= 0 && inbox_fd_ >= 0; }
+
+  // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the library
+  // was built): a burst of connections beyond it has its SYNs dropped, and a scraper among them
+  // waits for the retransmission (1 s, then 3 s). listen() again only sets the backlog.
+  void WidenBacklog() { ::listen(svr_sock_, SOMAXCONN); }
+
+  void StartThreads() {
+    reader_ = std::thread([this] { Read(); });
+    for (size_t i = 0; i < limits_.threads; ++i) workers_.emplace_back([this] { Work(); });
+  }
 
   void BeginStop() {
-    stopping_.store(true);
+    {
+      std::lock_guard lock(ready_mutex_);
+      stopping_.store(true);
+    }
+    ready_cv_.notify_all();
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof(one));  // stays readable
   }
 
+  // After BeginStop() and the accepting thread's end: joins the reader and the workers, and
+  // closes every connection left.
+  void JoinThreads() {
+    if (reader_.joinable()) reader_.join();
+    for (std::thread& worker : workers_) {
+      if (worker.joinable()) worker.join();
+    }
+    std::lock_guard inbox_lock(inbox_mutex_);
+    inbox_.clear();
+    std::lock_guard ready_lock(ready_mutex_);
+    ready_.clear();
+  }
+
   uint64_t refused_busy() const { return refused_busy_.load(std::memory_order_relaxed); }
+  uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
 
   std::thread acceptor;
   std::atomic<bool> acceptor_done{false};
 
  private:
+  // After an error reply to a request not answered whole (too large, malformed, with a body):
+  // closing with unread bytes would make the kernel send a reset, which can destroy the reply
+  // before the client reads it. The reader discards what the client still sends, for a short,
+  // bounded while, and closes when it ends.
+  static constexpr int64_t kLingerMs = 500;
+  static constexpr size_t kLingerBytesMax = 256u << 10;
+
+  // On cpp-httplib's accepting thread, for each accepted socket.
   bool process_and_close_socket(socket_t sock) override {
-    if (refuse_connection || stopping_.load()) {
-      static constexpr char kBusy[] =
-          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
-          "27\r\nConnection: close\r\n\r\nmetrics listener is busy\r\n\r\n";
-      [[maybe_unused]] ssize_t sent =
-          ::send(sock, kBusy, sizeof(kBusy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-      ::shutdown(sock, SHUT_RDWR);
-      ::close(sock);
-      return false;
-    }
+    auto connection = std::make_unique<Connection>(sock, &open_);
+    if (stopping_.load()) return false;
     // cpp-httplib writes a reply's headers and body in two sends: without TCP_NODELAY the body
     // waits for the client's delayed ACK of the headers (40 ms on Linux) on a kept-alive
     // connection.
     int yes = 1;
     ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-    ListenerStream stream(sock, wake_fd_, limits_);
-    for (size_t served = 0; served < limits_.keep_alive_requests_max; ++served) {
-      if (served > 0 && !stream.WaitForRequest()) break;
-      stream.BeginRequest();
-      close_after_reply = false;
-      const bool last = served + 1 == limits_.keep_alive_requests_max;
-      bool connection_closed = false;
-      const bool ok = process_request(stream, last, connection_closed, nullptr);
-      if (!ok || connection_closed || close_after_reply || stream.failed() || stopping_.load()) {
-        break;
-      }
+    connection->deadline = After(limits_.request_ms);
+    if (ToReader(connection)) return true;
+    Refuse(*connection);  // the reader is a whole connection limit behind
+    return false;
+  }
+
+  // Hands `connection` to the reader; false (and `connection` kept) if its inbox is full.
+  bool ToReader(std::unique_ptr<Connection>& connection) {
+    {
+      std::lock_guard lock(inbox_mutex_);
+      if (inbox_.size() >= limits_.connections_max) return false;
+      inbox_.push_back(std::move(connection));
     }
-    if ((stream.read_failed() || close_after_reply) && !stopping_.load()) LingeringClose(sock);
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t written = ::write(inbox_fd_, &one, sizeof(one));
     return true;
   }
 
-  // After an error reply to a request not read whole (too large, malformed): closing with unread
-  // bytes would make the kernel send a reset, which can destroy the reply before the client reads
-  // it. Send the end of the reply first, then discard what the client still sends, for a short,
-  // bounded while.
-  void LingeringClose(int sock) {
-    ::shutdown(sock, SHUT_WR);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(kLingerMs);
-    char discard[4096];
-    for (size_t discarded = 0; discarded < kLingerBytesMax;) {
-      if (WaitFor(sock, POLLIN, wake_fd_, deadline) != 1) return;
-      const ssize_t got = ::recv(sock, discard, sizeof(discard), MSG_DONTWAIT);
-      if (got <= 0) return;
-      discarded += static_cast<size_t>(got);
+  void Refuse(Connection& connection) {
+    refused_busy_.fetch_add(1, std::memory_order_relaxed);
+    static const std::string kBusy =
+        CannedReply(503, "Service Unavailable", "metrics listener is busy: try again\n");
+    [[maybe_unused]] ssize_t sent =
+        ::send(connection.fd, kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+
+  // The reader: waits for the requests of every connection no worker has, and for what clients
+  // still send on a connection being closed (draining). A connection whose request is complete
+  // (or too large, or malformed) goes to the workers.
+  void Read() {
+    io::NameThisThread("wharf-metrics");
+    std::vector<std::unique_ptr<Connection>> waiting;
+    std::vector<pollfd> fds;
+    while (!stopping_.load()) {
+      TakeInbox(waiting);
+      auto wait_until = Clock::now() + std::chrono::hours(1);
+      fds.assign({{wake_fd_, POLLIN, 0}, {inbox_fd_, POLLIN, 0}});
+      for (const auto& connection : waiting) {
+        fds.push_back({connection->fd, POLLIN, 0});
+        wait_until = std::min(wait_until, connection->deadline);
+      }
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - Clock::now());
+      const int ready = ::poll(fds.data(), fds.size(),
+                               static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30)));
+      if (ready < 0 && errno != EINTR) break;
+      if (ready < 0) continue;
+      if ((fds[0].revents & POLLIN) != 0) break;
+      if ((fds[1].revents & POLLIN) != 0) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t got = ::read(inbox_fd_, &count, sizeof(count));
+      }
+      const auto now = Clock::now();
+      std::vector<std::unique_ptr<Connection>> still;
+      for (size_t i = 0; i < waiting.size(); ++i) {
+        std::unique_ptr<Connection>& connection = waiting[i];
+        if ((fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+          if (!Receive(*connection)) continue;  // the client closed: so do we
+          if (!connection->draining) {
+            connection->head = connection->Scan(limits_.request_bytes_max);
+            if (connection->head != Head::kIncomplete) {
+              ToWorkers(std::move(connection));
+              continue;
+            }
+          }
+        }
+        if (now >= connection->deadline) continue;  // too slow, idle too long, or drained
+        still.push_back(std::move(connection));
+      }
+      waiting.swap(still);
     }
   }
-  static constexpr int64_t kLingerMs = 500;
-  static constexpr size_t kLingerBytesMax = 256u << 10;
+
+  // Moves the connections accepted or given back into `waiting`. A new connection beyond
+  // connections_max takes the place of the one that has waited longest for its request: a
+  // client holding many connections open cannot keep a scraper out, only make it compete.
+  void TakeInbox(std::vector<std::unique_ptr<Connection>>& waiting) {
+    std::vector<std::unique_ptr<Connection>> arrived;
+    {
+      std::lock_guard lock(inbox_mutex_);
+      arrived.swap(inbox_);
+    }
+    const auto now = Clock::now();
+    for (std::unique_ptr<Connection>& connection : arrived) {
+      if (connection->fresh && open_.load() > limits_.connections_max) {
+        auto oldest = std::min_element(waiting.begin(), waiting.end(), [](auto& a, auto& b) {
+          return a->waiting_since < b->waiting_since;
+        });
+        if (oldest == waiting.end()) {
+          Refuse(*connection);  // every other connection is being answered
+          continue;
+        }
+        waiting.erase(oldest);
+        evicted_.fetch_add(1, std::memory_order_relaxed);
+      }
+      connection->waiting_since = now;
+      waiting.push_back(std::move(connection));
+    }
+  }
+
+  // Reads what `connection` sent; false when it closed (or failed).
+  bool Receive(Connection& connection) {
+    char buffer[kReceiveBytes];
+    ssize_t got;
+    do {
+      got = ::recv(connection.fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (got <= 0) return false;
+    if (connection.draining) {
+      connection.drained_bytes += static_cast<size_t>(got);
+      return connection.drained_bytes < kLingerBytesMax;
+    }
+    if (connection.idle) {
+      // A kept-alive connection's next request: it has request_ms from its first byte.
+      connection.idle = false;
+      connection.deadline = After(limits_.request_ms);
+    }
+    connection.received.append(buffer, static_cast<size_t>(got));
+    return true;
+  }
+
+  void ToWorkers(std::unique_ptr<Connection> connection) {
+    connection->fresh = false;
+    {
+      std::lock_guard lock(ready_mutex_);
+      ready_.push_back(std::move(connection));
+    }
+    ready_cv_.notify_one();
+  }
+
+  void Work() {
+    io::NameThisThread("wharf-metrics");
+    for (;;) {
+      std::unique_ptr<Connection> connection;
+      {
+        std::unique_lock lock(ready_mutex_);
+        ready_cv_.wait(lock, [this] { return stopping_.load() || !ready_.empty(); });
+        if (stopping_.load()) return;
+        connection = std::move(ready_.front());
+        ready_.pop_front();
+      }
+      Answer(std::move(connection));
+    }
+  }
+
+  // Answers the connection's complete requests (several when the client pipelines), then gives
+  // it back to the reader to wait for the next one, or closes it.
+  void Answer(std::unique_ptr<Connection> connection) {
+    for (;;) {
+      if (connection->head != Head::kComplete) {
+        AnswerUnparsed(std::move(connection));
+        return;
+      }
+      bool has_body = false;
+      HeadStream stream(
+          connection->fd, wake_fd_, limits_.write_ms,
+          HeadForHttplib(std::string_view(connection->received).substr(0, connection->head_end),
+                         &has_body));
+      connection->ConsumeHead();
+      // A body is never read: what follows the head cannot be trusted to start a request.
+      close_after_reply = has_body;
+      const bool last = ++connection->served >= limits_.keep_alive_requests_max;
+      bool connection_closed = false;
+      const bool ok = process_request(stream, last, connection_closed, nullptr);
+      if (!ok || stream.write_failed() || stopping_.load()) return;
+      if (close_after_reply) {
+        Drain(std::move(connection));
+        return;
+      }
+      if (last || connection_closed) return;
+      connection->head = connection->Scan(limits_.request_bytes_max);
+      if (connection->head == Head::kIncomplete) {
+        connection->idle = connection->received.empty();
+        connection->deadline = After(connection->idle ? limits_.keep_alive_ms : limits_.request_ms);
+        if (!ToReader(connection)) return;  // closed
+        return;
+      }
+    }
+  }
+
+  // A request cpp-httplib never sees: too large (414 while its request line had not ended,
+  // else 431) or malformed (400).
+  void AnswerUnparsed(std::unique_ptr<Connection> connection) {
+    std::string reply;
+    if (connection->head == Head::kMalformed) {
+      reply = CannedReply(400, "Bad Request", "malformed request: no request line\n");
+    } else if (!connection->request_line_ended()) {
+      reply = CannedReply(
+          414, "URI Too Long",
+          "request line longer than " + std::to_string(limits_.request_bytes_max) + " bytes\n");
+    } else {
+      reply = CannedReply(431, "Request Header Fields Too Large",
+                          "request line and headers longer than " +
+                              std::to_string(limits_.request_bytes_max) + " bytes\n");
+    }
+    if (!SendAll(connection->fd, reply, wake_fd_, After(limits_.write_ms))) return;
+    Drain(std::move(connection));
+  }
+
+  // Ends the reply (FIN), then has the reader discard what the client still sends until it
+  // closes, for kLingerMs at most.
+  void Drain(std::unique_ptr<Connection> connection) {
+    ::shutdown(connection->fd, SHUT_WR);
+    connection->draining = true;
+    connection->received.clear();
+    connection->received.shrink_to_fit();
+    connection->deadline = After(kLingerMs);
+    ToReader(connection);  // when the inbox is full, it is closed at once
+  }
 
   void Scrape(httplib::Response& response) {
     MetricsSnapshot snapshot;
     Status s = ReadMetrics(*engine_, &snapshot);
     if (s.ok()) {
-      response.set_content(ToPrometheusText(snapshot), kContentType);
-      return;
+      std::string text = ToPrometheusText(snapshot);
+      if (text.size() <= limits_.reply_bytes_max) {
+        response.set_content(std::move(text), kContentType);
+        return;
+      }
+      s = Status::Internal("the page is " + std::to_string(text.size()) +
+                           " bytes, more than the listener's reply bound of " +
+                           std::to_string(limits_.reply_bytes_max));
     }
     response.status = s.IsClosed() ? 503 : 500;
-    response.set_content("cannot read the metrics: " + s.ToString() + "\n",
-                         "text/plain; charset=utf-8");
+    response.set_content("cannot read the metrics: " + s.ToString() + "\n", kErrorType);
   }
 
   Engine* const engine_;
   const HttpListenerLimits limits_;
-  int wake_fd_ = -1;
+  int wake_fd_ = -1;   // Stop(): readable for ever after
+  int inbox_fd_ = -1;  // a connection was put in inbox_
   std::atomic<bool> stopping_{false};
+  std::atomic<size_t> open_{0};  // Connection objects alive
   std::atomic<uint64_t> refused_busy_{0};
+  std::atomic<uint64_t> evicted_{0};
+
+  std::thread reader_;
+  std::vector<std::thread> workers_;
+  std::mutex inbox_mutex_;
+  std::vector<std::unique_ptr<Connection>> inbox_;  // guarded by inbox_mutex_
+  std::mutex ready_mutex_;
+  std::condition_variable ready_cv_;
+  std::deque<std::unique_ptr<Connection>> ready_;  // guarded by ready_mutex_
 };
 
 Status HttpListener::Start(Engine* engine, const std::string& address,
                            const HttpListenerLimits& limits,
                            std::unique_ptr<HttpListener>* listener) {
-  WHARF_ASSERT(engine != nullptr && limits.threads >= 1 && limits.keep_alive_requests_max >= 1);
+  WHARF_ASSERT(engine != nullptr && limits.threads >= 1 && limits.connections_max >= 1 &&
+               limits.keep_alive_requests_max >= 1 && limits.request_bytes_max >= 1);
   ListenAddress where;
   Status s = ParseListenAddress("metrics_listen", address, &where);
   if (!s.ok()) return s;
@@ -400,6 +667,8 @@ Status HttpListener::Start(Engine* engine, const std::string& address,
   }
   where.port = static_cast<uint16_t>(port);
   self->address_ = FormatListenAddress(where);
+  server.WidenBacklog();
+  server.StartThreads();
   server.acceptor = std::thread([&server] {
     io::NameThisThread("wharf-metrics");
     if (!server.listen_after_bind()) {
@@ -424,9 +693,11 @@ void HttpListener::Stop() {
   server_->BeginStop();
   server_->stop();
   if (server_->acceptor.joinable()) server_->acceptor.join();
+  server_->JoinThreads();
   server_.reset();
 }
 
 uint64_t HttpListener::refused_busy() const { return server_ ? server_->refused_busy() : 0; }
+uint64_t HttpListener::evicted() const { return server_ ? server_->evicted() : 0; }
 
 }  // namespace wharf::internal

@@ -647,7 +647,7 @@ TEST(DeclarativeCliTest, CheckNoRuntime) {
 }
 
 // Goal: `--strict` and `--require GUARANTEE` make a guarantee that is not established fail the
-// check (exit 3, each named on stderr), for CI; without them a valid file exits 0 as before, and
+// check (exit 4, each named on stderr), for CI; without them a valid file exits 0 as before, and
 // an invalid file exits 1 whatever they ask.
 TEST(DeclarativeCliTest, StrictAndRequireFailOnUnprovenGuarantees) {
   // proofs.yaml is valid; input.partition_unspecified's ordering proof fails (batching ordering
@@ -655,14 +655,14 @@ TEST(DeclarativeCliTest, StrictAndRequireFailOnUnprovenGuarantees) {
   CliResult r = RunCheck(Data("proofs.yaml"));
   EXPECT_EQ(r.code, 0) << r.out;
   r = RunCheck(Data("proofs.yaml") + " --strict");
-  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_NE(r.out.find("input op.orders/input.partition_unspecified: ordering is failed, not "
                        "established (--strict)"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("input op.orders/input.unordered: ordering"), std::string::npos) << r.out;
   r = RunCheck(Data("proofs.yaml") + " --require ordering");
-  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_NE(r.out.find("input op.orders/input.unordered: ordering is not_claimed, not "
                        "established (--require ordering)"),
             std::string::npos)
@@ -670,12 +670,12 @@ TEST(DeclarativeCliTest, StrictAndRequireFailOnUnprovenGuarantees) {
   // The full example proves its delivery and ordering, not serialization (a batching stage).
   EXPECT_EQ(RunCheck(Data("seed_full_example.yaml") + " --require delivery,ordering").code, 0);
   r = RunCheck(Data("seed_full_example.yaml") + " --require ordering --require serialization");
-  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_NE(r.out.find("serialization is failed, not established (--require serialization)"),
             std::string::npos)
       << r.out;
   r = RunCheck(Data("seed_full_example.yaml") + " --strict --json");
-  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_NE(r.out.find(R"("unproven":[{"input":"op.publish_order_event/)"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(R"("asked":"--strict","guarantee":"serialization","outcome":"failed"})"),
@@ -684,7 +684,7 @@ TEST(DeclarativeCliTest, StrictAndRequireFailOnUnprovenGuarantees) {
   // No input declared: nothing is proven, so a required guarantee is not.
   EXPECT_EQ(RunCheck(Data("no_runtime.yaml") + " --strict").code, 0);
   r = RunCheck(Data("no_runtime.yaml") + " --require delivery");
-  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_NE(r.out.find("--require delivery: no input is declared"), std::string::npos) << r.out;
   // Invalid stays 1; an unknown guarantee is a usage error naming it.
   EXPECT_EQ(RunCheck(Data("invalid_all.yaml") + " --strict").code, 1);

@@ -64,6 +64,7 @@ class RawClient {
   RawClient& operator=(const RawClient&) = delete;
 
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   bool Send(const std::string& bytes) {
     size_t sent = 0;
     while (sent < bytes.size()) {

@@ -1,7 +1,7 @@
 // `wharf check FILE [--json] [--strict] [--require GUARANTEE]...`: validates a declarative runtime
 // file and reports, per input, the guarantees its declaration establishes and why, its pool's
 // member_concurrency, and the relays bound to it (broker, URL, target template, order; never a
-// password or token). Exit 0 when valid, 1 when not; 3 (kExitUnproven) when valid but a guarantee
+// password or token). Exit 0 when valid, 1 when not; 4 (kExitUnproven) when valid but a guarantee
 // --strict or --require asks for is not established, for CI to fail on.
 #include <algorithm>
 #include <cstdio>

@@ -3,7 +3,10 @@
 //   1  a usage or data error (bad argument, unknown consumer, refused change, corrupt record)
 //   2  the database cannot be opened: missing, not a Wharf database, a newer format, or, for a
 //      command that changes it, in use by another process (nothing is changed then)
-//   3  `wharf check --strict|--require`: the file is valid but does not prove what was asked
+//   3  the engine holding the database cannot take the request now: its admin socket is at its
+//      connection limit (Busy), or it did not answer within --timeout (IOError, kTimedOut); try
+//      again (after a timeout, a change may or may not have been made)
+//   4  `wharf check --strict|--require`: the file is valid but does not prove what was asked
 // and prints one line "wharf: <problem>" on stderr for every error.
 //
 // Read-only commands open the database as a RocksDB secondary (wharf/inspect.h), so they work
@@ -17,14 +20,17 @@
 #include <string>
 #include <vector>
 
+#include "wharf/status.h"
+
 namespace wharf::cli {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitCannotOpen = 2;
+inline constexpr int kExitTryAgain = 3;
 // `wharf check`: the file is valid, but a guarantee --strict or --require asks for is not
 // established (CI tells it from an invalid file, exit 1).
-inline constexpr int kExitUnproven = 3;
+inline constexpr int kExitUnproven = 4;
 
 // `wharf check` (tools/cli/check_command.cc).
 struct CheckOptions {
@@ -39,6 +45,8 @@ struct Context {
   std::string admin_socket;
   // --color: "auto" (on a terminal unless NO_COLOR is set), "always" or "never" (UseColor).
   std::string color = "auto";
+  // --timeout: how long an admin request waits for the engine holding `db` (AdminClientOptions).
+  int64_t timeout_ms = 10'000;
 };
 
 // Whether output to `fd` gets ANSI colors: --color always or never decides; auto means when `fd`
@@ -49,6 +57,10 @@ bool UseColor(const Context& context, int fd);
 int Fail(int code, const std::string& message);
 // Prints "wharf: warning: <message>" on stderr (stdout, and --json, stay clean).
 void Warn(const std::string& message);
+// An admin request the engine holding the database could not take now (Busy: its admin socket's
+// connection limit; IOError with subcode kTimedOut: no answer within --timeout): prints why and
+// what to do, and returns kExitTryAgain. Any other status: returns 0, nothing printed.
+int FailIfUnavailable(const Context& context, const Status& status);
 
 int Stat(const Context& context);
 

@@ -1,4 +1,4 @@
-// wharf: inspect and operate a Wharf database (SPEC.md §6, issue 6).
+// wharf: inspect and operate a Wharf database.
 //
 //   wharf stat --db PATH
 //   wharf cursor copy store-requests store-reviews --db PATH
@@ -6,17 +6,20 @@
 //   wharf bench W1-append --json
 //
 // Global options (accepted before or after the command, and listed in every command's help):
-// --db PATH (or $WHARF_DB), --json, --admin-socket PATH, --color auto|always|never, -V/--version.
+// --db PATH (or $WHARF_DB), --json, --admin-socket PATH, --timeout S, --color auto|always|never,
+// -V/--version.
 // Exit status: 0 ok; 1 usage or data error (a mistyped command or option names the one meant);
 // 2 the database cannot be opened (missing, not a Wharf database, newer format, or, for a command
-// that changes it, in use by another process that serves no admin socket); 128+N when signal N
-// (Ctrl-C: 130, SIGTERM: 143) ends a command that runs until interrupted (tail -f, top, bench).
+// that changes it, in use by another process that serves no admin socket); 3 the engine holding
+// it is busy or did not answer within --timeout (try again); 128+N when signal N (Ctrl-C: 130,
+// SIGTERM: 143) ends a command that runs until interrupted (tail -f, top, bench).
 //
 // Commands that change the database work on a live one: the process holding it makes the change
 // (its engine's admin socket, <db>/admin.sock or --admin-socket PATH).
 #include <rocksdb/version.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -42,11 +45,12 @@ namespace {
 constexpr const char* kFooter =
     "Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a\n"
     "Wharf database, newer format, or, for a command that changes it, in use by another process\n"
-    "that serves no admin socket); 3 `check --strict|--require`: valid, but a guarantee asked\n"
-    "for is not established; 130 (Ctrl-C) or 143 (SIGTERM) for a command interrupted while\n"
-    "it runs (tail -f, top, bench). Every command works while an application holds the database\n"
-    "open: commands that change it ask that application's engine, over its admin socket\n"
-    "(<db>/admin.sock, or --admin-socket PATH), to make the change.";
+    "that serves no admin socket); 3 the application holding it is busy or did not answer within\n"
+    "--timeout (try again; check that it is running); 4 `check --strict|--require`: valid, but a\n"
+    "guarantee asked for is not established; 130 (Ctrl-C) or 143 (SIGTERM) for a command\n"
+    "interrupted while it runs (tail -f, top, bench). Every command works while an application\n"
+    "holds the database open: commands that change it ask that application's engine, over its\n"
+    "admin socket (<db>/admin.sock, or --admin-socket PATH), to make the change.";
 
 // CLI11 shows a subcommand's own options only; the global ones (options of the app, accepted
 // after any command through fallthrough) are listed in every subcommand's help as well.
@@ -188,6 +192,11 @@ int Run(int argc, char** argv) {
   app.add_option("--admin-socket", context.admin_socket,
                  "Where the process holding the database serves admin requests, when not "
                  "<db>/admin.sock (its engine option admin_socket=PATH)");
+  double timeout_s = 10;
+  app.add_option("--timeout", timeout_s,
+                 "Seconds to wait for the application holding the database to answer an admin "
+                 "request (default 10); beyond, exit 3")
+      ->check(kPositiveDecimal);
   app.add_option("--color", context.color,
                  "Colors: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
@@ -394,12 +403,12 @@ int Run(int argc, char** argv) {
   CheckOptions check_options;
   auto* check = app.add_subcommand(
       "check", "Validate a declarative runtime file and state the guarantees it proves");
-  check->add_option("file", check_file, "YAML file")->required();
+  check->add_option("file", check_file, "Declarative runtime YAML file")->required();
   check->add_flag("--strict", check_options.strict,
-                  "Exit 3 when a guarantee the file claims is not proven (outcome failed)");
+                  "Exit 4 when a guarantee the file claims is not proven (outcome failed)");
   check
       ->add_option("--require", check_options.require,
-                   "Exit 3 unless GUARANTEE is established for every input (repeatable, or a "
+                   "Exit 4 unless GUARANTEE is established for every input (repeatable, or a "
                    "comma-separated list)")
       ->type_name("GUARANTEE")
       ->delimiter(',')
@@ -408,7 +417,7 @@ int Run(int argc, char** argv) {
       "Every error is printed as file:line:column: message. For each input: delivery, ordering,\n"
       "serialization and precedence, each established, failed or not claimed, with the reason.\n"
       "Exit 0 when the file is valid (and, with --strict or --require, proves what they ask),\n"
-      "1 when it is not valid, 3 when it is valid but a guarantee --strict or --require asks\n"
+      "1 when it is not valid, 4 when it is valid but a guarantee --strict or --require asks\n"
       "for is not established (each is named on stderr). No --db needed.");
   check->callback([&] { run = [&] { return Check(context, check_file, check_options); }; });
 
@@ -425,6 +434,8 @@ int Run(int argc, char** argv) {
     std::string words = CommandPath(innermost).substr(app.get_name().size());  // " dead list"
     return Fail(kExitError, UsageMessage(app, innermost, e) + " (see 'wharf help" + words + "')");
   }
+  // At least a millisecond: a --timeout of 0.0001 still means "a little", not "no limit".
+  context.timeout_ms = std::max<int64_t>(1, std::llround(timeout_s * 1000));
   if (version) return Version(context);
   if (!run) {
     std::fprintf(stderr, "%s", app.help().c_str());

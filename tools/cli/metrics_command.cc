@@ -106,6 +106,7 @@ int Metrics(const Context& context) {
   MetricsSnapshot snapshot;
   if (client) {
     Status s = client->ReadMetrics(&snapshot);
+    if (int code = FailIfUnavailable(context, s)) return code;
     if (!s.ok()) {
       return Fail(kExitError, "the engine at " + client->socket_path() +
                                   " could not give its metrics: " + s.ToString());

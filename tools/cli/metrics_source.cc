@@ -38,7 +38,12 @@ bool SameFile(const std::string& a, const std::string& b) {
 int ConnectEngine(const Context& context, std::unique_ptr<AdminClient>* client, std::string* why) {
   client->reset();
   const std::string& socket = context.admin_socket.empty() ? context.db : context.admin_socket;
-  Status s = AdminClient::Connect(socket, client);
+  AdminClientOptions options;
+  options.timeout_ms = context.timeout_ms;
+  Status s = AdminClient::Connect(socket, options, client);
+  // An engine that is there but does not answer (or is at its connection limit) is not "no
+  // engine": what the database records would hide it.
+  if (int code = FailIfUnavailable(context, s)) return code;
   if (s.IsIOError()) {
     // Nothing answers there: no engine holds the database, or it serves no socket at that path.
     *why = s.message();

@@ -18,7 +18,8 @@ namespace wharf::cli {
 // kExitOk with *client set when one answers, or with *client null and *why saying why none did
 // (no engine holds the database, or it serves no socket there: not an error by itself). Returns an
 // exit code, the error printed, when the socket is served by the engine of another database or
-// cannot be used at all.
+// cannot be used at all, or when the engine there is busy or does not answer within --timeout
+// (kExitTryAgain).
 int ConnectEngine(const Context& context, std::unique_ptr<AdminClient>* client, std::string* why);
 
 // A snapshot that is not live (live=false), from the database's own records: the last LSN

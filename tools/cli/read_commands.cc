@@ -249,6 +249,18 @@ int Fail(int code, const std::string& message) {
 
 void Warn(const std::string& message) { Fail(0, "warning: " + message); }
 
+int FailIfUnavailable(const Context& context, const Status& status) {
+  if (status.IsBusy()) {
+    // The engine's message says why (its connection limit) and to try again.
+    return Fail(kExitTryAgain, "the engine holding " + context.db +
+                                   " is busy: " + status.message() + " (nothing was changed)");
+  }
+  if (status.IsIOError() && status.subcode() == Status::SubCode::kTimedOut) {
+    return Fail(kExitTryAgain, status.message());  // names the socket, the process, what to check
+  }
+  return 0;
+}
+
 namespace {
 
 // Everything `wharf stat` shows, read in one catch-up of the secondary: the stat snapshot the

@@ -38,7 +38,10 @@ class Admin {
       return Fail(kExitCannotOpen, "cannot open database " + context.db + ": " + s.message());
     }
     const std::string& socket = context.admin_socket.empty() ? context.db : context.admin_socket;
-    s = AdminClient::Connect(socket, &client_);
+    AdminClientOptions client_options;
+    client_options.timeout_ms = context.timeout_ms;
+    s = AdminClient::Connect(socket, client_options, &client_);
+    if (int code = FailIfUnavailable(context, s)) return code;
     if (!s.ok()) {
       return Fail(
           kExitCannotOpen,
@@ -156,6 +159,12 @@ Status CursorsOf(Admin& admin, const std::string& consumer, std::vector<CursorIn
   return Status::OK();
 }
 
+// An admin call's failure that is none of the command's own cases.
+int FailCall(const Context& context, const Status& status) {
+  if (int code = FailIfUnavailable(context, status)) return code;
+  return Fail(kExitError, status.ToString());
+}
+
 int RefusedConflict(const Status& status) {
   return Fail(kExitError, status.message() + "; nothing was changed, try again");
 }
@@ -225,10 +234,10 @@ int CursorCopy(const Context& context, const std::string& from, const std::strin
                                 "was changed)");
   }
   if (s.IsConflict()) return RefusedConflict(s);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   std::vector<CursorInfo> cursors;
   s = CursorsOf(admin, to, &cursors);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   PrintPositions(context, "copied", to, cursors);
   return kExitOk;
 }
@@ -250,7 +259,7 @@ int CursorSet(const Context& context, const std::string& consumer, const CursorT
   if (int code = admin.Open(context)) return code;
   std::vector<CursorInfo> cursors;
   Status s = CursorsOf(admin, consumer, &cursors);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   if (cursors.empty() && !create) {
     return Fail(kExitError, "consumer '" + consumer +
                                 "' has no cursors; add --create to position a new consumer");
@@ -260,20 +269,20 @@ int CursorSet(const Context& context, const std::string& consumer, const CursorT
   if (target.to_end) fact_id = UINT64_MAX;
   if (target.to_time_ms) {
     s = admin.FactIdAtTime(context.db, *target.to_time_ms, &fact_id);
-    if (!s.ok()) return Fail(kExitError, s.ToString());
+    if (!s.ok()) return FailCall(context, s);
   }
   SetCursorOptions options;
   options.dry_run = dry_run;
   std::vector<CursorMove> moves;
   s = admin.SetCursor(consumer, fact_id, options, &moves);
   if (s.IsConflict()) return RefusedConflict(s);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   if (dry_run) {
     PrintMoves(context, consumer, moves);
     return kExitOk;
   }
   s = CursorsOf(admin, consumer, &cursors);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   PrintPositions(context, "set", consumer, cursors);
   return kExitOk;
 }
@@ -291,7 +300,7 @@ int CursorDelete(const Context& context, const std::string& consumer, bool yes) 
   if (s.ok()) s = admin.DeleteCursor(consumer);
   if (s.IsNotFound()) return Fail(kExitError, "consumer '" + consumer + "' has no cursors");
   if (s.IsConflict()) return RefusedConflict(s);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   if (context.json) {
     Json json;
     json.BeginObject().Key("deleted").Bool(true).Key("consumer").String(consumer);
@@ -317,7 +326,7 @@ int DeadPurge(const Context& context, const std::string& consumer,
     return Fail(kExitError, s.message() + (fact_ids.empty() ? "" : " (nothing was changed)"));
   }
   if (s.IsConflict()) return RefusedConflict(s);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   if (context.json) {
     Json json;
     json.BeginObject().Key("consumer").String(consumer).Key("purged").Uint(purged);
@@ -340,6 +349,7 @@ int DeadRetry(const Context& context, const std::string& consumer,
   if (int code = admin.Open(context)) return code;
   std::vector<RetriedLetter> retried;
   Status s = admin.RetryDeadLetters(consumer, fact_ids, &retried);
+  if (int code = FailIfUnavailable(context, s)) return code;
   if (!s.ok()) {
     std::string done =
         retried.empty() ? "nothing was changed"
@@ -384,6 +394,7 @@ int Trim(const Context& context, bool yes, bool dry_run) {
     options.progress = [&](uint32_t done, uint32_t total) { bar.Update(done, total); };
     s = admin.TrimPassed(&report, options);
   }
+  if (int code = FailIfUnavailable(context, s)) return code;
   if (!s.ok()) {
     std::string done = report.fact_count == 0
                            ? "nothing was trimmed"
@@ -442,7 +453,7 @@ int LeaseRelease(const Context& context, const std::string& consumer, bool yes) 
   Status s = admin.ReleaseLease(consumer);
   if (s.IsNotFound()) return Fail(kExitError, s.message());
   if (s.IsConflict()) return RefusedConflict(s);
-  if (!s.ok()) return Fail(kExitError, s.ToString());
+  if (!s.ok()) return FailCall(context, s);
   if (context.json) {
     Json json;
     Print(json.BeginObject()

@@ -13,13 +13,18 @@
 //   IOError   the socket cannot be reached (no engine serves it: none holds the database, or it
 //             runs with admin_socket=off or another path), the connection broke, or the engine
 //             refused this process's user (only the engine's own user and root are served)
+//   IOError with subcode kTimedOut (retryable)
+//             the engine did not accept the connection, take the request or reply within
+//             AdminClientOptions::timeout_ms (its process is stopped, stuck or overloaded); the
+//             message names the socket, the process id and what to check
 //   Busy      the engine serves its limit of connections at once (try again)
 //   Internal  the engine's reply is malformed
-// A change whose connection breaks before the reply arrives may or may not have been made: read
-// the state again before repeating it.
+// A change whose connection breaks or times out before the reply arrives may or may not have
+// been made: read the state again before repeating it.
 //
 // Each call opens its own connection (the engine closes idle ones), sends one request and waits
-// for the reply, for as long as the engine takes (a trim of a large database takes a while).
+// for the reply, at most timeout_ms; a request that reports progress (TrimPassed) waits at most
+// timeout_ms for each progress line, so a trim of a large database may take longer as a whole.
 //
 // Ownership: Connect() hands the caller the only owner; results are copied into the caller's
 // containers. Thread safety: not thread-safe; distinct AdminClients may be used from distinct
@@ -38,13 +43,25 @@
 
 namespace wharf {
 
+struct AdminClientOptions {
+  // How long a call waits for the engine, in milliseconds: to connect, to send its request, and
+  // for its reply (for each progress line of a trim). 0: no limit (a stopped engine is then waited
+  // for without end).
+  int64_t timeout_ms = 10'000;
+};
+
 class AdminClient {
  public:
   // `path`: a database directory (its default socket, `<path>/admin.sock`) or the path of a
-  // socket (an engine configured with admin_socket=PATH). Checks that an engine answers there.
-  //   InvalidArgument  an empty path
-  //   IOError          nothing answers at the socket (named), or this user is refused
+  // socket (an engine configured with admin_socket=PATH). Checks that an engine answers there,
+  // within options.timeout_ms (the default options: 10 s).
+  //   InvalidArgument  an empty path, a negative timeout_ms
+  //   IOError          nothing answers at the socket (named), or this user is refused; with
+  //                    subcode kTimedOut: the engine there did not answer in time
+  //   Busy             the engine serves its limit of connections at once (try again)
   static Status Connect(const std::string& path, std::unique_ptr<AdminClient>* client);
+  static Status Connect(const std::string& path, const AdminClientOptions& options,
+                        std::unique_ptr<AdminClient>* client);
   ~AdminClient();
   AdminClient(const AdminClient&) = delete;
   AdminClient& operator=(const AdminClient&) = delete;
@@ -81,6 +98,7 @@ class AdminClient {
 
   std::string socket_path_;
   std::string database_path_;
+  int64_t timeout_ms_ = 0;
 };
 
 }  // namespace wharf

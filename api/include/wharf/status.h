@@ -49,6 +49,7 @@ class [[nodiscard]] Status {
     kCursorMoved = 2,     // Conflict: a cursor changed since the transaction read it
     kDatabaseLocked = 3,  // IOError: another engine (in this process or another) holds it
     kAlreadyExists = 4,   // InvalidArgument: the target exists (e.g. cursor copy without force)
+    kTimedOut = 5,        // IOError: no answer within the caller's timeout (AdminClient)
   };
 
   Status() = default;  // OK

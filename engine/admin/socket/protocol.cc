@@ -253,6 +253,7 @@ constexpr std::pair<Status::SubCode, const char*> kSubCodes[] = {
     {Status::SubCode::kCursorMoved, "CursorMoved"},
     {Status::SubCode::kDatabaseLocked, "DatabaseLocked"},
     {Status::SubCode::kAlreadyExists, "AlreadyExists"},
+    {Status::SubCode::kTimedOut, "TimedOut"},
 };
 
 template <typename T, size_t N>

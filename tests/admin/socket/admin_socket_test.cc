@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -633,6 +634,62 @@ TEST_F(AdminSocketTest, OtherUsersAreRefused) {
 
   std::unique_ptr<AdminClient> client;  // root (this process) is served
   ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+}
+
+// An engine that does not answer (its process stopped or stuck): the kernel still takes the
+// connection into the socket's backlog and the request into its buffer, and nothing replies; or,
+// the backlog full, a connect would block. Either way AdminClient gives up after timeout_ms with
+// IOError, subcode kTimedOut, naming the socket, the process and what to check.
+TEST(AdminClientTimeoutTest, AnEngineThatNeverAnswersTimesOut) {
+  TempDir dir;
+  const std::string path = dir.path() + "/silent.sock";
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);  // never accepts
+
+  AdminClientOptions options;
+  options.timeout_ms = 300;
+  std::unique_ptr<AdminClient> client;
+  auto start = std::chrono::steady_clock::now();
+  Status s = AdminClient::Connect(path, options, &client);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(s.subcode(), Status::SubCode::kTimedOut) << s.ToString();
+  EXPECT_TRUE(s.retryable());
+  EXPECT_CONTAINS(s.message(), path);
+  EXPECT_CONTAINS(s.message(), "within 300 ms");
+  EXPECT_CONTAINS(s.message(), "pid " + std::to_string(::getpid()));  // the listening process
+  EXPECT_CONTAINS(s.message(), "kill -CONT");
+  EXPECT_GE(took, std::chrono::milliseconds(290));
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_EQ(client, nullptr);
+
+  // The backlog full (connections nobody accepted): the connect itself would wait.
+  std::vector<int> queued;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    queued.push_back(fd);
+    if (rc != 0) break;  // EAGAIN: full
+  }
+  start = std::chrono::steady_clock::now();
+  s = AdminClient::Connect(path, options, &client);
+  took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(s.subcode(), Status::SubCode::kTimedOut) << s.ToString();
+  EXPECT_CONTAINS(s.message(), "could not connect to the engine");
+  EXPECT_GE(took, std::chrono::milliseconds(290));
+  EXPECT_LT(took, std::chrono::seconds(3));
+  for (int fd : queued) ::close(fd);
+
+  options.timeout_ms = -1;
+  s = AdminClient::Connect(path, options, &client);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_CONTAINS(s.message(), "timeout_ms -1");
+  ::close(listener);
 }
 
 }  // namespace

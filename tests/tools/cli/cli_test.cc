@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <rocksdb/db.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -528,7 +530,7 @@ TEST_F(CliTest, CheckExitCodes) {
     std::vector<std::string> args{"check", file};
     args.insert(args.end(), asked.begin(), asked.end());
     r = Run(args);
-    EXPECT_EQ(r.code, 3) << asked[0] << ": " << r.err;
+    EXPECT_EQ(r.code, 4) << asked[0] << ": " << r.err;
     EXPECT_CONTAINS(r.out, "input op/in");  // the report is printed all the same
     EXPECT_CONTAINS(r.err, "wharf: " + file + ": input op/in: ");
     EXPECT_CONTAINS(r.err, " is failed, not established (");
@@ -1562,6 +1564,7 @@ class Holder {
     }
   }
   bool ready() const { return ready_; }
+  pid_t pid() const { return pid_; }
   std::string Command(const std::string& command) {
     std::string line = command + "\n";
     if (::write(to_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return "";
@@ -1721,6 +1724,80 @@ TEST_F(CliTest, LiveDatabaseSocketOffOrElsewhere) {
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "is served by the engine of database");
   EXPECT_CONTAINS(r.err, "(nothing was changed)");
+}
+
+// A holder that is stopped (SIGSTOP: its admin socket still takes connections and requests into
+// the kernel's buffers, and never replies): every command gives up after --timeout, exit 3, with
+// a message naming the process and what to check; without the flag, the default (10 s) applies.
+TEST_F(CliTest, AStoppedHolderTimesOut) {
+  CloseEngine();
+  Holder holder(dir_.db(), "on");
+  ASSERT_TRUE(holder.ready());
+  ASSERT_EQ(::kill(holder.pid(), SIGSTOP), 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"cursor", "set", "mailer", "--to-start", "--yes", "--timeout", "0.5"},
+      {"lease", "release", "mailer", "--yes", "--timeout", "0.5"},
+      {"metrics", "--timeout", "0.5"},
+  };
+  for (const auto& command : commands) {
+    const auto start = std::chrono::steady_clock::now();
+    Result r = RunDb(command);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(r.code, 3) << command[0] << ": " << r.err;
+    EXPECT_CONTAINS(r.err, "within 500 ms");
+    EXPECT_CONTAINS(r.err, "pid " + std::to_string(holder.pid()));
+    EXPECT_CONTAINS(r.err, "not stopped");
+    EXPECT_CONTAINS(r.err, "--timeout");
+    EXPECT_LT(took, std::chrono::seconds(5)) << command[0];
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  ASSERT_EQ(::kill(holder.pid(), SIGCONT), 0);
+  // Resumed, it answers again (the requests it took meanwhile are answered into closed sockets).
+  Result r =
+      RunDb({"cursor", "set", "mailer", "--to-start", "--yes", "--create", "--timeout", "30"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = RunDb({"cursor", "get", "mailer", "--timeout", "0"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "'0' is not a number > 0");
+}
+
+// At the holder's admin connection limit (64 connections open), every command that needs its
+// engine says so the same way: exit 3, "busy ... try again" (decided by the status code).
+TEST_F(CliTest, AtTheAdminConnectionLimitEveryCommandSaysBusy) {
+  CloseEngine();
+  Holder holder(dir_.db(), "on");
+  ASSERT_TRUE(holder.ready());
+  const std::string socket = dir_.db() + "/admin.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(socket.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, socket.data(), socket.size());
+  std::vector<int> taken;
+  auto release = [&] {
+    for (int fd : taken) ::close(fd);
+    taken.clear();
+  };
+  for (const auto& command : std::vector<std::vector<std::string>>{
+           {"lease", "release", "mailer", "--yes"},
+           {"cursor", "set", "mailer", "--to-start", "--yes", "--create"},
+           {"metrics"}}) {
+    // Fresh connections for each command: the holder closes idle ones after 5 s, and a command
+    // under a sanitizer starts slowly.
+    release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the holder sees them close
+    for (int i = 0; i < 64; ++i) {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+      taken.push_back(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // and accepts these
+    Result r = RunDb(command);
+    EXPECT_EQ(r.code, 3) << command[0] << ": " << r.err;
+    EXPECT_CONTAINS(r.err, "is busy");
+    EXPECT_CONTAINS(r.err, "try again");
+    EXPECT_EQ(r.err.find("admin_socket=off"), std::string::npos) << r.err;
+  }
+  release();
 }
 
 }  // namespace
