@@ -58,8 +58,16 @@ class RelaySink {
   virtual Status Validate(const std::string& relay_name, Ordering ordering) = 0;
   // Publishes `facts` (in id order within each partition) with as many in flight as the sink
   // allows, and fills `outcomes` with one outcome per fact, in the same order. Must not throw.
+  // Runs on a thread of the relay's own (up to 8 per relay, one call per lane at a time), never
+  // on a runtime worker: a broker that is down or never answers delays this relay only.
   virtual void Publish(std::span<const Fact* const> facts,
                        std::vector<PublishOutcome>* outcomes) = 0;
+  // The runtime stops: Publish calls in progress should return soon, their facts not answered
+  // yet transient (they are published again when the relay next runs). Any thread; may be called
+  // several times; later Publish calls work as usual. The default does nothing: the runtime's
+  // Stop() then waits for Publish to return by itself. The shipped sinks return at once, or
+  // within timeout_ms when a connect is in progress.
+  virtual void Cancel() {}
   // Counters for tests, metrics and `wharf stat` (any thread).
   struct Counters {
     uint64_t acknowledged = 0;
