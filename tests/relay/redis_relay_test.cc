@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "relay/relay_isolation.h"
 #include "relay/relay_kills.h"
 #include "relay/relay_test_util.h"
 #include "test_util.h"
@@ -101,6 +102,7 @@ class RedisRelayTest : public ::testing::Test {
     ASSERT_TRUE(redis_.Start()) << "redis-server did not start (is it installed?)";
     EngineOptions options;
     options.partitions = kPartitions;
+    options.retention_interval_ms = 0;  // every fact stays, to be compared with the broker's
     ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B", "Bad"}));
   }
@@ -303,6 +305,17 @@ TEST_F(RedisRelayTest, RedisKilledAndRestartedMidRun) {
   std::vector<DeadLetter> dead;
   ASSERT_OK(ListDeadLetters(*engine_, "r", &dead));
   EXPECT_TRUE(dead.empty());
+}
+
+// Redis down, then black-holed (accepts connections, never answers): the runtime's unrelated
+// subscriber is still delivered promptly and Stop() returns within timeout_ms; once Redis is back
+// every fact is relayed, once, in order (relay_isolation.h).
+TEST_F(RedisRelayTest, BrokerDownOrBlackHoledStallsNeitherOtherConsumersNorStop) {
+  ASSERT_OK(engine_->DeclareTypes({"P"}));
+  testing::RunBrokerIsolation(*engine_, kPartitions, redis_, [this] {
+    return Sink("stream=i:{partition};timeout_ms=" + std::to_string(testing::kIsolationTimeoutMs));
+  });
+  ExpectStreamsHold(FactsOf(*engine_, "A", kPartitions), "i:");
 }
 
 // The relaying process SIGKILLed at random moments (while it commits, publishes or commits its
