@@ -231,6 +231,37 @@ TEST_F(NatsRelayTest, BrokerDownOrBlackHoledStallsNeitherOtherConsumersNorStop) 
   ExpectStreamHolds("I", FactsOf(*engine_, "A", kPartitions), "i.");
 }
 
+// Cancel (the runtime stopping) makes a Publish waiting for acknowledgements that cannot come
+// (the server went away) return at once, its facts transient, rather than after timeout_ms.
+TEST_F(NatsRelayTest, CancelInterruptsAPublishWaitingForAcknowledgements) {
+  {
+    NatsClient client(nats_.port());
+    ASSERT_TRUE(client.ok() && client.AddStream("X", "x.>", 0));
+  }
+  auto sink = Sink("subject=x.{partition};timeout_ms=10000");
+  Fact fact;
+  fact.id = 7;
+  fact.type = "A";
+  const Fact* facts[] = {&fact};
+  std::vector<PublishOutcome> outcomes;
+  sink->Publish(facts, &outcomes);  // connected
+  ASSERT_EQ(outcomes.size(), 1u);
+  ASSERT_EQ(outcomes[0].result, PublishResult::kAcknowledged) << outcomes[0].error;
+  nats_.Kill();
+  fact.id = 8;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    sink->Cancel();
+  });
+  const int64_t begin_us = testing::SteadyNowUs();
+  sink->Publish(facts, &outcomes);
+  const int64_t took_ms = (testing::SteadyNowUs() - begin_us) / 1000;
+  canceller.join();
+  EXPECT_LT(took_ms, 5000) << "Cancel did not interrupt the wait for the acknowledgement";
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].result, PublishResult::kTransient) << outcomes[0].error;
+}
+
 // The relaying process SIGKILLed at random moments >= 20 times, then run to the end: each
 // subject holds its partition's facts once, in id order, as committed.
 TEST_F(NatsRelayTest, RelayProcessKilledAtRandomLosesAndReordersNothing) {

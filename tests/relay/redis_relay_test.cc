@@ -318,6 +318,39 @@ TEST_F(RedisRelayTest, BrokerDownOrBlackHoledStallsNeitherOtherConsumersNorStop)
   ExpectStreamsHold(FactsOf(*engine_, "A", kPartitions), "i:");
 }
 
+// Cancel (the runtime stopping) makes a Publish waiting for a broker that never answers return at
+// once, its facts transient, rather than after timeout_ms; the sink publishes again afterwards.
+TEST_F(RedisRelayTest, CancelInterruptsAPublishWaitingForABlackHole) {
+  const int port = redis_.port();
+  redis_.Kill();
+  auto sink = Sink("stream=c:{partition};timeout_ms=10000");
+  Fact fact;
+  fact.id = 7;
+  fact.type = "A";
+  const Fact* facts[] = {&fact};
+  std::vector<PublishOutcome> outcomes;
+  int64_t took_ms = 0;
+  {
+    testing::BlackHole hole(port);
+    ASSERT_TRUE(hole.ok());
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      sink->Cancel();
+    });
+    const int64_t begin_us = testing::SteadyNowUs();
+    sink->Publish(facts, &outcomes);
+    took_ms = (testing::SteadyNowUs() - begin_us) / 1000;
+    canceller.join();
+  }
+  EXPECT_LT(took_ms, 5000) << "Cancel did not interrupt the wait for the XADD's reply";
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].result, PublishResult::kTransient) << outcomes[0].error;
+  ASSERT_TRUE(redis_.Restart());
+  sink->Publish(facts, &outcomes);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].result, PublishResult::kAcknowledged) << outcomes[0].error;
+}
+
 // The relaying process SIGKILLed at random moments (while it commits, publishes or commits its
 // cursor), >= 20 times, then run to the end: every stream holds its partition's facts once, in
 // id order (so per key), as committed.
