@@ -7,12 +7,13 @@
 //
 // A relay is delivered like a subscriber (at least once, in id order per partition lane, its
 // cursor in the same transaction as its dead letters) but a batch at a time: the lane hands the
-// batch's facts to its RelaySink, which publishes them pipelined and says, per fact, what the
-// broker answered. The cursor passes a prefix of the batch: the acknowledged facts, those the
-// broker already had (a redelivery after a crash), and those it refused for good (each becomes
-// a dead letter named "broker-rejected" with the broker's text). The first transient failure
-// ends the batch before its fact, which is published again after the runtime's backoff; facts
-// after it that the broker did take are then reported as already published.
+// batch's facts to its RelaySink, on a thread of the relay's own (never a worker, which other
+// consumers share), which publishes them pipelined and says, per fact, what the broker answered.
+// The cursor passes a prefix of the batch: the acknowledged facts, those the broker already had (a
+// redelivery after a crash), and those it refused for good (each becomes a dead letter named
+// "broker-rejected" with the broker's text). The first transient failure ends the batch before its
+// fact, which is published again after the runtime's backoff; facts after it that the broker did
+// take are then reported as already published.
 //
 // A sink's broker must recognise a redelivered fact by an id derived from the fact id (Redis
 // Streams: the entry id; NATS JetStream: Nats-Msg-Id), so that redelivery is idempotent. Adding a
@@ -81,7 +82,7 @@ class RelaySink {
 // Makes a sink from "key=value;..." options. Keys common to every kind:
 //   kind         redis_streams | nats_jetstream (required)
 //   url          the broker (redis://host:port, nats://host:port)
-//   timeout_ms   connect and per-reply timeout (default 5000)
+//   timeout_ms   connect and per-reply timeout (default 5000); Runtime::Stop() returns within it
 //   in_flight    publishes in flight at most per lane (default 1024)
 // redis_streams: stream (template; default wharf:{partition}), user, password, maxlen (0: no
 //   trimming; else XADD MAXLEN ~ N).
