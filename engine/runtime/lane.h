@@ -24,7 +24,8 @@
 // Thread safety: a lane's state is touched by one thread at a time — its worker, or the thread
 // running Runtime::Drain() while the workers are paused — except `wanted_to` (raised by the
 // durable listener), `in_flight` (read by the lease thread handing its consumer over) and a
-// batch's `settled` flag (set by the committer's callback).
+// batch's `settled` flag (set by the committer's callback). A relay's batch is published on the
+// relay's own threads (engine/relay/relay_publisher.h), which hand it back through its job.
 #pragma once
 
 #include <atomic>
