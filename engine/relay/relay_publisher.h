@@ -32,8 +32,10 @@
 
 namespace wharf::internal {
 
-// Threads one relay publishes on at most (its lanes beyond that wait for a free one).
-inline constexpr uint32_t kRelayThreadsMax = 8;
+// Threads one relay publishes on at most (its lanes beyond that wait for a free one). W7-relay on
+// 2 cores: 4 beat both 2 (Redis pipelines less) and 8 (NATS slower: one connection, more
+// contention).
+inline constexpr uint32_t kRelayThreadsMax = 4;
 
 class RelayPublisher {
  public:

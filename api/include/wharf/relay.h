@@ -59,7 +59,7 @@ class RelaySink {
   virtual Status Validate(const std::string& relay_name, Ordering ordering) = 0;
   // Publishes `facts` (in id order within each partition) with as many in flight as the sink
   // allows, and fills `outcomes` with one outcome per fact, in the same order. Must not throw.
-  // Runs on a thread of the relay's own (up to 8 per relay, one call per lane at a time), never
+  // Runs on a thread of the relay's own (up to 4 per relay, one call per lane at a time), never
   // on a runtime worker: a broker that is down or never answers delays this relay only.
   virtual void Publish(std::span<const Fact* const> facts,
                        std::vector<PublishOutcome>* outcomes) = 0;
