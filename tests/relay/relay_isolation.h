@@ -139,7 +139,8 @@ class Probe {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    EXPECT_EQ(delays.size(), sent) << "probe facts were not all delivered within 10 s";
+    // (At least once: a fact delivered again after a restart counts too.)
+    EXPECT_GE(delays.size(), sent) << "probe facts were not all delivered within 10 s";
     if (delays.empty()) return INT64_MAX;
     std::sort(delays.begin(), delays.end());
     *max_ms = delays.back() / 1000;
