@@ -9,6 +9,8 @@
 namespace wharf::internal {
 namespace {
 
+constexpr const char* kCancelled = "nats: not published, the runtime is stopping";
+
 struct MsgDeleter {
   void operator()(natsMsg* msg) const { natsMsg_Destroy(msg); }
 };
@@ -120,9 +122,27 @@ Status NatsJetStreamSink::Validate(const std::string& relay_name, Ordering order
 
 RelaySink::Counters NatsJetStreamSink::counters() const { return counters_.Get(); }
 
-natsConnection* NatsJetStreamSink::Connection(std::string* error) {
+uint64_t NatsJetStreamSink::cancels() const {
+  std::lock_guard lock(waiting_mutex_);
+  return cancels_;
+}
+
+void NatsJetStreamSink::Cancel() {
+  std::lock_guard lock(waiting_mutex_);
+  ++cancels_;
+  // Their NextMsg returns at once; their owners unsubscribe (again) and destroy them.
+  for (natsSubscription* subscription : waiting_) natsSubscription_Unsubscribe(subscription);
+}
+
+natsConnection* NatsJetStreamSink::Connection(uint64_t cancels, std::string* error) {
+  // A call waiting here while another connects gives up once cancelled, rather than connecting
+  // again after it (a broker that never answers would hold each for timeout_ms).
   std::lock_guard lock(mutex_);
   if (connection_ != nullptr) return connection_;
+  if (this->cancels() != cancels) {
+    *error = kCancelled;
+    return nullptr;
+  }
   natsOptions* options = nullptr;
   natsStatus s = natsOptions_Create(&options);
   if (s == NATS_OK) s = natsOptions_SetURL(options, config_.url.c_str());
@@ -185,8 +205,8 @@ natsConnection* NatsJetStreamSink::Connection(std::string* error) {
   return connection_;
 }
 
-bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const Fact* const> facts,
-                                     size_t begin, size_t end,
+bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancels,
+                                     std::span<const Fact* const> facts, size_t begin, size_t end,
                                      std::vector<PublishOutcome>* outcomes) {
   // One inbox per chunk: a late acknowledgement of an earlier call never lands here.
   natsInbox* inbox = nullptr;
@@ -198,6 +218,15 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const
   if (s == NATS_OK) s = natsSubscription_SetPendingLimits(subscription, -1, -1);
   bool healthy = s == NATS_OK;
   std::string error = healthy ? "" : "nats subscribe: " + NatsStatusText(s);
+  if (healthy) {
+    std::lock_guard lock(waiting_mutex_);
+    if (cancels_ == cancels) {
+      waiting_.push_back(subscription);  // from here on, Cancel closes it
+    } else {
+      healthy = false;
+      error = kCancelled;
+    }
+  }
   size_t sent = begin;
   for (; healthy && sent < end; ++sent) {
     const Fact& fact = *facts[sent];
@@ -240,7 +269,11 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const
       outcome.error = "no acknowledgement from JetStream";  // until one arrives
     }
   }
-  if (healthy) natsConnection_Flush(connection);  // best effort; acks are what count
+  // Best effort (acks are what count), and bounded: a broker that stopped answering would
+  // otherwise hold the call for nats.c's default of 10 s.
+  if (healthy && natsConnection_Status(connection) == NATS_CONN_STATUS_CONNECTED) {
+    natsConnection_FlushTimeout(connection, config_.timeout_ms);
+  }
   // Acknowledgements, in whatever order they come, each to its fact; wait for those published.
   size_t waiting = 0;
   for (size_t i = begin; i < sent; ++i) {
@@ -250,7 +283,9 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const
     natsMsg* raw = nullptr;
     s = natsSubscription_NextMsg(&raw, subscription, config_.timeout_ms);
     if (s != NATS_OK) {
-      error = "nats: waiting for JetStream acknowledgements: " + NatsStatusText(s);
+      error = this->cancels() != cancels
+                  ? kCancelled
+                  : "nats: waiting for JetStream acknowledgements: " + NatsStatusText(s);
       healthy = false;
       break;
     }
@@ -293,6 +328,10 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, std::span<const
     }
   }
   if (subscription != nullptr) {
+    {
+      std::lock_guard lock(waiting_mutex_);
+      std::erase(waiting_, subscription);
+    }
     natsSubscription_Unsubscribe(subscription);
     natsSubscription_Destroy(subscription);
   }
@@ -304,14 +343,15 @@ void NatsJetStreamSink::Publish(std::span<const Fact* const> facts,
                                 std::vector<PublishOutcome>* outcomes) {
   outcomes->assign(facts.size(), PublishOutcome{PublishResult::kTransient, ""});
   std::string error;
-  natsConnection* connection = facts.empty() ? nullptr : Connection(&error);
+  const uint64_t cancels = this->cancels();
+  natsConnection* connection = facts.empty() ? nullptr : Connection(cancels, &error);
   if (connection == nullptr) {
     for (PublishOutcome& outcome : *outcomes) outcome.error = error;
   }
   for (size_t begin = 0; connection != nullptr && begin < facts.size();
        begin += config_.in_flight) {
     const size_t end = std::min(facts.size(), begin + size_t{config_.in_flight});
-    if (!PublishChunk(connection, facts, begin, end, outcomes)) {
+    if (!PublishChunk(connection, cancels, facts, begin, end, outcomes)) {
       for (size_t j = end; j < facts.size(); ++j) (*outcomes)[j].error = (*outcomes)[begin].error;
       break;
     }

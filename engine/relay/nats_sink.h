@@ -17,17 +17,21 @@
 // are presented to a server that verifies clients.
 //
 // Thread safety: one connection (nats.c connections are thread-safe), one inbox subscription
-// per Publish call.
+// per chunk of a Publish call. Cancel (any thread) closes the inbox subscriptions awaiting
+// acknowledgements, so that their calls return at once; a connect in progress runs to its
+// timeout, and the calls waiting for it then give up.
 #pragma once
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/relay/outcome_counters.h"
 #include "engine/relay/relay_config.h"
 #include "wharf/relay.h"
 
 struct __natsConnection;
+struct __natsSubscription;
 
 namespace wharf::internal {
 
@@ -47,18 +51,25 @@ class NatsJetStreamSink : public RelaySink {
   Status Validate(const std::string& relay_name, Ordering ordering) override;
   void Publish(std::span<const Fact* const> facts, std::vector<PublishOutcome>* outcomes) override;
   Counters counters() const override;
+  void Cancel() override;
 
  private:
-  // The connection, connecting (and creating the stream) first if needed. nullptr: *error.
-  __natsConnection* Connection(std::string* error);
+  // The connection, connecting (and creating the stream) first if needed. nullptr: *error (also
+  // when Cancel was called since the Publish call began, at `cancels`).
+  __natsConnection* Connection(uint64_t cancels, std::string* error);
   // Publishes facts [begin, end) and reads their acknowledgements. False: stop the batch.
-  bool PublishChunk(__natsConnection* connection, std::span<const Fact* const> facts, size_t begin,
-                    size_t end, std::vector<PublishOutcome>* outcomes);
+  bool PublishChunk(__natsConnection* connection, uint64_t cancels,
+                    std::span<const Fact* const> facts, size_t begin, size_t end,
+                    std::vector<PublishOutcome>* outcomes);
+  uint64_t cancels() const;
 
   const RelayConfig config_;
   std::string id_prefix_;
   std::mutex mutex_;
   __natsConnection* connection_ = nullptr;  // guarded by mutex_ until set
+  mutable std::mutex waiting_mutex_;
+  std::vector<__natsSubscription*> waiting_;  // inboxes awaiting acks; guarded by waiting_mutex_
+  uint64_t cancels_ = 0;                      // Cancel calls so far; guarded by waiting_mutex_
   OutcomeCounters counters_;
 };
 

@@ -2,6 +2,7 @@
 #include "engine/relay/redis_sink.h"
 
 #include <hiredis/hiredis.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@ namespace wharf::internal {
 namespace {
 
 constexpr std::string_view kNotAboveTop = "equal or smaller than the target stream top item";
+constexpr const char* kCancelled = "redis: not published, the runtime is stopping";
 
 // Errors after which the same XADD may succeed later: the server is loading, busy, out of
 // memory, a replica, or the credentials/ACL are being fixed. Anything else is the fact's.
@@ -82,12 +84,17 @@ Status RedisStreamsSink::Validate(const std::string& relay_name, Ordering orderi
 
 RelaySink::Counters RedisStreamsSink::counters() const { return counters_.Get(); }
 
-redisContext* RedisStreamsSink::Acquire(std::string* error) {
+redisContext* RedisStreamsSink::Acquire(uint64_t cancels, std::string* error) {
   {
     std::lock_guard lock(mutex_);
+    if (cancels_ != cancels) {
+      *error = kCancelled;
+      return nullptr;
+    }
     if (!idle_.empty()) {
       redisContext* context = idle_.back();
       idle_.pop_back();
+      busy_.push_back(context);
       return context;
     }
   }
@@ -100,6 +107,16 @@ redisContext* RedisStreamsSink::Acquire(std::string* error) {
     return nullptr;
   }
   redisSetTimeout(context, Timeval(config_.timeout_ms));
+  {
+    std::unique_lock lock(mutex_);
+    if (cancels_ != cancels) {
+      lock.unlock();
+      redisFree(context);
+      *error = kCancelled;
+      return nullptr;
+    }
+    busy_.push_back(context);  // from here on, Cancel shuts it down
+  }
   if (!config_.password.empty()) {
     std::vector<const char*> argv{"AUTH"};
     std::vector<size_t> lengths{4};
@@ -114,16 +131,30 @@ redisContext* RedisStreamsSink::Acquire(std::string* error) {
     if (reply == nullptr || reply->type == REDIS_REPLY_ERROR) {
       *error = "redis AUTH: " + (reply != nullptr ? std::string(reply->str, reply->len)
                                                   : std::string(context->errstr));
-      redisFree(context);
+      Release(context, cancels, /*healthy=*/false);
       return nullptr;
     }
   }
   return context;
 }
 
-void RedisStreamsSink::Release(redisContext* context) {
+void RedisStreamsSink::Release(redisContext* context, uint64_t cancels, bool healthy) {
+  std::unique_lock lock(mutex_);
+  std::erase(busy_, context);
+  // A connection Cancel shut down (or may have) is of no further use.
+  if (healthy && cancels_ == cancels) {
+    idle_.push_back(context);
+    return;
+  }
+  lock.unlock();
+  redisFree(context);  // a broken, timed-out or cancelled context cannot be reused
+}
+
+void RedisStreamsSink::Cancel() {
   std::lock_guard lock(mutex_);
-  idle_.push_back(context);
+  ++cancels_;
+  // Blocked reads and writes on these fail at once; their owners then free them (Release).
+  for (redisContext* context : busy_) ::shutdown(context->fd, SHUT_RDWR);
 }
 
 bool RedisStreamsSink::SendChunk(redisContext* context, std::span<const Fact* const> facts,
@@ -257,7 +288,12 @@ void RedisStreamsSink::Publish(std::span<const Fact* const> facts,
   streams.reserve(facts.size());
   for (const Fact* fact : facts) streams.push_back(ExpandTemplate(config_.target, *fact));
   std::string error;
-  redisContext* context = Acquire(&error);
+  uint64_t cancels = 0;
+  {
+    std::lock_guard lock(mutex_);
+    cancels = cancels_;
+  }
+  redisContext* context = Acquire(cancels, &error);
   bool healthy = context != nullptr;
   if (!healthy) {
     for (PublishOutcome& outcome : *outcomes) outcome.error = error;
@@ -279,13 +315,7 @@ void RedisStreamsSink::Publish(std::span<const Fact* const> facts,
       outcome.error = "redis: connection lost while checking a refused XADD";
     }
   }
-  if (context != nullptr) {
-    if (healthy) {
-      Release(context);
-    } else {
-      redisFree(context);  // a broken or timed-out context cannot be reused
-    }
-  }
+  if (context != nullptr) Release(context, cancels, healthy);
   counters_.Count(*outcomes);
 }
 

@@ -12,7 +12,9 @@
 // must contain {partition} (each partition's lane has streams of its own), else Validate refuses.
 //
 // Thread safety: Publish may run on several lanes at once; each call uses a connection of its own
-// from a pool (hiredis contexts are not thread-safe).
+// from a pool (hiredis contexts are not thread-safe). Cancel (any thread) shuts the connections in
+// use down, so that their blocked reads and writes fail at once; a connect in progress runs to
+// its timeout, then the call gives up.
 #pragma once
 
 #include <mutex>
@@ -35,11 +37,14 @@ class RedisStreamsSink : public RelaySink {
   Status Validate(const std::string& relay_name, Ordering ordering) override;
   void Publish(std::span<const Fact* const> facts, std::vector<PublishOutcome>* outcomes) override;
   Counters counters() const override;
+  void Cancel() override;
 
  private:
-  // An idle pooled connection, or a new one (authenticated). nullptr: *error says why.
-  redisContext* Acquire(std::string* error);
-  void Release(redisContext* context);
+  // An idle pooled connection, or a new one (authenticated), in use until Release. nullptr:
+  // *error says why (also when Cancel was called since the Publish call began, at `cancels`).
+  redisContext* Acquire(uint64_t cancels, std::string* error);
+  // Back to the pool when `healthy` and not cancelled since `cancels`, else closed.
+  void Release(redisContext* context, uint64_t cancels, bool healthy);
   // Sends the XADDs of facts [begin, end) pipelined and reads their replies into `outcomes`
   // (candidates: indices refused as not above the stream's top). False: the connection broke.
   bool SendChunk(redisContext* context, std::span<const Fact* const> facts, size_t begin,
@@ -56,6 +61,8 @@ class RedisStreamsSink : public RelaySink {
   int port_ = 0;
   std::mutex mutex_;
   std::vector<redisContext*> idle_;  // guarded by mutex_
+  std::vector<redisContext*> busy_;  // in use by Publish calls; guarded by mutex_
+  uint64_t cancels_ = 0;             // Cancel calls so far; guarded by mutex_
   OutcomeCounters counters_;
 };
 

@@ -7,7 +7,8 @@
 
 namespace wharf::internal {
 
-void RelayBatch::Publish(const Consumer& consumer, const std::vector<FactPtr>& entries) {
+std::vector<const Fact*> RelayBatch::Select(const Consumer& consumer,
+                                            const std::vector<FactPtr>& entries) {
   WHARF_ASSERT(consumer.relay != nullptr);
   ids_.clear();
   outcomes_.clear();
@@ -19,11 +20,53 @@ void RelayBatch::Publish(const Consumer& consumer, const std::vector<FactPtr>& e
     facts.push_back(entry.get());
     ids_.push_back(entry->id);
   }
-  if (facts.empty()) return;
-  consumer.relay->Publish(facts, &outcomes_);
+  return facts;
+}
+
+void RelayBatch::SetOutcomes(std::vector<PublishOutcome> outcomes) {
+  outcomes_ = std::move(outcomes);
   // A sink that answers for fewer facts leaves the rest unpublished: they are retried.
-  WHARF_ASSERT(outcomes_.size() <= facts.size());
+  WHARF_ASSERT(outcomes_.size() <= ids_.size());
   ids_.resize(outcomes_.size());
+}
+
+bool RelayBatch::Start(const Consumer& consumer, RelayPublisher* publisher,
+                       std::vector<FactPtr>* entries, std::function<void()> on_finished) {
+  WHARF_ASSERT(job_ == nullptr);
+  std::vector<const Fact*> facts = Select(consumer, *entries);
+  if (facts.empty()) return false;
+  job_ = std::make_shared<RelayPublisher::Job>();
+  job_->facts = std::move(facts);
+  job_->entries = std::move(*entries);
+  job_->on_finished = std::move(on_finished);
+  entries->clear();
+  publisher->Submit(job_);
+  return true;
+}
+
+bool RelayBatch::Answered() {
+  WHARF_ASSERT(job_ != nullptr);
+  job_->Wait();
+  return std::none_of(
+             job_->outcomes.begin(), job_->outcomes.end(),
+             [](const PublishOutcome& o) { return o.result == PublishResult::kTransient; }) &&
+         job_->outcomes.size() == job_->facts.size();
+}
+
+void RelayBatch::Take(std::vector<FactPtr>* entries) {
+  WHARF_ASSERT(job_ != nullptr);
+  job_->Wait();
+  std::shared_ptr<RelayPublisher::Job> job = std::move(job_);
+  SetOutcomes(std::move(job->outcomes));
+  *entries = std::move(job->entries);
+}
+
+void RelayBatch::Publish(const Consumer& consumer, const std::vector<FactPtr>& entries) {
+  std::vector<const Fact*> facts = Select(consumer, entries);
+  if (facts.empty()) return;
+  std::vector<PublishOutcome> outcomes;
+  consumer.relay->Publish(facts, &outcomes);
+  SetOutcomes(std::move(outcomes));
 }
 
 Outcome RelayBatch::OutcomeOf(const Fact& fact, std::string* reason) const {

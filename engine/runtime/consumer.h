@@ -22,6 +22,8 @@
 
 namespace wharf::internal {
 
+class RelayPublisher;
+
 // Monotonic milliseconds for backoff and persistence delays (the engine's clock, which tests
 // may freeze, is for commit times, timers and leases).
 inline int64_t SteadyMs() {
@@ -67,6 +69,8 @@ struct Consumer {
   AsyncSubscribeFn subscribe_async;
   TapFn tap;
   std::shared_ptr<RelaySink> relay;  // relays (kind kSubscriber): lanes publish batches to it
+  // ... on these threads of the relay's own (engine/relay/relay_publisher.h), not on workers.
+  std::shared_ptr<RelayPublisher> relay_publisher;
   ConsumerOptions options;
   uint32_t batch_facts = 0;
   uint32_t max_depth = 0;

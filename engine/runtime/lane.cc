@@ -408,6 +408,12 @@ bool Lane::RunBatch(bool blocking) {
     std::atomic<bool>* handling;
     ~Unmark() { handling->store(false); }
   } unmark{&handling_};
+  const bool relay = consumer_->relay != nullptr;
+  if (relay && relay_batch_.started()) {
+    // Its relay's threads publish the batch and wake the worker when they are done.
+    if (!blocking && !relay_batch_.finished()) return false;
+    return SettlePublished(blocking);
+  }
   RecountIfRequested();
   const uint64_t furthest = *std::max_element(position_.begin(), position_.end());
   const uint32_t limit = furthest < single_until_ ? 1 : consumer_->batch_facts;
@@ -427,7 +433,53 @@ bool Lane::RunBatch(bool blocking) {
     return false;
   }
   WHARF_DASSERT(entries.size() <= std::max<size_t>(kReadChunkMin, limit) * partitions_.size());
+  if (relay && !blocking) {
+    // Broker I/O never holds the worker: the relay's threads publish the facts the batch takes,
+    // and it is settled (SettlePublished) once they are done.
+    relay_from_ = position_;
+    relay_scanned_ = pending_scanned_;
+    CompletionSink* worker = completions_;
+    if (relay_batch_.Start(*consumer_, consumer_->relay_publisher.get(), &entries,
+                           [worker] { worker->Wake(); })) {
+      return true;
+    }
+  } else if (relay) {
+    relay_batch_.Publish(*consumer_, entries);  // Drain: on its own thread
+  }
+  return HandleBatch(entries, blocking);
+}
 
+bool Lane::SettlePublished(bool blocking) {
+  std::vector<FactPtr> entries;
+  relay_batch_.Take(&entries);
+  if (position_ != relay_from_) {
+    // The position moved while the batch was published (an earlier batch's commit was refused,
+    // or the cursors were read again): collect again from there; the broker recognises what it
+    // already holds.
+    return true;
+  }
+  BeginBatch();
+  pending_position_ = position_;
+  pending_scanned_ = relay_scanned_;
+  return HandleBatch(entries, blocking);
+}
+
+void Lane::StopPublishing() {
+  if (consumer_->relay_publisher != nullptr) consumer_->relay_publisher->Stop();
+}
+
+void Lane::FinishPublished(bool commit) {
+  if (!relay_batch_.started()) return;
+  if (commit && relay_batch_.Answered()) {
+    SettlePublished(/*blocking=*/true);
+    return;
+  }
+  // Interrupted (or not to be committed): published again when the relay next runs.
+  std::vector<FactPtr> dropped;
+  relay_batch_.Take(&dropped);
+}
+
+bool Lane::HandleBatch(const std::vector<FactPtr>& entries, bool blocking) {
   std::fill(pending_passed_.begin(), pending_passed_.end(), 0);
   std::fill(pending_head_ms_.begin(), pending_head_ms_.end(), kHeadUnknown);
   pending_dead_ = 0;
@@ -443,10 +495,8 @@ bool Lane::RunBatch(bool blocking) {
     }
   }
 
-  // Relays publish the batch's facts at once (pipelined); each is then settled below with the
-  // broker's answer as its outcome.
-  if (consumer_->relay != nullptr) relay_batch_.Publish(*consumer_, entries);
-
+  // A relay's facts were published at once (pipelined); each is settled below with the broker's
+  // answer as its outcome.
   Txn txn = context_.core->Begin();
   bool stopped = false;  // a fact must be retried later: back off
   bool full = false;     // the transaction is full: the next batch starts at once

@@ -24,7 +24,11 @@
 // Thread safety: a lane's state is touched by one thread at a time — its worker, or the thread
 // running Runtime::Drain() while the workers are paused — except `wanted_to` (raised by the
 // durable listener), `in_flight` and `busy` (read by the lease thread handing its consumer over)
-// and a batch's `settled` flag (set by the committer's callback).
+// and a batch's `settled` flag (set by the committer's callback). A relay's batch is published on
+// the relay's own threads (engine/relay/relay_publisher.h), which hand it back through its job;
+// busy() does not count a relay batch out there: a hand-over may release the lease before the
+// broker answers, and the closed fence then refuses that batch's cursor (the broker keeps each fact
+// once).
 #pragma once
 
 #include <atomic>
@@ -158,6 +162,12 @@ class Lane {
   // Collects, runs the handlers and commits the lane's next batch. Returns false if there was
   // nothing to deliver. With `blocking`, waits for the commit and applies its completion.
   bool RunBatch(bool blocking);
+  // Relays (the worker stopping): cancels the relay's publishes in progress and joins its
+  // threads (within the relay's timeout_ms; every lane of the relay may call it).
+  void StopPublishing();
+  // Then, with nothing in flight: commits the batch its relay published, if the broker answered
+  // for every fact and `commit`; else drops it (published again when the relay next runs).
+  void FinishPublished(bool commit);
   // Persists a position advanced over skipped facts once cursor_persist_ms passed (or now, with
   // `force`). Returns true when it started a commit.
   bool PersistIfDue(bool force, bool blocking);
@@ -199,6 +209,10 @@ class Lane {
   // Settles a fact as failed: its dead letter, named `name`, replaces its effects.
   Step SettleFailed(TxnRep* rep, const TxnMark& mark, const Fact& fact, const std::string& name,
                     std::string reason);
+  // Settles the collected batch `entries` (a relay's published already) and commits it.
+  bool HandleBatch(const std::vector<FactPtr>& entries, bool blocking);
+  // Settles the batch the relay's threads published, unless the position moved meanwhile.
+  bool SettlePublished(bool blocking);
   // Commits what the batch settled (or advances in memory over skipped facts only).
   bool FinishBatch(Txn* txn, uint32_t taken, bool stopped, bool full, bool blocking);
   // Records the lease the next batch runs under (before its handlers run).
@@ -358,6 +372,9 @@ class Lane {
   std::vector<uint64_t> pending_stored_retry_;
   // Relays: the batch as published to the sink, which CallHandler reads each fact's outcome from.
   RelayBatch relay_batch_;
+  // ... handed to the relay's threads at this position, having scanned up to there.
+  std::vector<uint64_t> relay_from_;
+  std::vector<uint64_t> relay_scanned_;
   // Windowed lanes (lane_window.cc): the facts beyond the head position, finished deliveries
   // waiting for the lane, and how far facts were read into the window.
   std::unique_ptr<KeyWindow> window_;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/base/assert.h"
+#include "engine/relay/relay_publisher.h"
 #include "engine/runtime/assignment.h"
 #include "engine/runtime/runtime_impl.h"
 #include "engine/store/codec.h"
@@ -221,6 +222,7 @@ Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<st
                           : relay             ? kRelayBatchFacts
                                               : DefaultBatch(kind);
   consumer->relay = std::move(handlers.relay);
+  if (relay) consumer->relay_publisher = std::make_shared<RelayPublisher>(consumer->relay);
   consumer->max_depth = options.max_depth ? options.max_depth : options_.max_depth;
   consumer->options = std::move(options);
   consumers_.push_back(std::move(consumer));

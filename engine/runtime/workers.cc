@@ -192,15 +192,19 @@ void WorkerPool::Loop(Worker* worker) {
 }
 
 void WorkerPool::Finish(Worker* worker) {
-  // Stop: let the batches in flight finish, then persist what was skipped in memory.
+  // Stop: relays' publishes in progress are cancelled (bounded by their timeout_ms, whatever the
+  // broker does), the batches in flight finish, then what a relay published in full is
+  // committed and what was skipped in memory persisted.
+  for (Lane* lane : worker->lanes) lane->StopPublishing();
   while (worker->InFlight()) {
     worker->Wait(1000);
     worker->ApplyCompletions();
   }
-  if (core_->CheckOpen().ok() && !abandoned_->load()) {
-    for (Lane* lane : worker->lanes) {
-      if (lane->consumer()->owned.load()) lane->PersistIfDue(/*force=*/true, /*blocking=*/true);
-    }
+  const bool orderly = core_->CheckOpen().ok() && !abandoned_->load();
+  for (Lane* lane : worker->lanes) {
+    const bool owned = lane->consumer()->owned.load();
+    lane->FinishPublished(orderly && owned);
+    if (orderly && owned) lane->PersistIfDue(/*force=*/true, /*blocking=*/true);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "relay/nats_client.h"
+#include "relay/relay_isolation.h"
 #include "relay/relay_kills.h"
 #include "relay/relay_test_util.h"
 #include "test_util.h"
@@ -42,6 +43,7 @@ class NatsRelayTest : public ::testing::Test {
     ASSERT_TRUE(nats_.Start()) << "nats-server did not start (is it installed?)";
     EngineOptions options;
     options.partitions = kPartitions;
+    options.retention_interval_ms = 0;  // every fact stays, to be compared with the broker's
     ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B"}));
   }
@@ -212,6 +214,52 @@ TEST_F(NatsRelayTest, ServerKilledAndRestartedMidRun) {
   std::vector<DeadLetter> dead;
   ASSERT_OK(ListDeadLetters(*engine_, "r", &dead));
   EXPECT_TRUE(dead.empty());
+}
+
+// nats-server down, then black-holed (accepts connections, never answers): the runtime's
+// unrelated subscriber is still delivered promptly and Stop() returns within timeout_ms; once the
+// server is back every fact is relayed, once, in order (relay_isolation.h).
+TEST_F(NatsRelayTest, BrokerDownOrBlackHoledStallsNeitherOtherConsumersNorStop) {
+  ASSERT_OK(engine_->DeclareTypes({"P"}));
+  {
+    NatsClient client(nats_.port());
+    ASSERT_TRUE(client.ok() && client.AddStream("I", "i.>", 0));
+  }
+  testing::RunBrokerIsolation(*engine_, kPartitions, nats_, [this] {
+    return Sink("subject=i.{partition};timeout_ms=" + std::to_string(testing::kIsolationTimeoutMs));
+  });
+  ExpectStreamHolds("I", FactsOf(*engine_, "A", kPartitions), "i.");
+}
+
+// Cancel (the runtime stopping) makes a Publish waiting for acknowledgements that cannot come
+// (the server went away) return at once, its facts transient, rather than after timeout_ms.
+TEST_F(NatsRelayTest, CancelInterruptsAPublishWaitingForAcknowledgements) {
+  {
+    NatsClient client(nats_.port());
+    ASSERT_TRUE(client.ok() && client.AddStream("X", "x.>", 0));
+  }
+  auto sink = Sink("subject=x.{partition};timeout_ms=10000");
+  Fact fact;
+  fact.id = 7;
+  fact.type = "A";
+  const Fact* facts[] = {&fact};
+  std::vector<PublishOutcome> outcomes;
+  sink->Publish(facts, &outcomes);  // connected
+  ASSERT_EQ(outcomes.size(), 1u);
+  ASSERT_EQ(outcomes[0].result, PublishResult::kAcknowledged) << outcomes[0].error;
+  nats_.Kill();
+  fact.id = 8;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    sink->Cancel();
+  });
+  const int64_t begin_us = testing::SteadyNowUs();
+  sink->Publish(facts, &outcomes);
+  const int64_t took_ms = (testing::SteadyNowUs() - begin_us) / 1000;
+  canceller.join();
+  EXPECT_LT(took_ms, 5000) << "Cancel did not interrupt the wait for the acknowledgement";
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].result, PublishResult::kTransient) << outcomes[0].error;
 }
 
 // The relaying process SIGKILLed at random moments >= 20 times, then run to the end: each

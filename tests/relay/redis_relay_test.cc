@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "relay/relay_isolation.h"
 #include "relay/relay_kills.h"
 #include "relay/relay_test_util.h"
 #include "test_util.h"
@@ -101,6 +102,7 @@ class RedisRelayTest : public ::testing::Test {
     ASSERT_TRUE(redis_.Start()) << "redis-server did not start (is it installed?)";
     EngineOptions options;
     options.partitions = kPartitions;
+    options.retention_interval_ms = 0;  // every fact stays, to be compared with the broker's
     ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B", "Bad"}));
   }
@@ -303,6 +305,50 @@ TEST_F(RedisRelayTest, RedisKilledAndRestartedMidRun) {
   std::vector<DeadLetter> dead;
   ASSERT_OK(ListDeadLetters(*engine_, "r", &dead));
   EXPECT_TRUE(dead.empty());
+}
+
+// Redis down, then black-holed (accepts connections, never answers): the runtime's unrelated
+// subscriber is still delivered promptly and Stop() returns within timeout_ms; once Redis is back
+// every fact is relayed, once, in order (relay_isolation.h).
+TEST_F(RedisRelayTest, BrokerDownOrBlackHoledStallsNeitherOtherConsumersNorStop) {
+  ASSERT_OK(engine_->DeclareTypes({"P"}));
+  testing::RunBrokerIsolation(*engine_, kPartitions, redis_, [this] {
+    return Sink("stream=i:{partition};timeout_ms=" + std::to_string(testing::kIsolationTimeoutMs));
+  });
+  ExpectStreamsHold(FactsOf(*engine_, "A", kPartitions), "i:");
+}
+
+// Cancel (the runtime stopping) makes a Publish waiting for a broker that never answers return at
+// once, its facts transient, rather than after timeout_ms; the sink publishes again afterwards.
+TEST_F(RedisRelayTest, CancelInterruptsAPublishWaitingForABlackHole) {
+  const int port = redis_.port();
+  redis_.Kill();
+  auto sink = Sink("stream=c:{partition};timeout_ms=10000");
+  Fact fact;
+  fact.id = 7;
+  fact.type = "A";
+  const Fact* facts[] = {&fact};
+  std::vector<PublishOutcome> outcomes;
+  int64_t took_ms = 0;
+  {
+    testing::BlackHole hole(port);
+    ASSERT_TRUE(hole.ok());
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      sink->Cancel();
+    });
+    const int64_t begin_us = testing::SteadyNowUs();
+    sink->Publish(facts, &outcomes);
+    took_ms = (testing::SteadyNowUs() - begin_us) / 1000;
+    canceller.join();
+  }
+  EXPECT_LT(took_ms, 5000) << "Cancel did not interrupt the wait for the XADD's reply";
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].result, PublishResult::kTransient) << outcomes[0].error;
+  ASSERT_TRUE(redis_.Restart());
+  sink->Publish(facts, &outcomes);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].result, PublishResult::kAcknowledged) << outcomes[0].error;
 }
 
 // The relaying process SIGKILLed at random moments (while it commits, publishes or commits its

@@ -7,12 +7,13 @@
 //
 // A relay is delivered like a subscriber (at least once, in id order per partition lane, its
 // cursor in the same transaction as its dead letters) but a batch at a time: the lane hands the
-// batch's facts to its RelaySink, which publishes them pipelined and says, per fact, what the
-// broker answered. The cursor passes a prefix of the batch: the acknowledged facts, those the
-// broker already had (a redelivery after a crash), and those it refused for good (each becomes
-// a dead letter named "broker-rejected" with the broker's text). The first transient failure
-// ends the batch before its fact, which is published again after the runtime's backoff; facts
-// after it that the broker did take are then reported as already published.
+// batch's facts to its RelaySink, on a thread of the relay's own (never a worker, which other
+// consumers share), which publishes them pipelined and says, per fact, what the broker answered.
+// The cursor passes a prefix of the batch: the acknowledged facts, those the broker already had (a
+// redelivery after a crash), and those it refused for good (each becomes a dead letter named
+// "broker-rejected" with the broker's text). The first transient failure ends the batch before its
+// fact, which is published again after the runtime's backoff; facts after it that the broker did
+// take are then reported as already published.
 //
 // A sink's broker must recognise a redelivered fact by an id derived from the fact id (Redis
 // Streams: the entry id; NATS JetStream: Nats-Msg-Id), so that redelivery is idempotent. Adding a
@@ -58,8 +59,16 @@ class RelaySink {
   virtual Status Validate(const std::string& relay_name, Ordering ordering) = 0;
   // Publishes `facts` (in id order within each partition) with as many in flight as the sink
   // allows, and fills `outcomes` with one outcome per fact, in the same order. Must not throw.
+  // Runs on a thread of the relay's own (up to 4 per relay, one call per lane at a time), never
+  // on a runtime worker: a broker that is down or never answers delays this relay only.
   virtual void Publish(std::span<const Fact* const> facts,
                        std::vector<PublishOutcome>* outcomes) = 0;
+  // The runtime stops: Publish calls in progress should return soon, their facts not answered
+  // yet transient (they are published again when the relay next runs). Any thread; may be called
+  // several times; later Publish calls work as usual. The default does nothing: the runtime's
+  // Stop() then waits for Publish to return by itself. The shipped sinks return at once, or
+  // within timeout_ms when a connect is in progress.
+  virtual void Cancel() {}
   // Counters for tests, metrics and `wharf stat` (any thread).
   struct Counters {
     uint64_t acknowledged = 0;
@@ -73,7 +82,7 @@ class RelaySink {
 // Makes a sink from "key=value;..." options. Keys common to every kind:
 //   kind         redis_streams | nats_jetstream (required)
 //   url          the broker (redis://host:port, nats://host:port)
-//   timeout_ms   connect and per-reply timeout (default 5000)
+//   timeout_ms   connect and per-reply timeout (default 5000); Runtime::Stop() returns within it
 //   in_flight    publishes in flight at most per lane (default 1024)
 // redis_streams: stream (template; default wharf:{partition}), user, password, maxlen (0: no
 //   trimming; else XADD MAXLEN ~ N).

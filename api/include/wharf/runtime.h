@@ -293,7 +293,9 @@ class Runtime {
   // returns when all are caught up with the durable LSN, whether or not Start() was called.
   // Ignores leases: for tests and tools, not next to running workers of other instances.
   Status Drain();
-  // Finishes the batches in flight, persists cursors, stops the threads. Idempotent.
+  // Finishes the batches in flight, persists cursors, stops the threads. Idempotent. A relay's
+  // publishes in progress are cancelled: it returns within the relay's timeout_ms whatever its
+  // broker does (wharf/relay.h).
   Status Stop();
 
   // Releases timers due now into the outbox (also done by the timer loop). Returns how many.
