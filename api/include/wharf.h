@@ -385,7 +385,7 @@ WHARF_EXPORT wharf_status wharf_fact_header(const wharf_fact* fact, size_t index
 /* ---------------------------------------------------------------------------------------------
 ** RUNTIME
 **
-** A runtime delivers durable facts to named consumers (SPEC §3), in order within each partition,
+** A runtime delivers durable facts to named consumers, in order within each partition,
 ** on a pool of worker threads. Consumers are registered before wharf_runtime_start.
 **
 **   projection  the handler writes effects into the `effects` transaction it is given; effects and
@@ -534,7 +534,7 @@ WHARF_EXPORT wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name,
                                             wharf_severed_fn on_severed, void* ctx,
                                             wharf_destroy_fn destroy);
 
-/* A relay (SPEC §7): a durable consumer that publishes the facts of `types` to a broker, pipelined,
+/* A relay: a durable consumer that publishes the facts of `types` to a broker, pipelined,
 ** in order per partition, advancing its cursor only over what the broker acknowledged (or already
 ** had); a fact the broker refuses for good becomes a dead letter "broker-rejected: <its text>";
 ** broker failures are retried with the runtime's backoff. `options` (required): "key=value;...":

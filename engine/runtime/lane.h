@@ -141,7 +141,7 @@ class Lane {
 
   // Wake-ups. The durable listener raises `wanted_to` to the newest durable fact of the lane's
   // partitions that its consumer takes and wakes the lane's worker; facts it does not take wake
-  // nobody (seed 000). The worker runs the lane while wanted_to > scanned_to; facts it does not
+  // nobody. The worker runs the lane while wanted_to > scanned_to; facts it does not
   // take are skipped later, in one pass (`skipping`), when the worker's skip deadline is due.
   // Raises wanted_to to at least `fact_id` (any thread).
   void Want(uint64_t fact_id);

@@ -1,5 +1,5 @@
-// Taps: consumers that see facts as they become durable, at most once, with no cursor (SPEC.md
-// §4). Each tap has a bounded inbox and a thread of its own; a tap whose inbox is full is severed
+// Taps: consumers that see facts as they become durable, at most once, with no cursor. Each
+// tap has a bounded inbox and a thread of its own; a tap whose inbox is full is severed
 // (its inbox dropped, on_severed called) rather than let memory grow or delay anyone else.
 //
 // Thread safety: Dispatch runs on the engine's sync thread (the durable listener); Start/Stop on

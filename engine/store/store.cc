@@ -76,7 +76,7 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const EngineOptions& options,
   const StoreSizes sizes = SizesFor(options);
   if (cf == kOutbox) {
     // Keys of 16 partitions interleave; hinting inserts by the 4-byte partition prefix makes
-    // memtable insertion ~3x cheaper (DESIGN.md measurements).
+    // memtable insertion ~3x cheaper.
     cf_options.memtable_insert_with_hint_prefix_extractor = std::make_shared<PartitionPrefixHint>();
     cf_options.write_buffer_size = sizes.outbox_memtable_bytes;
     cf_options.compression = rocksdb::kNoCompression;  // payloads are usually incompressible

@@ -802,7 +802,7 @@ TEST_P(EngineTest, InspectorFollowsASpareWal) {
   }
 }
 
-// Reads from outside a consumer return only durable state (SPEC §1 "Reads are durable"): a read
+// Reads from outside a consumer return only durable state: a read
 // that saw a commit whose sync is in flight waits for it, and never returns what a power cut
 // then takes back.
 // The read sees the value whose sync is held, so it waits; once the sync completes it returns

@@ -1,4 +1,4 @@
-// Declarative runtime (SPEC.md §5, issue 7): parsing seed 002's shape, the validation rules with
+// Declarative runtime: parsing the file format, the validation rules with
 // their file:line:column errors, the proofs, and keyed partitioning from JSON payloads.
 #include <sys/wait.h>
 
@@ -49,7 +49,7 @@ std::vector<std::string> Errors(const std::string& yaml, Model* model_out = null
 // One valid input; `extra` lines are appended inside the input (6 spaces of indent).
 constexpr const char* kPools = "pools:\n  pool.w:\n    workers: 2\n";
 
-// Goal: seed 002's "Full example", unchanged as the file's first document, loads once the pool it
+// Goal: the format's full example, unchanged as the file's first document, loads once the pool it
 // names is declared (second document), with every field in the model.
 TEST(DeclarativeTest, SeedFullExampleLoads) {
   Model model;
@@ -1165,7 +1165,7 @@ TEST(DeclarativeRelayTest, SecretsAreNeverQuoted) {
   EXPECT_TRUE(HasError(errors, "t.yaml:25:8: relay 'r1': a relay option has an empty key"));
 }
 
-// Goal: seed 002's member_concurrency is a pool's, 1..4096; it reaches a subscriber as
+// Goal: member_concurrency is a pool's, 1..4096; it reaches a subscriber as
 // key_concurrency, and refuses what it cannot mean (a global order, projections, relays).
 TEST(DeclarativeMemberConcurrencyTest, AcceptedOnThePoolAndBounded) {
   Model model;
@@ -1279,7 +1279,7 @@ TEST(DeclarativeMemberConcurrencyTest, ProofsStopAndHold) {
   EXPECT_NE(precedence.reason.find("holds back only the later items of its key"), std::string::npos)
       << precedence.reason;
 
-  // A batching stage stops serialization whatever member_concurrency says (seed 002).
+  // A batching stage stops serialization whatever member_concurrency says.
   auto errors =
       Errors(Input("        delivery: at_least_once\n"
                    "        partitioning: {kind: keyed, mapping: {A: [t]}}\n"

@@ -1,4 +1,4 @@
-// Checking a declarative runtime file (SPEC.md §5) without opening anything: the diagnostics of
+// Checking a declarative runtime file without opening anything: the diagnostics of
 // every error, and, for a valid file, which guarantees each declared input establishes and why
 // (what `wharf check` prints). Applying such a file is the `config=` option string of
 // EngineOptions/RuntimeOptions (wharf/options.h, wharf/runtime.h).

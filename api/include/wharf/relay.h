@@ -1,4 +1,4 @@
-// Relays: durable consumers that hand facts to a broker (SPEC.md §7).
+// Relays: durable consumers that hand facts to a broker.
 //
 //   std::unique_ptr<wharf::RelaySink> sink;
 //   WHARF_CHECK(wharf::MakeRelaySink("kind=redis_streams;url=redis://127.0.0.1:6379;"

@@ -9,7 +9,7 @@
 //                   });
 //   WHARF_CHECK(runtime.Start());
 //
-// Consumers (SPEC.md §3):
+// Consumers:
 //   projection  effects (state writes) commit together with the cursor advance: exactly once.
 //   reaction    like a projection, and may emit facts (depth = trigger depth + 1, <= max_depth).
 //   subscriber  side effects at the edge: the cursor advances only after the handler returned

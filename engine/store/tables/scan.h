@@ -1,6 +1,6 @@
 // Bounded scans over one column family, shared by every table module (tables/*.h).
 //
-// DESIGN rule 5: every scan is bounded. A Scan always sets both iterate_lower_bound and
+// Every scan is bounded. A Scan always sets both iterate_lower_bound and
 // iterate_upper_bound, so RocksDB never walks tombstones (of trimmed ranges) outside the range.
 // A whole family is the range ["", kKeysEnd): kKeysEnd sorts above every key Wharf writes.
 //
