@@ -6,6 +6,8 @@
 #include <memory>
 #include <string_view>
 
+#include "engine/relay/sigpipe_guard.h"
+
 namespace wharf::internal {
 namespace {
 
@@ -341,6 +343,7 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
 
 void NatsJetStreamSink::Publish(std::span<const Fact* const> facts,
                                 std::vector<PublishOutcome>* outcomes) {
+  const SigpipeGuard sigpipe_guard;  // a broker gone mid-write must not end the process
   outcomes->assign(facts.size(), PublishOutcome{PublishResult::kTransient, ""});
   std::string error;
   const uint64_t cancels = this->cancels();

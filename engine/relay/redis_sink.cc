@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "engine/base/assert.h"
+#include "engine/relay/sigpipe_guard.h"
 
 namespace wharf::internal {
 namespace {
@@ -282,6 +283,7 @@ bool RedisStreamsSink::CheckCandidates(redisContext* context, std::span<const Fa
 
 void RedisStreamsSink::Publish(std::span<const Fact* const> facts,
                                std::vector<PublishOutcome>* outcomes) {
+  const SigpipeGuard sigpipe_guard;  // a broker gone mid-write must not end the process
   outcomes->assign(facts.size(), PublishOutcome{PublishResult::kTransient, ""});
   if (facts.empty()) return;
   std::vector<std::string> streams;

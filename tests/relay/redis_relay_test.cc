@@ -351,6 +351,35 @@ TEST_F(RedisRelayTest, CancelInterruptsAPublishWaitingForABlackHole) {
   EXPECT_EQ(outcomes[0].result, PublishResult::kAcknowledged) << outcomes[0].error;
 }
 
+// A broker that closes the connection while the sink writes a large pipeline: the writes meet a
+// reset connection. The sink reports a transient failure; SIGPIPE (whose default action ends the
+// process) never reaches the application, whatever its signal disposition.
+TEST_F(RedisRelayTest, ABrokerClosingMidWriteDoesNotEndTheProcess) {
+  const int port = redis_.port();
+  redis_.Kill();
+  ASSERT_EQ(::signal(SIGPIPE, SIG_DFL), SIG_DFL) << "the test needs SIGPIPE's default action";
+  auto sink = Sink("stream=c:{partition};timeout_ms=2000");
+  std::vector<Fact> facts(256);
+  std::vector<const Fact*> views;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    facts[i].id = i + 1;
+    facts[i].type = "A";
+    facts[i].payload.assign(64 * 1024, 'x');  // 16 MiB in all: more than the socket buffers hold
+    views.push_back(&facts[i]);
+  }
+  std::vector<PublishOutcome> outcomes;
+  {
+    testing::BlackHole closer(port, /*close_accepted=*/true);
+    ASSERT_TRUE(closer.ok());
+    for (int round = 0; round < 3; ++round) sink->Publish(views, &outcomes);
+  }
+  ASSERT_EQ(outcomes.size(), facts.size());
+  EXPECT_EQ(outcomes[0].result, PublishResult::kTransient) << outcomes[0].error;
+  ASSERT_TRUE(redis_.Restart());
+  sink->Publish(views, &outcomes);
+  EXPECT_EQ(outcomes[0].result, PublishResult::kAcknowledged) << outcomes[0].error;
+}
+
 // The relaying process SIGKILLed at random moments (while it commits, publishes or commits its
 // cursor), >= 20 times, then run to the end: every stream holds its partition's facts once, in
 // id order (so per key), as committed.

@@ -38,9 +38,11 @@ namespace wharf::testing {
 
 // A "broker" on 127.0.0.1:`port` that accepts TCP connections and never answers (a hung server,
 // or a network that swallows the traffic): what it accepts stays open, unread, until it goes.
+// With `close_accepted`, it closes each connection as soon as it accepted it instead (a broker
+// that dies mid-conversation: the sink's next writes meet a reset connection).
 class BlackHole {
  public:
-  explicit BlackHole(int port) {
+  explicit BlackHole(int port, bool close_accepted = false) : close_accepted_(close_accepted) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     const int on = 1;
     ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
@@ -66,12 +68,17 @@ class BlackHole {
       pollfd wait{listener_, POLLIN, 0};
       if (::poll(&wait, 1, 20) != 1) continue;
       const int fd = ::accept(listener_, nullptr, nullptr);
-      if (fd >= 0) accepted_.push_back(fd);  // this thread's until the join
+      if (fd >= 0 && close_accepted_) {
+        ::close(fd);
+      } else if (fd >= 0) {
+        accepted_.push_back(fd);  // this thread's until the join
+      }
     }
   }
 
   int listener_ = -1;
   bool ok_ = false;
+  const bool close_accepted_;
   std::atomic<bool> stop_{false};
   std::vector<int> accepted_;
   std::thread thread_;
