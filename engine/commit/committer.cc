@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "engine/base/assert.h"
+#include "engine/base/atomic_max.h"
 #include "engine/base/futex.h"
 #include "engine/base/thread_name.h"
 #include "engine/store/codec.h"
@@ -843,34 +844,24 @@ Status Committer::Recover() {
 
 void Committer::RaiseDurableLsn(uint64_t lsn) {
   WHARF_DASSERT(lsn <= last_lsn_.load());
-  uint64_t current = durable_lsn_.load(std::memory_order_relaxed);
-  while (current < lsn && !durable_lsn_.compare_exchange_weak(current, lsn)) {
-  }
+  RaiseAtomic(durable_lsn_, lsn);
 }
 
 void Committer::PublishAnnounced(uint64_t seq) {
-  uint64_t current = announced_seq_.load(std::memory_order_relaxed);
-  while (current < seq && !announced_seq_.compare_exchange_weak(current, seq)) {
-  }
+  RaiseAtomic(announced_seq_, seq);
   NotifyReaders();
 }
 
 void Committer::PublishAcknowledged(uint64_t seq) {
-  uint64_t current = acked_seq_.load(std::memory_order_relaxed);
-  while (current < seq && !acked_seq_.compare_exchange_weak(current, seq)) {
-  }
+  RaiseAtomic(acked_seq_, seq);
   NotifyReaders();
 }
 
 void Committer::PublishDurable(uint64_t seq) {
   WHARF_DASSERT(seq <= write_seq_.load());
   // Acknowledged first: a reader never finds a group durable but not acknowledged.
-  uint64_t current = acked_seq_.load(std::memory_order_relaxed);
-  while (current < seq && !acked_seq_.compare_exchange_weak(current, seq)) {
-  }
-  current = durable_seq_.load(std::memory_order_relaxed);
-  while (current < seq && !durable_seq_.compare_exchange_weak(current, seq)) {
-  }
+  RaiseAtomic(acked_seq_, seq);
+  RaiseAtomic(durable_seq_, seq);
   // Bump the word after the sequence, then look for sleepers: a reader counts itself in
   // read_waiters_ before it reads the word, so either it sees the new word or we see it (both
   // sequentially consistent).

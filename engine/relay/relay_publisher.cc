@@ -28,6 +28,10 @@ void RelayPublisher::Job::Finish() {
 void RelayPublisher::FinishUnpublished(Job* job) {
   job->outcomes.assign(job->facts.size(), PublishOutcome{PublishResult::kTransient,
                                                          "not published: the runtime is stopping"});
+  Complete(job);
+}
+
+void RelayPublisher::Complete(Job* job) {
   job->Finish();
   if (job->on_finished) job->on_finished();
 }
@@ -63,8 +67,7 @@ void RelayPublisher::Loop() {
     ++running_;
     lock.unlock();
     sink_->Publish(job->facts, &job->outcomes);
-    job->Finish();
-    if (job->on_finished) job->on_finished();
+    Complete(job.get());
     lock.lock();
     --running_;
     publish_ended_.notify_all();
@@ -75,10 +78,6 @@ void RelayPublisher::Stop() {
   std::lock_guard stop_lock(stop_mutex_);
   std::deque<std::shared_ptr<Job>> waiting;
   std::unique_lock lock(mutex_);
-  if (threads_.empty() && queue_.empty()) {
-    stopping_ = true;
-    return;
-  }
   stopping_ = true;
   waiting.swap(queue_);
   work_.notify_all();

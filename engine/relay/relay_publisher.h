@@ -75,6 +75,8 @@ class RelayPublisher {
  private:
   void Loop();
   static void FinishUnpublished(Job* job);
+  // Marks `job` finished and runs its on_finished callback.
+  static void Complete(Job* job);
 
   const std::shared_ptr<RelaySink> sink_;
   std::mutex mutex_;

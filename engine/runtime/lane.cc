@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "engine/base/assert.h"
+#include "engine/base/atomic_max.h"
 #include "engine/base/exception_text.h"
 #include "engine/base/futex.h"
 #include "engine/core/engine_core.h"
@@ -147,12 +148,7 @@ bool Lane::HasUnscanned() const {
   return false;
 }
 
-void Lane::Want(uint64_t fact_id) {
-  uint64_t current = wanted_to_.load(std::memory_order_relaxed);
-  while (current < fact_id &&
-         !wanted_to_.compare_exchange_weak(current, fact_id, std::memory_order_release)) {
-  }
-}
+void Lane::Want(uint64_t fact_id) { RaiseAtomic(wanted_to_, fact_id, std::memory_order_release); }
 
 Status Lane::ReadAfter(size_t index, uint64_t after, uint64_t durable, size_t chunk,
                        std::vector<FactPtr>* entries, uint64_t* covered) const {

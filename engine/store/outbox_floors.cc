@@ -1,6 +1,7 @@
 #include "engine/store/outbox_floors.h"
 
 #include "engine/base/assert.h"
+#include "engine/base/atomic_max.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/outbox.h"
 #include "wharf/options.h"
@@ -21,10 +22,7 @@ std::vector<uint64_t> OutboxFloors::GetAll(uint32_t partitions) const {
 void OutboxFloors::Raise(const std::vector<uint64_t>& floors) {
   WHARF_ASSERT(floors.size() <= kPartitionsMax);
   for (uint32_t p = 0; p < floors.size(); ++p) {
-    uint64_t current = floors_[p].load(std::memory_order_relaxed);
-    while (current < floors[p] &&
-           !floors_[p].compare_exchange_weak(current, floors[p], std::memory_order_release)) {
-    }
+    RaiseAtomic(floors_[p], floors[p], std::memory_order_release);
   }
 }
 
