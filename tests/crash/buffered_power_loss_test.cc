@@ -109,6 +109,17 @@ class BufferedPowerLossTest : public ::testing::Test {
     }
   }
 
+  // kCuts runs (RunAndCut), `runtime` (what `start` made) dropped after each; some cut must have
+  // taken back an acknowledged commit.
+  void CutRepeatedly(std::mt19937_64* random, const std::function<Runtime*()>& start,
+                     std::unique_ptr<Runtime>* runtime) {
+    for (int cut = 0; cut < kCuts; ++cut) {
+      ASSERT_NO_FATAL_FAILURE(RunAndCut(random, cut, start)) << "cut " << cut;
+      runtime->reset();
+    }
+    EXPECT_FALSE(lost_.empty()) << "no cut met an acknowledged, unsynced commit";
+  }
+
   // One run: `start` attaches the consumer, a producer commits, the power is cut at a random
   // moment, the database is reopened on what survived. Then the checks common to both tests.
   void RunAndCut(std::mt19937_64* random, int run, const std::function<Runtime*()>& start) {
@@ -186,11 +197,7 @@ TEST_F(BufferedPowerLossTest, DeliveredFactsSurviveAndIdsAreNeverReused) {
     EXPECT_OK(runtime->Start());
     return runtime.get();
   };
-  for (int cut = 0; cut < kCuts; ++cut) {
-    ASSERT_NO_FATAL_FAILURE(RunAndCut(&random, cut, start)) << "cut " << cut;
-    runtime.reset();
-  }
-  EXPECT_FALSE(lost_.empty()) << "no cut met an acknowledged, unsynced commit";
+  ASSERT_NO_FATAL_FAILURE(CutRepeatedly(&random, start, &runtime));
   std::printf("%zu facts acknowledged, %zu taken back by %d cuts, %zu delivered before the end\n",
               acked_.size(), lost_.size(), kCuts, delivered_.size());
   // Finally everything stored is delivered (Drain syncs first).
@@ -255,11 +262,7 @@ TEST_F(BufferedPowerLossTest, RedisRelayNeverMapsAnEntryIdToTwoFacts) {
     EXPECT_OK(runtime->Start());
     return runtime.get();
   };
-  for (int cut = 0; cut < kCuts; ++cut) {
-    ASSERT_NO_FATAL_FAILURE(RunAndCut(&random, cut, start)) << "cut " << cut;
-    runtime.reset();
-  }
-  EXPECT_FALSE(lost_.empty()) << "no cut met an acknowledged, unsynced commit";
+  ASSERT_NO_FATAL_FAILURE(CutRepeatedly(&random, start, &runtime));
   size_t published_in_runs = 0;
   for (uint32_t p = 0; p < kPartitions; ++p) {
     published_in_runs += StreamEntries(redis.port(), "b:" + std::to_string(p)).size();
