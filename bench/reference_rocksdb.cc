@@ -101,16 +101,21 @@ std::string RocksDbReference::Open(const std::string& dir,
   return "";
 }
 
-std::string RocksDbReference::Close() {
-  if (!db_) return "";
+std::string CloseWithFamilies(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>* handles) {
   std::string error;
-  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
-    rocksdb::Status s = db_->DestroyColumnFamilyHandle(handle);
+  for (rocksdb::ColumnFamilyHandle* handle : *handles) {
+    rocksdb::Status s = db->DestroyColumnFamilyHandle(handle);
     if (!s.ok() && error.empty()) error = "rocksdb: " + s.ToString();
   }
-  handles_.clear();
-  rocksdb::Status s = db_->Close();
+  handles->clear();
+  rocksdb::Status s = db->Close();
   if (!s.ok() && error.empty()) error = "rocksdb close: " + s.ToString();
+  return error;
+}
+
+std::string RocksDbReference::Close() {
+  if (!db_) return "";
+  std::string error = CloseWithFamilies(db_.get(), &handles_);
   db_.reset();
   return error;
 }

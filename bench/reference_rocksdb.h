@@ -9,11 +9,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/producer_driver.h"
 #include "bench/w1_shape.h"
 
 namespace wharf::bench {
+
+// Destroys `handles` (cleared) and closes `db` (still to be deleted by its owner). Returns "" or
+// the first error. Shared by every RocksDB reference.
+std::string CloseWithFamilies(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>* handles);
 
 // The reference database: default options, column families "outbox" (facts under 12-byte
 // partition·sequence keys, big-endian, value = the payload) and "state"; the default family holds

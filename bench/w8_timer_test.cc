@@ -53,12 +53,14 @@ class Recorder {
 TEST(DelayTimerTest, CompletesInDeadlineOrderNeverEarly) {
   Recorder recorder;
   DelayTimer timer(recorder.Fn());
-  const uint64_t now_ns = NowNs();
-  // Scheduled out of order, from two threads.
+  // Scheduled out of order, from two threads, all due well after the last is scheduled (a thread
+  // descheduled on a busy machine must not see an earlier item come due only after a later one
+  // ran).
+  const uint64_t base_ns = NowNs() + 300 * kMs;
   std::thread other([&] {
-    for (uint64_t i = 0; i < 100; i += 2) timer.ScheduleAt(now_ns + (30 - i % 30) * kMs, i, {});
+    for (uint64_t i = 0; i < 100; i += 2) timer.ScheduleAt(base_ns + (30 - i % 30) * kMs, i, {});
   });
-  for (uint64_t i = 1; i < 100; i += 2) timer.ScheduleAt(now_ns + (30 - i % 30) * kMs, i, {});
+  for (uint64_t i = 1; i < 100; i += 2) timer.ScheduleAt(base_ns + (30 - i % 30) * kMs, i, {});
   other.join();
   ASSERT_TRUE(recorder.WaitFor(100, 10'000 * kMs));
   const std::vector<Completion> done = recorder.done();

@@ -3,9 +3,10 @@
 //
 //   wharf_workloads [--json] [--runs N] [--seconds S] [--dir PATH] [--systems LIST]
 //                   [--producers LIST] [--batch LIST] [--facts N] [--workers LIST] [--rate R]
-//                   [--engine-options TEXT] [WORKLOAD...]
+//                   [--engine-options TEXT] [--counters LIST] [--transactions N] [WORKLOAD...]
 //
 // Progress goes to stderr, results to stdout.
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,9 +25,13 @@
 #include "bench/reference_disk.h"
 #include "bench/reference_rocksdb.h"
 #include "bench/reference_rocksdb_consume.h"
+#include "bench/reference_rocksdb_w9.h"
 #include "bench/reference_sqlite.h"
 #include "bench/reference_sqlite_consume.h"
+#include "bench/reference_sqlite_w9.h"
 #include "bench/scratch_dir.h"
+#include "bench/w11_backup.h"
+#include "bench/w11_report.h"
 #include "bench/w1_append.h"
 #include "bench/w1_report.h"
 #include "bench/w1_shape.h"
@@ -46,19 +51,24 @@
 #include "bench/w7_shape.h"
 #include "bench/w8_report.h"
 #include "bench/w8_slow_subscriber.h"
+#include "bench/w9_contended.h"
+#include "bench/w9_report.h"
 
 namespace wharf::bench {
 namespace {
 
 // Workloads of WORKLOAD.md. W5 loads 10 million facts per run, W6 runs ten minutes, W7 starts
-// brokers (redis-server, nats-server): they run only when named.
+// brokers (redis-server, nats-server), W8, W9 and W11 are newer than the default set: they run
+// only when named.
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
 const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name, kW2Name,       kW2SkewedName, kW3Name, kW4Name,
-    kW5Name, kW6SteadyName, kW6StuckName,  kW7Name, kW8Name};
+    kW1Name,       kW2Name,      kW2SkewedName, kW3Name, kW4Name, kW5Name,
+    kW6SteadyName, kW6StuckName, kW7Name,       kW8Name, kW9Name, kW11Name};
 
-const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full"};
+// rocksdb_optimistic and rocksdb_pessimistic (RocksDB's transactions) are W9's references only.
+const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full",
+                                           kW9RocksDbOptimistic, kW9RocksDbPessimistic};
 
 struct Flags {
   bool json = false;
@@ -76,6 +86,9 @@ struct Flags {
   std::string engine_options;  // the --engine-options text, passed on to W5's restart processes
   std::string relay_options;   // W7: the relay's batch_facts and sink options, "key=value;..."
   std::vector<int> key_concurrency = kW8DefaultKeyConcurrency;  // W8
+  std::vector<int> counters = kW9DefaultCounters;               // W9: K
+  std::optional<uint64_t> transactions_per_thread;              // W9, default per K
+  TransactOptions transact;  // W9's Wharf: --backoff-ms changes the backoff, else the defaults
   std::vector<std::string> workloads;
 };
 
@@ -93,8 +106,8 @@ void PrintUsage(std::FILE* out) {
       "                   W3 default 10, W6 600)\n"
       "  --dir PATH       where the scratch databases go (default /tmp); use the "
       "filesystem of the real data\n"
-      "  --systems LIST   comma-separated subset of wharf,rocksdb_sync,sqlite_full "
-      "(default all)\n"
+      "  --systems LIST   comma-separated subset of wharf,rocksdb_sync,sqlite_full,\n"
+      "                   rocksdb_optimistic,rocksdb_pessimistic (W9 only) (default all)\n"
       "  --producers LIST W1 producer threads P (default 1,16)\n"
       "  --batch LIST     W1 facts per transaction B (default 1,10,100)\n"
       "  --facts N        facts pre-committed (W2 default 1000000, W4 default 200000,\n"
@@ -112,7 +125,11 @@ void PrintUsage(std::FILE* out) {
       "  WORKLOAD         W1-append, W2-project, W2-skewed, W3-latency, W4-fanout\n"
       "                   (default: these five), W5-recover, W6-steady, W6-stuck,\n"
       "                   W7-relay, W8-slow-subscriber (--seconds: budget per consumption,\n"
-      "                   default 5; --key-concurrency LIST, default 1,16,64,256)\n");
+      "                   default 5; --key-concurrency LIST, default 1,16,64,256),\n"
+      "                   W9-contended (--counters LIST: K, default 1,64; --transactions N:\n"
+      "                   successful transactions per thread, default 200 at K = 1, else 600;\n"
+      "                   --backoff-ms MIN,MAX: Wharf's Transact backoff, default 1,100),\n"
+      "                   W11-backup (--facts: the database, default 10000000)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -230,6 +247,33 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       if (!value(&text) || !ParseIntList(text, &flags->key_concurrency)) {
         return "--key-concurrency wants a list of counts";
       }
+    } else if (arg == "--counters") {
+      if (!value(&text) || !ParseIntList(text, &flags->counters) ||
+          *std::max_element(flags->counters.begin(), flags->counters.end()) > kW9CountersMax) {
+        return "--counters wants a list of counts up to " + std::to_string(kW9CountersMax);
+      }
+    } else if (arg == "--transactions") {
+      uint64_t transactions = 0;
+      if (!value(&text) || !ParseCount(text, &transactions)) {
+        return "--transactions wants N >= 1";
+      }
+      flags->transactions_per_thread = transactions;
+    } else if (arg == "--backoff-ms") {
+      // MIN,MAX: zero allowed (no sleep), so not ParseIntList.
+      const std::vector<std::string> parts =
+          value(&text) ? SplitCommas(text) : std::vector<std::string>{};
+      char* end_min = nullptr;
+      char* end_max = nullptr;
+      const unsigned long min_ms =
+          parts.size() == 2 ? std::strtoul(parts[0].c_str(), &end_min, 10) : 0;
+      const unsigned long max_ms =
+          parts.size() == 2 ? std::strtoul(parts[1].c_str(), &end_max, 10) : 0;
+      if (parts.size() != 2 || *end_min != '\0' || *end_max != '\0' || parts[0][0] == '-' ||
+          parts[1][0] == '-' || min_ms > max_ms || max_ms > 60000) {
+        return "--backoff-ms wants MIN,MAX milliseconds, MIN <= MAX <= 60000";
+      }
+      flags->transact.backoff_min_ms = static_cast<uint32_t>(min_ms);
+      flags->transact.backoff_max_ms = static_cast<uint32_t>(max_ms);
     } else if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
       std::exit(0);
@@ -628,6 +672,33 @@ bool RunW5(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return all_ok;
 }
 
+// Returns whether every run succeeded. Wharf only; its references are copies with cp -a.
+bool RunW11(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  const uint64_t facts = flags.facts.value_or(kW11DefaultFacts);
+  std::fprintf(stderr, "%s facts=%llu\n", kW11Name, static_cast<unsigned long long>(facts));
+  const std::vector<W11Measurement> runs = RunWharfRepeatedly<W11Measurement>(
+      flags.runs, scratch_root, "wharf-w11-",
+      [&](const std::string& dir) {
+        ScratchDir copies(scratch_root, "wharf-w11-copies-");
+        if (copies.path().empty()) {
+          W11Measurement failed;
+          failed.error = copies.error();
+          return failed;
+        }
+        return RunW11Wharf(dir, copies.path(), facts);
+      },
+      [](const W11Measurement& m) {
+        return Format(
+            "full backup %.2f s (cp -a %.2f s), incremental %.3f s, restore %.2f s (cp -a of the "
+            "backup %.2f s); commit p99 %.0f us during the backup, %.0f us without (pre-commit "
+            "%.1f s)",
+            m.full_s, m.cp_s, m.incremental_s, m.restore_s, m.copy_backup_s, m.during_backup.p99_us,
+            m.without_backup.p99_us, m.precommit_s);
+      });
+  return ReportWharfRow<W11Row>(flags, machine, facts, 0, runs, PrintW11Table, W11Json);
+}
+
 // "<dir>/wharf-<workload>-<UTC time>.csv": next to the scratch databases but outside the scratch
 // root, which is removed on exit.
 std::string W6CsvPath(const std::string& dir, const char* workload) {
@@ -782,6 +853,87 @@ bool RunW8(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return std::all_of(row.wharf.begin(), row.wharf.end(), W8Clean);
 }
 
+using W9Runner = std::function<W9Measurement(const W9Shape&, const std::string&)>;
+
+// Returns whether every run succeeded and every outcome was exact. Per K, `runs` rounds; each
+// round runs every system once, each in its own scratch directory, starting with a different
+// system each round so that no system always follows the same one.
+bool RunW9(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  const std::vector<std::pair<std::string, W9Runner>> all = {
+      {"wharf",
+       [&flags](const W9Shape& shape, const std::string& dir) {
+         return RunW9Wharf(shape, dir, flags.transact);
+       }},
+      {kW9Sqlite, RunW9SqliteFull},
+      {kW9RocksDbOptimistic, RunW9RocksDbOptimistic},
+      {kW9RocksDbPessimistic, RunW9RocksDbPessimistic},
+  };
+  std::vector<std::pair<std::string, W9Runner>> systems;
+  for (const auto& system : all) {
+    if (Contains(flags.systems, system.first)) systems.push_back(system);
+  }
+  if (systems.empty()) return true;
+  bool all_ok = true;
+  for (const int counters : flags.counters) {
+    W9Row row;
+    row.shape.counters = counters;
+    row.shape.transactions_per_thread =
+        flags.transactions_per_thread.value_or(W9DefaultTransactionsPerThread(counters));
+    row.runs = flags.runs;
+    std::fprintf(stderr, "%s threads=%d K=%d transactions per thread=%llu\n", kW9Name,
+                 row.shape.threads, counters,
+                 static_cast<unsigned long long>(row.shape.transactions_per_thread));
+    std::vector<std::vector<W9Measurement>> runs(systems.size());
+    for (int round = 0; round < flags.runs; ++round) {
+      for (size_t turn = 0; turn < systems.size(); ++turn) {
+        const size_t i = (turn + static_cast<size_t>(round)) % systems.size();
+        const std::string& name = systems[i].first;
+        SettleDisk();
+        W9Measurement m;
+        {
+          ScratchDir db_dir(scratch_root, name + "-w9-");
+          if (db_dir.path().empty()) {
+            m.error = db_dir.error();
+          } else {
+            m = systems[i].second(row.shape, db_dir.path());
+          }
+        }
+        if (m.error.empty()) {
+          std::fprintf(stderr,
+                       "  %s K=%d run %d/%d: %.0f commits/s, %.3f conflicts per commit, p99 %.0f "
+                       "us, %.2f s; exact\n",
+                       name.c_str(), counters, round + 1, flags.runs, m.commits_per_s,
+                       m.conflicts_per_commit, m.latency.p99_us, m.elapsed_s);
+        } else {
+          std::fprintf(stderr, "  %s K=%d run %d/%d FAILED: %s\n", name.c_str(), counters,
+                       round + 1, flags.runs, m.error.c_str());
+        }
+        runs[i].push_back(std::move(m));
+      }
+    }
+    for (size_t i = 0; i < systems.size(); ++i) {
+      W9SystemResult result;
+      result.system = systems[i].first;
+      result.median = MedianOf(runs[i]);
+      for (const W9Measurement& m : runs[i]) {
+        if (m.error.empty()) continue;
+        if (result.failed_runs++ == 0) result.first_error = m.error;
+      }
+      all_ok = all_ok && result.failed_runs == 0;
+      row.systems.push_back(std::move(result));
+    }
+    double load[1] = {0};
+    if (getloadavg(load, 1) == 1) row.load_average_1m = load[0];
+    if (flags.json) {
+      std::printf("%s\n", W9Json(row, machine).c_str());
+      std::fflush(stdout);
+    } else {
+      PrintW9Table(row, stdout);
+    }
+  }
+  return all_ok;
+}
+
 int Main(int argc, char** argv) {
   // W5's restart process: `--w5-restart MODE DIR WORKERS`, after any --engine-options.
   for (int i = 1; i < argc; ++i) {
@@ -846,6 +998,8 @@ int Main(int argc, char** argv) {
     }
     if (workload == kW7Name) all_ok = RunW7(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW8Name) all_ok = RunW8(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW9Name) all_ok = RunW9(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW11Name) all_ok = RunW11(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }

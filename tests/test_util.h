@@ -6,14 +6,32 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 
 #include "wharf/engine.h"
 
 namespace wharf::testing {
+
+// Loops (cuts, kills, rounds) run fewer times under the sanitizers, where each costs several times
+// more: CI time is a budget. The asan and tsan presets build with GCC, which defines these.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// The seed of a randomized crash test: WHARF_SEED when set (to replay a failure), else random.
+inline uint64_t SeedFromEnv() {
+  const char* text = std::getenv("WHARF_SEED");
+  return text ? std::strtoull(text, nullptr, 10) : std::random_device()();
+}
 
 // A fresh directory under the test temp dir, removed when the object dies.
 class TempDir {
@@ -35,6 +53,28 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Flips one byte of `file` at `offset` (XOR 0x5a; flipping it again restores it): damage for
+// the corruption tests.
+inline void FlipByte(const std::filesystem::path& file, uintmax_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f.is_open()) << file;
+  f.seekg(static_cast<std::streamoff>(offset));
+  char byte = 0;
+  f.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 0x5a);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&byte, 1);
+}
+
+// The sum of the sizes of the regular files below `path`.
+inline uint64_t DirectoryBytes(const std::string& path) {
+  uint64_t total = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path)) {
+    if (entry.is_regular_file()) total += entry.file_size();
+  }
+  return total;
+}
 
 inline ::testing::AssertionResult IsOk(const Status& status) {
   if (status.ok()) return ::testing::AssertionSuccess();

@@ -8,6 +8,8 @@
 using wharf::Status;
 using wharf::capi::CheckName;
 using wharf::capi::CheckOut;
+using wharf::capi::CheckStructSize;
+using wharf::capi::CopyExtensible;
 using wharf::capi::EngineState;
 using wharf::capi::FindEngine;
 using wharf::capi::Guard;
@@ -40,29 +42,6 @@ Status CheckFactIds(const uint64_t* fact_ids, size_t n_fact_ids) {
                                    " is above the limit of " + std::to_string(kFactIdsCountMax));
   }
   return Status::OK();
-}
-
-// An extensible struct the caller passes (wharf.h "Extensible structs"): its struct_size must hold
-// at least the first version's fields. NULL is allowed (the caller wants no totals).
-template <typename T>
-Status CheckStructSize(const T* out, size_t size_v1, std::string_view what) {
-  if (out == nullptr || out->struct_size >= size_v1) return Status::OK();
-  return Status::InvalidArgument(std::string(what) + "->struct_size is " +
-                                 std::to_string(out->struct_size) + ", below the " +
-                                 std::to_string(size_v1) +
-                                 " bytes of its first version (set it "
-                                 "to sizeof(" +
-                                 std::string(what) + "))");
-}
-
-// Copies the fields of `filled` that lie within out->struct_size into *out and sets struct_size to
-// the size filled. Bytes beyond what this library knows are left untouched.
-template <typename T>
-void CopyExtensible(const T& filled, T* out) {
-  const size_t size = std::min(out->struct_size, sizeof(T));
-  std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
-              reinterpret_cast<const char*>(&filled) + sizeof(size_t), size - sizeof(size_t));
-  out->struct_size = size;
 }
 
 }  // namespace
@@ -295,6 +274,22 @@ wharf_status wharf_stat(wharf_engine* engine, wharf_stat_snapshot* snapshot,
       filled.dead_letter_count = stat.dead_letter_count;
       filled.timer_count = stat.timer_count;
       filled.next_timer_due_ms = stat.next_timer_due_ms;
+      filled.incarnation = stat.incarnation;
+      const wharf::LastBackup& last = stat.last_backup;
+      filled.last_backup_exists = last.exists ? 1 : 0;
+      filled.last_backup_ok = last.ok ? 1 : 0;
+      filled.last_backup_finished_ms = last.finished_ms;
+      filled.last_backup_duration_ms = last.duration_ms;
+      filled.last_backup_id = last.ok ? last.info.id : 0;
+      filled.last_backup_last_fact_id = last.ok ? last.info.last_fact_id : 0;
+      // BORROWED until this thread's next wharf_stat (wharf.h): the snapshot struct outlives the
+      // call, so its strings live in per-thread storage.
+      thread_local std::string t_last_backup_target;
+      thread_local std::string t_last_backup_error;
+      t_last_backup_target = last.target;
+      t_last_backup_error = last.error;
+      filled.last_backup_target = t_last_backup_target.c_str();
+      filled.last_backup_error = t_last_backup_error.c_str();
       CopyExtensible(filled, snapshot);
     }
     if (on_partition != nullptr) {

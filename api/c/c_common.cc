@@ -1,10 +1,12 @@
 // The C ABI's shared machinery: handle table, errors, validation, version (see c_common.h).
 #include "api/c/c_common.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <unordered_map>
 
 namespace wharf::capi {
@@ -19,6 +21,13 @@ static_assert(WHARF_CLOSED == static_cast<int>(Status::Code::kClosed));
 static_assert(WHARF_CONFLICT == static_cast<int>(Status::Code::kConflict));
 static_assert(WHARF_NOT_SUPPORTED == static_cast<int>(Status::Code::kNotSupported));
 static_assert(WHARF_INTERNAL == static_cast<int>(Status::Code::kInternal));
+// wharf_last_subcode() hands Status::SubCode values through: they must be the same numbers.
+static_assert(WHARF_SUBCODE_LEASE_FENCED == static_cast<int>(Status::SubCode::kLeaseFenced));
+static_assert(WHARF_SUBCODE_CURSOR_MOVED == static_cast<int>(Status::SubCode::kCursorMoved));
+static_assert(WHARF_SUBCODE_DATABASE_LOCKED == static_cast<int>(Status::SubCode::kDatabaseLocked));
+static_assert(WHARF_SUBCODE_ALREADY_EXISTS == static_cast<int>(Status::SubCode::kAlreadyExists));
+static_assert(WHARF_SUBCODE_TIMED_OUT == static_cast<int>(Status::SubCode::kTimedOut));
+static_assert(WHARF_SUBCODE_READ_CONFLICT == static_cast<int>(Status::SubCode::kReadConflict));
 
 namespace {
 
@@ -58,10 +67,14 @@ const char* KindName(Kind kind) {
       return "wharf_txn";
     case Kind::kEffects:
       return "effects wharf_txn";
+    case Kind::kTransactTxn:
+      return "wharf_transact wharf_txn";
     case Kind::kRuntime:
       return "wharf_runtime";
     case Kind::kFact:
       return "wharf_fact";
+    case Kind::kVerifyReport:
+      return "wharf_verify_report";
   }
   return "handle";
 }
@@ -76,21 +89,30 @@ Status RetiredStatus(Kind kind, std::string_view what) {
     case Kind::kEffects:
       return Status::InvalidArgument(name +
                                      " is an effects transaction whose handler call has returned");
+    case Kind::kTransactTxn:
+      return Status::InvalidArgument(name +
+                                     " is a transaction wharf_transact lent to its function, which "
+                                     "has returned (it is valid only during that call)");
     case Kind::kRuntime:
       return Status::Closed(name + " was freed");
     case Kind::kFact:
       return Status::InvalidArgument(name + " is only valid during the callback that received it");
+    case Kind::kVerifyReport:
+      return Status::InvalidArgument(name + " was already freed");
   }
   return Status::InvalidArgument(name + " is not live");
 }
 
 bool Compatible(Kind have, Kind want) {
-  // Effects transactions are transactions for put/delete/emit/get.
-  return have == want || (want == Kind::kTxn && have == Kind::kEffects);
+  // Lent transactions are transactions for put/delete/emit/get/scan.
+  return have == want ||
+         (want == Kind::kTxn && (have == Kind::kEffects || have == Kind::kTransactTxn));
 }
 
 thread_local std::string t_last_error;
 thread_local wharf_subcode t_last_subcode = WHARF_SUBCODE_NONE;
+thread_local wharf_status t_last_status = WHARF_OK;
+thread_local uint64_t t_error_count = 0;
 thread_local int t_callback_depth = 0;
 
 }  // namespace
@@ -222,6 +244,39 @@ Status CheckNames(const char* const* names, size_t count, std::string_view what,
   return Status::OK();
 }
 
+Status ScanRange(std::string_view prefix, std::string_view from, std::string_view to,
+                 KeyRange* range, bool* empty) {
+  // std::string_view compares as unsigned bytes (char_traits<char>), the tables' key order.
+  if (!from.empty() && !to.empty() && from >= to) {
+    return Status::InvalidArgument("from is not below to (the range [from, to) holds no key)");
+  }
+  KeyRange result = KeyRange::Prefix(prefix);
+  if (from > result.from) result.from = from;                                // "" is the lowest key
+  if (!to.empty() && (result.to.empty() || to < result.to)) result.to = to;  // "" is no bound
+  *empty = !result.to.empty() && result.from >= result.to;
+  *range = std::move(result);
+  return Status::OK();
+}
+
+Status CheckScanLimit(size_t limit) {
+  if (limit == 0 || limit > kScanLimitMax) {
+    return Status::InvalidArgument("limit " + std::to_string(limit) + " is not in 1.." +
+                                   std::to_string(kScanLimitMax));
+  }
+  return Status::OK();
+}
+
+Status ParseOptionU32(std::string_view key, std::string_view value, uint32_t* out) {
+  uint32_t parsed = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size()) {
+    return Status::InvalidArgument("option '" + std::string(key) + "': '" + std::string(value) +
+                                   "' is not an unsigned 32-bit integer");
+  }
+  *out = parsed;
+  return Status::OK();
+}
+
 Status CopyOut(const std::string& value, void** out, size_t* out_len) {
   // Never NULL, also for an empty value, so callers can tell "found, empty" from "not set".
   void* copy = std::malloc(value.empty() ? 1 : value.size());
@@ -259,6 +314,30 @@ ScopedFact::~ScopedFact() {
 // ---------------------------------------------------------------------------------------------
 // Errors
 
+std::string CaughtText() noexcept {
+  try {
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      return ExceptionText(e);
+    } catch (...) {
+      return "a non-standard exception";
+    }
+  } catch (...) {
+    return std::string();  // no memory for the text
+  }
+}
+
+const char* StatusName(int status) {
+  static constexpr const char* kNames[] = {
+      "WHARF_OK",       "WHARF_INVALID_ARGUMENT", "WHARF_NOT_FOUND",
+      "WHARF_IO_ERROR", "WHARF_CORRUPTION",       "WHARF_BUSY",
+      "WHARF_CLOSED",   "WHARF_CONFLICT",         "WHARF_NOT_SUPPORTED",
+      "WHARF_INTERNAL"};
+  static_assert(std::size(kNames) == WHARF_INTERNAL + 1);
+  return status >= WHARF_OK && status <= WHARF_INTERNAL ? kNames[status] : "not a wharf_status";
+}
+
 void SetLastErrorText(std::string_view message) noexcept {
   try {
     t_last_error.assign(message);
@@ -273,8 +352,39 @@ wharf_status ToC(Status::Code code) {
                                                       : WHARF_INTERNAL;
 }
 
+Status StatusOf(wharf_status code, std::string_view message) {
+  switch (code) {
+    case WHARF_OK:
+      break;
+    case WHARF_INVALID_ARGUMENT:
+      return Status::InvalidArgument(message);
+    case WHARF_NOT_FOUND:
+      return Status::NotFound(message);
+    case WHARF_IO_ERROR:
+      return Status::IOError(message);
+    case WHARF_CORRUPTION:
+      return Status::Corruption(message);
+    case WHARF_BUSY:
+      return Status::Busy(message);
+    case WHARF_CLOSED:
+      return Status::Closed(message);
+    case WHARF_CONFLICT:
+      return Status::Conflict(message);
+    case WHARF_NOT_SUPPORTED:
+      return Status::NotSupported(message);
+    case WHARF_INTERNAL:
+      return Status::Internal(message);
+  }
+  return Status::Internal(message);
+}
+
+uint64_t ErrorCount() noexcept { return t_error_count; }
+wharf_status LastErrorStatus() noexcept { return t_last_status; }
+
 wharf_status SetError(const char* function, wharf_status code, std::string_view message) noexcept {
   t_last_subcode = WHARF_SUBCODE_NONE;
+  t_last_status = code;
+  ++t_error_count;
   try {
     std::string text(function);
     text += ": ";
@@ -289,8 +399,8 @@ wharf_status SetError(const char* function, wharf_status code, std::string_view 
 wharf_status Fail(const char* function, const Status& status) noexcept {
   wharf_status code = SetError(function, ToC(status.code()), status.message());
   const int subcode = static_cast<int>(status.subcode());
-  t_last_subcode = subcode <= WHARF_SUBCODE_ALREADY_EXISTS ? static_cast<wharf_subcode>(subcode)
-                                                           : WHARF_SUBCODE_NONE;
+  t_last_subcode = subcode <= WHARF_SUBCODE_READ_CONFLICT ? static_cast<wharf_subcode>(subcode)
+                                                          : WHARF_SUBCODE_NONE;
   return code;
 }
 

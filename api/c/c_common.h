@@ -15,8 +15,10 @@
 // thread_local.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -33,16 +35,74 @@
 
 namespace wharf::capi {
 
-// A handler's effects transaction, seen through the C ABI (implemented over wharf::Effects in
-// c_runtime.cc, so that the engine half links without the runtime).
-class EffectsSink {
+// A transaction the C ABI lends to a callback without handing it over: a handler's effects
+// (Kind::kEffects, over wharf::Effects, c_runtime.cc) or one attempt of wharf_transact
+// (Kind::kTransactTxn, over wharf::Txn, c_engine.cc). Its owner commits or discards it when the
+// callback returns, so wharf_txn_commit and wharf_txn_abort refuse it (Refuse says why).
+class BorrowedTxn {
  public:
-  virtual ~EffectsSink() = default;
+  virtual ~BorrowedTxn() = default;
   virtual Status Put(std::string_view table, std::string_view key, std::string_view value) = 0;
   virtual Status Delete(std::string_view table, std::string_view key) = 0;
   virtual Status Emit(std::string_view type, std::string_view key, std::string_view payload,
                       const EmitOptions& options) = 0;
   virtual Status Get(std::string_view table, std::string_view key, std::string* value) = 0;
+  virtual Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+                      ScanResult* result) = 0;
+  // Why wharf_txn_commit / wharf_txn_commit_async (`commit`) or wharf_txn_abort refuse it.
+  virtual Status Refuse(bool commit) const = 0;
+};
+
+// What a LentTxn answers: once gone, and to a commit or an abort. Static strings.
+struct LentTxnText {
+  const char* gone;
+  const char* commit_refused;
+  const char* abort_refused;
+};
+
+// A BorrowedTxn over a T (wharf::Effects or wharf::Txn) its owner keeps, usable until
+// Invalidate(); every call after answers InvalidArgument (text.gone), so a handle kept past its
+// callback never reaches a T that is gone. The mutex is recursive: a scan's row callback may call
+// back into the same transaction on its own thread (another thread waits for the scan).
+template <typename T>
+class LentTxn final : public BorrowedTxn {
+ public:
+  LentTxn(T* rep, LentTxnText text) : rep_(rep), text_(text) {}
+  void Invalidate() {
+    std::lock_guard lock(mutex_);
+    rep_ = nullptr;
+  }
+  Status Put(std::string_view table, std::string_view key, std::string_view value) override {
+    std::lock_guard lock(mutex_);
+    return rep_ ? rep_->Put(table, key, value) : Gone();
+  }
+  Status Delete(std::string_view table, std::string_view key) override {
+    std::lock_guard lock(mutex_);
+    return rep_ ? rep_->Delete(table, key) : Gone();
+  }
+  Status Emit(std::string_view type, std::string_view key, std::string_view payload,
+              const EmitOptions& options) override {
+    std::lock_guard lock(mutex_);
+    return rep_ ? rep_->Emit(type, key, payload, options) : Gone();
+  }
+  Status Get(std::string_view table, std::string_view key, std::string* value) override {
+    std::lock_guard lock(mutex_);
+    return rep_ ? rep_->Get(table, key, value) : Gone();
+  }
+  Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+              ScanResult* result) override {
+    std::lock_guard lock(mutex_);
+    return rep_ ? rep_->Scan(table, range, limit, row, result) : Gone();
+  }
+  Status Refuse(bool commit) const override {
+    return Status::InvalidArgument(commit ? text_.commit_refused : text_.abort_refused);
+  }
+
+ private:
+  Status Gone() const { return Status::InvalidArgument(text_.gone); }
+  std::recursive_mutex mutex_;
+  T* rep_;  // guarded by mutex_; null once invalidated
+  const LentTxnText text_;
 };
 
 // Something attached to an engine handle that wharf_close must stop first (a runtime).
@@ -69,9 +129,13 @@ struct wharf_engine {
 
 struct wharf_txn {
   // At most one is set: an application transaction (owned; reset once committed or aborted) or a
-  // handler's effects (borrowed).
+  // transaction lent to a callback (a handler's effects, an attempt of wharf_transact).
   std::optional<wharf::Txn> rep;
-  std::shared_ptr<wharf::capi::EffectsSink> effects;
+  std::shared_ptr<wharf::capi::BorrowedTxn> borrowed;
+  // Scans of this transaction in progress on the thread using it: while > 0 (a row callback runs)
+  // it cannot be committed or aborted under the scan. Atomic only so that a caller breaking "one
+  // thread at a time" gets a refusal rather than a data race on the counter.
+  std::atomic<uint32_t> scans_running{0};
 };
 
 struct wharf_fact {
@@ -83,7 +147,9 @@ struct wharf_runtime;  // defined in c_runtime.cc
 
 namespace wharf::capi {
 
-enum class Kind : uint8_t { kEngine, kTxn, kEffects, kRuntime, kFact };
+// kEffects and kTransactTxn are transactions lent to a callback (BorrowedTxn): a lookup for kTxn
+// accepts them.
+enum class Kind : uint8_t { kEngine, kTxn, kEffects, kTransactTxn, kRuntime, kFact, kVerifyReport };
 
 // Bounds on counts the caller passes, so a garbage count is refused before it is used.
 inline constexpr size_t kNamesCountMax = 1u << 16;
@@ -103,12 +169,42 @@ std::shared_ptr<T> MakeHandle(Kind kind) {
   return handle;
 }
 
+// A LentTxn<T> registered as a wharf_txn handle of `kind` for the duration of one callback: on
+// destruction the transaction is invalidated and the handle retired (a kept pointer is then
+// answered as stale).
+template <typename T>
+class ScopedLentTxn {
+ public:
+  ScopedLentTxn(T* rep, Kind kind, LentTxnText text);
+  ~ScopedLentTxn() {
+    lent_->Invalidate();
+    Status ignored;
+    Retire(handle_.get(), kind_, "txn", &ignored);
+  }
+  ScopedLentTxn(const ScopedLentTxn&) = delete;
+  ScopedLentTxn& operator=(const ScopedLentTxn&) = delete;
+  wharf_txn* get() const { return handle_.get(); }
+
+ private:
+  Kind kind_;
+  std::shared_ptr<LentTxn<T>> lent_;
+  std::shared_ptr<wharf_txn> handle_;
+};
+
 template <typename T>
 Status Find(const T* handle, Kind kind, std::string_view what, std::shared_ptr<T>* out) {
   std::shared_ptr<void> owner;
   Status s = Lookup(handle, kind, what, &owner);
   if (s.ok()) *out = std::static_pointer_cast<T>(std::move(owner));
   return s;
+}
+
+template <typename T>
+ScopedLentTxn<T>::ScopedLentTxn(T* rep, Kind kind, LentTxnText text)
+    : kind_(kind),
+      lent_(std::make_shared<LentTxn<T>>(rep, text)),
+      handle_(MakeHandle<wharf_txn>(kind)) {
+  handle_->borrowed = lent_;
 }
 
 // Engine handle lookup that also answers WHARF_CLOSED once the engine is closed.
@@ -121,8 +217,75 @@ Status CheckBytes(const void* data, size_t len, size_t len_max, std::string_view
 Status CheckName(const char* name, std::string_view what, std::string_view* view);
 Status CheckNames(const char* const* names, size_t count, std::string_view what,
                   std::vector<std::string>* out);
+// A range from a scan's arguments (wharf_scan): every key that starts with `prefix` ("" = any),
+// at or above `from` ("" = the table's first) and below `to` ("" = its end): the intersection.
+// InvalidArgument when `from` is not below `to` (both set); *empty when the intersection holds no
+// key (a prefix outside [from, to)), which is no error: the scan visits nothing.
+Status ScanRange(std::string_view prefix, std::string_view from, std::string_view to,
+                 KeyRange* range, bool* empty);
+// Checks a scan's limit: 1..kScanLimitMax.
+Status CheckScanLimit(size_t limit);
+// Parses an unsigned 32-bit option value; the message names the option.
+Status ParseOptionU32(std::string_view key, std::string_view value, uint32_t* out);
 // Copies `value` into memory the caller frees with wharf_free.
 Status CopyOut(const std::string& value, void** out, size_t* out_len);
+
+// An extensible struct the caller passes (wharf.h "Extensible structs"): its struct_size must hold
+// at least the first version's fields. NULL is allowed (the caller wants no totals).
+template <typename T>
+Status CheckStructSize(const T* out, size_t size_v1, std::string_view what) {
+  if (out == nullptr || out->struct_size >= size_v1) return Status::OK();
+  return Status::InvalidArgument(std::string(what) + "->struct_size is " +
+                                 std::to_string(out->struct_size) + ", below the " +
+                                 std::to_string(size_v1) +
+                                 " bytes of its first version (set it "
+                                 "to sizeof(" +
+                                 std::string(what) + "))");
+}
+
+// Copies the fields of `filled` that lie within out->struct_size into *out and sets struct_size to
+// the size filled. Bytes beyond what this library knows are left untouched.
+template <typename T>
+void CopyExtensible(const T& filled, T* out) {
+  const size_t size = std::min(out->struct_size, sizeof(T));
+  std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
+              reinterpret_cast<const char*>(&filled) + sizeof(size_t), size - sizeof(size_t));
+  out->struct_size = size;
+}
+
+// Largest struct_size accepted for a struct the caller passes in, so that a garbage size is refused
+// before the bytes beyond the known fields are read.
+inline constexpr size_t kInStructSizeMax = 4096;
+
+// Reads an extensible struct the caller passes IN (an options struct, wharf.h): NULL gives the
+// defaults (a value-initialized T); a struct_size below size_v1 is InvalidArgument; the fields
+// within struct_size are copied; bytes beyond the fields this library knows must be 0, else
+// NotSupported (an option of a newer header is refused rather than silently ignored).
+template <typename T>
+Status ReadInStruct(const T* in, size_t size_v1, std::string_view what, T* out) {
+  *out = T{};
+  if (in == nullptr) return Status::OK();
+  Status s = CheckStructSize(in, size_v1, what);
+  if (!s.ok()) return s;
+  if (in->struct_size > kInStructSizeMax) {
+    return Status::InvalidArgument(std::string(what) + "->struct_size is " +
+                                   std::to_string(in->struct_size) + ", above the limit of " +
+                                   std::to_string(kInStructSizeMax) + " bytes");
+  }
+  const size_t known = std::min(in->struct_size, sizeof(T));
+  std::memcpy(static_cast<void*>(out), static_cast<const void*>(in), known);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  for (size_t at = sizeof(T); at < in->struct_size; ++at) {
+    if (bytes[at] != 0) {
+      return Status::NotSupported(std::string(what) + " sets byte " + std::to_string(at) +
+                                  ", beyond the " + std::to_string(sizeof(T)) +
+                                  " bytes of the fields this library knows (built with a newer "
+                                  "wharf.h? then use the library of that version)");
+    }
+  }
+  out->struct_size = known;
+  return Status::OK();
+}
 
 // Callbacks: while > 0 on this thread, calls that would deadlock are refused.
 struct CallbackScope {
@@ -147,11 +310,22 @@ class ScopedFact {
   std::shared_ptr<wharf_fact> handle_;
 };
 
+// The text of the exception being handled (inside a catch block). Never throws.
+std::string CaughtText() noexcept;
+// "WHARF_INVALID_ARGUMENT"...: the enumerator's name of a status in [WHARF_OK, WHARF_INTERNAL].
+const char* StatusName(int status);
+
 // Records the message of a failing call for wharf_last_error(). Never throws.
 wharf_status SetError(const char* function, wharf_status code, std::string_view message) noexcept;
 wharf_status Fail(const char* function, const Status& status) noexcept;
 void SetLastErrorText(std::string_view message) noexcept;
 wharf_status ToC(Status::Code code);
+// A Status of `code` (not OK) with `message`, as the C++ API would return it.
+Status StatusOf(wharf_status code, std::string_view message);
+// Counts the errors recorded on this thread (SetError/Fail), and the last one's status: a caller
+// that ran a callback can tell whether a call inside it failed, and how.
+uint64_t ErrorCount() noexcept;
+wharf_status LastErrorStatus() noexcept;
 
 // Runs `body` (returning Status), mapping its status and any exception to a wharf_status.
 template <typename Body>

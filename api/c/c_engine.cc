@@ -1,14 +1,18 @@
 // The C ABI's engine half: open/close, declared types, reads, transactions, facts (wharf.h).
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <utility>
 
 #include "api/c/c_common.h"
+#include "engine/base/option_string.h"
 #include "wharf/options.h"
 
 using wharf::CommitResult;
 using wharf::EmitOptions;
 using wharf::Fact;
 using wharf::Status;
+using wharf::capi::CaughtText;
 using wharf::capi::CheckBytes;
 using wharf::capi::CheckName;
 using wharf::capi::CheckNames;
@@ -18,6 +22,7 @@ using wharf::capi::Find;
 using wharf::capi::FindEngine;
 using wharf::capi::Guard;
 using wharf::capi::Kind;
+using wharf::capi::StatusName;
 
 namespace {
 
@@ -28,14 +33,23 @@ Status FindTxn(const wharf_txn* txn, std::shared_ptr<wharf_txn>* handle) {
   return Find(txn, Kind::kTxn, "txn", handle);
 }
 
-// Takes an application transaction out of the handle table for commit; effects are refused.
-Status TakeTxn(wharf_txn* txn, std::shared_ptr<wharf_txn>* handle) {
+// Refuses a write, commit or abort of a transaction that is being scanned: the call comes from
+// its own scan's row callback, and would change the rows the scan merges (its own writes) or free
+// the transaction under it. Reads (get, a nested scan) are fine.
+Status RefuseWhileScanned(const wharf_txn& handle, const char* function) {
+  if (handle.scans_running.load() == 0) return Status::OK();
+  return Status::InvalidArgument(std::string("txn is being scanned: ") + function +
+                                 " is refused from inside its own scan callback (write, commit "
+                                 "or abort once the scan returned)");
+}
+
+// Takes an application transaction out of the handle table for commit; lent ones are refused.
+Status TakeTxn(wharf_txn* txn, const char* function, std::shared_ptr<wharf_txn>* handle) {
   Status s = FindTxn(txn, handle);
   if (!s.ok()) return s;
-  if ((*handle)->effects != nullptr) {
-    return Status::InvalidArgument(
-        "txn is a handler's effects transaction: the runtime commits it when the handler returns");
-  }
+  if ((*handle)->borrowed != nullptr) return (*handle)->borrowed->Refuse(true);
+  s = RefuseWhileScanned(**handle, function);
+  if (!s.ok()) return s;
   std::shared_ptr<void> owner = wharf::capi::Retire(txn, Kind::kTxn, "txn", &s);
   return owner ? Status::OK() : s;
 }
@@ -70,19 +84,20 @@ Status BuildHeaders(const char* const* names, const void* const* values, const s
   return Status::OK();
 }
 
-Status Emit(wharf_txn* txn, const char* type, const void* key, size_t key_len, const void* payload,
-            size_t payload_len, const EmitOptions& options) {
+Status Emit(const char* function, wharf_txn* txn, const char* type, const void* key, size_t key_len,
+            const void* payload, size_t payload_len, const EmitOptions& options) {
   std::shared_ptr<wharf_txn> handle;
   std::string_view type_view;
   std::string_view key_view;
   std::string_view payload_view;
   Status s = FindTxn(txn, &handle);
+  if (s.ok()) s = RefuseWhileScanned(*handle, function);
   if (s.ok()) s = CheckName(type, "type", &type_view);
   if (s.ok()) s = CheckKey(key, key_len, &key_view);
   if (s.ok()) s = CheckBytes(payload, payload_len, wharf::kValueBytesMax, "payload", &payload_view);
   if (!s.ok()) return s;
-  if (handle->effects != nullptr) {
-    return handle->effects->Emit(type_view, key_view, payload_view, options);
+  if (handle->borrowed != nullptr) {
+    return handle->borrowed->Emit(type_view, key_view, payload_view, options);
   }
   return handle->rep->Emit(type_view, key_view, payload_view, options);
 }
@@ -118,6 +133,150 @@ const char* FactBytes(const wharf_fact* fact, const char* function, std::string 
   const Fact* rep = FactOf(fact, function);
   if (len != nullptr) *len = rep == nullptr ? 0 : (rep->*field).size();
   return rep == nullptr ? nullptr : (rep->*field).c_str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scans and wharf_transact
+
+// A scan's arguments, checked (wharf_scan, wharf_txn_scan).
+struct ScanArgs {
+  std::string_view table;
+  wharf::KeyRange range;
+  bool empty = false;  // the prefix lies outside [from, to): nothing to visit
+};
+
+Status CheckScan(const char* table, const void* prefix, size_t prefix_len, const void* from,
+                 size_t from_len, const void* to, size_t to_len, size_t limit, wharf_row_fn fn,
+                 ScanArgs* args) {
+  std::string_view prefix_view;
+  std::string_view from_view;
+  std::string_view to_view;
+  // A resume point is the last key visited followed by one 0x00 byte: one byte over a key.
+  constexpr size_t kBoundBytesMax = wharf::kKeyBytesMax + 1;
+  Status s = CheckName(table, "table", &args->table);
+  if (s.ok()) s = CheckBytes(prefix, prefix_len, wharf::kKeyBytesMax, "prefix", &prefix_view);
+  if (s.ok()) s = CheckBytes(from, from_len, kBoundBytesMax, "from", &from_view);
+  if (s.ok()) s = CheckBytes(to, to_len, kBoundBytesMax, "to", &to_view);
+  if (s.ok()) s = wharf::capi::CheckScanLimit(limit);
+  if (s.ok() && fn == nullptr) s = Status::InvalidArgument("fn is NULL");
+  if (s.ok())
+    s = wharf::capi::ScanRange(prefix_view, from_view, to_view, &args->range, &args->empty);
+  return s;
+}
+
+// Runs `scan(row, &result)`, handing each row to the C callback `fn`, and writes what it visited
+// to *rows and *more (each may be NULL). A callback that throws (it must not unwind into wharf)
+// stops the scan, which then fails with InvalidArgument naming the exception.
+template <typename ScanCall>
+Status RunScan(const ScanArgs& args, wharf_row_fn fn, void* ctx, size_t* rows, uint8_t* more,
+               ScanCall&& scan) {
+  wharf::ScanResult result;
+  if (!args.empty) {
+    bool threw = false;
+    std::string thrown;
+    const wharf::RowFn row = [&](std::string_view key, std::string_view value) {
+      try {
+        return fn(ctx, key.data(), key.size(), value.data(), value.size()) == 0;
+      } catch (...) {
+        threw = true;
+        thrown = CaughtText();
+      }
+      return false;
+    };
+    Status s = scan(row, &result);
+    if (threw) {
+      s.PermitUncheckedError();
+      return Status::InvalidArgument(
+          "the row callback threw (a callback must not unwind into "
+          "wharf); the scan stopped there: " +
+          thrown);
+    }
+    if (!s.ok()) return s;
+  }
+  if (rows != nullptr) *rows = result.rows;
+  if (more != nullptr) *more = result.more ? 1 : 0;
+  return Status::OK();
+}
+
+// Counts a scan of an application transaction in progress (see wharf_txn::scans_running).
+class ScanInProgress {
+ public:
+  explicit ScanInProgress(wharf_txn& txn) : txn_(txn) { txn_.scans_running.fetch_add(1); }
+  ~ScanInProgress() { txn_.scans_running.fetch_sub(1); }
+  ScanInProgress(const ScanInProgress&) = delete;
+  ScanInProgress& operator=(const ScanInProgress&) = delete;
+
+ private:
+  wharf_txn& txn_;
+};
+
+// What the transaction wharf_transact lends to its function answers.
+constexpr wharf::capi::LentTxnText kTransactText{
+    "txn is a transaction wharf_transact lent to its function, which has returned",
+    "txn belongs to wharf_transact, which commits it when the function returns WHARF_OK: do not "
+    "commit it yourself",
+    "txn belongs to wharf_transact: return a status other than WHARF_OK from the function to "
+    "abort it"};
+
+// "attempts_max=16;backoff_min_ms=1;backoff_max_ms=100" (NULL or "": the defaults).
+Status ParseTransactOptions(const char* text, wharf::TransactOptions* options) {
+  if (text == nullptr) return Status::OK();
+  using wharf::capi::ParseOptionU32;
+  Status s =
+      wharf::internal::ForEachOption(text, [&](std::string_view key, std::string_view value) {
+        if (key == "attempts_max") return ParseOptionU32(key, value, &options->attempts_max);
+        if (key == "backoff_min_ms") return ParseOptionU32(key, value, &options->backoff_min_ms);
+        if (key == "backoff_max_ms") return ParseOptionU32(key, value, &options->backoff_max_ms);
+        return Status::InvalidArgument("unknown transact option '" + std::string(key) +
+                                       "' (attempts_max, backoff_min_ms, backoff_max_ms)");
+      });
+  if (!s.ok()) return s;
+  if (options->attempts_max == 0) {
+    return Status::InvalidArgument("option 'attempts_max': 0 is no attempt at all (>= 1)");
+  }
+  if (options->backoff_min_ms > options->backoff_max_ms) {
+    return Status::InvalidArgument(
+        "option 'backoff_min_ms' (" + std::to_string(options->backoff_min_ms) +
+        ") is above option 'backoff_max_ms' (" + std::to_string(options->backoff_max_ms) + ")");
+  }
+  return Status::OK();
+}
+
+// One attempt of wharf_transact: lends `txn` to `fn` for the call (retired when it returns, so a
+// kept pointer is answered as stale) and turns what it returned into the Status Engine::Transact
+// expects: OK commits; anything else aborts and ends wharf_transact with it.
+Status CallTxnFn(wharf_txn_fn fn, void* ctx, wharf::Txn& txn) {
+  wharf::capi::ScopedLentTxn<wharf::Txn> lent(&txn, Kind::kTransactTxn, kTransactText);
+  const uint64_t errors_before = wharf::capi::ErrorCount();
+  int returned = WHARF_INTERNAL;
+  bool threw = false;
+  std::string thrown;
+  try {
+    const wharf_status status = fn(ctx, lent.get());
+    // A C function may return any int: read its bits, not the enum.
+    static_assert(sizeof(status) == sizeof(int));
+    std::memcpy(&returned, &status, sizeof(returned));
+  } catch (...) {
+    threw = true;
+    thrown = CaughtText();
+  }
+  if (threw) {
+    return Status::InvalidArgument(
+        "the transaction function threw (a callback must not unwind into wharf); the "
+        "transaction was aborted: " +
+        thrown);
+  }
+  if (returned == WHARF_OK) return Status::OK();
+  if (returned < WHARF_OK || returned > WHARF_INTERNAL) {
+    return Status::InvalidArgument("the transaction function returned " + std::to_string(returned) +
+                                   ", which is not a wharf_status; the transaction was aborted");
+  }
+  std::string message = std::string("the transaction function returned ") + StatusName(returned);
+  // Its own call failed the same way: that message says why.
+  if (wharf::capi::ErrorCount() != errors_before && wharf::capi::LastErrorStatus() == returned) {
+    message += " (" + std::string(wharf_last_error()) + ")";
+  }
+  return wharf::capi::StatusOf(static_cast<wharf_status>(returned), message);
 }
 
 }  // namespace
@@ -207,6 +366,25 @@ wharf_status wharf_get(wharf_engine* engine, const char* table, const void* key,
     if (!s.ok()) return s;
     std::string result;
     return GetInto(result, state->engine->Get(table_view, key_view, &result), value, value_len);
+  });
+}
+
+wharf_status wharf_scan(wharf_engine* engine, const char* table, const void* prefix,
+                        size_t prefix_len, const void* from, size_t from_len, const void* to,
+                        size_t to_len, size_t limit, wharf_row_fn fn, void* ctx, size_t* rows,
+                        uint8_t* more) {
+  return Guard("wharf_scan", [&] {
+    std::shared_ptr<EngineState> state;
+    ScanArgs args;
+    Status s = FindEngine(engine, &state);
+    if (s.ok()) {
+      s = CheckScan(table, prefix, prefix_len, from, from_len, to, to_len, limit, fn, &args);
+    }
+    if (!s.ok()) return s;
+    return RunScan(args, fn, ctx, rows, more,
+                   [&](const wharf::RowFn& row, wharf::ScanResult* result) {
+                     return state->engine->Scan(args.table, args.range, limit, row, result);
+                   });
   });
 }
 
@@ -320,11 +498,14 @@ wharf_status wharf_txn_put(wharf_txn* txn, const char* table, const void* key, s
     std::string_view key_view;
     std::string_view value_view;
     Status s = FindTxn(txn, &handle);
+    if (s.ok()) s = RefuseWhileScanned(*handle, "wharf_txn_put");
     if (s.ok()) s = CheckName(table, "table", &table_view);
     if (s.ok()) s = CheckKey(key, key_len, &key_view);
     if (s.ok()) s = CheckBytes(value, value_len, wharf::kValueBytesMax, "value", &value_view);
     if (!s.ok()) return s;
-    if (handle->effects != nullptr) return handle->effects->Put(table_view, key_view, value_view);
+    if (handle->borrowed != nullptr) {
+      return handle->borrowed->Put(table_view, key_view, value_view);
+    }
     return handle->rep->Put(table_view, key_view, value_view);
   });
 }
@@ -335,18 +516,20 @@ wharf_status wharf_txn_delete(wharf_txn* txn, const char* table, const void* key
     std::string_view table_view;
     std::string_view key_view;
     Status s = FindTxn(txn, &handle);
+    if (s.ok()) s = RefuseWhileScanned(*handle, "wharf_txn_delete");
     if (s.ok()) s = CheckName(table, "table", &table_view);
     if (s.ok()) s = CheckKey(key, key_len, &key_view);
     if (!s.ok()) return s;
-    if (handle->effects != nullptr) return handle->effects->Delete(table_view, key_view);
+    if (handle->borrowed != nullptr) return handle->borrowed->Delete(table_view, key_view);
     return handle->rep->Delete(table_view, key_view);
   });
 }
 
 wharf_status wharf_txn_emit(wharf_txn* txn, const char* type, const void* key, size_t key_len,
                             const void* payload, size_t payload_len) {
-  return Guard("wharf_txn_emit",
-               [&] { return Emit(txn, type, key, key_len, payload, payload_len, EmitOptions()); });
+  return Guard("wharf_txn_emit", [&] {
+    return Emit("wharf_txn_emit", txn, type, key, key_len, payload, payload_len, EmitOptions());
+  });
 }
 
 wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, const void* key, size_t key_len,
@@ -362,7 +545,7 @@ wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, const void* key
         BuildHeaders(header_names, header_values, header_value_lens, n_headers, &options.headers);
     if (s.ok() && deliver_at_ms < 0) s = Status::InvalidArgument("deliver_at_ms is negative");
     if (!s.ok()) return s;
-    return Emit(txn, type, key, key_len, payload, payload_len, options);
+    return Emit("wharf_txn_emit_v2", txn, type, key, key_len, payload, payload_len, options);
   });
 }
 
@@ -379,16 +562,57 @@ wharf_status wharf_txn_get(wharf_txn* txn, const char* table, const void* key, s
     if (s.ok()) s = CheckOut(value_len, "value_len");
     if (!s.ok()) return s;
     std::string result;
-    s = handle->effects != nullptr ? handle->effects->Get(table_view, key_view, &result)
-                                   : handle->rep->Get(table_view, key_view, &result);
+    s = handle->borrowed != nullptr ? handle->borrowed->Get(table_view, key_view, &result)
+                                    : handle->rep->Get(table_view, key_view, &result);
     return GetInto(result, s, value, value_len);
+  });
+}
+
+wharf_status wharf_txn_scan(wharf_txn* txn, const char* table, const void* prefix,
+                            size_t prefix_len, const void* from, size_t from_len, const void* to,
+                            size_t to_len, size_t limit, wharf_row_fn fn, void* ctx, size_t* rows,
+                            uint8_t* more) {
+  return Guard("wharf_txn_scan", [&] {
+    std::shared_ptr<wharf_txn> handle;
+    ScanArgs args;
+    Status s = FindTxn(txn, &handle);
+    if (s.ok()) {
+      s = CheckScan(table, prefix, prefix_len, from, from_len, to, to_len, limit, fn, &args);
+    }
+    if (!s.ok()) return s;
+    ScanInProgress scanning(*handle);
+    return RunScan(args, fn, ctx, rows, more,
+                   [&](const wharf::RowFn& row, wharf::ScanResult* result) {
+                     if (handle->borrowed != nullptr) {
+                       return handle->borrowed->Scan(args.table, args.range, limit, row, result);
+                     }
+                     return handle->rep->Scan(args.table, args.range, limit, row, result);
+                   });
+  });
+}
+
+wharf_status wharf_transact(wharf_engine* engine, wharf_txn_fn fn, void* ctx, const char* options,
+                            uint64_t* last_fact_id) {
+  return Guard("wharf_transact", [&] {
+    std::shared_ptr<EngineState> state;
+    wharf::TransactOptions transact_options;
+    Status s = wharf::capi::RefuseInCallback("wharf_transact");
+    if (s.ok()) s = FindEngine(engine, &state);
+    if (s.ok() && fn == nullptr) s = Status::InvalidArgument("fn is NULL");
+    if (s.ok()) s = ParseTransactOptions(options, &transact_options);
+    if (!s.ok()) return s;
+    CommitResult result;
+    s = state->engine->Transact([&](wharf::Txn& txn) { return CallTxnFn(fn, ctx, txn); }, &result,
+                                transact_options);
+    if (s.ok() && last_fact_id != nullptr) *last_fact_id = result.last_fact_id;
+    return s;
   });
 }
 
 wharf_status wharf_txn_commit(wharf_txn* txn, uint64_t* last_fact_id) {
   return Guard("wharf_txn_commit", [&] {
     std::shared_ptr<wharf_txn> handle;
-    Status s = TakeTxn(txn, &handle);
+    Status s = TakeTxn(txn, "wharf_txn_commit", &handle);
     if (!s.ok()) return s;
     CommitResult result;
     s = handle->rep->Commit(&result);
@@ -401,7 +625,7 @@ wharf_status wharf_txn_commit(wharf_txn* txn, uint64_t* last_fact_id) {
 wharf_status wharf_txn_commit_async(wharf_txn* txn, wharf_commit_fn fn, void* ctx) {
   return Guard("wharf_txn_commit_async", [&] {
     std::shared_ptr<wharf_txn> handle;
-    Status s = TakeTxn(txn, &handle);
+    Status s = TakeTxn(txn, "wharf_txn_commit_async", &handle);
     if (!s.ok()) return s;
     if (fn == nullptr) {
       handle->rep.reset();
@@ -426,10 +650,8 @@ void wharf_txn_abort(wharf_txn* txn) {
     if (txn == nullptr) return Status::OK();
     std::shared_ptr<wharf_txn> handle;
     Status s = FindTxn(txn, &handle);
-    if (s.ok() && handle->effects != nullptr) {
-      s = Status::InvalidArgument(
-          "txn is a handler's effects transaction: return an outcome to discard its effects");
-    }
+    if (s.ok() && handle->borrowed != nullptr) s = handle->borrowed->Refuse(false);
+    if (s.ok()) s = RefuseWhileScanned(*handle, "wharf_txn_abort");
     if (s.ok() && wharf::capi::Retire(txn, Kind::kTxn, "txn", &s)) handle->rep.reset();
     return s;
   });

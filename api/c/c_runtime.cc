@@ -10,7 +10,6 @@
 // when wharf_close runs first: wharf_close stops every attached runtime, after which their calls
 // answer WHARF_CLOSED until wharf_runtime_free.
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -89,61 +88,13 @@ struct Registration {
   wharf_destroy_fn destroy;
 };
 
-// A handler's wharf::Effects behind an effects wharf_txn, valid until Invalidate().
-class EffectsAdapter : public wharf::capi::EffectsSink {
- public:
-  explicit EffectsAdapter(wharf::Effects* effects) : effects_(effects) {}
-  void Invalidate() {
-    std::lock_guard lock(mutex_);
-    effects_ = nullptr;
-  }
-  Status Put(std::string_view table, std::string_view key, std::string_view value) override {
-    std::lock_guard lock(mutex_);
-    return effects_ ? effects_->Put(table, key, value) : Gone();
-  }
-  Status Delete(std::string_view table, std::string_view key) override {
-    std::lock_guard lock(mutex_);
-    return effects_ ? effects_->Delete(table, key) : Gone();
-  }
-  Status Emit(std::string_view type, std::string_view key, std::string_view payload,
-              const wharf::EmitOptions& options) override {
-    std::lock_guard lock(mutex_);
-    return effects_ ? effects_->Emit(type, key, payload, options) : Gone();
-  }
-  Status Get(std::string_view table, std::string_view key, std::string* value) override {
-    std::lock_guard lock(mutex_);
-    return effects_ ? effects_->Get(table, key, value) : Gone();
-  }
+// What an effects wharf_txn answers once its handler call returned, and to a commit or an abort.
+constexpr wharf::capi::LentTxnText kEffectsText{
+    "effects transaction used after its handler call returned",
+    "txn is a handler's effects transaction: the runtime commits it when the handler returns",
+    "txn is a handler's effects transaction: return an outcome to discard its effects"};
 
- private:
-  static Status Gone() {
-    return Status::InvalidArgument("effects transaction used after its handler call returned");
-  }
-  std::mutex mutex_;
-  wharf::Effects* effects_;  // guarded by mutex_
-};
-
-// An effects transaction handle registered for the duration of one handler call.
-class ScopedEffects {
- public:
-  explicit ScopedEffects(wharf::Effects* effects)
-      : adapter_(std::make_shared<EffectsAdapter>(effects)),
-        handle_(wharf::capi::MakeHandle<wharf_txn>(Kind::kEffects)) {
-    handle_->effects = adapter_;
-  }
-  ~ScopedEffects() {
-    adapter_->Invalidate();
-    Status ignored;
-    wharf::capi::Retire(handle_.get(), Kind::kEffects, "effects", &ignored);
-  }
-  ScopedEffects(const ScopedEffects&) = delete;
-  ScopedEffects& operator=(const ScopedEffects&) = delete;
-  wharf_txn* get() const { return handle_.get(); }
-
- private:
-  std::shared_ptr<EffectsAdapter> adapter_;
-  std::shared_ptr<wharf_txn> handle_;
-};
+using ScopedEffects = wharf::capi::ScopedLentTxn<wharf::Effects>;
 
 Outcome ToOutcome(int outcome) {
   static_assert(WHARF_HANDLED == static_cast<int>(Outcome::kHandled));
@@ -207,7 +158,7 @@ wharf::ProjectFn ProjectTrampoline(wharf_project_fn fn, std::shared_ptr<Registra
   return [fn, reg = std::move(reg)](const Fact& fact, wharf::Effects& effects) {
     CallbackScope scope;
     ScopedFact view(fact, wharf::DeliveryAttempt());
-    ScopedEffects txn(&effects);
+    ScopedEffects txn(&effects, Kind::kEffects, kEffectsText);
     return Settle(CallHandler([&] { return fn(reg->ctx, view.get(), txn.get()); }));
   };
 }
@@ -263,16 +214,7 @@ wharf::TraceFn TraceTrampoline(wharf_trace_fn trace, void* ctx) {
 // Consumer options: consumer_id, batch_facts, max_depth, ordering, tap_inbox_facts, and
 // key_concurrency, key_window_facts, max_attempts, handler_timeout_ms.
 
-Status ParseU32(std::string_view key, std::string_view value, uint32_t* out) {
-  uint32_t parsed = 0;
-  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (error != std::errc() || end != value.data() + value.size()) {
-    return Status::InvalidArgument("option '" + std::string(key) + "': '" + std::string(value) +
-                                   "' is not an unsigned 32-bit integer");
-  }
-  *out = parsed;
-  return Status::OK();
-}
+using wharf::capi::ParseOptionU32;
 
 Status ParseConsumerOption(std::string_view key, std::string_view value, bool is_tap,
                            ConsumerOptions* o) {
@@ -283,14 +225,14 @@ Status ParseConsumerOption(std::string_view key, std::string_view value, bool is
   }
   if (key == "batch_facts") {
     // 0 is ConsumerOptions' "the kind's default", which the string says by leaving the key out.
-    Status s = ParseU32(key, value, &o->batch_facts);
+    Status s = ParseOptionU32(key, value, &o->batch_facts);
     if (s.ok() && o->batch_facts == 0) {
       s = Status::InvalidArgument(
           "option 'batch_facts': 0 is not a batch size (>= 1; leave it out for the default)");
     }
     return s;
   }
-  if (key == "max_depth") return ParseU32(key, value, &o->max_depth);
+  if (key == "max_depth") return ParseOptionU32(key, value, &o->max_depth);
   if (key == "ordering") {
     if (value == "partition") {
       o->ordering = wharf::Ordering::kPartition;
@@ -304,13 +246,13 @@ Status ParseConsumerOption(std::string_view key, std::string_view value, bool is
     }
     return Status::OK();
   }
-  if (key == "tap_inbox_facts" && is_tap) return ParseU32(key, value, &o->tap_inbox_facts);
+  if (key == "tap_inbox_facts" && is_tap) return ParseOptionU32(key, value, &o->tap_inbox_facts);
   if (!is_tap) {
     // Checked as a whole at registration (Runtime::Subscribe & co.).
-    if (key == "key_concurrency") return ParseU32(key, value, &o->key_concurrency);
-    if (key == "key_window_facts") return ParseU32(key, value, &o->key_window_facts);
-    if (key == "max_attempts") return ParseU32(key, value, &o->max_attempts);
-    if (key == "handler_timeout_ms") return ParseU32(key, value, &o->handler_timeout_ms);
+    if (key == "key_concurrency") return ParseOptionU32(key, value, &o->key_concurrency);
+    if (key == "key_window_facts") return ParseOptionU32(key, value, &o->key_window_facts);
+    if (key == "max_attempts") return ParseOptionU32(key, value, &o->max_attempts);
+    if (key == "handler_timeout_ms") return ParseOptionU32(key, value, &o->handler_timeout_ms);
   }
   return Status::InvalidArgument("unknown consumer option '" + std::string(key) + "'" +
                                  (key == "tap_inbox_facts" ? " (taps only)" : ""));

@@ -11,9 +11,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 
 #include "engine/admin/socket/address.h"
 #include "engine/admin/socket/protocol.h"
+#include "engine/core/engine_core.h"
 
 namespace wharf {
 
@@ -22,7 +25,8 @@ namespace admin_socket = internal::admin_socket;
 struct AdminClient::Call {
   admin_socket::Request request;
   admin_socket::Reply reply;
-  TrimProgressFn progress;
+  // Told each progress line's counts (trim: partitions; backup: bytes).
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 namespace {
@@ -73,6 +77,7 @@ bool ChangesTheDatabase(const admin_socket::Request& request) {
     case admin_socket::Op::kDeadRetry:
     case admin_socket::Op::kDeadPurge:
     case admin_socket::Op::kLeaseRelease:
+    case admin_socket::Op::kBackup:  // a backup in the target, and the last backup recorded
       return true;
     case admin_socket::Op::kCursorSet:
     case admin_socket::Op::kTrim:
@@ -191,7 +196,7 @@ Status AdminClient::Run(Call& call) {
     size_t newline;
     while ((newline = in.find('\n')) != std::string::npos) {
       bool progress = false;
-      uint32_t done = 0, total = 0;
+      uint64_t done = 0, total = 0;
       s = admin_socket::DecodeReply(call.request.op, std::string_view(in).substr(0, newline),
                                     &progress, &done, &total, &call.reply);
       if (!s.ok()) return s;
@@ -369,11 +374,109 @@ Status AdminClient::TrimPassed(TrimReport* report, const TrimOptions& options) {
   call.request.op = admin_socket::Op::kTrim;
   call.request.dry_run = options.dry_run;
   call.request.progress = static_cast<bool>(options.progress);
-  call.progress = options.progress;
+  if (options.progress) {
+    call.progress = [&](uint64_t done, uint64_t total) {
+      // The engine counts partitions (32 bits): larger counts are not its.
+      options.progress(static_cast<uint32_t>(std::min<uint64_t>(done, UINT32_MAX)),
+                       static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX)));
+    };
+  }
   Status s = Run(call);
   if (!s.ok()) return s;
   *report = std::move(call.reply.trim);
   return call.reply.status;
+}
+
+Status AdminClient::Backup(const std::string& target, const BackupOptions& options,
+                           BackupInfo* info) {
+  if (target.empty()) return Status::InvalidArgument("backup target is empty");
+  // The engine's process has its own working directory: the target travels absolute.
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(target, error);
+  if (error) {
+    return Status::InvalidArgument("backup target " + target +
+                                   " cannot be made absolute: " + error.message());
+  }
+  Call call;
+  call.request.op = admin_socket::Op::kBackup;
+  call.request.target = absolute.lexically_normal().string();
+  call.request.keep = options.keep;
+  call.request.rate_limit_bytes_per_s = options.rate_limit_bytes_per_s;
+  // Always: the engine sends a line at least every second while it copies, so the wait for
+  // each line (timeout_ms) bounds a silent engine, not the length of the backup.
+  call.request.progress = true;
+  uint64_t told_done = UINT64_MAX, told_total = UINT64_MAX;
+  call.progress = [&](uint64_t done, uint64_t total) {
+    if (!options.progress || (done == told_done && total == told_total)) return;
+    told_done = done;
+    told_total = total;
+    options.progress(done, total);
+  };
+  Status s = Run(call);
+  if (!s.ok()) return s;
+  if (info != nullptr && call.reply.status.ok()) *info = call.reply.backup;
+  return call.reply.status;
+}
+
+Status AdminClient::Get(std::string_view table, std::string_view key, std::string* value) {
+  if (value == nullptr) return Status::InvalidArgument("value output pointer is null");
+  // The request carries the table name as a JSON string, which cannot carry every byte exactly:
+  // a name the engine would refuse is refused here, as the engine would.
+  Status s = internal::ValidateName("table name", table, kTableBytesMax);
+  if (!s.ok()) return s;
+  Call call;
+  call.request.op = admin_socket::Op::kStateGet;
+  call.request.table = table;
+  call.request.key = key;
+  s = Run(call);
+  if (!s.ok()) return s;
+  if (call.reply.status.ok()) *value = std::move(call.reply.value);
+  return call.reply.status;
+}
+
+Status AdminClient::Scan(std::string_view table, const KeyRange& range, size_t limit,
+                         const RowFn& row, ScanResult* result) {
+  if (result != nullptr) *result = ScanResult();
+  Status s = internal::ValidateName("table name", table, kTableBytesMax);
+  if (!s.ok()) return s;
+  if (!row) return Status::InvalidArgument("scan row function is empty");
+  // Checked here as well: each request asks for what is left of the limit. (The range is the
+  // engine's to check.)
+  if (limit == 0 || limit > kScanLimitMax) {
+    return Status::InvalidArgument("scan limit " + std::to_string(limit) + " is not in 1.." +
+                                   std::to_string(kScanLimitMax));
+  }
+  ScanResult visited;
+  Call call;
+  call.request.op = admin_socket::Op::kStateScan;
+  call.request.table = table;
+  call.request.key_from = range.from;
+  call.request.key_to = range.to;
+  for (;;) {
+    call.request.limit = limit - visited.rows;
+    call.reply = admin_socket::Reply();
+    s = Run(call);
+    if (!s.ok()) return s;
+    if (!call.reply.status.ok()) return call.reply.status;
+    const auto& rows = call.reply.rows;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ++visited.rows;
+      const bool go_on = row(rows[i].first, rows[i].second);
+      if (!go_on || visited.rows == limit) {
+        // Stopped at this row (or at the limit): rows remain after it when this reply holds
+        // more, or the engine said more follow the reply.
+        visited.more = i + 1 < rows.size() || call.reply.more;
+        if (visited.more) visited.resume_from = rows[i].first + '\0';
+        if (result != nullptr) *result = std::move(visited);
+        return Status::OK();
+      }
+    }
+    if (!call.reply.more || call.reply.rows.empty()) break;
+    // The next reply continues after this one's last row, in the same range.
+    call.request.key_from = call.reply.resume_from;
+  }
+  if (result != nullptr) *result = std::move(visited);
+  return Status::OK();
 }
 
 }  // namespace wharf

@@ -80,6 +80,9 @@ Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) 
     return ParseInt<uint32_t>(key, value, 1, 3'600'000, &o->buffered_sync_ms);
   }
   if (key == "create_if_missing") return ParseEnum(key, value, kBoolNames, &o->create_if_missing);
+  if (key == "conflict_window_bytes") {
+    return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 40, &o->conflict_window_bytes);
+  }
   if (key == "tail_cache_facts") {
     return ParseInt<uint32_t>(key, value, 0, 1u << 24, &o->tail_cache_facts);
   }

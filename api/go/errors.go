@@ -27,6 +27,21 @@ const (
 
 func (s Status) String() string { return C.GoString(C.wharf_errstr(C.wharf_status(s))) }
 
+// The subcodes of Error.Subcode (wharf_subcode in wharf.h): what exactly a status means, where it
+// can mean more than one thing. Never renumbered.
+const (
+	SubcodeNone           = int(C.WHARF_SUBCODE_NONE)
+	SubcodeLeaseFenced    = int(C.WHARF_SUBCODE_LEASE_FENCED)    // Conflict: the lease moved
+	SubcodeCursorMoved    = int(C.WHARF_SUBCODE_CURSOR_MOVED)    // Conflict: a cursor changed
+	SubcodeDatabaseLocked = int(C.WHARF_SUBCODE_DATABASE_LOCKED) // IOError: another engine holds it
+	SubcodeAlreadyExists  = int(C.WHARF_SUBCODE_ALREADY_EXISTS)  // InvalidArgument: target exists
+	SubcodeTimedOut       = int(C.WHARF_SUBCODE_TIMED_OUT)       // IOError: no answer in time
+	// Conflict: a key or range the transaction read was written since its snapshot (or the
+	// snapshot is older than the engine keeps track of). Nothing was written: run the
+	// transaction again from the start (Engine.Transact does).
+	SubcodeReadConflict = int(C.WHARF_SUBCODE_READ_CONFLICT)
+)
+
 // Error is a failed call: the status, its subcode (wharf_subcode) and the message that names the
 // problem. Compare with errors.Is against the Err* values, which match on the status alone.
 type Error struct {
@@ -42,10 +57,12 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("wharf: %s: %s", e.Status, e.Message)
 }
 
-// Is matches an *Error with the same status (errors.Is(err, wharf.ErrNotFound)).
+// Is matches a sentinel: one without a subcode (ErrConflict) matches every *Error with its status,
+// one with a subcode (ErrReadConflict) only those with that status and subcode.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Message == "" && t.Subcode == 0 && t.Status == e.Status
+	return ok && t.Message == "" && t.Status == e.Status &&
+		(t.Subcode == SubcodeNone || t.Subcode == e.Subcode)
 }
 
 // Sentinels for errors.Is.
@@ -57,6 +74,10 @@ var (
 	ErrBusy            = &Error{Status: StatusBusy}
 	ErrClosed          = &Error{Status: StatusClosed}
 	ErrConflict        = &Error{Status: StatusConflict}
+	ErrNotSupported    = &Error{Status: StatusNotSupported} // e.g. a backup of a newer format
+	// A commit refused because something the transaction read changed (SubcodeReadConflict);
+	// errors.Is(err, ErrConflict) holds for it too.
+	ErrReadConflict = &Error{Status: StatusConflict, Subcode: SubcodeReadConflict}
 )
 
 // check turns a status into an error, reading the thread's last error message. The caller must

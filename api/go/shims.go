@@ -13,6 +13,7 @@ extern void wharfGoFact(void* ctx, wharf_fact* fact);
 extern wharf_outcome wharfGoProject(void* ctx, wharf_fact* fact, wharf_txn* effects);
 extern wharf_outcome wharfGoSubscribe(void* ctx, wharf_fact* fact);
 extern void wharfGoDestroy(void* ctx);
+extern int wharfGoRow(void* ctx, void* key, size_t key_len, void* value, size_t value_len);
 
 // > 0 while a Go handler runs on this thread (inHandler). Never left raised: a handler's panics
 // are recovered in Go and its runtime.Goexit ends the process.
@@ -33,6 +34,24 @@ static wharf_outcome subscribe_shim(void* ctx, const wharf_fact* fact) {
   return outcome;
 }
 static void destroy_shim(void* ctx) { wharfGoDestroy(ctx); }
+static int row_shim(void* ctx, const void* key, size_t key_len, const void* value,
+                    size_t value_len) {
+  return wharfGoRow(ctx, (void*)key, key_len, (void*)value, value_len);
+}
+
+// Called from scan.go (declared there), hence not static.
+wharf_status scan_go(wharf_engine* engine, const char* table, const void* prefix,
+                     size_t prefix_len, const void* from, size_t from_len, const void* to,
+                     size_t to_len, size_t limit, void* ctx, size_t* rows, uint8_t* more) {
+  return wharf_scan(engine, table, prefix, prefix_len, from, from_len, to, to_len, limit,
+                    row_shim, ctx, rows, more);
+}
+wharf_status txn_scan_go(wharf_txn* txn, const char* table, const void* prefix,
+                         size_t prefix_len, const void* from, size_t from_len, const void* to,
+                         size_t to_len, size_t limit, void* ctx, size_t* rows, uint8_t* more) {
+  return wharf_txn_scan(txn, table, prefix, prefix_len, from, from_len, to, to_len, limit,
+                        row_shim, ctx, rows, more);
+}
 
 static wharf_status read_facts_go(wharf_engine* engine, uint32_t partition, uint64_t from_id,
                                   size_t count_max, void* ctx, size_t* count) {

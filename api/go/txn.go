@@ -14,8 +14,9 @@ import (
 // Txn holds state writes and emitted facts that commit all together or not at all. It is used
 // by one goroutine at a time and ends with exactly one of Commit or Abort.
 type Txn struct {
-	c      *C.wharf_txn
-	engine *Engine // nil for a handler's effects
+	c        *C.wharf_txn
+	engine   *Engine // nil for a handler's effects
+	scanning int     // > 0 while its own Scan runs: it may be read, not ended (wharf_row_fn)
 }
 
 // Begin starts a transaction.
@@ -94,11 +95,15 @@ func (t *Txn) Emit(factType string, key, payload []byte) error {
 	return err
 }
 
-// Get reads committed state (not this transaction's own writes), waiting until what it read is
-// durable (as Engine.Get). On a handler's effects it reads state as the handler's batch sees it:
+// Get reads key as of the transaction's snapshot (taken at its first read, Get or Scan),
+// overlaid with its own writes, and records the read: Commit fails with ErrReadConflict when a
+// key it read (an absent one too) was written by another commit after the snapshot (run it
+// again: Engine.Transact does). It does not wait for durability; a Commit that succeeds proves
+// what it read durable. On a handler's effects it reads state as the handler's batch sees it:
 // committed state overlaid with the effects written so far in the batch, by earlier facts of the
 // same batch and by this handler call (a failed fact's effects are discarded: not seen), so a
-// read-modify-write projection is exact at any batch_facts (wharf_txn_get in wharf.h).
+// read-modify-write projection is exact at any batch_facts; a batch whose reads another writer
+// changed is refused and delivered again (wharf_txn_get in wharf.h).
 func (t *Txn) Get(table string, key []byte) ([]byte, error) {
 	if err := t.live(); err != nil {
 		return nil, err
@@ -123,7 +128,8 @@ func (t *Txn) Get(table string, key []byte) ([]byte, error) {
 }
 
 // Commit blocks until the transaction is durable and returns the id of the last fact it emitted
-// (0 when none). The transaction ends in every case. An error other than ErrInvalidArgument,
+// (0 when none). The transaction ends in every case. ErrReadConflict (Subcode
+// SubcodeReadConflict): something it read was written since its snapshot; nothing was written. An error other than ErrInvalidArgument,
 // ErrBusy and ErrClosed leaves the outcome unknown: after recovery it is there entirely or not.
 func (t *Txn) Commit() (uint64, error) {
 	if err := t.live(); err != nil {
@@ -132,6 +138,11 @@ func (t *Txn) Commit() (uint64, error) {
 	if t.engine == nil {
 		return 0, &Error{Status: StatusInvalidArgument,
 			Message: "a handler's effects commit with the handler's outcome, not with Commit"}
+	}
+	if t.scanning > 0 {
+		// The library refuses it and keeps the transaction: it must stay this Txn's.
+		return 0, &Error{Status: StatusInvalidArgument,
+			Message: "Commit from the transaction's own Scan function (commit once Scan returned)"}
 	}
 	var last C.uint64_t
 	txn := t.c
@@ -142,9 +153,10 @@ func (t *Txn) Commit() (uint64, error) {
 	return uint64(last), err
 }
 
-// Abort discards the transaction. Aborting an ended transaction is a no-op.
+// Abort discards the transaction. Aborting an ended transaction is a no-op, and so is Abort from
+// the transaction's own Scan function (abort once Scan returned).
 func (t *Txn) Abort() {
-	if t.c == nil || t.engine == nil {
+	if t.c == nil || t.engine == nil || t.scanning > 0 {
 		return
 	}
 	C.wharf_txn_abort(t.c)

@@ -141,7 +141,10 @@ typedef enum wharf_subcode {
   WHARF_SUBCODE_LEASE_FENCED = 1,    /* CONFLICT: the consumer's lease moved to another holder */
   WHARF_SUBCODE_CURSOR_MOVED = 2,    /* CONFLICT: a cursor changed since it was read */
   WHARF_SUBCODE_DATABASE_LOCKED = 3, /* IO_ERROR: another engine holds the database */
-  WHARF_SUBCODE_ALREADY_EXISTS = 4   /* INVALID_ARGUMENT: the target exists (e.g. cursor copy) */
+  WHARF_SUBCODE_ALREADY_EXISTS = 4,  /* INVALID_ARGUMENT: the target exists (e.g. cursor copy) */
+  WHARF_SUBCODE_TIMED_OUT = 5,       /* IO_ERROR: no answer within the caller's timeout */
+  WHARF_SUBCODE_READ_CONFLICT = 6    /* CONFLICT: a key or range the transaction read was written
+                                     ** since its snapshot: run it again (wharf_transact does) */
 } wharf_subcode;
 
 /* What a handler did with a fact. */
@@ -197,7 +200,7 @@ WHARF_EXPORT void wharf_free(void* p);
 **   queue_capacity=4096     transactions waiting for the committer, at most
 **   when_full=block         block | error (commits return WHARF_BUSY when the queue is full)
 **   group_facts_max, buffered_sync_ms, create_if_missing, tail_cache_facts, memtable_bytes,
-**   block_cache_bytes, wal_prefill_bytes (0 = off; see wharf/options.h)
+**   block_cache_bytes, wal_prefill_bytes (0 = off), conflict_window_bytes (see wharf/options.h)
 **
 ** On WHARF_OK, *out is a new engine, OWNED by the caller: release it with wharf_close. Only one
 ** engine may hold a database at a time (a second open fails with WHARF_IO_ERROR "lock"). A
@@ -233,6 +236,32 @@ WHARF_EXPORT wharf_status wharf_is_declared(wharf_engine* engine, const char* ty
 ** sync could not be recovered from. Thread-safe. */
 WHARF_EXPORT wharf_status wharf_get(wharf_engine* engine, const char* table, const void* key,
                                     size_t key_len, void** value, size_t* value_len);
+
+/* Called once per row by the scans, in key order, on the calling thread. `key` and `value` are
+** BORROWED: valid only until the callback returns. Return 0 to go on, anything else to stop the
+** scan there (the scan then returns WHARF_OK, with *more set when rows remain). It may read the
+** transaction being scanned (wharf_txn_get, another scan), but not change it: wharf_txn_put,
+** wharf_txn_delete, wharf_txn_emit(_v2), wharf_txn_commit(_async) and wharf_txn_abort of it are
+** refused there (WHARF_INVALID_ARGUMENT; write once the scan returned). A C++ exception it throws
+** stops the scan, which returns WHARF_INVALID_ARGUMENT naming it. */
+typedef int (*wharf_row_fn)(void* ctx, const void* key, size_t key_len, const void* value,
+                            size_t value_len);
+
+/* Visits the rows of state table `table` whose keys lie in the range, in key order (keys compare
+** as unsigned bytes), from one snapshot of durable state (as wharf_get: it waits for commits whose
+** sync is in flight before the first row), calling `fn` for each: at most `limit` rows
+** (1..100000). The range is every key that starts with `prefix` (prefix_len 0: any key), at or
+** above `from` (from_len 0: from the table's first key) and below `to` (to_len 0: to its end).
+** *rows (may be NULL) receives how many rows were visited; *more (may be NULL) is 1 when rows of
+** the range remain after the last one visited: continue with `from` = that key followed by one
+** 0x00 byte. Not part of any transaction: not validated. WHARF_INVALID_ARGUMENT: bad table name,
+** `from` not below `to`, limit 0 or above 100000, NULL fn, a NULL pointer with a non-zero length.
+** A prefix outside [from, to) is no error: nothing is visited. Thread-safe; memory does not grow
+** with the table. */
+WHARF_EXPORT wharf_status wharf_scan(wharf_engine* engine, const char* table, const void* prefix,
+                                     size_t prefix_len, const void* from, size_t from_len,
+                                     const void* to, size_t to_len, size_t limit, wharf_row_fn fn,
+                                     void* ctx, size_t* rows, uint8_t* more);
 
 /* Engine facts. Thread-safe.
 **   durable_lsn: the highest fact id that is durable (consumers see facts up to it);
@@ -307,16 +336,57 @@ WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, co
                                             const size_t* header_value_lens, size_t n_headers,
                                             int64_t deliver_at_ms, uint32_t v);
 
-/* Reads committed state (not this transaction's own writes), as wharf_get (durable state only,
-** waiting as it does). On a handler's effects transaction (as Effects::Get in wharf/runtime.h) it
-** reads state as the handler's batch sees it: committed state overlaid with the effects written so
-** far in the batch, by earlier facts of the same batch and by this handler call (a fact that
-** failed had its effects discarded: they are not seen), so a read-modify-write projection (a
-** counter, a running total) is exact at any batch_facts. There it does not wait for durability
-** (the batch commits after what it read, so it is never durable without it), only for the lane's
-** earlier batches still committing. */
+/* ISOLATION: transactions are serializable. A transaction reads from one snapshot of committed
+** state, taken at its first read (wharf_txn_get or wharf_txn_scan), overlaid with its own writes,
+** and records what it read. wharf_txn_commit refuses it with WHARF_CONFLICT, subcode
+** WHARF_SUBCODE_READ_CONFLICT (the message names the table and key), when a key it read, or a key
+** inside a range it scanned, was written by another commit after its snapshot; nothing of it is
+** written then. Run it again from the start: wharf_transact does. Reads do not wait for
+** durability; a commit that returns WHARF_OK proves everything the transaction read durable.
+**
+** Reads `key` as of the transaction's snapshot, overlaid with its own writes, and records the read
+** (an absent key too: its later insert conflicts). On a handler's effects transaction (as
+** Effects::Get in wharf/runtime.h) it reads state as the handler's batch sees it: committed state
+** overlaid with the effects written so far in the batch, by earlier facts of the same batch and by
+** this handler call (a fact that failed had its effects discarded: they are not seen), so a
+** read-modify-write projection (a counter, a running total) is exact at any batch_facts; it waits
+** only for the lane's earlier batches still committing. A batch whose reads another writer
+** changed before it committed is refused and delivered again: its effects apply exactly once. */
 WHARF_EXPORT wharf_status wharf_txn_get(wharf_txn* txn, const char* table, const void* key,
                                         size_t key_len, void** value, size_t* value_len);
+
+/* wharf_scan within a transaction (or a handler's effects transaction): as of the transaction's
+** snapshot, overlaid with its own writes. The range visited (up to the last row seen, or the whole
+** range when it was exhausted) is recorded: a commit after the snapshot that inserts, changes or
+** deletes a key in it refuses this transaction (no phantoms). Arguments and errors as wharf_scan;
+** WHARF_INVALID_ARGUMENT also for a committed transaction. */
+WHARF_EXPORT wharf_status wharf_txn_scan(wharf_txn* txn, const char* table, const void* prefix,
+                                         size_t prefix_len, const void* from, size_t from_len,
+                                         const void* to, size_t to_len, size_t limit,
+                                         wharf_row_fn fn, void* ctx, size_t* rows, uint8_t* more);
+
+/* Builds one attempt of wharf_transact in `txn`, which is BORROWED (do not commit, abort or keep
+** it: wharf_txn_commit and wharf_txn_abort on it are refused with WHARF_INVALID_ARGUMENT, and once
+** fn returned it is retired, so a kept pointer is answered as stale). Return WHARF_OK to have it
+** committed; any other status aborts the transaction and ends wharf_transact with that status.
+** Its message is "the transaction function returned WHARF_...", followed by the message of the
+** last wharf call inside fn that failed with that same status, if any. A value that is not a
+** wharf_status, or a C++ exception thrown by fn, aborts it too: WHARF_INVALID_ARGUMENT naming
+** it. */
+typedef wharf_status (*wharf_txn_fn)(void* ctx, wharf_txn* txn);
+
+/* Runs `fn` in a new transaction and commits it; when the commit is refused with
+** WHARF_SUBCODE_READ_CONFLICT it runs `fn` again in another new transaction (at once the first
+** time, then after a random, growing sleep), up to attempts_max attempts, then returns that last
+** WHARF_CONFLICT. `fn` runs on
+** the calling thread and must be safe to run more than once. `options`: "attempts_max=16;
+** backoff_min_ms=1;backoff_max_ms=100" (NULL or "" for these defaults). *last_fact_id (may be
+** NULL) receives the id of the last fact the committed attempt emitted (0 when none). Errors of
+** the commit are returned as wharf_txn_commit returns them. WHARF_INVALID_ARGUMENT: NULL fn, an
+** unknown option or a bad value (attempts_max 0, backoff_min_ms above backoff_max_ms). Thread-safe;
+** not from a handler or a commit callback (its commit blocks). */
+WHARF_EXPORT wharf_status wharf_transact(wharf_engine* engine, wharf_txn_fn fn, void* ctx,
+                                         const char* options, uint64_t* last_fact_id);
 
 /* DESTRUCTOR. Commits and blocks until the transaction is durable: on WHARF_OK every write and
 ** fact survives a crash or power loss. *last_fact_id (may be NULL) receives the id of the last
@@ -542,7 +612,8 @@ WHARF_EXPORT wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name,
 **   redis_streams: stream (template, default "wharf:{partition}"), maxlen (XADD MAXLEN ~ N);
 **   nats_jetstream: subject (default "wharf.{type}.{partition}"), token, id_prefix, create_stream;
 **   and the consumer options consumer_id, batch_facts (default 256), ordering.
-** Templates take {type} and {partition}; without ordering=global they must contain {partition}.
+** Templates take {type}, {partition} and {incarnation} (the database's incarnation that emitted
+** the fact, 16 lowercase hex digits); without ordering=global they must contain {partition}.
 ** Unknown key or bad value: WHARF_INVALID_ARGUMENT naming it. See wharf/relay.h. */
 WHARF_EXPORT wharf_status wharf_runtime_relay(wharf_runtime* rt, const char* name,
                                               const char* const* types, size_t n_types,
@@ -730,6 +801,19 @@ typedef struct wharf_stat_snapshot {
   uint64_t dead_letter_count;
   uint64_t timer_count;      /* timers pending */
   int64_t next_timer_due_ms; /* 0 when none */
+  /* Later fields (filled when struct_size covers them): the incarnation new facts are emitted in
+  ** (0: never restored; see BACKUP below) and the database's most recent backup attempt, as the
+  ** database records it. The two strings are BORROWED: valid until the next wharf_stat call on
+  ** this thread ("" when there is none). */
+  uint64_t incarnation;
+  uint8_t last_backup_exists;        /* 0: never backed up (the other last_backup_* are 0/"") */
+  uint8_t last_backup_ok;            /* 0: it failed (last_backup_error says why) */
+  int64_t last_backup_finished_ms;   /* wall clock when it ended */
+  int64_t last_backup_duration_ms;   /* how long it took */
+  uint32_t last_backup_id;           /* when ok: its id in its target */
+  uint64_t last_backup_last_fact_id; /* when ok: its point */
+  const char* last_backup_target;    /* the backup directory */
+  const char* last_backup_error;     /* when it failed */
 } wharf_stat_snapshot;
 #define WHARF_STAT_SNAPSHOT_SIZE_V1 \
   (offsetof(wharf_stat_snapshot, next_timer_due_ms) + sizeof(int64_t))
@@ -798,6 +882,187 @@ WHARF_EXPORT wharf_status wharf_stat(wharf_engine* engine, wharf_stat_snapshot* 
                                      wharf_stat_partition_fn on_partition,
                                      wharf_stat_consumer_fn on_consumer, wharf_stat_lane_fn on_lane,
                                      void* ctx);
+
+/* ---------------------------------------------------------------------------------------------
+** BACKUP, RESTORE, VERIFY
+**
+** The C++ API of wharf/backup.h. A backup directory (the "target") holds any number of backups of
+** one database, numbered from 1; backups are taken online (producers and consumers keep running),
+** copy only the table files the target does not hold yet, and list every file with its size and
+** CRC32C. A restored database starts a new incarnation (a random 64-bit number, never 0) at the
+** first fact id after its backup's point, so relays never mistake its new facts for facts the
+** original database published under the same ids.
+**
+** Paths (target, destination, path) are NUL-terminated, non-empty (convention 4). Every function
+** here may be called from any thread; wharf_backup, wharf_restore and the verifications not from
+** inside a wharf callback (a handler, a commit callback, a progress callback: refused with
+** WHARF_INVALID_ARGUMENT, as they could wait for that very thread). Two backups into one target
+** at once are refused (WHARF_IO_ERROR "in use"). Errors: WHARF_INVALID_ARGUMENT names the bad
+** argument; WHARF_IO_ERROR names the file and what failed; WHARF_CORRUPTION names the damaged
+** file or record; WHARF_NOT_SUPPORTED for a backup of a newer format version.
+**
+** Options structs. wharf_backup_options and wharf_restore_options are extensible structs the
+** caller passes IN (see "Extensible structs" above): set struct_size to sizeof(the struct), zero
+** the struct first (a field left 0 means its default), then set what you need. wharf reads the
+** fields that lie within struct_size; a struct_size below the first version's size is
+** WHARF_INVALID_ARGUMENT naming it, and bytes beyond the fields this library knows must be 0 (a
+** program built with a newer header that sets an option this library does not know is refused
+** with WHARF_NOT_SUPPORTED rather than having it silently ignored). NULL options: the defaults.
+*/
+
+/* Called during the copy (at most about every 4 MiB, and once at the end) with the bytes copied
+** so far and an upper bound of the bytes to copy (files the target already holds are skipped, so
+** a copy may end below it). Runs on the copying thread, which may not be the calling thread; it
+** must return quickly and must not call into wharf. Return WHARF_OK to go on. Any other status
+** means the callback failed: wharf calls it no more, and the backup or restore returns that status
+** ("the progress callback returned WHARF_..."), never WHARF_OK, even when the copy itself
+** completed (a backup may then exist in the target all the same: wharf_list_backups shows it; a
+** restore's destination must not be used). A value that is not a wharf_status is taken as
+** WHARF_INVALID_ARGUMENT naming it. */
+typedef wharf_status (*wharf_progress_fn)(void* ctx, uint64_t copied_bytes, uint64_t total_bytes);
+
+typedef struct wharf_backup_options {
+  size_t struct_size; /* sizeof(wharf_backup_options) */
+  /* After the new backup: keep only the newest `keep` backups in the target, removing the files
+  ** only older ones used (0: remove none). */
+  uint32_t keep;
+  /* Bytes per second the copy may write at most (0: as fast as the disks go). */
+  uint64_t rate_limit_bytes_per_s;
+  wharf_progress_fn progress; /* may be NULL */
+  void* progress_ctx;         /* passed to progress */
+} wharf_backup_options;
+#define WHARF_BACKUP_OPTIONS_SIZE_V1 (offsetof(wharf_backup_options, progress_ctx) + sizeof(void*))
+
+typedef struct wharf_restore_options {
+  size_t struct_size; /* sizeof(wharf_restore_options) */
+  uint32_t backup_id; /* 0: the newest backup */
+  /* 1: replace what the destination holds (its files are removed first); 0: a destination that
+  ** exists and is not empty is refused. */
+  uint8_t force;
+  uint64_t rate_limit_bytes_per_s; /* 0: as fast as the disks go */
+  wharf_progress_fn progress;      /* may be NULL */
+  void* progress_ctx;
+} wharf_restore_options;
+#define WHARF_RESTORE_OPTIONS_SIZE_V1 \
+  (offsetof(wharf_restore_options, progress_ctx) + sizeof(void*))
+
+/* One backup in a target (extensible, as the report structs above: the caller sets struct_size
+** for one it passes; a row handed to wharf_backup_fn has struct_size set by wharf). */
+typedef struct wharf_backup_info {
+  size_t struct_size;
+  uint32_t id;         /* 1, 2, ... in the order they were taken */
+  int64_t created_ms;  /* wall clock when its point was taken */
+  int64_t duration_ms; /* how long the backup took (point, copy and list) */
+  /* Its point: every commit with fact ids up to last_fact_id, nothing after; durable_lsn is the
+  ** engine's durable LSN at the point (equal to last_fact_id: the point waits for durability). */
+  uint64_t last_fact_id;
+  uint64_t durable_lsn;
+  uint64_t size_bytes;   /* its files (shared ones included) */
+  uint64_t copied_bytes; /* what this backup copied; the rest an earlier one held already */
+  uint32_t files;
+  uint64_t format_version;
+  uint32_t partitions;
+  uint64_t incarnation; /* of the database at the point (0: never restored) */
+} wharf_backup_info;
+#define WHARF_BACKUP_INFO_SIZE_V1 (offsetof(wharf_backup_info, incarnation) + sizeof(uint64_t))
+
+/* Backs up the database `engine` holds into directory `target` (created if missing, with its
+** parent) while the engine keeps committing and delivering (the committer pauses for about one
+** fdatasync while the backup's point is taken). `options` may be NULL (the defaults). On
+** WHARF_OK, *info (may be NULL; struct_size set by the caller) describes the new backup. The
+** attempt, success or failure, is recorded in the database (wharf_stat's last_backup_*).
+**   WHARF_INVALID_ARGUMENT  NULL engine or target, an empty target, the database directory
+**                           itself or a target inside it, a target holding something other than
+**                           backups, an options or info struct_size too small
+**   WHARF_IO_ERROR          a file could not be read or written (a full disk among them), named;
+**                           another backup into the target is in progress ("in use")
+**   (progress)              the status a failing progress callback returned
+** Blocks for the whole copy. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_backup(wharf_engine* engine, const char* target,
+                                       const wharf_backup_options* options,
+                                       wharf_backup_info* info);
+
+/* Called once per backup by wharf_list_backups, oldest first, on the calling thread. `info` is
+** BORROWED: valid until the callback returns; read a field only when it lies within
+** info->struct_size. */
+typedef void (*wharf_backup_fn)(void* ctx, const wharf_backup_info* info);
+/* Lists the backups in `target` through `fn` (required). Needs no engine; reads only.
+**   WHARF_NOT_FOUND  `target` holds no backup directory */
+WHARF_EXPORT wharf_status wharf_list_backups(const char* target, wharf_backup_fn fn, void* ctx);
+
+/* Restores backup options->backup_id (0: the newest) of `target` into the directory
+** `destination`: copies its files, checking each one's size and checksum against the backup's
+** list, then opens the database once to start its new incarnation at the backup's last_fact_id +
+** 1. The restored database opens with wharf_open like any other; consumers resume from the
+** backed-up cursors. `destination` must not be the directory of an open database. `options` may
+** be NULL. On WHARF_OK, *backup (may be NULL; struct_size set by the caller) describes the backup
+** restored and *incarnation (may be NULL) receives the restored database's new incarnation
+** (never 0).
+**   WHARF_NOT_FOUND         no such backup (or no backup at all) in `target`
+**   WHARF_INVALID_ARGUMENT  NULL or empty paths; a non-empty destination without force; a
+**                           destination inside `target`; force neither 0 nor 1
+**   WHARF_CORRUPTION        a file whose checksum or size does not match, named (nothing is left
+**                           in `destination` then)
+**   WHARF_NOT_SUPPORTED     a backup of a newer format version
+** Blocks for the whole copy. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_restore(const char* target, const char* destination,
+                                        const wharf_restore_options* options,
+                                        wharf_backup_info* backup, uint64_t* incarnation);
+
+/* What a verification read and found: an immutable object OWNED by the caller, released with
+** wharf_verify_report_free. Its accessors may be called from any thread. */
+typedef struct wharf_verify_report wharf_verify_report;
+
+/* Reads every record of every column family of the database in directory `path` and checks
+** every checksum (RocksDB's block checksums and every Wharf record's own) and every record's
+** format. Works on a stopped database and while an engine holds it (it reads through a secondary
+** instance up to what the engine had written when it began); writes nothing.
+** *report receives a new report on WHARF_OK and on WHARF_CORRUPTION (the report lists the
+** damage found; the message names the first); on any other status it is left unchanged.
+**   WHARF_CORRUPTION               something is damaged (see the report)
+**   WHARF_IO_ERROR, WHARF_NOT_FOUND the database cannot be opened at all
+**   WHARF_INVALID_ARGUMENT         NULL or empty path, NULL report
+** Thread-safe. */
+WHARF_EXPORT wharf_status wharf_verify_database(const char* path, wharf_verify_report** report);
+
+/* Checks every file of backup `backup_id` (0: the newest) in `target` against the backup's list
+** (size and CRC32C), then reads it as wharf_verify_database does. *report as there. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_verify_backup(const char* target, uint32_t backup_id,
+                                              wharf_verify_report** report);
+
+/* DESTRUCTOR. NULL is a no-op; a report must not be freed twice (wharf answers a freed one it
+** still remembers, see convention 3, with a message in wharf_last_error). */
+WHARF_EXPORT void wharf_verify_report_free(wharf_verify_report* report);
+
+/* Accessors. Called with NULL or a report that is not live, the counts return 0 (and
+** wharf_last_error says why). Strings are BORROWED: valid until the report is freed. */
+/* Files checked (a backup's files against its list too) and their bytes. */
+WHARF_EXPORT uint64_t wharf_verify_report_files(const wharf_verify_report* report);
+WHARF_EXPORT uint64_t wharf_verify_report_file_bytes(const wharf_verify_report* report);
+/* wharf_verify_backup: the backup verified (0 for wharf_verify_database). */
+WHARF_EXPORT uint32_t wharf_verify_report_backup_id(const wharf_verify_report* report);
+/* The column families read, in the order outbox, cursors, leases, timers, dead, state, meta. */
+WHARF_EXPORT size_t wharf_verify_report_family_count(const wharf_verify_report* report);
+/* Family `index` (< wharf_verify_report_family_count): its NUL-terminated name, its records and
+** their bytes (keys and values as stored). Each output may be NULL. WHARF_NOT_FOUND when index is
+** out of range. */
+WHARF_EXPORT wharf_status wharf_verify_report_family(const wharf_verify_report* report,
+                                                     size_t index, const char** name,
+                                                     uint64_t* records, uint64_t* bytes);
+/* Every damaged place found (the list may hold fewer: the first 20, in reading order). */
+WHARF_EXPORT uint64_t wharf_verify_report_damage_count(const wharf_verify_report* report);
+/* How many damaged places the list holds (<= wharf_verify_report_damage_count). */
+WHARF_EXPORT size_t wharf_verify_report_damage_listed(const wharf_verify_report* report);
+/* Damaged place `index` (< wharf_verify_report_damage_listed): where ("table file 000123.sst",
+** "outbox record of fact 42 (partition 3)") and what does not verify, NUL-terminated. Each output
+** may be NULL. WHARF_NOT_FOUND when index is out of range. */
+WHARF_EXPORT wharf_status wharf_verify_report_damage(const wharf_verify_report* report,
+                                                     size_t index, const char** place,
+                                                     const char** problem);
+
+/* *incarnation: the incarnation new facts of `engine` are emitted in (0 for a database never
+** restored, else the random number its restore started). Thread-safe. */
+WHARF_EXPORT wharf_status wharf_engine_incarnation(wharf_engine* engine, uint64_t* incarnation);
 
 /* ---------------------------------------------------------------------------------------------
 ** METRICS

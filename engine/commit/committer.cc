@@ -80,7 +80,9 @@ Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions
       backend_(backend),
       options_(options),
       listener_(listener),
-      queue_(options.queue_capacity + kDequeueMax) {
+      queue_(options.queue_capacity + kDequeueMax),
+      window_(options.conflict_window_bytes),
+      snapshots_(store->db(), &write_mu_, &write_seq_) {
   // Above every id a commit before this open may have been handed out: the store raised the
   // last stored id to the reservation.
   next_lsn_ = store->recovered_last_lsn() + 1;
@@ -154,7 +156,7 @@ Status Committer::Submit(TxnRep* rep) {
   // Nothing else in flight: write and sync on this thread, as RocksDB's write leader does. It
   // saves the two thread hand-offs (to the committer and back), most of a lone commit's latency
   // beyond the fdatasync itself.
-  if (TryCommitInline(rep)) return Status::OK();
+  if (!rep->at_durable_point && TryCommitInline(rep)) return Status::OK();
   // Take a slot: at most queue_capacity transactions submitted and not yet acknowledged.
   uint32_t current = outstanding_.load();
   while (true) {
@@ -213,6 +215,8 @@ void Committer::ReadMetrics(CommitMetrics* metrics) const {
   metrics->facts_total = load(counters_.facts);
   metrics->bytes_total = load(counters_.bytes);
   metrics->refused_total = load(counters_.refused);
+  metrics->read_conflicts_total = load(counters_.read_conflicts);
+  metrics->conflict_window_bytes = window_bytes_.load(std::memory_order_relaxed);
   metrics->failed_total = load(counters_.failed);
   metrics->busy_total = load(counters_.busy);
   metrics->sync_rounds_total = load(counters_.sync_rounds);
@@ -264,7 +268,51 @@ void Committer::Run() {
   }
 }
 
+std::shared_ptr<const ReadSnapshot> Committer::TakeSnapshot(bool validated) {
+  return snapshots_.Take(validated, /*may_lock=*/!IsEngineThread());
+}
+
+Status Committer::ValidateReads(const ReadSet& reads) const {
+  if (reads.empty() || !validate_reads_.load(std::memory_order_relaxed)) return Status::OK();
+  // A transaction with a validated snapshot keeps tracking on from before its snapshot until it
+  // is answered, and tracking starts only between groups (read_snapshots.h): the group being
+  // built was tracked from its first transaction on. Should that ever not hold, refusing is safe.
+  if (building_untracked_) {
+    return Status::Conflict(
+               "read conflict: the transaction's snapshot cannot be validated "
+               "against the commits being written; run it again")
+        .WithSubCode(Status::SubCode::kReadConflict);
+  }
+  // The group being built comes after every snapshot (it is not written yet).
+  if (!building_state_keys_.empty()) {
+    for (const std::string& key : reads.keys) {
+      if (building_state_keys_.count(key)) return ReadConflict(key, /*in_range=*/false);
+    }
+    for (const auto& [first, second] : reads.ranges) {
+      for (std::string_view key : building_state_keys_) {
+        if (key >= first && (second.empty() || key < second)) {
+          return ReadConflict(key, /*in_range=*/true);
+        }
+      }
+    }
+  }
+  return window_.Validate(reads);
+}
+
+void Committer::RecordBuildingWrites(uint64_t seq) {
+  // The keys are views into the group's WriteOps (alive until its transactions are answered,
+  // after this); the window copies what it keeps.
+  for (std::string_view key : building_state_keys_) window_.Record(key, seq);
+  if (building_untracked_) window_.Skip(seq);
+  building_state_keys_.clear();
+  building_untracked_ = false;
+  window_bytes_.store(window_.bytes(), std::memory_order_relaxed);
+  snapshots_.StopTrackingIfIdle();
+}
+
 Status Committer::CheckPreconditions(const TxnRep& rep) {
+  Status valid = ValidateReads(rep.reads);
+  if (!valid.ok()) return valid;
   for (const CheckOp& check : rep.checks) {
     std::string stored;
     rocksdb::Status s =
@@ -325,6 +373,22 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       Finish(rep);
       continue;
     }
+    if (rep->at_durable_point) {
+      // Everything before it written and synced; nothing after it written until it returns.
+      WriteBuilding();
+      if (!failed_) SyncWrittenNow();
+      if (failed_) {
+        std::lock_guard lock(sync_mu_);
+        rep->status =
+            Status::IOError("a write before the durable point failed (" + failure_.message() + ")",
+                            failure_.retryable());
+      } else {
+        WHARF_DASSERT(durable_lsn() == last_lsn());
+        rep->status = rep->at_durable_point();
+      }
+      Finish(rep);
+      continue;
+    }
     Status checked = CheckPreconditions(*rep);
     if (!checked.ok()) {
       rep->status = checked;
@@ -359,6 +423,7 @@ void Committer::AddToBuilding(TxnRep* rep) {
   }
   size_t stored_bytes = 0;
   for (const FactOp& fact : rep->facts) stored_bytes += fact.record.size();
+  const bool tracking = snapshots_.tracking();
   for (const WriteOp& write : rep->writes) {
     stored_bytes += write.key.size() + write.value.size();
     if (write.cf == kOutbox) AppendOutboxPuts();  // keep the batch's order for the outbox
@@ -374,6 +439,13 @@ void Committer::AddToBuilding(TxnRep* rep) {
       batch.Put(store_->cf(write.cf), write.key, write.value);
     }
     if (write.cf == kCursors || write.cf == kLeases) batch_checked_keys_.insert(write.key);
+    if (write.cf == kState) {
+      if (tracking) {
+        building_state_keys_.insert(write.key);
+      } else {
+        building_untracked_ = true;
+      }
+    }
   }
   rep->stored_bytes = stored_bytes;
   building_.group.reps.push_back(rep);
@@ -410,6 +482,10 @@ bool Committer::WriteBuilding() {
   rocksdb::WriteOptions write_options;
   write_options.sync = false;
   Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
+  // The committer is the store's only writer while it runs: the latest sequence number is this
+  // group's last (what a snapshot must have reached to see it). Also when the write failed: what
+  // it wrote, if anything, is at most that.
+  RecordBuildingWrites(store_->db()->GetLatestSequenceNumber());
   if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
   // LSNs are never reused, even when the write failed: its outcome is unknown.
   next_lsn_ = next_lsn;
@@ -765,11 +841,14 @@ void Committer::CountAnswer(const TxnRep& rep, std::chrono::steady_clock::time_p
     counters_.failed.fetch_add(1, std::memory_order_relaxed);
   } else {
     counters_.refused.fetch_add(1, std::memory_order_relaxed);  // a failed check
+    if (rep.status.subcode() == Status::SubCode::kReadConflict) {
+      counters_.read_conflicts.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 
 void Committer::Finish(TxnRep* rep, std::chrono::steady_clock::time_point acked) {
-  CountAnswer(*rep, acked);
+  if (!rep->at_durable_point) CountAnswer(*rep, acked);
   // Free the slot before waking the producer: it may commit again at once and must find room.
   ReleaseSlot();
   if (rep->callback) {
@@ -886,6 +965,19 @@ Status Committer::SyncNow() {
   }
   // Announced, not only durable: the caller (a drain) then finds the facts' consumers told.
   return WaitSeq(announced_seq_, seq);
+}
+
+Status Committer::RunAtDurablePoint(std::function<Status()> fn) {
+  if (tls_engine_thread) {
+    return Status::InvalidArgument(
+        "a durable point cannot be taken on an engine thread (it waits for the committer)");
+  }
+  TxnRep rep;
+  rep.at_durable_point = std::move(fn);
+  Status s = Submit(&rep);
+  if (!s.ok()) return s;
+  FutexWait(&rep.done, 0);
+  return rep.status;
 }
 
 Status Committer::WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq) {

@@ -28,6 +28,11 @@
 // Ids are never handed out twice, even when a power cut takes back acknowledged buffered commits:
 // see ReserveIds.
 //
+// Serializable transactions: a transaction that read state carries its snapshot's sequence
+// number and what it read (ReadSet); CheckPreconditions refuses it when a group after the snapshot
+// wrote any of it, looking at the group being built and at the ConflictWindow of recent writes,
+// which WriteBuilding fills (while ReadSnapshots says a transaction that read is open).
+//
 // Durable reads: every group gets a write sequence number (write_seq_) before it reaches RocksDB;
 // durable_seq_ is the highest one whose group is durable, acked_seq_ the highest one acknowledged.
 // A read outside the committer notes write_seq() after reading, and WaitDurable() (or
@@ -55,8 +60,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/commit/conflict_window.h"
 #include "engine/commit/durable_listener.h"
 #include "engine/commit/mpsc_queue.h"
+#include "engine/commit/read_snapshots.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/metrics/histogram.h"
 #include "engine/store/store.h"
@@ -107,11 +114,26 @@ class Committer {
   // (Runtime::Drain uses it to deliver every acknowledged fact). Errors and thread restrictions
   // as WaitDurable.
   Status SyncNow();
+  // Runs `fn` on the committer thread between two groups: after every transaction submitted
+  // before this call is written and durable (synced, in every durability mode), and before anything
+  // submitted later is written, so last_lsn() == durable_lsn() while it runs. Commits wait
+  // meanwhile: `fn` must be short (a backup lists its files there). Returns fn's status; IOError
+  // when the committer failed and cannot recover; Closed after Stop began. Must not be called on an
+  // engine thread.
+  Status RunAtDurablePoint(std::function<Status()> fn);
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_acquire); }
   CommitterStats stats() const;
   // Fills the committer's part of a metrics snapshot (wharf/metrics.h): counters, histograms,
   // queue depth, waiting producers and LSNs (not the WAL spare's fields). Lock-free.
   void ReadMetrics(CommitMetrics* metrics) const;
+  // A snapshot to read state from (ReadSnapshots::Take); `validated`: a transaction's, whose
+  // reads this committer will validate. Null when the engine closed.
+  std::shared_ptr<const ReadSnapshot> TakeSnapshot(bool validated);
+  // Releases every snapshot still open (the engine closing, no reader inside the store).
+  void CloseSnapshots() { snapshots_.CloseAll(); }
+  // Tests only: with false, transactions' reads are not validated (to see a test of isolation
+  // fail without it).
+  void SetReadValidationForTesting(bool on) { validate_reads_.store(on); }
   // Producers blocked in Submit waiting for queue space (when_full=block).
   uint32_t space_waiters() const { return space_waiters_.load(); }
   bool IsEngineThread() const;
@@ -151,6 +173,12 @@ class Committer {
   // transactions then have an unknown outcome and the committer is failed).
   bool WriteBuilding();
   Status CheckPreconditions(const TxnRep& rep);
+  // The read-set part of CheckPreconditions: OK when nothing `reads` covers was written after its
+  // snapshot, in the group being built or in the ConflictWindow.
+  Status ValidateReads(const ReadSet& reads) const;
+  // After the group being built was written (or failed) as RocksDB sequence number `seq`: records
+  // its state keys in the window (or raises its floor when they were not tracked).
+  void RecordBuildingWrites(uint64_t seq);
   // Starts a round when one is due (or `force`, or SyncNow asked) and none is in flight.
   void MaybeSubmitSync(bool force);
   // durability=buffered: how long the committer may sleep before the interval's round is due.
@@ -162,9 +190,10 @@ class Committer {
   // Writes the id reservation `reserve_to` and syncs it with everything written before it.
   // False (and the committer failed) when the write or the sync failed. REQUIRES: as ReserveIds.
   bool WriteReservation(uint64_t reserve_to);
-  // durability=buffered: waits for the round in flight, then syncs every WAL byte written so far
-  // on this thread (a round: its groups become durable and are announced). REQUIRES: as
-  // ReserveIds (only the committer thread starts buffered rounds, so none can start meanwhile).
+  // Waits for the round in flight (in durability=sync also for the rounds its completions start),
+  // then syncs every WAL byte written so far on this thread (a round: its groups become durable
+  // and are announced). REQUIRES: as ReserveIds (only the committer thread starts buffered rounds,
+  // and with write_mu_ held no group is written meanwhile, so the rounds come to an end).
   void SyncWrittenNow();
   // Waits until `reached` (durable_seq_ or acked_seq_) covers `seq`: WaitDurable's loop.
   Status WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq);
@@ -231,6 +260,12 @@ class Committer {
   // inline (TryCommitInline) while the committer is idle.
   std::mutex write_mu_;
   std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
+  // State keys written by the group being built, when tracked (in its transactions' WriteOps).
+  std::unordered_set<std::string_view> building_state_keys_;
+  bool building_untracked_ = false;        // the group holds state writes that were not tracked
+  ConflictWindow window_;                  // guarded by write_mu_
+  std::atomic<uint64_t> window_bytes_{0};  // window_.bytes(), for ReadMetrics (lock-free)
+  std::atomic<bool> validate_reads_{true};
   struct OutboxPut {
     uint32_t partition;
     uint64_t lsn;
@@ -279,13 +314,15 @@ class Committer {
   std::atomic<uint32_t> durable_word_{0};   // futex: bumped after every durable_seq_ change
   std::atomic<uint32_t> read_waiters_{0};   // readers asleep (or about to be) on durable_word_
   std::atomic<bool> stopped_{false};        // the committer thread has ended
+  // After write_mu_ and write_seq_, which it refers to.
+  ReadSnapshots snapshots_;
 
   // What the committer did since it started (ReadMetrics): relaxed atomics added to where
   // transactions are answered and rounds complete, never under a lock for them. On their own
   // cache lines, away from the queue's and the pipeline's atomics that every commit touches.
   struct alignas(64) Counters {
-    std::atomic<uint64_t> transactions{0}, facts{0}, bytes{0}, refused{0}, failed{0}, busy{0},
-        groups{0}, sync_rounds{0};
+    std::atomic<uint64_t> transactions{0}, facts{0}, bytes{0}, refused{0}, read_conflicts{0},
+        failed{0}, busy{0}, groups{0}, sync_rounds{0};
     LatencyHistogram commit_ns{kLatencyBoundsNs, kNsPerSecond};
     LatencyHistogram sync_ns{kLatencyBoundsNs, kNsPerSecond};
     RoundFactsHistogram sync_facts{kRoundFactsBounds, 1};

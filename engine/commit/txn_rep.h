@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/commit/read_set.h"
+#include "engine/commit/read_snapshots.h"
 #include "engine/store/store.h"
 #include "wharf/engine.h"
 
@@ -51,6 +53,11 @@ struct TxnRep {
   std::vector<WriteOp> writes;
   std::vector<FactOp> facts;
   std::vector<CheckOp> checks;
+  // What it read (validated by the committer) and the snapshot it read from, taken at its first
+  // read (engine/core/txn_reads.cc); null while it read nothing. The snapshot keeps the committer
+  // tracking writes until the transaction is answered and released.
+  ReadSet reads;
+  std::shared_ptr<const ReadSnapshot> snapshot;
   size_t bytes = 0;
   bool committed = false;
 
@@ -65,6 +72,10 @@ struct TxnRep {
   CommitResult result;
   std::atomic<uint32_t> done{0};
   Txn::CommitCallback callback;  // set for async commits (the committer then owns the rep)
+
+  // Set: not a transaction but a durable point (Committer::RunAtDurablePoint). It carries nothing
+  // else; the committer runs it between two groups and answers with its status.
+  std::function<Status()> at_durable_point;
 };
 
 }  // namespace wharf::internal

@@ -1,7 +1,12 @@
 // Engine and Txn: the public C++ surface over EngineCore.
 #include "wharf/engine.h"
 
+#include <chrono>
+#include <random>
+#include <thread>
+
 #include "engine/core/engine_core.h"
+#include "engine/core/txn_reads.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/state.h"
 
@@ -40,6 +45,56 @@ Status Engine::Get(std::string_view table, std::string_view key, std::string* va
   return core_->GetState(table, key, value);
 }
 
+Status Engine::Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+                    ScanResult* result) const {
+  return internal::DurableScan(core_.get(), table, range, limit, row, result);
+}
+
+namespace {
+
+Status CheckTransactOptions(const TransactOptions& options) {
+  if (options.attempts_max == 0) return Status::InvalidArgument("attempts_max must be >= 1");
+  if (options.backoff_min_ms > options.backoff_max_ms) {
+    return Status::InvalidArgument("backoff_min_ms (" + std::to_string(options.backoff_min_ms) +
+                                   ") is above backoff_max_ms (" +
+                                   std::to_string(options.backoff_max_ms) + ")");
+  }
+  return Status::OK();
+}
+
+bool IsReadConflict(const Status& s) {
+  return s.IsConflict() && s.subcode() == Status::SubCode::kReadConflict;
+}
+
+}  // namespace
+
+Status Engine::Transact(const std::function<Status(Txn&)>& fn, CommitResult* result,
+                        const TransactOptions& options) {
+  Status s = CheckTransactOptions(options);
+  if (s.ok() && !fn) s = Status::InvalidArgument("Transact needs a function");
+  if (s.ok() && core_->committer()->IsEngineThread()) {
+    s = Status::InvalidArgument(
+        "Transact cannot run on an engine thread (a handler or a commit callback): its commit "
+        "blocks");
+  }
+  if (!s.ok()) return s;
+  thread_local std::minstd_rand random(std::random_device{}());
+  for (uint32_t attempt = 1;; ++attempt) {
+    Txn txn = Begin();
+    s = fn(txn);
+    if (!s.ok()) return s;
+    s = txn.Commit(result);
+    if (!IsReadConflict(s) || attempt == options.attempts_max) return s;
+    if (attempt == 1) continue;  // the first retry runs at once (TransactOptions)
+    // Full jitter: a random sleep up to a ceiling that doubles with each attempt.
+    const uint64_t ceiling_ms =
+        std::min<uint64_t>(options.backoff_max_ms,
+                           uint64_t{options.backoff_min_ms} << std::min<uint32_t>(attempt - 2, 20));
+    const uint64_t sleep_us = std::uniform_int_distribution<uint64_t>(0, ceiling_ms * 1000)(random);
+    if (sleep_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+  }
+}
+
 Status Engine::ReadFacts(uint32_t partition, uint64_t from_id, size_t count_max,
                          std::vector<Fact>* facts) const {
   return core_->ReadFacts(partition, from_id, UINT64_MAX, count_max, facts);
@@ -54,6 +109,10 @@ Ordering Engine::ordering() const {
 uint32_t Engine::PartitionOf(std::string_view key) const { return core_->PartitionFor(key); }
 const char* Engine::io_backend() const { return core_->io_backend(); }
 const std::string& Engine::path() const { return core_->path(); }
+uint64_t Engine::incarnation() const { return core_->store()->incarnation(); }
+Status Engine::Backup(const std::string& target, const BackupOptions& options, BackupInfo* info) {
+  return wharf::Backup(*this, target, options, info);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Txn
@@ -190,7 +249,17 @@ Status Txn::Emit(std::string_view type, std::string_view key, std::string_view p
 }
 
 Status Txn::Get(std::string_view table, std::string_view key, std::string* value) const {
-  return core_->GetState(table, key, value);
+  Status s = CheckTxn(core_, rep_.get(), 0);
+  if (s.ok() && value == nullptr) s = Status::InvalidArgument("value output pointer is null");
+  if (!s.ok()) return s;
+  return internal::TxnGet(core_.get(), rep_.get(), table, key, value);
+}
+
+Status Txn::Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+                 ScanResult* result) {
+  Status s = CheckTxn(core_, rep_.get(), 0);
+  if (!s.ok()) return s;
+  return internal::TxnScan(core_.get(), rep_.get(), table, range, limit, row, result);
 }
 
 Status Txn::Commit(CommitResult* result) {
@@ -199,9 +268,15 @@ Status Txn::Commit(CommitResult* result) {
   rep_->committed = true;
   if (rep_->writes.empty() && rep_->facts.empty()) {
     if (result) *result = CommitResult();
-    return Status::OK();
+    // Read only: its reads come from one snapshot, a serial point of its own; they are proven
+    // durable once every group the snapshot may hold is acknowledged.
+    if (rep_->snapshot == nullptr) return Status::OK();
+    const uint64_t write_seq = rep_->snapshot->write_seq;
+    rep_->snapshot.reset();
+    return core_->committer()->WaitAcknowledged(write_seq);
   }
   s = core_->Commit(rep_.get());
+  rep_->snapshot.reset();  // answered: the committer need not track writes for it any longer
   if (result) *result = rep_->result;
   return s;
 }

@@ -8,6 +8,7 @@
 #include "engine/admin/socket/address.h"
 #include "engine/admin/socket/server.h"
 #include "engine/base/assert.h"
+#include "engine/base/bytes_text.h"
 #include "engine/base/futex.h"
 #include "engine/metrics/http_listener.h"
 #include "engine/metrics/textfile_writer.h"
@@ -18,35 +19,6 @@
 #include "engine/store/tables/state.h"
 
 namespace wharf::internal {
-
-namespace {
-
-// Offset of the first byte that does not start a well-formed UTF-8 sequence (overlong forms,
-// surrogates and code points above U+10FFFF included), or npos when `text` is valid UTF-8.
-size_t FirstInvalidUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    auto byte = [&](size_t at) { return static_cast<uint8_t>(text[at]); };
-    uint8_t lead = byte(i);
-    size_t length = lead < 0x80           ? 1
-                    : (lead >> 5) == 0x6  ? 2
-                    : (lead >> 4) == 0xe  ? 3
-                    : (lead >> 3) == 0x1e ? 4
-                                          : 0;
-    if (length == 0 || length > text.size() - i) return i;
-    uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
-    for (size_t k = 1; k < length; ++k) {
-      if ((byte(i + k) & 0xc0) != 0x80) return i;
-      code = (code << 6) | (byte(i + k) & 0x3f);
-    }
-    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < kMinimum[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return i;
-    i += length;
-  }
-  return std::string_view::npos;
-}
-
-}  // namespace
 
 Status ValidateName(std::string_view what, std::string_view name, size_t bytes_max) {
   if (name.empty()) return Status::InvalidArgument(std::string(what) + " is empty");
@@ -77,25 +49,15 @@ Status ValidateStateKey(std::string_view key) {
   return Status::OK();
 }
 
-std::string DescribeBytes(std::string_view bytes) {
-  bool printable = FirstInvalidUtf8(bytes) == std::string_view::npos &&
-                   std::none_of(bytes.begin(), bytes.end(), [](char c) {
-                     return static_cast<uint8_t>(c) < 0x20 || c == 0x7f || c == '\'';
-                   });
-  if (printable) return "'" + std::string(bytes) + "'";
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex = "0x";
-  for (char c : bytes) {
-    hex.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
-    hex.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
-  }
-  return hex;
-}
-
 Status EngineCore::Open(const std::string& path, const EngineOptions& options,
                         const StoreHooks& hooks, std::unique_ptr<Engine>* engine) {
   if (options.queue_capacity == 0) return Status::InvalidArgument("queue_capacity must be >= 1");
   if (options.group_facts_max == 0) return Status::InvalidArgument("group_facts_max must be >= 1");
+  if (options.conflict_window_bytes < (1u << 20)) {
+    return Status::InvalidArgument("conflict_window_bytes " +
+                                   std::to_string(options.conflict_window_bytes) +
+                                   " is below the minimum of 1 MiB (1048576)");
+  }
   Status valid = ValidateMetricsOptions(options);
   if (!valid.ok()) return valid;
   std::shared_ptr<EngineCore> core(new EngineCore());
@@ -154,6 +116,11 @@ Status EngineCore::Close() {
     return Status::OK();
   }
   if (closing_.exchange(true)) return Status::OK();
+  {
+    // Before the admin server stops: it waits for a backup it runs.
+    std::lock_guard lock(backup_mutex_);
+    if (stop_backup_) stop_backup_();
+  }
   // The textfile's last write reads the metrics of the engine still open.
   if (metrics_textfile_) metrics_textfile_->Stop();
   closed_.store(true);
@@ -165,6 +132,8 @@ Status EngineCore::Close() {
   // Queued commits finish first; then no reader may be inside the store while it closes.
   if (committer_) committer_->Stop();
   std::unique_lock lock(close_mutex_);
+  // Transactions still open keep their snapshots; no read is inside the store now.
+  if (committer_) committer_->CloseSnapshots();
   Status s = store_ ? store_->Close() : Status::OK();
   backend_.reset();
   return s;
@@ -308,6 +277,32 @@ void EngineCore::RemoveListener(DurableListener* listener) {
   std::lock_guard lock(listeners_mutex_);
   std::erase(listeners_, listener);
   listener_count_.store(listeners_.size(), std::memory_order_release);
+}
+
+bool EngineCore::BeginBackup(std::function<void()> stop) {
+  std::lock_guard lock(backup_mutex_);
+  if (stop_backup_) return false;
+  stop_backup_ = std::move(stop);
+  if (closing_.load()) stop_backup_();  // Close began meanwhile: it may have looked already
+  return true;
+}
+
+void EngineCore::EndBackup(const LastBackup& outcome) {
+  std::lock_guard lock(backup_mutex_);
+  stop_backup_ = nullptr;
+  BackupMetrics& m = backup_metrics_;
+  ++(outcome.ok ? m.backups_total : m.failed_total);
+  m.last_ms = outcome.finished_ms;
+  m.last_ok = outcome.ok;
+  m.last_duration_seconds = static_cast<double>(outcome.duration_ms) / 1000.0;
+  m.last_copied_bytes = outcome.ok ? outcome.info.copied_bytes : 0;
+  m.last_size_bytes = outcome.ok ? outcome.info.size_bytes : 0;
+  m.last_fact_id = outcome.ok ? outcome.info.last_fact_id : 0;
+}
+
+BackupMetrics EngineCore::backup_metrics() const {
+  std::lock_guard lock(backup_mutex_);
+  return backup_metrics_;
 }
 
 void EngineCore::AddLeaseWaker(const void* owner, std::function<void()> wake) {

@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/base/bytes_text.h"
 #include "engine/base/process.h"
 #include "engine/commit/committer.h"
 #include "engine/commit/txn_rep.h"
@@ -120,6 +121,13 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   void RemoveMetricsSource(const void* owner);
   void CollectConsumerMetrics(std::vector<ConsumerMetrics>* consumers) const;
 
+  // Backups (engine/backup/): one at a time per engine. BeginBackup registers the one starting
+  // (false: one is running); `stop` makes it end soon, failed (Close calls it first, so that a
+  // close never waits for a long copy). EndBackup unregisters it and counts its outcome.
+  bool BeginBackup(std::function<void()> stop);
+  void EndBackup(const LastBackup& outcome);
+  BackupMetrics backup_metrics() const;
+
   // DurableListener (the committer's): tells every attached listener.
   void OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) override;
   bool Listening() const override { return listener_count_.load(std::memory_order_acquire) > 0; }
@@ -168,6 +176,10 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   std::mutex lease_wakers_mutex_;
   std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;
+
+  mutable std::mutex backup_mutex_;
+  std::function<void()> stop_backup_;  // set while a backup runs (guarded by backup_mutex_)
+  BackupMetrics backup_metrics_;       // guarded by backup_mutex_
 };
 
 // Validation shared by Txn, the runtime and the admin functions.
@@ -181,8 +193,6 @@ Status ValidateName(std::string_view what, std::string_view name, size_t bytes_m
 // State keys: 1..kKeyBytesMax bytes, any bytes (NUL included: the table name before the 0x00
 // separator holds none, so the key after it needs no restriction).
 Status ValidateStateKey(std::string_view key);
-// Bytes for a message: 'text' when printable ASCII/UTF-8 without control bytes, else 0x + hex (so
-// that a binary key never cuts or garbles a C string or a terminal line).
-std::string DescribeBytes(std::string_view bytes);
+// DescribeBytes (messages naming keys): engine/base/bytes_text.h.
 
 }  // namespace wharf::internal

@@ -83,6 +83,14 @@ void AddCommits(Builder& out, const MetricsSnapshot& snapshot) {
   out.Family("wharf_commits_refused_total", "counter",
              "Transactions refused by a failed precondition check, before writing.")
       .Sample(D(c.refused_total));
+  out.Family("wharf_commits_read_conflicts_total", "counter",
+             "Of the refused transactions, those whose reads another commit changed "
+             "(Conflict, subcode ReadConflict).")
+      .Sample(D(c.read_conflicts_total));
+  out.Family("wharf_conflict_window_bytes", "gauge",
+             "Bytes the committer keeps to validate transactions' reads (bounded by "
+             "conflict_window_bytes).")
+      .Sample(D(c.conflict_window_bytes));
   out.Family("wharf_commits_failed_total", "counter",
              "Transactions answered with an I/O error (unknown outcome).")
       .Sample(D(c.failed_total));
@@ -261,6 +269,34 @@ void AddStore(Builder& out, const MetricsSnapshot& snapshot) {
       .Sample(lookups == 0 ? 0 : D(s.block_cache_hits_total) / D(lookups));
 }
 
+// Backups taken by the engine since it opened: a secondary (live=false) counts none, so nothing.
+void AddBackups(Builder& out, const MetricsSnapshot& snapshot) {
+  if (!snapshot.live) return;
+  const BackupMetrics& b = snapshot.backups;
+  out.Family("wharf_backups_total", "counter", "Backups that succeeded since the engine opened.")
+      .Sample(D(b.backups_total));
+  out.Family("wharf_backup_failures_total", "counter",
+             "Backups that failed since the engine opened.")
+      .Sample(D(b.failed_total));
+  out.Family("wharf_backup_last_timestamp_seconds", "gauge",
+             "When the most recent backup ended, seconds since the epoch (0: none yet).")
+      .Sample(D(b.last_ms) / 1000);
+  out.Family("wharf_backup_last_success", "gauge",
+             "1 when the most recent backup succeeded, 0 when it failed or none was taken.")
+      .Sample(b.last_ok ? 1 : 0);
+  out.Family("wharf_backup_last_duration_seconds", "gauge", "How long the most recent backup took.")
+      .Sample(b.last_duration_seconds);
+  out.Family("wharf_backup_last_copied_bytes", "gauge",
+             "Bytes the most recent backup copied (files an earlier backup held are not copied).")
+      .Sample(D(b.last_copied_bytes));
+  out.Family("wharf_backup_last_size_bytes", "gauge",
+             "Bytes of the most recent backup, shared files included.")
+      .Sample(D(b.last_size_bytes));
+  out.Family("wharf_backup_last_fact_id", "gauge",
+             "The point of the most recent backup: the last fact id it holds.")
+      .Sample(D(b.last_fact_id));
+}
+
 void AppendEscaped(std::string* out, std::string_view text, bool quote) {
   for (char c : text) {
     if (c == '\\') {
@@ -288,6 +324,7 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot) {
   AddConsumers(out, snapshot);
   AddRetention(out, snapshot);
   AddStore(out, snapshot);
+  AddBackups(out, snapshot);
   return families;
 }
 

@@ -24,6 +24,7 @@ Status ReadMetrics(Engine& engine, MetricsSnapshot* snapshot) {
   if (s.ok()) s = internal::ReadRetentionMetrics(core, &snapshot->retention);
   if (s.ok()) s = internal::ReadStoreMetrics(core, &snapshot->store);
   if (!s.ok()) return s;
+  snapshot->backups = core.backup_metrics();
   core.CollectConsumerMetrics(&snapshot->consumers);
   std::sort(snapshot->consumers.begin(), snapshot->consumers.end(),
             [](const ConsumerMetrics& a, const ConsumerMetrics& b) {

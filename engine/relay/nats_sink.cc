@@ -122,6 +122,10 @@ Status NatsJetStreamSink::Validate(const std::string& relay_name, Ordering order
   return Status::OK();
 }
 
+void NatsJetStreamSink::SetIncarnations(const Incarnations& incarnations) {
+  incarnations_ = incarnations;
+}
+
 RelaySink::Counters NatsJetStreamSink::counters() const { return counters_.Get(); }
 
 uint64_t NatsJetStreamSink::cancels() const {
@@ -233,14 +237,21 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
   for (; healthy && sent < end; ++sent) {
     const Fact& fact = *facts[sent];
     PublishOutcome& outcome = (*outcomes)[sent];
-    const std::string subject = ExpandTemplate(config_.target, fact);
+    const uint64_t incarnation = incarnations_.Of(fact.id);
+    const std::string subject = ExpandTemplate(config_.target, fact, incarnation);
     const std::string reply = replies + std::to_string(sent - begin);
     natsMsg* raw = nullptr;
     s = natsMsg_Create(&raw, subject.c_str(), reply.c_str(), fact.payload.data(),
                        static_cast<int>(fact.payload.size()));
     Msg msg(raw);
-    const std::string msg_id = id_prefix_ + ":" + std::to_string(fact.id);
+    // Incarnation 0 keeps the id it always had: a stream's window still drops its redeliveries.
+    const std::string incarnation_hex = incarnation != 0 ? IncarnationHex(incarnation) : "";
+    const std::string msg_id = id_prefix_ + ":" + (incarnation != 0 ? incarnation_hex + ":" : "") +
+                               std::to_string(fact.id);
     if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", msg_id.c_str());
+    if (s == NATS_OK && incarnation != 0) {
+      s = natsMsgHeader_Set(msg.get(), "Wharf-Incarnation", incarnation_hex.c_str());
+    }
     if (s == NATS_OK)
       s = natsMsgHeader_Set(msg.get(), "Wharf-Fact-Id", std::to_string(fact.id).c_str());
     if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-Type", fact.type.c_str());
@@ -303,8 +314,10 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
     const char* status = nullptr;
     if (data.empty() && natsMsgHeader_Get(ack.get(), "Status", &status) == NATS_OK) {
       // 503: no responders: no stream takes the subject (yet) — the operator's to fix.
-      outcome.error = std::string("nats: no JetStream stream takes subject ") +
-                      ExpandTemplate(config_.target, *facts[index]) + " (status " + status + ")";
+      outcome.error =
+          std::string("nats: no JetStream stream takes subject ") +
+          ExpandTemplate(config_.target, *facts[index], incarnations_.Of(facts[index]->id)) +
+          " (status " + status + ")";
       continue;
     }
     if (JsonValue(data, "error") != std::string_view::npos) {

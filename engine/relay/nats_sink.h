@@ -2,7 +2,12 @@
 //
 // Each fact is one message on the subject its template names, with the header Nats-Msg-Id
 // "<id_prefix>:<fact id>": JetStream drops a message whose id it saw within the stream's duplicate
-// window (2 minutes by default) and acknowledges it as a duplicate. The batch is published at once
+// window (2 minutes by default) and acknowledges it as a duplicate. A fact of a restored
+// database's incarnation (not 0; wharf/backup.h) has the id "<id_prefix>:<incarnation as 16 hex
+// digits>:<fact id>" and the header Wharf-Incarnation (the same 16 digits): the original database
+// may have published other facts under the same fact ids, which the window must not drop. Facts
+// of incarnation 0 keep the short id, so streams written before incarnations existed still
+// recognise their redeliveries. The batch is published at once
 // (up to in_flight messages before their acknowledgements are awaited), each with a reply subject
 // of its own under one inbox per call, and the acknowledgements are matched back to the facts.
 // The fact's type, key, partition, commit time and id travel as headers Wharf-Type, Wharf-Key,
@@ -49,6 +54,8 @@ class NatsJetStreamSink : public RelaySink {
   ~NatsJetStreamSink() override;
 
   Status Validate(const std::string& relay_name, Ordering ordering) override;
+  // Before any Publish (not concurrently with one).
+  void SetIncarnations(const Incarnations& incarnations) override;
   void Publish(std::span<const Fact* const> facts, std::vector<PublishOutcome>* outcomes) override;
   Counters counters() const override;
   void Cancel() override;
@@ -65,6 +72,7 @@ class NatsJetStreamSink : public RelaySink {
 
   const RelayConfig config_;
   std::string id_prefix_;
+  Incarnations incarnations_;  // set before any Publish, then only read
   std::mutex mutex_;
   __natsConnection* connection_ = nullptr;  // guarded by mutex_ until set
   mutable std::mutex waiting_mutex_;

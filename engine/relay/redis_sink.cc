@@ -5,8 +5,10 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "engine/base/assert.h"
@@ -36,6 +38,47 @@ std::pair<uint64_t, uint64_t> ParseEntryId(std::string_view id) {
   unsigned long long ms = 0, seq = 0;
   if (std::sscanf(std::string(id).c_str(), "%llu-%llu", &ms, &seq) != 2) return {0, 0};
   return {ms, seq};
+}
+
+// The first entry of an XRANGE reply: its id and its incarnation field (absent: 0; nullopt when
+// it is not 16 hex digits, which matches no incarnation).
+struct StreamEntry {
+  bool exists = false;
+  std::pair<uint64_t, uint64_t> id;
+  std::optional<uint64_t> incarnation = 0;
+};
+
+StreamEntry FirstEntry(const redisReply* range) {
+  StreamEntry entry;
+  if (range->type != REDIS_REPLY_ARRAY || range->elements < 1) return entry;
+  const redisReply* item = range->element[0];
+  if (item->type != REDIS_REPLY_ARRAY || item->elements < 2 ||
+      item->element[0]->type != REDIS_REPLY_STRING) {
+    return entry;
+  }
+  entry.exists = true;
+  entry.id = ParseEntryId(std::string_view(item->element[0]->str, item->element[0]->len));
+  const redisReply* fields = item->element[1];
+  if (fields->type != REDIS_REPLY_ARRAY) return entry;
+  for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+    const redisReply* name = fields->element[f];
+    const redisReply* value = fields->element[f + 1];
+    if (name->type != REDIS_REPLY_STRING ||
+        std::string_view(name->str, name->len) != "incarnation") {
+      continue;
+    }
+    entry.incarnation = std::nullopt;
+    if (value->type != REDIS_REPLY_STRING || value->len != 16) continue;
+    uint64_t number = 0;
+    const char* end = value->str + value->len;
+    auto [stop, ec] = std::from_chars(value->str, end, number, 16);
+    if (ec == std::errc() && stop == end) entry.incarnation = number;
+  }
+  return entry;
+}
+
+std::string IncarnationText(std::optional<uint64_t> incarnation) {
+  return incarnation ? IncarnationHex(*incarnation) : "malformed";
 }
 
 timeval Timeval(uint32_t ms) {
@@ -81,6 +124,10 @@ Status RedisStreamsSink::Validate(const std::string& relay_name, Ordering orderi
         "look already published): put {partition} in the template, or use ordering=global");
   }
   return Status::OK();
+}
+
+void RedisStreamsSink::SetIncarnations(const Incarnations& incarnations) {
+  incarnations_ = incarnations;
 }
 
 RelaySink::Counters RedisStreamsSink::counters() const { return counters_.Get(); }
@@ -170,6 +217,8 @@ bool RedisStreamsSink::SendChunk(redisContext* context, std::span<const Fact* co
     const std::string id = EntryId(fact.id), fact_id = std::to_string(fact.id),
                       partition = std::to_string(fact.partition),
                       commit_ms = std::to_string(fact.commit_ms);
+    const uint64_t incarnation = incarnations_.Of(fact.id);
+    const std::string incarnation_hex = incarnation != 0 ? IncarnationHex(incarnation) : "";
     std::vector<std::string> header_names;
     header_names.reserve(fact.headers.size());
     for (const auto& [name, value] : fact.headers) header_names.push_back("h:" + name);
@@ -199,6 +248,10 @@ bool RedisStreamsSink::SendChunk(redisContext* context, std::span<const Fact* co
     add(partition);
     add("commit_ms");
     add(commit_ms);
+    if (incarnation != 0) {  // absent means 0: entries written before incarnations existed
+      add("incarnation");
+      add(incarnation_hex);
+    }
     for (size_t h = 0; h < fact.headers.size(); ++h) {
       add(header_names[h]);
       add(fact.headers[h].second);
@@ -240,40 +293,60 @@ bool RedisStreamsSink::CheckCandidates(redisContext* context, std::span<const Fa
                                        const std::vector<std::string>& streams,
                                        const std::vector<size_t>& candidates,
                                        std::vector<PublishOutcome>* outcomes) {
-  // Per candidate: the entry itself, and the stream's first entry (to tell a trimmed one).
+  // Per candidate: the entry at the fact's id or else the next one (what moved the stream past
+  // it), and the stream's first entry (to tell a trimmed one).
   for (size_t i : candidates) {
     const std::string id = EntryId(facts[i]->id);
-    redisAppendCommand(context, "XRANGE %b %b %b", streams[i].data(), streams[i].size(), id.data(),
-                       id.size(), id.data(), id.size());
+    redisAppendCommand(context, "XRANGE %b %b + COUNT 1", streams[i].data(), streams[i].size(),
+                       id.data(), id.size());
     redisAppendCommand(context, "XRANGE %b - + COUNT 1", streams[i].data(), streams[i].size());
   }
   for (size_t i : candidates) {
     std::string error;
-    Reply entry = NextReply(context, &error);
-    Reply first = entry != nullptr ? NextReply(context, &error) : nullptr;
-    if (entry == nullptr || first == nullptr) {
+    Reply at = NextReply(context, &error);
+    Reply first_reply = at != nullptr ? NextReply(context, &error) : nullptr;
+    if (at == nullptr || first_reply == nullptr) {
       for (size_t j : candidates) {
         if ((*outcomes)[j].result == PublishResult::kTransient) (*outcomes)[j].error = error;
       }
       return false;
     }
     PublishOutcome& outcome = (*outcomes)[i];
-    const bool present = entry->type == REDIS_REPLY_ARRAY && entry->elements == 1;
-    bool trimmed = false;
-    if (!present && config_.maxlen > 0 && first->type == REDIS_REPLY_ARRAY &&
-        first->elements == 1 && first->element[0]->type == REDIS_REPLY_ARRAY &&
-        first->element[0]->elements >= 1) {
-      const redisReply* first_id = first->element[0]->element[0];
-      trimmed = ParseEntryId(std::string_view(first_id->str, first_id->len)) >
-                std::pair<uint64_t, uint64_t>{facts[i]->id, 0};
-    }
-    if (present || trimmed) {
+    const uint64_t fact_id = facts[i]->id;
+    const uint64_t incarnation = incarnations_.Of(fact_id);
+    const StreamEntry entry = FirstEntry(at.get());
+    const StreamEntry first = FirstEntry(first_reply.get());
+    const std::pair<uint64_t, uint64_t> fact_entry{fact_id, 0};
+    const bool present = entry.exists && entry.id == fact_entry;
+    const bool trimmed = !present && config_.maxlen > 0 && first.exists && first.id > fact_entry;
+    // The entry that stands for the fact (itself, or the first one past it when it was trimmed)
+    // was written by this database's history: of the fact's incarnation, or of the one this
+    // database gives its id. An entry of another incarnation under the same id is another fact,
+    // published by the database this one was restored from (or by another restore of it).
+    const StreamEntry& witness = present ? entry : first;
+    const bool witness_ours = witness.incarnation == incarnation ||
+                              witness.incarnation == incarnations_.Of(witness.id.first);
+    if ((present || trimmed) && witness_ours) {
       outcome.result = PublishResult::kDuplicate;
       outcome.error.clear();
+      continue;
+    }
+    outcome.result = PublishResult::kRejected;
+    // Past the fact without it: the next entry tells whether another incarnation wrote there.
+    const StreamEntry& other = present || trimmed ? witness : entry;
+    const bool other_ours = !other.exists || other.incarnation == incarnation ||
+                            other.incarnation == incarnations_.Of(other.id.first);
+    if (!other_ours) {
+      outcome.error = "redis stream " + streams[i] + " holds entry " +
+                      std::to_string(other.id.first) + "-" + std::to_string(other.id.second) +
+                      " from another incarnation of this database (" +
+                      IncarnationText(other.incarnation) + "; this fact " + EntryId(fact_id) +
+                      " is of " + IncarnationHex(incarnation) +
+                      "): it was restored from a backup and gives out ids the original database "
+                      "already published; publish into a new stream, e.g. with {incarnation} in "
+                      "the stream template";
     } else {
-      outcome.result = PublishResult::kRejected;
-      outcome.error = "redis stream " + streams[i] + " holds entries past " +
-                      EntryId(facts[i]->id) +
+      outcome.error = "redis stream " + streams[i] + " holds entries past " + EntryId(fact_id) +
                       " but not this fact: another writer uses the stream, or an entry was lost (" +
                       outcome.error + ")";
     }
@@ -288,7 +361,9 @@ void RedisStreamsSink::Publish(std::span<const Fact* const> facts,
   if (facts.empty()) return;
   std::vector<std::string> streams;
   streams.reserve(facts.size());
-  for (const Fact* fact : facts) streams.push_back(ExpandTemplate(config_.target, *fact));
+  for (const Fact* fact : facts) {
+    streams.push_back(ExpandTemplate(config_.target, *fact, incarnations_.Of(fact->id)));
+  }
   std::string error;
   uint64_t cancels = 0;
   {

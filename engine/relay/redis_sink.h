@@ -5,8 +5,16 @@
 // or smaller than the target stream top item". Such a refusal is checked (XRANGE of that id): the
 // entry is there (or was trimmed by MAXLEN ~) -> already published; it is not -> the stream moved
 // past the fact without it (another writer, or a lost write), which is reported as rejected
-// rather than passed in silence. Fields: fact_id, type, key, payload, partition, commit_ms, then
+// rather than passed in silence. Fields: fact_id, type, key, payload, partition, commit_ms,
+// incarnation (16 hex digits; only for a fact of a restored database's incarnation, not 0), then
 // one "h:NAME" field per header, in order.
+//
+// Incarnations (wharf/backup.h): a restored database hands out ids the original may already have
+// published into the same stream, as other facts. So an entry found at the fact's id is a
+// duplicate only when its incarnation field (absent: 0) is the fact's; a trimmed one only when the
+// stream's first entry is of the fact's incarnation or of the one this database gives its id.
+// Otherwise the fact is rejected with a message saying the stream holds that id from another
+// incarnation: such a database must publish into new streams ({incarnation} in the template).
 //
 // A stream must receive its facts in increasing id order: without ordering=global the template
 // must contain {partition} (each partition's lane has streams of its own), else Validate refuses.
@@ -35,6 +43,8 @@ class RedisStreamsSink : public RelaySink {
   ~RedisStreamsSink() override;
 
   Status Validate(const std::string& relay_name, Ordering ordering) override;
+  // Before any Publish (not concurrently with one).
+  void SetIncarnations(const Incarnations& incarnations) override;
   void Publish(std::span<const Fact* const> facts, std::vector<PublishOutcome>* outcomes) override;
   Counters counters() const override;
   void Cancel() override;
@@ -50,7 +60,8 @@ class RedisStreamsSink : public RelaySink {
   bool SendChunk(redisContext* context, std::span<const Fact* const> facts, size_t begin,
                  size_t end, const std::vector<std::string>& streams,
                  std::vector<PublishOutcome>* outcomes, std::vector<size_t>* candidates);
-  // Settles the candidates: duplicate if the stream holds (or trimmed) the entry, else rejected.
+  // Settles the candidates: duplicate if the stream holds (or trimmed) the entry, of the fact's
+  // incarnation; else rejected.
   bool CheckCandidates(redisContext* context, std::span<const Fact* const> facts,
                        const std::vector<std::string>& streams,
                        const std::vector<size_t>& candidates,
@@ -59,6 +70,7 @@ class RedisStreamsSink : public RelaySink {
   const RelayConfig config_;
   std::string host_;
   int port_ = 0;
+  Incarnations incarnations_;  // set before any Publish, then only read
   std::mutex mutex_;
   std::vector<redisContext*> idle_;  // guarded by mutex_
   std::vector<redisContext*> busy_;  // in use by Publish calls; guarded by mutex_

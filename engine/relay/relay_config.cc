@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -37,9 +38,12 @@ Status CheckTemplate(std::string_view key, std::string_view target) {
   if (target.empty()) return Bad(std::string(key) + " is empty");
   for (size_t at = target.find('{'); at != std::string_view::npos; at = target.find('{', at + 1)) {
     std::string_view rest = target.substr(at);
-    if (rest.starts_with("{type}") || rest.starts_with("{partition}")) continue;
+    if (rest.starts_with("{type}") || rest.starts_with("{partition}") ||
+        rest.starts_with("{incarnation}")) {
+      continue;
+    }
     return Bad(std::string(key) + "='" + std::string(target) +
-               "': only {type} and {partition} may be used");
+               "': only {type}, {partition} and {incarnation} may be used");
   }
   return Status::OK();
 }
@@ -190,9 +194,15 @@ Status ParseRelayOptions(std::span<const RelayOption> pairs, RelayConfig* config
   return Status::OK();
 }
 
-std::string ExpandTemplate(std::string_view target, const Fact& fact) {
+std::string IncarnationHex(uint64_t incarnation) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(incarnation));
+  return text;
+}
+
+std::string ExpandTemplate(std::string_view target, const Fact& fact, uint64_t incarnation) {
   std::string out;
-  out.reserve(target.size() + fact.type.size() + 8);
+  out.reserve(target.size() + fact.type.size() + 16);
   while (!target.empty()) {
     size_t at = target.find('{');
     out.append(target.substr(0, at));
@@ -204,6 +214,9 @@ std::string ExpandTemplate(std::string_view target, const Fact& fact) {
     } else if (target.starts_with("{partition}")) {
       out.append(std::to_string(fact.partition));
       target.remove_prefix(11);
+    } else if (target.starts_with("{incarnation}")) {
+      out.append(IncarnationHex(incarnation));
+      target.remove_prefix(13);
     } else {
       out.push_back('{');  // CheckTemplate refused others
       target.remove_prefix(1);

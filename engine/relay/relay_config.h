@@ -56,9 +56,13 @@ Status ParseRelayOptions(std::span<const RelayOption> options, RelayConfig* conf
 // The sink a checked config describes (does not connect).
 std::unique_ptr<RelaySink> MakeRelaySink(RelayConfig config);
 
-// The template with {type} and {partition} replaced by the fact's.
-std::string ExpandTemplate(std::string_view target, const Fact& fact);
+// The template with {type} and {partition} replaced by the fact's, and {incarnation} by
+// `incarnation` (the fact's, Incarnations::Of) as 16 lowercase hex digits.
+std::string ExpandTemplate(std::string_view target, const Fact& fact, uint64_t incarnation);
 bool TemplateHasPartition(std::string_view target);
+
+// An incarnation as the brokers see it (ids, fields, headers, templates): 16 lowercase hex digits.
+std::string IncarnationHex(uint64_t incarnation);
 
 // Splits "scheme://host:port" (scheme optional, port defaulting to `default_port`).
 Status ParseHostPort(std::string_view url, std::string_view scheme, int default_port,

@@ -3,8 +3,6 @@
 
 #include "engine/base/assert.h"
 #include "engine/runtime/lane.h"
-#include "engine/store/codec.h"
-#include "engine/store/tables/state.h"
 
 namespace wharf {
 
@@ -16,6 +14,10 @@ Status Effects::Delete(std::string_view table, std::string_view key) {
 }
 Status Effects::Get(std::string_view table, std::string_view key, std::string* value) const {
   return impl_->Get(table, key, value);
+}
+Status Effects::Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+                     ScanResult* result) const {
+  return impl_->Scan(table, range, limit, row, result);
 }
 Status Effects::Emit(std::string_view type, std::string_view key, std::string_view payload,
                      const EmitOptions& options) {
@@ -68,30 +70,21 @@ Status EffectsImpl::Delete(std::string_view table, std::string_view key) {
 }
 
 Status EffectsImpl::Get(std::string_view table, std::string_view key, std::string* value) const {
-  // Read through the batch: an earlier fact's effects in this (uncommitted) batch are visible,
-  // so read-modify-write aggregates count every fact once whatever the batch size.
-  const TxnRep* rep = EngineCore::RepOf(*txn_);
-  if (rep != nullptr && !table.empty() && !key.empty()) {
-    std::string state_key = tables::state::Key(table, key);
-    for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
-      if (it->cf != kState || it->key != state_key) continue;
-      if (it->is_delete) {
-        return Status::NotFound("no key " + DescribeBytes(key) + " in table '" +
-                                std::string(table) + "'");
-      }
-      std::string_view body;
-      Status s = codec::Unseal(it->value, &body);
-      if (s.ok()) value->assign(body);
-      return s;
-    }
-  }
   // Earlier batches of the lane still in flight wrote what this batch must read on: their
   // outcome first (a batch after a refused one is refused too, so a read of state they did not
-  // change is never committed on). Beyond them, without waiting for durability: whatever this
-  // reads was written before this batch, which commits after it, so the batch's effects are never
-  // durable without what they were based on.
+  // change is never committed on). Then the batch's transaction reads: its own effects so far (an
+  // earlier fact's, so read-modify-write aggregates count every fact once whatever the batch
+  // size), else its snapshot, without waiting for durability (the batch commits after what it
+  // read, so its effects are never durable without it). The read is validated at commit: a row
+  // another writer changed meanwhile refuses the batch, which the lane delivers again.
   if (lane_ != nullptr) lane_->AwaitBatchesInFlight();
-  return EngineCore::CoreOf(*txn_)->GetState(table, key, value, /*durable_only=*/false);
+  return txn_->Get(table, key, value);
+}
+
+Status EffectsImpl::Scan(std::string_view table, const KeyRange& range, size_t limit,
+                         const RowFn& row, ScanResult* result) const {
+  if (lane_ != nullptr) lane_->AwaitBatchesInFlight();  // as Get
+  return txn_->Scan(table, range, limit, row, result);
 }
 
 Status EffectsImpl::Emit(std::string_view type, std::string_view key, std::string_view payload,

@@ -39,6 +39,8 @@ class EffectsImpl {
   Status Put(std::string_view table, std::string_view key, std::string_view value);
   Status Delete(std::string_view table, std::string_view key);
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
+  Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+              ScanResult* result) const;
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
               const EmitOptions& options);
 

@@ -773,6 +773,12 @@ void Lane::ApplyFailed(const Batch& batch) {
                       status.message());
     return;
   }
+  if (status.IsConflict() && status.subcode() == Status::SubCode::kReadConflict) {
+    // Another writer changed state the batch read: its facts run again from the durable
+    // position (already the head), on the current rows.
+    (*context_.trace)(TraceEvent::Level::kInfo, "read-conflict", consumer, 0, status.message());
+    return;
+  }
   if (status.IsConflict()) {
     // Somebody else moved the cursor (an operator, or another instance): start from theirs.
     (*context_.trace)(TraceEvent::Level::kWarning, "cursor-conflict", consumer, 0,

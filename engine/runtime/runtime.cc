@@ -70,6 +70,9 @@ Status Runtime::Relay(std::string name, std::vector<std::string> types,
   if (sink == nullptr) return Status::InvalidArgument("relay '" + name + "' has no sink");
   Status s = sink->Validate(name, options.ordering);
   if (!s.ok()) return s;
+  // Before any Publish: a sink whose broker de-duplicates by fact id tells the facts of a restored
+  // database's incarnation from the original's under the same ids.
+  sink->SetIncarnations(impl_->incarnations());
   return impl_->Register(
       ConsumerKind::kSubscriber, std::move(name), std::move(types),
       internal::HandlersWith(&internal::ConsumerHandlers::relay, std::move(sink)),

@@ -59,6 +59,8 @@ class RuntimeImpl : public DurableListener {
     Stop().PermitUncheckedError();
   }
   const std::string& instance() const { return options_.instance; }
+  // The database's incarnations (read when the store opened; they do not change while it is open).
+  const Incarnations& incarnations() const { return core_->store()->incarnations(); }
   // True in a process forked from the one that made the runtime (engine/base/process.h).
   bool InheritedByFork() const { return CurrentProcessId() != made_pid_; }
   const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const { return consumers_; }

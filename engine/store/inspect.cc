@@ -1,21 +1,15 @@
 // wharf::Inspector (wharf/inspect.h): a RocksDB secondary instance over a database directory, for
-// tools. It takes no lock and never writes to the primary's files; its private files (info log,
-// manifest copy) live in a temporary directory removed by the destructor. Every read goes through
+// tools (engine/store/secondary.h, shared with VerifyDatabase). Every read goes through
 // the table modules (engine/store/tables/) with bounded scans and verifies each record.
 #include "wharf/inspect.h"
 
 #include <rocksdb/db.h>
-#include <rocksdb/env.h>
-#include <rocksdb/options.h>
-#include <stdlib.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 
 #include "engine/base/assert.h"
 #include "engine/store/codec.h"
+#include "engine/store/secondary.h"
 #include "engine/store/stat_reader.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/cursors.h"
@@ -25,34 +19,14 @@
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/timers.h"
-#include "io/wal/wal_tail_fs.h"
 
 namespace wharf {
 
 namespace internal {
 
-// What an open Inspector holds (the pimpl of wharf::Inspector).
-struct InspectorState {
-  ~InspectorState() {
-    if (db) {
-      for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
-      if (default_handle) db->DestroyColumnFamilyHandle(default_handle);
-      db->Close().PermitUncheckedError();
-      db.reset();
-    }
-    if (!secondary_path.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(secondary_path, ignored);
-    }
-  }
-
-  std::string path;
-  std::string secondary_path;
-  std::unique_ptr<rocksdb::Env> env;  // reads live WALs up to their writer's end (wal_tail_fs)
-  std::unique_ptr<rocksdb::DB> db;
-  // Indexed by Cf; the default family (unused by Wharf) is kept apart.
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::ColumnFamilyHandle* default_handle = nullptr;
+// What an open Inspector holds (the pimpl of wharf::Inspector): the secondary instance and what
+// the meta family said at the open.
+struct InspectorState : SecondaryDb {
   uint64_t format_version = 0;
   uint32_t partitions = 0;
   Ordering ordering = Ordering::kPartition;
@@ -60,8 +34,6 @@ struct InspectorState {
 
 }  // namespace internal
 
-using internal::Cf;
-using internal::CfName;
 using internal::FromRocks;
 using internal::InspectorState;
 using internal::kCfCount;
@@ -76,10 +48,6 @@ internal::StoreView ViewOf(const InspectorState& state) {
   for (int cf = 0; cf < kCfCount; ++cf) view.cfs[cf] = state.handles[cf];
   view.partitions = state.partitions;
   return view;
-}
-
-Status CatchUpWithPrimary(const InspectorState& state) {
-  return FromRocks(state.db->TryCatchUpWithPrimary(), "catch up with " + state.path);
 }
 
 Status GetMeta(const InspectorState& state, const std::string& key, std::string* body,
@@ -146,65 +114,8 @@ bool TakenFilter::Takes(const Fact& fact) const {
 
 Status Inspector::Open(const std::string& path, std::unique_ptr<Inspector>* out) {
   if (out == nullptr) return Status::InvalidArgument("inspector out-parameter is null");
-  std::error_code error;
-  if (path.empty()) return Status::InvalidArgument("database path is empty");
-  if (!std::filesystem::exists(path, error)) {
-    return Status::NotFound("database " + path + " does not exist");
-  }
-  if (!std::filesystem::is_directory(path, error)) {
-    return Status::InvalidArgument(path + " is not a Wharf database (not a directory)");
-  }
-  rocksdb::Options options;
-  options.max_open_files = -1;  // required by secondary instances
-  options.info_log_level = rocksdb::InfoLogLevel::ERROR_LEVEL;
-  options.create_if_missing = false;
-  std::vector<std::string> families;
-  rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(options, path, &families);
-  if (!listed.ok()) {
-    if (!std::filesystem::exists(std::filesystem::path(path) / "CURRENT", error)) {
-      return Status::NotFound(path + " is not a Wharf database (no database in it)");
-    }
-    return FromRocks(listed, "read " + path);
-  }
-  for (int cf = 0; cf < kCfCount; ++cf) {
-    if (std::find(families.begin(), families.end(), CfName(static_cast<Cf>(cf))) ==
-        families.end()) {
-      return Status::InvalidArgument(path + " is not a Wharf database (no '" +
-                                     CfName(static_cast<Cf>(cf)) + "' column family)");
-    }
-  }
-
   auto state = std::make_unique<InspectorState>();
-  state->path = path;
-  // The primary's current WAL may be a spare: zeros after its last record, records written over
-  // them later. Read it only up to its writer's end, so that a catch-up reads on from there.
-  state->env = rocksdb::NewCompositeEnv(
-      std::make_shared<io::WalTailFileSystem>(rocksdb::FileSystem::Default()));
-  options.env = state->env.get();
-  std::string secondary_template =
-      (std::filesystem::temp_directory_path(error) / "wharf-secondary-XXXXXX").string();
-  if (mkdtemp(secondary_template.data()) == nullptr) {
-    return Status::IOError("cannot create a temporary directory " + secondary_template + ": " +
-                           std::strerror(errno));
-  }
-  state->secondary_path = secondary_template;
-
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
-  for (int cf = 0; cf < kCfCount; ++cf) {
-    descriptors.emplace_back(CfName(static_cast<Cf>(cf)), rocksdb::ColumnFamilyOptions());
-  }
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw_db = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenAsSecondary(options, path, state->secondary_path,
-                                                   descriptors, &handles, &raw_db);
-  if (!s.ok()) return FromRocks(s, "open " + path + " for reading");
-  state->db.reset(raw_db);
-  WHARF_ASSERT(handles.size() == kCfCount + 1);
-  state->default_handle = handles[0];
-  state->handles.assign(handles.begin() + 1, handles.end());
-
-  Status loaded = CatchUpWithPrimary(*state);
+  Status loaded = internal::OpenSecondary(path, state.get());
   if (loaded.ok()) loaded = LoadMeta(state.get());
   if (!loaded.ok()) return loaded;
   out->reset(new Inspector(std::move(state)));
@@ -216,7 +127,7 @@ Inspector::Inspector(std::unique_ptr<InspectorState> state) : impl_(std::move(st
 }
 Inspector::~Inspector() = default;
 
-Status Inspector::CatchUp() { return CatchUpWithPrimary(*impl_); }
+Status Inspector::CatchUp() { return impl_->CatchUp(); }
 const std::string& Inspector::path() const { return impl_->path; }
 uint64_t Inspector::format_version() const { return impl_->format_version; }
 uint32_t Inspector::partitions() const { return impl_->partitions; }

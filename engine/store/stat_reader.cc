@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/base/assert.h"
+#include "engine/store/tables/backups.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -237,6 +238,11 @@ Status ReadStatSnapshot(const StoreView& view, StatSnapshot* snapshot) {
   if (!s.ok()) return s;
   fresh.timer_count = timers.count;
   fresh.next_timer_due_ms = timers.next_due_ms;
+  Incarnations incarnations;
+  s = tables::backups::ListIncarnations(view.db, view.cfs[kMeta], &incarnations);
+  if (s.ok()) s = tables::backups::ReadLastBackup(view.db, view.cfs[kMeta], &fresh.last_backup);
+  if (!s.ok()) return s;
+  fresh.incarnation = incarnations.starts.empty() ? 0 : incarnations.starts.back().second;
   for (const PartitionStat& partition : fresh.partitions) {
     fresh.fact_count += partition.fact_count;
     fresh.fact_bytes += partition.bytes;

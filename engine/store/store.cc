@@ -14,6 +14,7 @@
 #include "engine/base/assert.h"
 #include "engine/store/codec.h"
 #include "engine/store/memtable_rep.h"
+#include "engine/store/tables/backups.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
 #include "engine/store/tables/retention.h"
@@ -379,7 +380,26 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
   if (!s.ok()) return s;
   floors_->Raise(floors);
 
+  s = tables::backups::ListIncarnations(db_.get(), cf(kMeta), &incarnations_);
+  if (!s.ok()) return s;
   return tables::meta::ListTypes(db_.get(), cf(kMeta), &recovered_types_);
+}
+
+Status Store::StartIncarnation(uint64_t number) {
+  WHARF_ASSERT(number != 0);
+  for (const auto& [first_id, existing] : incarnations_.starts) {
+    if (existing == number) {
+      return Status::InvalidArgument("incarnation " + std::to_string(number) + " already exists");
+    }
+  }
+  const uint64_t first_id = recovered_last_lsn_ + 1;
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  Status s = FromRocks(db_->Put(write_options, cf(kMeta), tables::backups::IncarnationKey(first_id),
+                                tables::backups::EncodeIncarnation(number)),
+                       "record the incarnation");
+  if (s.ok()) incarnations_.starts.emplace_back(first_id, number);
+  return s;
 }
 
 Status Store::BumpOpenEpoch() {
@@ -400,9 +420,12 @@ Status Store::BumpOpenEpoch() {
                    "record open epoch");
 }
 
-Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value) const {
+Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value,
+                  const rocksdb::Snapshot* snapshot) const {
   std::string sealed;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf(family), key, &sealed);
+  rocksdb::ReadOptions read_options;
+  read_options.snapshot = snapshot;
+  rocksdb::Status s = db_->Get(read_options, cf(family), key, &sealed);
   if (s.IsNotFound()) return Status::NotFound(std::string(CfName(family)) + " key not found");
   if (!s.ok()) return FromRocks(s, std::string("read ") + CfName(family));
   std::string_view body;

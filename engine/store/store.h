@@ -16,6 +16,7 @@
 #include "engine/store/outbox_floors.h"
 #include "engine/store/wal_check.h"
 #include "wharf/options.h"
+#include "wharf/relay.h"
 #include "wharf/status.h"
 
 namespace wharf::io {
@@ -105,14 +106,22 @@ class Store {
   // holders cannot be alive, since only one engine can hold the database).
   uint64_t open_epoch() const { return open_epoch_; }
   const std::vector<std::string>& recovered_types() const { return recovered_types_; }
+  // The database's incarnations (wharf/backup.h), read at open; the last start is the current
+  // incarnation (none: 0).
+  const Incarnations& incarnations() const { return incarnations_; }
+  uint64_t incarnation() const {
+    return incarnations_.starts.empty() ? 0 : incarnations_.starts.back().second;
+  }
   // Each partition's retention floor (engine/store/outbox_floors.h): loaded from the meta family
   // at open, raised by retention. Reads of the outbox start above it.
   OutboxFloors* floors() const { return floors_.get(); }
   // RocksDB's own counters (tickers only, kStatisticsLevel in store.cc), for the metrics.
   rocksdb::Statistics* statistics() const { return statistics_.get(); }
 
-  // Reads and unseals a value. NotFound when absent; Corruption on a bad envelope.
-  Status Get(Cf cf, const rocksdb::Slice& key, std::string* value) const;
+  // Reads and unseals a value (as of `snapshot` when given). NotFound when absent; Corruption on
+  // a bad envelope.
+  Status Get(Cf cf, const rocksdb::Slice& key, std::string* value,
+             const rocksdb::Snapshot* snapshot = nullptr) const;
 
   // Makes RocksDB start a new WAL file (which takes the ready WAL spare) by flushing the meta
   // family. Called on the spares' thread (and by tests). Returns false when it cannot now: the
@@ -126,6 +135,9 @@ class Store {
   // Moves the id counter (meta last_lsn) up to `floor` if it is below, durably: ids up to it
   // are never handed out again. Used after WAL records were dropped whose ids are unknown.
   Status RaiseLastLsn(uint64_t floor);
+  // Starts incarnation `number` (not 0, not one the database had) at the first id after every id
+  // this open could hand out, durably (a restore's last step). Call before a committer runs.
+  Status StartIncarnation(uint64_t number);
 
  private:
   Store() = default;
@@ -153,6 +165,7 @@ class Store {
   uint64_t recovered_lsn_reserved_ = 0;
   uint64_t open_epoch_ = 0;
   std::vector<std::string> recovered_types_;
+  Incarnations incarnations_;
   std::shared_ptr<OutboxFloors> floors_ = std::make_shared<OutboxFloors>();
   std::shared_ptr<rocksdb::Statistics> statistics_;
 };

@@ -230,4 +230,15 @@ uint64_t WalFileSystem::unsynced_bytes() const {
   return total;
 }
 
+std::map<std::string, uint64_t> WalFileSystem::AppendedBytes() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, uint64_t> sizes;
+  for (const auto& wal : wals_) {
+    const size_t slash = wal->path.find_last_of('/');
+    sizes[slash == std::string::npos ? wal->path : wal->path.substr(slash + 1)] =
+        wal->appended_bytes.load();
+  }
+  return sizes;
+}
+
 }  // namespace wharf::io

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,6 +75,11 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
 
   // WAL bytes appended but not yet covered by a completed sync.
   uint64_t unsynced_bytes() const;
+  // The bytes appended so far to each WAL file this object tracks (the open ones, and closed ones
+  // with unsynced bytes), by file name without its directory. A WAL made from a spare is longer on
+  // disk (zeros after its last record, where later records go): when nothing is being appended,
+  // these are the WALs' true lengths. WAL files not listed were closed (and trimmed) by RocksDB.
+  std::map<std::string, uint64_t> AppendedBytes() const;
 
   // Keeps zero-filled spares of at most `bytes` in `dir` (the WAL directory) for new WAL
   // files. Call once, before RocksDB creates files through this object.

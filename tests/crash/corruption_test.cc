@@ -55,16 +55,6 @@ class CorruptionTest : public ::testing::Test {
     }
     return best;
   }
-  static void Flip(const fs::path& file, uintmax_t offset) {
-    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-    ASSERT_TRUE(f.is_open()) << file;
-    f.seekg(static_cast<std::streamoff>(offset));
-    char byte = 0;
-    f.read(&byte, 1);
-    byte = static_cast<char>(byte ^ 0x5a);
-    f.seekp(static_cast<std::streamoff>(offset));
-    f.write(&byte, 1);
-  }
   // Opens after the damage: either Corruption naming `file`, or every acknowledged fact is there
   // and the next commit gets an id above every id handed out before.
   void ExpectReportedOrIntact(const fs::path& file) {
@@ -103,13 +93,13 @@ TEST_F(CorruptionTest, FlippedWalByteIsReportedNamingTheFile) {
   fs::path wal = Largest(".log");
   ASSERT_FALSE(wal.empty());
   for (uintmax_t offset : {fs::file_size(wal) / 2, fs::file_size(wal) / 4}) {
-    Flip(wal, offset);
+    testing::FlipByte(wal, offset);
     std::unique_ptr<Engine> engine;
     Status s = Engine::Open(dir_.db(), Options(), &engine);
     ASSERT_TRUE(s.IsCorruption()) << s.ToString();
     EXPECT_NE(s.message().find(wal.filename().string()), std::string::npos) << s.ToString();
     EXPECT_NE(s.message().find("offset"), std::string::npos) << s.ToString();
-    Flip(wal, offset);  // restore: the database opens whole again
+    testing::FlipByte(wal, offset);  // restore: the database opens whole again
     ExpectReportedOrIntact(wal);
     return;
   }
@@ -121,7 +111,7 @@ TEST_F(CorruptionTest, RecoverSalvagesAndNeverReusesIds) {
   Build(/*flush_to_sst=*/false);
   fs::path wal = Largest(".log");
   ASSERT_FALSE(wal.empty());
-  Flip(wal, fs::file_size(wal) / 2);
+  testing::FlipByte(wal, fs::file_size(wal) / 2);
   std::unique_ptr<Engine> engine;
   ASSERT_TRUE(Engine::Open(dir_.db(), Options(), &engine).IsCorruption());
   RecoverReport report;
@@ -160,14 +150,14 @@ TEST_F(CorruptionTest, FlippedManifestByteIsReported) {
     if (entry.path().filename().string().starts_with("MANIFEST-")) manifest = entry.path();
   }
   ASSERT_FALSE(manifest.empty());
-  Flip(manifest, fs::file_size(manifest) / 2);
+  testing::FlipByte(manifest, fs::file_size(manifest) / 2);
   ExpectReportedOrIntact(manifest);
 }
 
 TEST_F(CorruptionTest, GarbledCurrentIsReported) {
   Build(/*flush_to_sst=*/false);
   fs::path current = fs::path(dir_.db()) / "CURRENT";
-  Flip(current, 3);
+  testing::FlipByte(current, 3);
   std::unique_ptr<Engine> engine;
   Status s = Engine::Open(dir_.db(), Options(), &engine);
   ASSERT_FALSE(s.ok());
@@ -180,7 +170,7 @@ TEST_F(CorruptionTest, FlippedSstByteIsReportedOrHarmless) {
   Build(/*flush_to_sst=*/true);
   fs::path sst = Largest(".sst");
   ASSERT_FALSE(sst.empty());
-  Flip(sst, fs::file_size(sst) / 3);
+  testing::FlipByte(sst, fs::file_size(sst) / 3);
   ExpectReportedOrIntact(sst);
 }
 

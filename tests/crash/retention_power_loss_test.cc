@@ -150,7 +150,8 @@ TEST_F(RetentionPowerLossTest, NothingUnpassedIsRemovedAndEffectsStayExactlyOnce
   const uint64_t seed = seed_text ? std::strtoull(seed_text, nullptr, 10) : std::random_device()();
   SCOPED_TRACE("WHARF_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  constexpr int kCuts = 30;
+  // Each cut reopens the engine, several times slower under the sanitizers.
+  constexpr int kCuts = testing::kSanitized ? 12 : 30;
   std::map<uint64_t, std::string> acked;  // fact id -> key, every acknowledged commit
   uint64_t removed_at_some_point = 0;
   OpenEngine();

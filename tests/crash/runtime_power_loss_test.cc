@@ -150,7 +150,9 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
   const uint64_t seed = seed_text ? std::strtoull(seed_text, nullptr, 10) : std::random_device()();
   SCOPED_TRACE("WHARF_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  constexpr int kCuts = 100;
+  // Each cut reopens the engine, several times slower under the sanitizers: 30 cuts there still
+  // meet pipelined lanes and every phase of a delivery.
+  constexpr int kCuts = testing::kSanitized ? 30 : 100;
   OpenEngine();
   uint32_t most_in_flight = 0;  // batches of one lane in flight at once, in any run
   for (int cut = 0; cut < kCuts; ++cut) {

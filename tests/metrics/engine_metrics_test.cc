@@ -195,6 +195,26 @@ TEST_F(EngineMetricsTest, RefusedAndFailedCommitsAreCountedApart) {
   EXPECT_EQ(after.commits.transactions_total, before.commits.transactions_total);
 }
 
+// A read conflict is a refusal, counted apart too; the window the committer keeps for it shows.
+TEST_F(EngineMetricsTest, ReadConflictsAndTheConflictWindowAreCounted) {
+  Open();
+  const MetricsSnapshot before = Read();
+  EXPECT_EQ(before.commits.conflict_window_bytes, 0u);  // nothing read: nothing kept
+  Txn reader = engine_->Begin();
+  std::string value;
+  EXPECT_TRUE(reader.Get("t", "k", &value).IsNotFound());
+  Txn writer = engine_->Begin();
+  ASSERT_OK(writer.Put("t", "k", "1"));
+  ASSERT_OK(writer.Commit());  // tracked: a transaction that read is open
+  ASSERT_OK(reader.Put("t", "k", "2"));
+  Status s = reader.Commit();
+  EXPECT_TRUE(s.IsConflict() && s.subcode() == Status::SubCode::kReadConflict) << s.ToString();
+  const MetricsSnapshot after = Read();
+  EXPECT_EQ(after.commits.read_conflicts_total - before.commits.read_conflicts_total, 1u);
+  EXPECT_EQ(after.commits.refused_total - before.commits.refused_total, 1u);
+  EXPECT_GT(after.commits.conflict_window_bytes, 0u);
+}
+
 // With when_full=error a Submit that finds the queue full is refused with Busy and counted. Made
 // deterministic by committing from a commit callback under durability=buffered: the callback runs
 // on the committer thread, so the transaction it enqueues first stays queued (holding the only

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "relay/redis_client.h"
 #include "relay/relay_isolation.h"
 #include "relay/relay_kills.h"
 #include "relay/relay_test_util.h"
@@ -29,72 +30,13 @@ namespace {
 using broker::BrokerProcess;
 using testing::CursorsReach;
 using testing::DrainAll;
+using testing::Entry;
 using testing::FactsOf;
+using testing::RedisClient;
 using testing::RelayRuntimeOptions;
 using testing::TempDir;
 
 constexpr uint32_t kPartitions = 4;
-
-// One stream entry as the test reads it back.
-struct Entry {
-  std::string id;
-  std::map<std::string, std::string> fields;
-  std::vector<std::pair<std::string, std::string>> headers;  // "h:NAME" fields, in order
-};
-
-class RedisClient {
- public:
-  explicit RedisClient(int port) {
-    timeval tv{10, 0};
-    context_ = redisConnectWithTimeout("127.0.0.1", port, tv);
-  }
-  ~RedisClient() {
-    if (context_ != nullptr) redisFree(context_);
-  }
-  bool ok() const { return context_ != nullptr && context_->err == 0; }
-  // Runs a command; returns its reply as text for errors and status replies.
-  std::string Command(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lengths;
-    for (const std::string& arg : args) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
-    }
-    auto* reply = static_cast<redisReply*>(
-        redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-    if (reply == nullptr) return "<connection error>";
-    std::string text = reply->str != nullptr ? std::string(reply->str, reply->len)
-                                             : std::to_string(reply->integer);
-    freeReplyObject(reply);
-    return text;
-  }
-  std::vector<Entry> Range(const std::string& stream) {
-    std::vector<Entry> entries;
-    auto* reply = static_cast<redisReply*>(redisCommand(context_, "XRANGE %s - +", stream.c_str()));
-    if (reply == nullptr) return entries;
-    for (size_t i = 0; i < reply->elements; ++i) {
-      const redisReply* item = reply->element[i];
-      Entry entry;
-      entry.id.assign(item->element[0]->str, item->element[0]->len);
-      const redisReply* fields = item->element[1];
-      for (size_t f = 0; f + 1 < fields->elements; f += 2) {
-        std::string name(fields->element[f]->str, fields->element[f]->len);
-        std::string value(fields->element[f + 1]->str, fields->element[f + 1]->len);
-        if (name.rfind("h:", 0) == 0) {
-          entry.headers.emplace_back(name.substr(2), value);
-        } else {
-          entry.fields[name] = value;
-        }
-      }
-      entries.push_back(std::move(entry));
-    }
-    freeReplyObject(reply);
-    return entries;
-  }
-
- private:
-  redisContext* context_ = nullptr;
-};
 
 class RedisRelayTest : public ::testing::Test {
  protected:
@@ -171,7 +113,7 @@ TEST_F(RedisRelayTest, BadOptionsAreNamed) {
       {"kind=redis_streams;in_flight=0", "in_flight='0'"},
       {"kind=redis_streams;url=redis://h:99999", "bad port '99999'"},
       {"kind=redis_streams;url=redis://u:p@h:1", "credentials go in user/password"},
-      {"kind=redis_streams;stream=wharf:{key}", "only {type} and {partition}"},
+      {"kind=redis_streams;stream=wharf:{key}", "only {type}, {partition} and {incarnation}"},
       {"kind=redis_streams;stream=", "stream is empty"},
       {"kind=redis_streams;user=a;user=b", "'user' is given twice"},
   };
@@ -381,13 +323,14 @@ TEST_F(RedisRelayTest, ABrokerClosingMidWriteDoesNotEndTheProcess) {
 }
 
 // The relaying process SIGKILLed at random moments (while it commits, publishes or commits its
-// cursor), >= 20 times, then run to the end: every stream holds its partition's facts once, in
-// id order (so per key), as committed.
+// cursor), >= kRelayKills times (20; 6 under the sanitizers), then run to the end: every stream
+// holds its partition's facts once, in id order (so per key), as committed.
 TEST_F(RedisRelayTest, RelayProcessKilledAtRandomLosesAndReordersNothing) {
   ASSERT_OK(engine_->Close());
   engine_.reset();
   const std::string options = "kind=redis_streams;" + Url() + ";stream=c:{partition}";
-  const testing::ChildReport report = testing::KillRelayChildRepeatedly(dir_.db(), options, 20);
+  const testing::ChildReport report =
+      testing::KillRelayChildRepeatedly(dir_.db(), options, testing::kRelayKills);
   // Some kill landed between a publish and its cursor's commit: the next run published again,
   // and the broker recognised it (were it stored twice, the check below would count it).
   EXPECT_GT(report.duplicates, 0u);

@@ -12,7 +12,18 @@
 #include <string>
 #include <thread>
 
+#include "test_util.h"
+
 namespace wharf::testing {
+
+// How many times both brokers' tests kill the relaying process. Each run opens an engine in a new
+// process, which costs several times more under the sanitizers (a TSan run takes ~4 s): there a
+// few kills still land in every phase of the relay, and the loop below goes on until one of them
+// caused a duplicate either way, within kRelayRunsMax runs whatever the kills.
+inline constexpr int kRelayKills = kSanitized ? 6 : 20;
+// Under the sanitizers on a loaded machine, 60 runs have passed without a kill between a publish
+// and its cursor's commit: the bound on runs does not shrink with kRelayKills.
+inline constexpr int kRelayRunsMax = 200;
 
 // What the runs reported: duplicates seen (also by runs killed later), runs that finished.
 struct ChildReport {
@@ -80,7 +91,7 @@ inline ChildReport KillRelayChildRepeatedly(const std::string& db, const std::st
   // Past `kills`, it goes on killing (within the same bound on runs) until some kill landed
   // between a publish and its cursor's commit: on a loaded machine twenty kills may all miss
   // that window, and the tests assert that one did not.
-  for (int run = 0; (killed_runs < kills || report.duplicates == 0) && run < 10 * kills; ++run) {
+  for (int run = 0; (killed_runs < kills || report.duplicates == 0) && run < kRelayRunsMax; ++run) {
     bool killed = false;
     // The relay of a run's facts takes tens of milliseconds (several times that under the
     // sanitizers): most kills land inside it.

@@ -10,16 +10,22 @@
 // and prints one line "wharf: <problem>" on stderr for every error.
 //
 // Read-only commands open the database as a RocksDB secondary (wharf/inspect.h), so they work
-// while an application holds it. Commands that change it open the Engine exclusively and change
-// it through the committer (wharf/admin.h); when another process holds it, they ask that
-// process's engine over its admin socket (wharf/admin_client.h) to make the same change.
+// while an application holds it; `state get|scan`, which need Engine::Get/Scan, run in the
+// engine of the process that holds it (admin socket), or in one they open when none does. Commands
+// that change it open the Engine exclusively and change it through the committer (wharf/admin.h);
+// when another process holds it, they ask that process's engine over its admin socket
+// (wharf/admin_client.h) to make the same change.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "wharf/admin_client.h"
+#include "wharf/backup.h"
+#include "wharf/engine.h"
 #include "wharf/status.h"
 
 namespace wharf::cli {
@@ -61,6 +67,14 @@ void Warn(const std::string& message);
 // connection limit; IOError with subcode kTimedOut: no answer within --timeout): prints why and
 // what to do, and returns kExitTryAgain. Any other status: returns 0, nothing printed.
 int FailIfUnavailable(const Context& context, const Status& status);
+
+// Where a command that needs the Engine runs (tools/cli/write_commands.cc): *engine, opened
+// exclusively here when no process holds the database; else *client, connected to the engine of
+// the process that holds it (its admin socket, checked to serve this database). Returns kExitOk
+// with one of them set, or an exit code with the error printed (2: cannot open or reach it; 3:
+// its engine is busy or does not answer). `changes`: the messages say nothing was changed.
+int OpenEngineOrClient(const Context& context, bool changes, std::unique_ptr<Engine>* engine,
+                       std::unique_ptr<AdminClient>* client);
 
 int Stat(const Context& context);
 
@@ -118,5 +132,53 @@ struct BenchOptions {
 };
 int Bench(const Context& context, const BenchOptions& options);
 int LeaseRelease(const Context& context, const std::string& consumer, bool yes);
+
+// `wharf state get|scan` (tools/cli/state_commands.cc): durable state read by Engine::Get and
+// Engine::Scan, in this process or, while another process holds the database, in that process's
+// engine over its admin socket. Not part of any transaction.
+struct StateArgs {
+  std::string table;
+  std::string key;                      // get
+  std::string prefix;                   // scan: keys starting with it ("" = any)
+  std::optional<std::string> from, to;  // scan: [from, to)
+  std::optional<uint64_t> limit;        // scan: rows at most (default kStateScanLimitDefault)
+  bool hex = false;  // KEY, --prefix, --from, --to are given in hex (with or without 0x)
+};
+inline constexpr uint64_t kStateScanLimitDefault = 100;
+int StateGet(const Context& context, const StateArgs& args);
+int StateScan(const Context& context, const StateArgs& args);
+
+// `wharf backup | backups | restore | verify` (tools/cli/backup_commands.cc, wharf/backup.h).
+struct BackupArgs {
+  std::string to;  // the backup directory
+  uint32_t keep = 0;
+  uint64_t rate_limit_bytes_per_s = 0;
+};
+// Backs up --db into args.to: in an engine opened here when nobody holds the database, else by
+// the engine that holds it (admin socket). Exit 1 when the backup fails, 2 when the database
+// cannot be opened or reached, 3 when its engine runs another backup or does not answer.
+int BackupDatabase(const Context& context, const BackupArgs& args);
+// The backups in `from`, oldest first. Exit 2 when it holds no backup directory.
+int ListBackupDirectory(const Context& context, const std::string& from);
+struct RestoreArgs {
+  std::string from;        // the backup directory
+  std::string to;          // the new database's directory
+  uint32_t backup_id = 0;  // 0: the newest
+  bool force = false;
+  uint64_t rate_limit_bytes_per_s = 0;
+};
+// Exit 1 when the restore fails (no such backup, a damaged file, a non-empty --to without
+// --force), 2 when `from` is no directory or `to` is a database in use.
+int RestoreBackup(const Context& context, const RestoreArgs& args);
+struct VerifyArgs {
+  std::string backup;      // a backup directory; empty: verify context.db
+  uint32_t backup_id = 0;  // 0: the newest
+};
+// Exit 0 when nothing is damaged, 1 when something is (every damaged place listed, up to
+// kVerifyDamageMax), 2 when it cannot be opened at all.
+int Verify(const Context& context, const VerifyArgs& args);
+class Json;
+// The fields of BackupInfo as one JSON object (backup, backups, restore, stat).
+void BackupInfoJson(Json& json, const BackupInfo& info);
 
 }  // namespace wharf::cli

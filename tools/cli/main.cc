@@ -345,6 +345,40 @@ int Run(int argc, char** argv) {
   release->add_flag("--yes", yes, "Confirm the change");
   release->callback(needs_db([&] { return LeaseRelease(context, consumer, yes); }));
 
+  // state
+  StateArgs state_args;
+  auto* state = app.add_subcommand("state", "Read state tables: get a key, scan a range");
+  state->require_subcommand(1);
+  state->footer(
+      "Durable state, as Engine::Get and Engine::Scan read it, outside any transaction. With an\n"
+      "application holding the database, its engine reads it (admin socket); else this command\n"
+      "opens the database itself. Keys and values print as text when printable UTF-8, else as\n"
+      "0x + hex; --json: text or lower-case hex, told by NAME_encoding. --hex: KEY, --prefix,\n"
+      "--from and --to are given in hex (binary keys).");
+  auto* state_get = state->add_subcommand("get", "The value of one key (exit 1 when absent)");
+  state_get->add_option("table", state_args.table, "State table")->required();
+  state_get->add_option("key", state_args.key, "Key")->required();
+  state_get->add_flag("--hex", state_args.hex, "KEY is hex (0x optional)");
+  state_get->callback(needs_db([&] { return StateGet(context, state_args); }));
+  auto* state_scan = state->add_subcommand(
+      "scan", "Rows of a table in key order (a prefix, a range [--from, --to)), one per line");
+  state_scan->add_option("table", state_args.table, "State table")->required();
+  state_scan->add_option("--prefix", state_args.prefix, "Only keys starting with P");
+  state_scan->add_option("--from", state_args.from, "Keys at or above K");
+  state_scan->add_option("--to", state_args.to, "Keys below K");
+  state_scan
+      ->add_option("--limit", state_args.limit,
+                   "Print at most N rows, 1..100000 (default 100); when more remain, a note on "
+                   "stderr says how to continue")
+      ->check(kNumber);
+  state_scan->add_flag("--hex", state_args.hex, "--prefix, --from, --to are hex (0x optional)");
+  state_scan->footer(
+      "Each row is a line KEY<TAB>VALUE (\\n, \\r, \\t escaped in text). --json: one document\n"
+      "{\"table\", \"rows\": [{\"key\", \"key_encoding\", \"value\", \"value_encoding\"}],\n"
+      "\"row_count\", \"more\", \"resume_from\", \"resume_from_encoding\"}; continue with\n"
+      "--hex --from RESUME_FROM. An unknown table has no rows (exit 0).");
+  state_scan->callback(needs_db([&] { return StateScan(context, state_args); }));
+
   // metrics
   auto* metrics = app.add_subcommand(
       "metrics", "The running engine's metrics as Prometheus text (--json: the whole snapshot)");
@@ -397,6 +431,74 @@ int Run(int argc, char** argv) {
       "of this wharf, its directory, then PATH) on temporary databases; its progress goes to\n"
       "stderr, the table (or with --json one object per line) to stdout. No --db needed.");
   bench->callback([&] { run = [&] { return Bench(context, bench_options); }; });
+
+  // backup, backups, restore, verify
+  BackupArgs backup_args;
+  auto* backup = app.add_subcommand(
+      "backup", "Back the database up into a backup directory (online: producers keep running)");
+  backup->add_option("--to", backup_args.to, "The backup directory (created if missing)")
+      ->required();
+  backup
+      ->add_option("--keep", backup_args.keep,
+                   "Then keep only the newest N backups in it (default: keep all)")
+      ->type_name("N")
+      ->check(kNumber)
+      ->check(CLI::Range(uint64_t{0}, uint64_t{UINT32_MAX}));
+  backup
+      ->add_option("--rate-limit", backup_args.rate_limit_bytes_per_s,
+                   "Copy at most this many bytes per second (default: no limit)")
+      ->type_name("BYTES_PER_S")
+      ->check(kNumber);
+  backup->footer(
+      "Incremental: a file an earlier backup in the directory holds is not copied again. Every\n"
+      "commit acknowledged before the backup's point is in it, none after (the point is the\n"
+      "last fact id printed). With an application holding the database, its engine takes the\n"
+      "backup (admin socket) while it runs on; without one, this command opens it. Progress on\n"
+      "a terminal. A backup interrupted (killed, disk full) is not listed and the next one\n"
+      "removes what it left. --json: the backup's fields as one object.");
+  backup->callback(needs_db([&] { return BackupDatabase(context, backup_args); }));
+
+  std::string backups_from;
+  auto* backups = app.add_subcommand("backups", "The backups in a backup directory, oldest first");
+  backups->add_option("--from", backups_from, "The backup directory")->required();
+  backups->footer("Lists only whole backups (an interrupted one is none). No --db needed.");
+  backups->callback([&] { run = [&] { return ListBackupDirectory(context, backups_from); }; });
+
+  RestoreArgs restore_args;
+  auto* restore = app.add_subcommand(
+      "restore", "Restore a backup into a new database directory (a new incarnation)");
+  restore->add_option("--from", restore_args.from, "The backup directory")->required();
+  restore->add_option("--backup", restore_args.backup_id, "Backup ID (default: the newest)")
+      ->check(kNumber)
+      ->check(CLI::Range(uint64_t{1}, uint64_t{UINT32_MAX}));
+  restore->add_option("--to", restore_args.to, "The new database's directory")->required();
+  restore->add_flag("--force", restore_args.force,
+                    "Replace what --to holds (refused when a process has it open)");
+  restore
+      ->add_option("--rate-limit", restore_args.rate_limit_bytes_per_s,
+                   "Copy at most this many bytes per second (default: no limit)")
+      ->type_name("BYTES_PER_S")
+      ->check(kNumber);
+  restore->footer(
+      "Checks every file's size and checksum as it copies (a damaged one fails the restore and\n"
+      "leaves nothing in --to). The restored database starts a new incarnation after the\n"
+      "backup's point, so relays tell its new facts from those the original emitted after it.\n"
+      "Open it like any other (--db PATH). No --db needed.");
+  restore->callback([&] { run = [&] { return RestoreBackup(context, restore_args); }; });
+
+  VerifyArgs verify_args;
+  auto* verify = app.add_subcommand(
+      "verify", "Read every record of a database (--db) or a backup (--backup) and check it");
+  verify->add_option("--backup", verify_args.backup, "A backup directory (instead of --db)");
+  verify->add_option("--id", verify_args.backup_id, "With --backup: backup ID (default: newest)")
+      ->check(kNumber)
+      ->check(CLI::Range(uint64_t{1}, uint64_t{UINT32_MAX}));
+  verify->footer(
+      "Checks every block and record checksum and every record's format (a backup's files\n"
+      "against its list first), and prints the records and bytes per column family and each\n"
+      "damaged place. Works on a live database (as a secondary; writes nothing). Exit 0: no\n"
+      "damage; 1: damage found; 2: it cannot be opened.");
+  verify->callback([&] { run = [&] { return Verify(context, verify_args); }; });
 
   // check
   std::string check_file;

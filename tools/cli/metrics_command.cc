@@ -30,6 +30,8 @@ std::string SnapshotJson(const MetricsSnapshot& m) {
   json.Key("transactions_total").Uint(c.transactions_total);
   json.Key("facts_total").Uint(c.facts_total).Key("bytes_total").Uint(c.bytes_total);
   json.Key("refused_total").Uint(c.refused_total).Key("failed_total").Uint(c.failed_total);
+  json.Key("read_conflicts_total").Uint(c.read_conflicts_total);
+  json.Key("conflict_window_bytes").Uint(c.conflict_window_bytes);
   json.Key("busy_total").Uint(c.busy_total).Key("sync_rounds_total").Uint(c.sync_rounds_total);
   json.Key("commit_seconds");
   HistogramJson(json, c.commit_seconds);
@@ -93,6 +95,13 @@ std::string SnapshotJson(const MetricsSnapshot& m) {
   json.Key("compaction_bytes_total").Uint(s.compaction_bytes_total);
   json.Key("block_cache_hits_total").Uint(s.block_cache_hits_total);
   json.Key("block_cache_misses_total").Uint(s.block_cache_misses_total).EndObject();
+  const BackupMetrics& b = m.backups;
+  json.Key("backups").BeginObject().Key("backups_total").Uint(b.backups_total);
+  json.Key("failed_total").Uint(b.failed_total).Key("last_ms").Int(b.last_ms);
+  json.Key("last_ok").Bool(b.last_ok).Key("last_duration_seconds").Double(b.last_duration_seconds);
+  json.Key("last_copied_bytes").Uint(b.last_copied_bytes);
+  json.Key("last_size_bytes").Uint(b.last_size_bytes);
+  json.Key("last_fact_id").Uint(b.last_fact_id).EndObject();
   json.EndObject();
   return json.str();
 }

@@ -318,7 +318,35 @@ void PrintStatJson(const Context& context, const Inspector& inspector, const Sta
     json.Int(snapshot.next_timer_due_ms);
   }
   json.Key("dead_letter_count").Uint(snapshot.dead_letter_count);
+  json.Key("incarnation").Uint(snapshot.incarnation);
+  const LastBackup& last = snapshot.last_backup;
+  json.Key("last_backup");
+  if (!last.exists) {
+    json.Null();
+  } else {
+    json.BeginObject().Key("ok").Bool(last.ok).Key("finished_ms").Int(last.finished_ms);
+    json.Key("duration_ms").Int(last.duration_ms).Key("target").String(last.target);
+    if (last.ok) {
+      json.Key("backup");
+      BackupInfoJson(json, last.info);
+    } else {
+      json.BytesField("error", last.error);
+    }
+    json.EndObject();
+  }
   PrintJson(json.EndObject());
+}
+
+// "2026-01-01T00:00:00.000Z ok: backup 3 in /backups, point 1234, 1.5 MiB", or what failed.
+std::string LastBackupText(const LastBackup& last) {
+  if (!last.exists) return "none";
+  if (!last.ok) {
+    return fmt::format("{} FAILED (into {}): {}", FormatTimeMs(last.finished_ms), last.target,
+                       Display(last.error));
+  }
+  return fmt::format("{} ok: backup {} in {}, point (last fact id) {}, {}",
+                     FormatTimeMs(last.finished_ms), last.info.id, last.target,
+                     last.info.last_fact_id, FormatBytes(last.info.size_bytes));
 }
 
 std::string StatSummary(const Context& context, const Inspector& inspector, const StatData& data) {
@@ -327,6 +355,10 @@ std::string StatSummary(const Context& context, const Inspector& inspector, cons
   Table summary({"", ""});
   summary.Add({"database", context.db});
   summary.Add({"format version", std::to_string(inspector.format_version())});
+  // 0 (never restored) is the common case: shown only when a restore started one.
+  if (snapshot.incarnation != 0) {
+    summary.Add({"incarnation", std::to_string(snapshot.incarnation)});
+  }
   summary.Add({"partitions", fmt::format("{} (ordering {})", inspector.partitions(),
                                          OrderingName(inspector.ordering()))});
   summary.Add({"last lsn (written)", std::to_string(snapshot.last_lsn)});
@@ -359,6 +391,7 @@ std::string StatSummary(const Context& context, const Inspector& inspector, cons
   summary.Add({"retention losses", lost_facts == 0 ? "0"
                                                    : fmt::format("{} facts ({} consumers)",
                                                                  lost_facts, losing_consumers)});
+  summary.Add({"last backup", LastBackupText(snapshot.last_backup)});
   std::string rendered = summary.Render();
   return rendered.substr(rendered.find('\n') + 1);  // no header row for the summary
 }

@@ -18,6 +18,47 @@
 #include "wharf/inspect.h"
 
 namespace wharf::cli {
+
+int OpenEngineOrClient(const Context& context, bool changes, std::unique_ptr<Engine>* engine,
+                       std::unique_ptr<AdminClient>* client) {
+  const std::string unchanged = changes ? " (nothing was changed)" : "";
+  EngineOptions options;
+  options.create_if_missing = false;
+  options.partitions = 0;  // whatever the database holds
+  options.queue_capacity = 16;
+  options.admin_socket = "off";  // a short-lived exclusive open serves nobody
+  Status s = Engine::Open(context.db, options, engine);
+  if (s.ok()) return kExitOk;
+  if (s.subcode() != Status::SubCode::kDatabaseLocked) {
+    return Fail(kExitCannotOpen, "cannot open database " + context.db + ": " + s.message());
+  }
+  const std::string& socket = context.admin_socket.empty() ? context.db : context.admin_socket;
+  AdminClientOptions client_options;
+  client_options.timeout_ms = context.timeout_ms;
+  s = AdminClient::Connect(socket, client_options, client);
+  if (int code = FailIfUnavailable(context, s)) return code;
+  if (!s.ok()) {
+    return Fail(
+        kExitCannotOpen,
+        "database " + context.db +
+            " is in use by another process, and its admin socket cannot be used: " + s.message() +
+            ". The process serves none (admin_socket=off) or serves it elsewhere (pass "
+            "--admin-socket PATH); or stop it" +
+            unchanged);
+  }
+  // A socket named by --admin-socket may be another database's engine.
+  struct stat ours, theirs;
+  if (::stat(context.db.c_str(), &ours) != 0 ||
+      ::stat((*client)->database_path().c_str(), &theirs) != 0 || ours.st_dev != theirs.st_dev ||
+      ours.st_ino != theirs.st_ino) {
+    return Fail(kExitCannotOpen, "the admin socket " + (*client)->socket_path() +
+                                     " is served by the engine of database " +
+                                     (*client)->database_path() + ", not " + context.db +
+                                     unchanged);
+  }
+  return kExitOk;
+}
+
 namespace {
 
 // Where a write command runs: an engine this process opened exclusively, or the engine of the
@@ -27,40 +68,7 @@ class Admin {
   bool remote() const { return client_ != nullptr; }
 
   int Open(const Context& context) {
-    EngineOptions options;
-    options.create_if_missing = false;
-    options.partitions = 0;  // whatever the database holds
-    options.queue_capacity = 16;
-    options.admin_socket = "off";  // a short-lived exclusive open serves nobody
-    Status s = Engine::Open(context.db, options, &engine_);
-    if (s.ok()) return kExitOk;
-    if (s.subcode() != Status::SubCode::kDatabaseLocked) {
-      return Fail(kExitCannotOpen, "cannot open database " + context.db + ": " + s.message());
-    }
-    const std::string& socket = context.admin_socket.empty() ? context.db : context.admin_socket;
-    AdminClientOptions client_options;
-    client_options.timeout_ms = context.timeout_ms;
-    s = AdminClient::Connect(socket, client_options, &client_);
-    if (int code = FailIfUnavailable(context, s)) return code;
-    if (!s.ok()) {
-      return Fail(
-          kExitCannotOpen,
-          "database " + context.db +
-              " is in use by another process, and its admin socket cannot be used: " + s.message() +
-              ". The process serves none (admin_socket=off) or serves it elsewhere (pass "
-              "--admin-socket PATH); or stop it (nothing was changed)");
-    }
-    // A socket named by --admin-socket may be another database's engine.
-    struct stat ours, theirs;
-    if (::stat(context.db.c_str(), &ours) != 0 ||
-        ::stat(client_->database_path().c_str(), &theirs) != 0 || ours.st_dev != theirs.st_dev ||
-        ours.st_ino != theirs.st_ino) {
-      return Fail(kExitCannotOpen, "the admin socket " + client_->socket_path() +
-                                       " is served by the engine of database " +
-                                       client_->database_path() + ", not " + context.db +
-                                       " (nothing was changed)");
-    }
-    return kExitOk;
+    return OpenEngineOrClient(context, /*changes=*/true, &engine_, &client_);
   }
 
   Status ListCursors(std::vector<CursorInfo>* out) {

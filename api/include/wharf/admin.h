@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wharf/backup.h"
 #include "wharf/engine.h"
 #include "wharf/fact.h"
 #include "wharf/status.h"
@@ -210,6 +211,8 @@ struct StatSnapshot {
   uint64_t dead_letter_count = 0;
   uint64_t timer_count = 0;       // timers pending
   int64_t next_timer_due_ms = 0;  // 0 when none
+  uint64_t incarnation = 0;       // the incarnation new facts are emitted in (wharf/backup.h)
+  LastBackup last_backup;         // the most recent backup attempt (exists=false: none)
 };
 
 // Fills *snapshot (replacing what it held). Reads the store without a snapshot of it: counts

@@ -7,9 +7,9 @@
 //   WHARF_CHECK(client->SetCursor("mailer", 0));  // replay from the start
 //
 // Each method has the meaning, arguments, results and errors of the admin.h (metrics.h for
-// ReadMetrics) function of the same name: the engine runs that function and the outcome comes back
-// with the same code, subcode and message (a remote InvalidArgument is an InvalidArgument here).
-// Besides those:
+// ReadMetrics, Engine for Get and Scan) function of the same name: the engine runs that function
+// and the outcome comes back with the same code, subcode and message (a remote InvalidArgument is
+// an InvalidArgument here). Besides those:
 //   IOError   the socket cannot be reached (no engine serves it: none holds the database, or it
 //             runs with admin_socket=off or another path), the connection broke, or the engine
 //             refused this process's user (only the engine's own user and root are served)
@@ -23,8 +23,9 @@
 // been made: read the state again before repeating it.
 //
 // Each call opens its own connection (the engine closes idle ones), sends one request and waits
-// for the reply, at most timeout_ms; a request that reports progress (TrimPassed) waits at most
-// timeout_ms for each progress line, so a trim of a large database may take longer as a whole.
+// for the reply, at most timeout_ms; a request that reports progress (TrimPassed, Backup) waits at
+// most timeout_ms for each progress line, so a trim or a backup of a large database may take
+// longer as a whole.
 //
 // Ownership: Connect() hands the caller the only owner; results are copied into the caller's
 // containers. Thread safety: not thread-safe; distinct AdminClients may be used from distinct
@@ -38,6 +39,8 @@
 #include <vector>
 
 #include "wharf/admin.h"
+#include "wharf/backup.h"
+#include "wharf/engine.h"
 #include "wharf/metrics.h"
 #include "wharf/status.h"
 
@@ -90,6 +93,26 @@ class AdminClient {
   Status ReadMetrics(MetricsSnapshot* snapshot);
   // options.progress, when set, is called as the engine reports partitions done.
   Status TrimPassed(TrimReport* report, const TrimOptions& options = {});
+
+  // wharf/backup.h Backup, run by the engine on a thread of its own (its other admin requests are
+  // served meanwhile). `target` is the client's path: a relative one is made absolute here (the
+  // engine's working directory is its own). The engine sends the copy's progress at least every
+  // second, so timeout_ms bounds the wait for each line, not the backup; options.progress, when
+  // set, is called on this thread with each new (copied, total) count. Besides Backup's errors:
+  // Busy when the engine runs another backup (one at a time). Closing the engine stops a backup
+  // it runs: Closed, or IOError when the connection closed before the reply.
+  Status Backup(const std::string& target, const BackupOptions& options, BackupInfo* info);
+
+  // Engine::Get and Engine::Scan, run by the engine: durable state, outside any transaction (not
+  // validated). A bad table name is refused here, before anything is sent. Scan hands `row` up
+  // to `limit` rows (1..kScanLimitMax) in key order, as Engine::Scan does; they come in replies of
+  // at most about 1 MiB each (a longer scan asks again from where the last reply ended), so the
+  // memory it takes does not grow with `limit`, and each reply's rows come from one snapshot but
+  // a scan across several replies may see commits made between them. `row` returning false stops
+  // the scan there (*result says where to resume, as Engine::Scan's does).
+  Status Get(std::string_view table, std::string_view key, std::string* value);
+  Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+              ScanResult* result = nullptr);
 
  private:
   AdminClient() = default;

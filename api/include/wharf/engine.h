@@ -13,6 +13,13 @@
 // InvalidArgument/Busy/Closed has an unknown outcome: after recovery it is there entirely or not
 // at all, never in part.
 //
+// Isolation: transactions are serializable. A transaction reads from one snapshot of committed
+// state, taken at its first read (Get or Scan), overlaid with its own writes, and records what it
+// read. Commit() is refused with Conflict, subcode kReadConflict, naming the table and key, when
+// any key it read, or any key inside a range it scanned, was written by a commit after its
+// snapshot; nothing of it is written then. Engine::Transact runs a function in a transaction and
+// retries it on that refusal. A transaction that reads nothing is never refused for its reads.
+//
 // Fork: an Engine belongs to the process that opened it. In a process forked from it every call
 // returns Closed, and Close() and the destructor abandon it (no thread joined, no file touched:
 // the parent still uses the database; the memory is kept until the child ends).
@@ -28,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wharf/backup.h"
 #include "wharf/fact.h"
 #include "wharf/options.h"
 #include "wharf/status.h"
@@ -43,6 +51,46 @@ struct EngineInternal;  // the library's own access (engine/core/engine_internal
 struct CommitResult {
   uint64_t first_fact_id = 0;  // LSN of the first fact emitted, 0 when the txn emitted none
   uint64_t last_fact_id = 0;   // LSN of the last fact emitted, 0 when the txn emitted none
+};
+
+// A range of one state table's keys. Keys compare as unsigned bytes (memcmp order).
+struct KeyRange {
+  std::string from;  // the first key included; "" = from the table's first key
+  std::string to;    // the first key excluded; "" = to the table's end
+  // The whole table.
+  static KeyRange All() { return {}; }
+  // Every key that starts with `prefix` ("" = the whole table).
+  static KeyRange Prefix(std::string_view prefix);
+};
+
+// Rows a scan visits per call, at most. Whatever the limit, a scan holds at most 256 rows or
+// 1 MiB of them in memory at a time (it reads its snapshot in chunks); longer walks resume page
+// by page (ScanResult).
+inline constexpr size_t kScanLimitMax = 100'000;
+
+// Receives one row of a scan, in key order. The views are valid only during the call. Return
+// true to go on, false to stop the scan there.
+using RowFn = std::function<bool(std::string_view key, std::string_view value)>;
+
+// What a scan visited.
+struct ScanResult {
+  size_t rows = 0;
+  // True when rows of the range remain after the last one visited (the limit was reached, or the
+  // callback stopped the scan): scan again with `from = resume_from` to continue.
+  bool more = false;
+  std::string resume_from;  // when `more`: the last visited key followed by a 0x00 byte
+};
+
+// Engine::Transact's retry loop (on Conflict with subcode kReadConflict).
+struct TransactOptions {
+  // Attempts in all, the first one included (>= 1).
+  uint32_t attempts_max = 16;
+  // The first retry runs at once (a refused attempt cost the committer one lookup, and the
+  // transaction that won is usually durable by then). Before attempt n + 1 >= 3 it sleeps a random
+  // time in [0, min(backoff_max_ms, backoff_min_ms * 2^(n-2))] milliseconds (full jitter):
+  // transactions that keep colliding spread out instead of colliding again in step.
+  uint32_t backoff_min_ms = 1;
+  uint32_t backoff_max_ms = 100;
 };
 
 struct EmitOptions {
@@ -71,12 +119,34 @@ class Txn {
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
               const EmitOptions& options = {});
 
-  // Reads committed, durable state (not this transaction's own writes), as Engine::Get does.
-  // NotFound when absent.
+  // Reads `key` as of the transaction's snapshot (taken at its first read), overlaid with the
+  // transaction's own writes, and records the read for validation at Commit (see "Isolation"
+  // above). It does not wait for durability: the value may belong to a commit whose sync is
+  // still in flight. A Commit() that returns OK proves it durable (the transaction follows it in
+  // the log; a transaction that only read waits for it in Commit()).
+  //   NotFound         the key is absent (also recorded: a later insert of it conflicts)
+  //   InvalidArgument  bad table or key; the transaction was committed
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
+
+  // Visits the rows of `table` in `range`, in key order, as of the transaction's snapshot
+  // overlaid with its own writes: at most `limit` rows (1..kScanLimitMax), each handed to `row`.
+  // The range visited (up to the last row seen, or the whole range when it was exhausted) is
+  // recorded: a commit after the snapshot that inserts, changes or deletes a key inside it
+  // refuses this transaction at Commit (no phantoms). *result (may be null) says where to resume.
+  // `row` may write to this transaction; the rest of the scan does not see those writes.
+  //   InvalidArgument  bad table name; `from` not below `to`; limit 0 or above kScanLimitMax;
+  //                    a null `row`; the transaction was committed
+  Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+              ScanResult* result = nullptr);
 
   // Blocks until the transaction is durable (or failed). A Txn commits at most once: a second
   // call returns InvalidArgument. Must not be called from a CommitAsync callback.
+  //   Conflict, subcode kReadConflict: something the transaction read was written since its
+  //   snapshot (the message names the table and key), or its snapshot is older than the
+  //   committer keeps track of (EngineOptions::conflict_window_bytes). Nothing was written; run
+  //   the transaction again from the start (Engine::Transact does).
+  // A transaction that read but wrote nothing writes nothing; its Commit() validates nothing (its
+  // reads all come from one snapshot) and waits until everything it read is durable.
   Status Commit(CommitResult* result = nullptr);
 
   // Hands the transaction to the committer and returns at once. `callback` runs exactly once, on
@@ -121,6 +191,17 @@ class Engine {
 
   Txn Begin();
 
+  // Runs `fn` in a new transaction and commits it; when the commit is refused with Conflict,
+  // subcode kReadConflict, it runs `fn` again in another new transaction (at once the first time,
+  // then after a random backoff: TransactOptions), up to attempts_max attempts in all, then returns
+  // the last refusal. `fn` must not commit the transaction, and must be safe to run more than once:
+  // every attempt starts from nothing. An error `fn` returns ends it at once, returned as is
+  // (nothing committed). Other commit errors are returned as Commit() returns them (not retried: an
+  // IOError's outcome is unknown). Must not be called on an engine thread (a handler, a commit
+  // callback).
+  Status Transact(const std::function<Status(Txn&)>& fn, CommitResult* result = nullptr,
+                  const TransactOptions& options = {});
+
   // Reads committed state, and only durable state: nothing it returns can be taken back by a
   // crash or power loss. If the value it read may belong to a commit whose sync is still in flight
   // (a commit from another thread, not yet acknowledged), it waits until everything written before
@@ -136,6 +217,13 @@ class Engine {
   //   Closed           the engine closed (also while the read waited)
   // A handler's Effects::Get does not wait (see runtime.h).
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
+
+  // Visits the rows of `table` in `range`, in key order, from one snapshot of durable state
+  // (like Get: if the snapshot holds commits whose sync is in flight, it waits for them before the
+  // first row): at most `limit` rows (1..kScanLimitMax). Not part of any transaction, so not
+  // validated. Errors as Txn::Scan, and as Get for the wait.
+  Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+              ScanResult* result = nullptr) const;
 
   // Reads up to `count_max` durable facts (id <= durable_lsn()) of `partition` with id >=
   // `from_id`, in id order.
@@ -156,6 +244,12 @@ class Engine {
   // "uring" or "posix": the sync backend chosen at open.
   const char* io_backend() const;
   const std::string& path() const;
+  // The incarnation new facts are emitted in: 0 for a database never restored, else the random
+  // number its restore started (wharf/backup.h).
+  uint64_t incarnation() const;
+
+  // Backs the database up into `target` while it runs: wharf::Backup (wharf/backup.h).
+  Status Backup(const std::string& target, const BackupOptions& options, BackupInfo* info);
 
  private:
   friend struct internal::EngineInternal;

@@ -43,9 +43,11 @@ struct CommitMetrics {
   uint64_t facts_total = 0;            // facts of those transactions
   uint64_t bytes_total = 0;            // their keys and sealed values (state writes, fact records)
   uint64_t refused_total = 0;          // refused before writing (a failed precondition check)
+  uint64_t read_conflicts_total = 0;   // of those, read conflicts (Conflict, kReadConflict)
   uint64_t failed_total = 0;           // answered with an I/O error (mostly an unknown outcome)
   uint64_t busy_total = 0;             // refused with Busy: the queue was full (when_full=error)
   uint64_t sync_rounds_total = 0;      // fdatasync rounds of the WAL completed
+  uint64_t conflict_window_bytes = 0;  // kept now to validate reads (conflict_window_bytes bounds)
   Histogram commit_seconds;            // from Commit()/CommitAsync() to the acknowledgement
   Histogram sync_seconds;              // one sync round, from its submission to its completion
   Histogram sync_facts;                // facts acknowledged by one round (unit: facts)
@@ -124,6 +126,19 @@ struct StoreMetrics {
   uint64_t block_cache_misses_total = 0;
 };
 
+// Backups taken by this engine since it opened (wharf/backup.h); the last_* fields describe the
+// most recent one (last_ms 0: none yet).
+struct BackupMetrics {
+  uint64_t backups_total = 0;  // succeeded
+  uint64_t failed_total = 0;
+  int64_t last_ms = 0;  // wall clock when the most recent one ended
+  bool last_ok = false;
+  double last_duration_seconds = 0;
+  uint64_t last_copied_bytes = 0;  // what it copied (files an earlier backup held are not copied)
+  uint64_t last_size_bytes = 0;    // the size of the backup (shared files included)
+  uint64_t last_fact_id = 0;       // its point
+};
+
 struct MetricsSnapshot {
   // true: read from the open engine. false: what `wharf metrics` could read from a secondary when
   // no engine held the database (only positions, lag and losses; every counter and histogram 0).
@@ -135,6 +150,7 @@ struct MetricsSnapshot {
   std::vector<ConsumerMetrics> consumers;  // by consumer id, then instance
   RetentionMetrics retention;
   StoreMetrics store;
+  BackupMetrics backups;
 };
 
 // Fills *snapshot (replacing it).

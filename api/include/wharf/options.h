@@ -78,6 +78,12 @@ struct EngineOptions {
   uint32_t buffered_sync_ms = 100;
   // `create_if_missing`: create the database when `path` holds none.
   bool create_if_missing = true;
+  // `conflict_window_bytes`: what the committer keeps to validate transactions' reads (the keys
+  // that recent commits wrote, about 72 bytes each beyond the key), at most. A transaction whose
+  // snapshot is older than the oldest write still kept is refused with Conflict, subcode
+  // kReadConflict ("snapshot too old"): keep transactions short, or raise this. Kept only while a
+  // transaction that read something is open. At least 1 MiB.
+  uint64_t conflict_window_bytes = 16u << 20;
   // `tail_cache_facts`: recently durable facts kept in memory per partition for consumers.
   uint32_t tail_cache_facts = 4096;
   // `memtable_bytes`: RocksDB write buffer of the outbox column family (under retention_max_bytes

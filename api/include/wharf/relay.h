@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "wharf/fact.h"
@@ -47,6 +48,24 @@ struct PublishOutcome {
   std::string error;  // the broker's or the client's text, for kRejected and kTransient
 };
 
+// Which incarnation of the database emitted a fact (wharf/backup.h): a restored database starts a
+// new one at the first id after its backup's point, and facts up to the point keep the one that
+// emitted them. A broker that de-duplicates by fact id must see the incarnation too: the original
+// database may have published other facts under the ids a restored one gives out.
+struct Incarnations {
+  // (first fact id, incarnation), ascending; facts below the first start are of incarnation 0.
+  std::vector<std::pair<uint64_t, uint64_t>> starts;
+
+  uint64_t Of(uint64_t fact_id) const {
+    uint64_t incarnation = 0;
+    for (const auto& [first_id, number] : starts) {
+      if (fact_id < first_id) break;
+      incarnation = number;
+    }
+    return incarnation;
+  }
+};
+
 // Publishes facts to one broker. Thread safety: Publish is called concurrently by the lanes of
 // different partitions (never twice at once by one lane); implementations must be thread-safe.
 class RelaySink {
@@ -57,6 +76,11 @@ class RelaySink {
   // two partition lanes interleave into one stream without ordering=global). Called once, before
   // any Publish (a sink serves one relay; it may keep the name, e.g. for message ids).
   virtual Status Validate(const std::string& relay_name, Ordering ordering) = 0;
+  // Called after Validate and before any Publish with the incarnations of the database the relay
+  // publishes from. The shipped sinks put a fact's incarnation into the id the broker
+  // de-duplicates by (unchanged for incarnation 0) and into the message. The default ignores it,
+  // which is right only for a sink whose broker does not de-duplicate by fact id.
+  virtual void SetIncarnations(const Incarnations& incarnations) { (void)incarnations; }
   // Publishes `facts` (in id order within each partition) with as many in flight as the sink
   // allows, and fills `outcomes` with one outcome per fact, in the same order. Must not throw.
   // Runs on a thread of the relay's own (up to 4 per relay, one call per lane at a time), never
@@ -87,15 +111,17 @@ class RelaySink {
 // redis_streams: stream (template; default wharf:{partition}), user, password, maxlen (0: no
 //   trimming; else XADD MAXLEN ~ N).
 // nats_jetstream: subject (template; default wharf.{type}.{partition}), user, password, token,
-//   id_prefix (Nats-Msg-Id is "<id_prefix>:<fact id>"; default: the relay's name; give each
-//   engine its own when several publish into one stream), create_stream (a stream name: created
-//   if missing, over the subjects "<the template's literal first tokens>.>"), tls (1: connect
-//   over TLS), tls_ca (PEM CA file the server's certificate must chain to; default the system's),
-//   tls_cert + tls_key (PEM client certificate chain and key); any tls_* file implies tls=1 and
-//   must be readable and PEM when the sink is made. redis_streams offers no TLS (hiredis 0.14).
-// Templates may use {type}, {partition} and {relay}. Unknown key, bad value or missing kind:
-// InvalidArgument naming it, *sink unchanged. Does not connect: brokers are reached when the relay
-// first publishes (a broker that is down is a transient failure, retried).
+//   id_prefix (Nats-Msg-Id is "<id_prefix>:<fact id>", "<id_prefix>:<incarnation>:<fact id>" for
+//   a fact of incarnation not 0; default: the relay's name; give each engine its own when several
+//   publish into one stream), create_stream (a stream name: created if missing, over the
+//   subjects "<the template's literal first tokens>.>"), tls (1: connect over TLS), tls_ca (PEM
+//   CA file the server's certificate must chain to; default the system's), tls_cert + tls_key
+//   (PEM client certificate chain and key); any tls_* file implies tls=1 and must be readable
+//   and PEM when the sink is made. redis_streams offers no TLS (hiredis 0.14).
+// Templates may use {type}, {partition} and {incarnation} (the fact's, 16 lowercase hex digits).
+// Unknown key, bad value or missing kind: InvalidArgument naming it, *sink unchanged. Does not
+// connect: brokers are reached when the relay first publishes (a broker that is down is a transient
+// failure, retried).
 Status MakeRelaySink(std::string_view options_text, std::unique_ptr<RelaySink>* sink);
 
 }  // namespace wharf

@@ -91,7 +91,17 @@ class Effects {
   // Engine::Get does (the batch commits after what it read, so it is never durable without it),
   // only for the lane's earlier batches still committing. The C ABI's wharf_txn_get on an
   // effects transaction is this call.
+  //
+  // Reads are validated as a transaction's are (wharf/engine.h, "Isolation"): the batch reads
+  // from one snapshot, taken at its first read, and when another writer (the application, another
+  // consumer) changed a row it read before the batch commits, the commit is refused and the lane
+  // delivers the batch's facts again from the consumer's durable position (trace event
+  // `read-conflict`): their effects are applied exactly once, on the current row.
   Status Get(std::string_view table, std::string_view key, std::string* value) const;
+  // Visits rows of `table` in `range` as the batch sees them (as Get), validated as Txn::Scan's.
+  // Arguments and errors as Txn::Scan.
+  Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
+              ScanResult* result = nullptr) const;
   // Reactions only. The fact's source is the consumer id; its depth the trigger's depth + 1.
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
               const EmitOptions& options = {});

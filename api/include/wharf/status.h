@@ -50,6 +50,8 @@ class [[nodiscard]] Status {
     kDatabaseLocked = 3,  // IOError: another engine (in this process or another) holds it
     kAlreadyExists = 4,   // InvalidArgument: the target exists (e.g. cursor copy without force)
     kTimedOut = 5,        // IOError: no answer within the caller's timeout (AdminClient)
+    kReadConflict = 6,    // Conflict: a key or range the transaction read was written since its
+                          // snapshot (or the snapshot is older than the committer keeps track of)
   };
 
   Status() = default;  // OK

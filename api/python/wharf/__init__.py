@@ -27,12 +27,18 @@ else where `cmake --install` put it with this package, else in the prefix Python
 
 Errors: every failing call raises a WharfError subclass named after the C status code
 (InvalidArgument, NotFound, IOError_, Corruption, Busy, Closed, Conflict, NotSupported,
-InternalError), carrying `.code` and the library's message. The binding refuses what the C ABI
+InternalError), carrying `.code`, `.subcode` and the library's message; a Conflict whose subcode is
+SUBCODE_READ_CONFLICT (a transaction's reads changed before it committed) is a ReadConflict, which
+Engine.transact(fn) retries by running fn again. The binding refuses what the C ABI
 could not carry whole, with InvalidArgument (a ValueError) naming the argument, before calling it:
 a name, path or option string holding a NUL byte (C strings end there) or text that is not
 UTF-8, a dict option whose key or value holds a separator (';', '=') or surrounding whitespace,
 and an integer outside its C type's range (a partition is 32-bit, a fact id 64-bit unsigned...).
 Keys, payloads and header values are bytes and may hold any byte, NUL included.
+
+Backups: Engine.backup(target) while the engine runs, list_backups(target), restore(target,
+destination) and verify_database(path) / verify_backup(target), which return an undamaged
+VerifyReport or raise Corruption carrying the report (`.report`); Engine.incarnation.
 
 Exit: engines and runtimes still open when the interpreter exits are closed by an atexit hook
 (runtimes are stopped first), so worker threads never call into a finalizing interpreter.
@@ -90,6 +96,7 @@ from typing import (
     Coroutine,
     Dict,
     Iterable,
+    Iterator,
     List,
     Optional,
     SupportsIndex,
@@ -106,7 +113,10 @@ __all__ = [
     "DeadLetter", "LeaseInfo", "RetriedLetter", "RetentionLoss", "TrimPartition", "TrimReport",
     "PartitionStat", "ConsumerPartitionStat", "ConsumerStat", "StatSnapshot", "WharfError",
     "InvalidArgument", "NotFound", "IOError_", "Corruption", "Busy",
-    "Closed", "Conflict", "NotSupported", "InternalError", "version", "library_path",
+    "Closed", "Conflict", "ReadConflict", "NotSupported", "InternalError", "version",
+    "library_path", "SCAN_PAGE_MAX", "BackupInfo", "LastBackup", "RestoreReport",
+    "VerifyFamily", "VerifyDamage", "VerifyReport", "list_backups", "restore", "verify_database",
+    "verify_backup",
 ]
 
 # Keys, payloads, values: bytes-like, or str (encoded as UTF-8).
@@ -128,6 +138,8 @@ TapFn = Callable[["Fact"], object]  # what it returns is ignored
 TraceFn = Callable[["TraceLevel", str, str, int, str], None]
 # commit_async's callback(error, first_id, last_id); error is None on success.
 CommitFn = Callable[[Optional["WharfError"], int, int], None]
+# A backup's or restore's progress(copied_bytes, total_bytes); what it returns is ignored.
+ProgressFn = Callable[[int, int], object]
 _ProjectT = TypeVar("_ProjectT", bound=ProjectFn)
 _SubscribeT = TypeVar("_SubscribeT", bound=Union[SubscribeFn, AsyncSubscribeFn])
 _TapT = TypeVar("_TapT", bound=TapFn)
@@ -157,6 +169,10 @@ SUBCODE_LEASE_FENCED = 1
 SUBCODE_CURSOR_MOVED = 2
 SUBCODE_DATABASE_LOCKED = 3
 SUBCODE_ALREADY_EXISTS = 4
+SUBCODE_TIMED_OUT = 5
+# Conflict: a key or range the transaction read was written since its snapshot (raised as
+# ReadConflict); run the transaction again (Engine.transact does).
+SUBCODE_READ_CONFLICT = 6
 
 
 class InvalidArgument(WharfError, ValueError):
@@ -173,6 +189,8 @@ class IOError_(WharfError, OSError):  # noqa: N801 (IOError is a builtin alias o
 
 class Corruption(WharfError):
     code = 4
+    # Set by verify_database and verify_backup: what the verification read and the damage found.
+    report: "Optional[VerifyReport]" = None
 
 
 class Busy(WharfError):
@@ -189,6 +207,14 @@ class Conflict(WharfError):
     retried: "List[RetriedLetter]"
 
 
+class ReadConflict(Conflict):
+    """Conflict with subcode SUBCODE_READ_CONFLICT: something the transaction read (a key, a
+    range it scanned) was written by another commit since its snapshot; nothing of it was
+    written. Run it again from the start: Engine.transact does."""
+
+    subcode = SUBCODE_READ_CONFLICT
+
+
 class NotSupported(WharfError):
     code = 8
 
@@ -199,6 +225,14 @@ class InternalError(WharfError):
 
 _ERRORS = {cls.code: cls for cls in (InvalidArgument, NotFound, IOError_, Corruption, Busy,
                                      Closed, Conflict, NotSupported, InternalError)}
+
+
+def _error(status: int, message: str, subcode: int) -> WharfError:
+    """The exception for a failed call: the status's class (ReadConflict for a Conflict with
+    SUBCODE_READ_CONFLICT), carrying the code and subcode."""
+    if status == Conflict.code and subcode == SUBCODE_READ_CONFLICT:
+        return ReadConflict(message, status, subcode)
+    return _ERRORS.get(status, WharfError)(message, status, subcode)
 
 
 class Outcome(enum.IntEnum):
@@ -234,6 +268,8 @@ _SEVERED_FN = CFUNCTYPE(None, c_void_p)
 _DESTROY_FN = CFUNCTYPE(None, c_void_p)
 _TRACE_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_char_p, c_uint64, c_char_p)
 _COMMIT_FN = CFUNCTYPE(None, c_void_p, c_int, c_uint64, c_uint64)
+_ROW_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p, c_size_t)
+_TXN_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
 _FACT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 _CURSOR_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint32, c_uint64, c_uint64)
 _DEAD_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_void_p)
@@ -242,6 +278,7 @@ _RETRIED_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
 _LOSS_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint64, c_uint64, c_uint64, c_uint64)
 _METRIC_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_double)
 _TRIM_PARTITION_FN = CFUNCTYPE(None, c_void_p, c_uint32, c_uint64, c_uint64, c_uint64)
+_PROGRESS_FN = CFUNCTYPE(c_int, c_void_p, c_uint64, c_uint64)
 
 
 # The extensible structs of wharf.h ("Extensible structs"): each begins with struct_size.
@@ -255,7 +292,11 @@ class _StatSnapshot(ctypes.Structure):
                 ("fact_count", c_uint64), ("fact_bytes", c_uint64),
                 ("partition_count", c_uint64), ("consumer_count", c_uint64),
                 ("dead_letter_count", c_uint64), ("timer_count", c_uint64),
-                ("next_timer_due_ms", c_int64)]
+                ("next_timer_due_ms", c_int64), ("incarnation", c_uint64),
+                ("last_backup_exists", c_uint8), ("last_backup_ok", c_uint8),
+                ("last_backup_finished_ms", c_int64), ("last_backup_duration_ms", c_int64),
+                ("last_backup_id", c_uint32), ("last_backup_last_fact_id", c_uint64),
+                ("last_backup_target", c_char_p), ("last_backup_error", c_char_p)]
 
 
 class _StatPartition(ctypes.Structure):
@@ -283,6 +324,29 @@ class _StatLane(ctypes.Structure):
                 ("oldest_commit_ms", c_int64)]
 
 
+# The options structs of wharf.h's BACKUP section (extensible structs passed in) and a backup's
+# description (passed out).
+class _BackupOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("keep", c_uint32),
+                ("rate_limit_bytes_per_s", c_uint64), ("progress", _PROGRESS_FN),
+                ("progress_ctx", c_void_p)]
+
+
+class _RestoreOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("backup_id", c_uint32), ("force", c_uint8),
+                ("rate_limit_bytes_per_s", c_uint64), ("progress", _PROGRESS_FN),
+                ("progress_ctx", c_void_p)]
+
+
+class _BackupInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("id", c_uint32), ("created_ms", c_int64),
+                ("duration_ms", c_int64), ("last_fact_id", c_uint64), ("durable_lsn", c_uint64),
+                ("size_bytes", c_uint64), ("copied_bytes", c_uint64), ("files", c_uint32),
+                ("format_version", c_uint64), ("partitions", c_uint32),
+                ("incarnation", c_uint64)]
+
+
+_BACKUP_FN = CFUNCTYPE(None, c_void_p, POINTER(_BackupInfo))
 _STAT_PARTITION_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatPartition))
 _STAT_CONSUMER_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatConsumer))
 _STAT_LANE_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatLane))
@@ -318,6 +382,13 @@ _SIGNATURES = {
                                     c_size_t, c_int64, c_uint32]),
     "wharf_txn_get": (_status, [_P, c_char_p, c_char_p, c_size_t, POINTER(c_void_p),
                                 POINTER(c_size_t)]),
+    "wharf_txn_scan": (_status, [_P, c_char_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p,
+                                 c_size_t, c_size_t, _ROW_FN, c_void_p, POINTER(c_size_t),
+                                 POINTER(c_uint8)]),
+    "wharf_scan": (_status, [_P, c_char_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p,
+                             c_size_t, c_size_t, _ROW_FN, c_void_p, POINTER(c_size_t),
+                             POINTER(c_uint8)]),
+    "wharf_transact": (_status, [_P, _TXN_FN, c_void_p, c_char_p, POINTER(c_uint64)]),
     "wharf_txn_commit": (_status, [_P, POINTER(c_uint64)]),
     "wharf_txn_commit_async": (_status, [_P, _COMMIT_FN, c_void_p]),
     "wharf_txn_abort": (None, [_P]),
@@ -375,6 +446,24 @@ _SIGNATURES = {
     "wharf_trim": (_status, [_P, c_uint8, POINTER(_TrimReport), _TRIM_PARTITION_FN, c_void_p]),
     "wharf_stat": (_status, [_P, POINTER(_StatSnapshot), _STAT_PARTITION_FN, _STAT_CONSUMER_FN,
                              _STAT_LANE_FN, c_void_p]),
+    "wharf_backup": (_status, [_P, c_char_p, POINTER(_BackupOptions), POINTER(_BackupInfo)]),
+    "wharf_list_backups": (_status, [c_char_p, _BACKUP_FN, c_void_p]),
+    "wharf_restore": (_status, [c_char_p, c_char_p, POINTER(_RestoreOptions),
+                                POINTER(_BackupInfo), POINTER(c_uint64)]),
+    "wharf_verify_database": (_status, [c_char_p, POINTER(_P)]),
+    "wharf_verify_backup": (_status, [c_char_p, c_uint32, POINTER(_P)]),
+    "wharf_verify_report_free": (None, [_P]),
+    "wharf_verify_report_files": (c_uint64, [_P]),
+    "wharf_verify_report_file_bytes": (c_uint64, [_P]),
+    "wharf_verify_report_backup_id": (c_uint32, [_P]),
+    "wharf_verify_report_family_count": (c_size_t, [_P]),
+    "wharf_verify_report_family": (_status, [_P, c_size_t, POINTER(c_char_p), POINTER(c_uint64),
+                                             POINTER(c_uint64)]),
+    "wharf_verify_report_damage_count": (c_uint64, [_P]),
+    "wharf_verify_report_damage_listed": (c_size_t, [_P]),
+    "wharf_verify_report_damage": (_status, [_P, c_size_t, POINTER(c_char_p),
+                                             POINTER(c_char_p)]),
+    "wharf_engine_incarnation": (_status, [_P, POINTER(c_uint64)]),
 }
 
 for _symbol, (_restype, _argtypes) in _SIGNATURES.items():
@@ -398,7 +487,7 @@ def _check(status: int) -> None:
     if status == 0:
         return
     message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
-    raise _ERRORS.get(status, WharfError)(message, status, _lib.wharf_last_subcode())
+    raise _error(status, message, _lib.wharf_last_subcode())
 
 
 def _bytes(value: Optional[Bytes], what: str) -> bytes:
@@ -437,8 +526,13 @@ def _name(value: str, what: str) -> bytes:
     return _c_string(encoded, what)
 
 
-def _path(value: DatabasePath) -> bytes:
-    return _c_string(os.fsencode(value), "path")
+def _path(value: DatabasePath, what: str = "path") -> bytes:
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what} must be a str, bytes or os.PathLike, not {type(value).__name__}")
+    encoded = os.fsencode(value)
+    if not encoded:
+        raise _invalid(f"{what} is empty")
+    return _c_string(encoded, what)
 
 
 def _names(values: Types, what: str) -> Tuple["ctypes.Array[c_char_p]", int]:
@@ -700,6 +794,77 @@ class StatSnapshot:
     next_timer_due_ms: int  # 0 when none
     partitions: List[PartitionStat] = field(default_factory=list)
     consumers: List[ConsumerStat] = field(default_factory=list)
+    incarnation: int = 0  # the incarnation new facts are emitted in (0: never restored)
+    last_backup: "Optional[LastBackup]" = None  # the most recent backup attempt (None: none yet)
+
+
+# -------------------------------------------------------------------------------------------------
+# Backups (wharf.h BACKUP, RESTORE, VERIFY)
+
+
+@dataclass(frozen=True)
+class BackupInfo:
+    """One backup in a target (Engine.backup, list_backups, restore)."""
+    id: int  # 1, 2, ... in the order they were taken
+    created_ms: int  # wall clock when its point was taken
+    duration_ms: int
+    last_fact_id: int  # its point: every commit with fact ids up to it, nothing after
+    durable_lsn: int  # the engine's durable LSN at the point (= last_fact_id)
+    size_bytes: int  # its files, shared ones included
+    copied_bytes: int  # what this backup copied; the rest an earlier one held already
+    files: int
+    format_version: int
+    partitions: int
+    incarnation: int  # of the database at the point (0: never restored)
+
+
+@dataclass(frozen=True)
+class LastBackup:
+    """The database's most recent backup attempt, as it records it (StatSnapshot.last_backup)."""
+    ok: bool  # False: it failed (error says why)
+    finished_ms: int
+    duration_ms: int
+    target: str
+    error: str  # "" when ok
+    backup_id: int  # when ok
+    last_fact_id: int  # when ok: its point
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    """What restore() did: the backup restored and the restored database's new incarnation."""
+    backup: BackupInfo
+    incarnation: int  # never 0
+
+
+@dataclass(frozen=True)
+class VerifyFamily:
+    name: str  # outbox, cursors, leases, timers, dead, state, meta
+    records: int
+    bytes: int  # keys and values as stored
+
+
+@dataclass(frozen=True)
+class VerifyDamage:
+    place: str  # "table file 000123.sst", "outbox record of fact 42 (partition 3)"
+    problem: str  # what does not verify
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What verify_database or verify_backup read and found. `damage` lists the first damaged
+    places (at most 20, in reading order); `damage_count` counts every one found."""
+    families: List[VerifyFamily]
+    files: int
+    file_bytes: int
+    damage: List[VerifyDamage]
+    damage_count: int
+    backup_id: int  # verify_backup: the backup verified; 0 for verify_database
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is damaged."""
+        return self.damage_count == 0 and not self.damage
 
 
 # -------------------------------------------------------------------------------------------------
@@ -1047,7 +1212,7 @@ def _commit_impl(ctx: Optional[int], status: int, first_id: int, last_id: int) -
     error = None
     if status != 0:
         message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
-        error = _ERRORS.get(status, WharfError)(message, status, _lib.wharf_last_subcode())
+        error = _error(status, message, _lib.wharf_last_subcode())
     callback(error, first_id, last_id)
 
 
@@ -1170,6 +1335,80 @@ class _collecting:  # noqa: N801 (used as a function: `with _collecting(rows) as
             raise error
 
 
+def _backup_info(info: _BackupInfo) -> BackupInfo:
+    return BackupInfo(info.id, info.created_ms, info.duration_ms, info.last_fact_id,
+                      info.durable_lsn, info.size_bytes, info.copied_bytes, info.files,
+                      info.format_version, info.partitions, info.incarnation)
+
+
+def _collect_backup_impl(ctx: Optional[int], info: "ctypes._Pointer[_BackupInfo]") -> None:
+    _callback(ctx).append(_backup_info(info.contents))
+
+
+class _Progress:
+    """A backup's or restore's progress callable and the first exception it raised. ctypes cannot
+    carry an exception into C: the trampoline keeps it and answers a failure, so the call fails
+    (the C ABI never counts a failed progress callback as success) and raises it again."""
+
+    def __init__(self, fn: ProgressFn) -> None:
+        self.fn = fn
+        self.error: Optional[BaseException] = None
+
+
+_PROGRESS_FAILED = 1  # WHARF_INVALID_ARGUMENT: anything but WHARF_OK fails the call
+
+
+def _progress_impl(ctx: Optional[int], copied_bytes: int, total_bytes: int) -> int:
+    progress: _Progress = _callback(ctx)
+    try:
+        progress.fn(copied_bytes, total_bytes)
+    except BaseException as e:
+        progress.error = e
+        return _PROGRESS_FAILED
+    return 0
+
+
+def _guard_progress(impl: Callable[..., int]) -> Callable[..., int]:
+    # What escapes the body (a failure looking the callable up, an interrupt landing between two
+    # statements) fails the call too: a literal, returned after a bare except.
+    def trampoline(ctx: Optional[int], *args: Any) -> int:
+        try:
+            return impl(ctx, *args)
+        except BaseException:
+            pass
+        return 1  # WHARF_INVALID_ARGUMENT
+    return trampoline
+
+
+class _progressing:  # noqa: N801 (used as a function: `with _progressing(fn, what) as key`)
+    """Registers a progress callable (None: no callback) for one call; on exit unregisters it and
+    raises what it raised, in place of the error the C call reported for it."""
+
+    def __init__(self, fn: Optional[ProgressFn], what: str) -> None:
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{what}: progress must be callable, not {type(fn).__name__}")
+        self.progress = None if fn is None else _Progress(fn)
+        self.key = 0 if self.progress is None else _register_callback(self.progress)
+
+    def __enter__(self) -> Optional[int]:
+        """The ctx of _progress_trampoline, or None when there is no callback."""
+        return None if self.progress is None else self.key
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if self.progress is None:
+            return
+        _unregister_callback(self.key)
+        error, self.progress.error = self.progress.error, None
+        if error is not None:
+            # The block's exception (the call's "progress callback returned ...") becomes its
+            # __context__.
+            try:
+                raise error
+            finally:
+                del error  # no cycle through this frame's traceback
+
+
 _project_trampoline = _PROJECT_FN(_guard_outcome(_project_impl))
 _subscribe_trampoline = _SUBSCRIBE_FN(_guard_outcome(_subscribe_impl))
 _subscribe_async_trampoline = _SUBSCRIBE_ASYNC_FN(_guard_outcome(_subscribe_async_impl))
@@ -1190,6 +1429,8 @@ _collect_stat_partition_trampoline = _STAT_PARTITION_FN(
     _guard_collect(_collect_stat_partition_impl))
 _collect_stat_consumer_trampoline = _STAT_CONSUMER_FN(_guard_collect(_collect_stat_consumer_impl))
 _collect_stat_lane_trampoline = _STAT_LANE_FN(_guard_collect(_collect_stat_lane_impl))
+_collect_backup_trampoline = _BACKUP_FN(_guard_collect(_collect_backup_impl))
+_progress_trampoline = _PROGRESS_FN(_guard_progress(_progress_impl))
 
 
 def _collect(call: Callable[[int], None]) -> List[Any]:
@@ -1197,6 +1438,87 @@ def _collect(call: Callable[[int], None]) -> List[Any]:
     with _collecting(items) as key:
         call(key)
     return items
+
+
+# -------------------------------------------------------------------------------------------------
+# Scans: pages of rows through wharf_scan / wharf_txn_scan
+
+# Rows one call of the C scans visits at most (wharf.h): the largest page_size.
+SCAN_PAGE_MAX = 100000
+
+Row = Tuple[bytes, bytes]
+
+
+def _collect_row_impl(ctx: Optional[int], key: Optional[int], key_len: int,
+                      value: Optional[int], value_len: int) -> int:
+    _callback(ctx).append((_view(key, key_len), _view(value, value_len)))
+    return 0
+
+
+def _guard_row(impl: Callable[..., int]) -> Callable[..., int]:
+    # A row that cannot be kept (a MemoryError...) stops the scan (non-zero), and its exception is
+    # raised by the scan once the C call returned (_collecting); the page's row count is checked
+    # too, so a row the callback failed to keep is never taken for the end of the page.
+    def trampoline(ctx: Optional[int], *args: Any) -> int:
+        try:
+            return impl(ctx, *args)
+        except BaseException as e:
+            try:
+                with _callbacks_lock:
+                    _collect_errors.setdefault(ctx or 0, e)
+            except BaseException:
+                pass
+        return 1
+    return trampoline
+
+
+_row_trampoline = _ROW_FN(_guard_row(_collect_row_impl))
+
+# wharf_scan(engine, ...) or wharf_txn_scan(txn, ...): same arguments after the handle.
+_ScanFunction = Callable[..., int]
+
+
+def _scan_bound(value: Optional[Bytes], call: str, what: str) -> Optional[bytes]:
+    return None if value is None else _bytes(value, f"{call}: {what}")
+
+
+def _scan(call: str, function: _ScanFunction, handle: Callable[[], int], table: str,
+          prefix: Bytes, start: Optional[Bytes], end: Optional[Bytes], limit: Optional[int],
+          page_size: int) -> Iterator[Row]:
+    """Checks a scan's arguments now (errors name `call` and the argument) and returns the
+    iterator over its rows, which calls `function` page by page."""
+    name = _name(table, f"{call}: table")
+    first = _bytes(prefix, f"{call}: prefix")
+    low, high = _scan_bound(start, call, "start"), _scan_bound(end, call, "end")
+    if low is not None and high is not None and high and low >= high:
+        raise _invalid(f"{call}: start {low!r} is not below end {high!r} (the range [start, end) "
+                       "holds no key)")
+    total = None if limit is None else _integer(limit, f"{call}: limit", 1, 2**64 - 1)
+    page = _integer(page_size, f"{call}: page_size", 1, SCAN_PAGE_MAX)
+    handle()  # a closed engine or a finished transaction is refused now, not at the first row
+    return _scan_pages(call, function, handle, name, first, low or b"", high or b"", total, page)
+
+
+def _scan_pages(call: str, function: _ScanFunction, handle: Callable[[], int], table: bytes,
+                prefix: bytes, start: bytes, end: bytes, limit: Optional[int],
+                page_size: int) -> Iterator[Row]:
+    left = limit
+    while True:
+        want = page_size if left is None else min(page_size, left)
+        rows: List[Row] = []
+        visited, more = c_size_t(0), c_uint8(0)
+        with _collecting(rows) as key:
+            _check(function(handle(), table, prefix, len(prefix), start, len(start), end,
+                            len(end), want, _row_trampoline, key, byref(visited), byref(more)))
+        if visited.value != len(rows):
+            raise InternalError(f"{call}: the scan visited {visited.value} rows of the page but "
+                                f"kept {len(rows)}", InternalError.code)
+        yield from rows
+        if left is not None:
+            left -= len(rows)
+        if not more.value or not rows or left == 0:
+            return
+        start = rows[-1][0] + b"\0"  # the first key after the last one visited
 
 
 # -------------------------------------------------------------------------------------------------
@@ -1208,6 +1530,7 @@ class _TxnOps:
 
     _handle: Optional[int]
     _gone_message: str  # what InvalidArgument says once the handle is gone
+    _what: str  # the class, as errors name it
 
     def _live(self) -> int:
         if self._handle is None:  # as the C ABI answers for a consumed transaction
@@ -1243,8 +1566,10 @@ class _TxnOps:
                                       _u32(v, "v")))
 
     def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
-        """Committed, durable state (not this transaction's own writes; see Engine.get);
-        `default` when absent. In a handler's effects it does not wait for durability."""
+        """`table`[`key`] as of the transaction's snapshot (taken at its first read), overlaid
+        with its own writes; `default` when absent. The read is recorded: the commit raises
+        ReadConflict if another commit wrote the key since the snapshot. It does not wait for
+        durability (a commit that succeeds proves what it read durable)."""
         k = _bytes(key, "key")
         value, length = c_void_p(), c_size_t()
         status = _lib.wharf_txn_get(self._live(), _name(table, "table"), k, len(k),
@@ -1254,6 +1579,21 @@ class _TxnOps:
         _check(status)
         return _take(value, length)
 
+    def scan(self, table: str, *, prefix: Bytes = b"", start: Optional[Bytes] = None,
+             end: Optional[Bytes] = None, limit: Optional[int] = None,
+             page_size: int = 1000) -> Iterator[Row]:
+        """The rows `(key, value)` of `table` whose key starts with `prefix`, is at or above
+        `start` and below `end` (None: no bound), in key order (unsigned bytes), as of the
+        transaction's snapshot overlaid with its own writes: at most `limit` (None: all).
+
+        An iterator that reads `page_size` rows (1..SCAN_PAGE_MAX) per call into the library, so
+        memory does not grow with the table; writes to this transaction between rows are fine.
+        The ranges the pages covered are recorded: the commit raises ReadConflict if another
+        commit inserted, changed or deleted a key in them since the snapshot (no phantoms). Bad
+        arguments raise here, at the call."""
+        return _scan(f"{self._what}.scan", _lib.wharf_txn_scan, self._live, table, prefix, start,
+                     end, limit, page_size)
+
 
 class Txn(_TxnOps):
     """A transaction: state writes and facts that commit all together or not at all.
@@ -1262,6 +1602,7 @@ class Txn(_TxnOps):
     raises. Used by one thread at a time."""
 
     _gone_message = "transaction was already committed or aborted"
+    _what = "Txn"
 
     def __init__(self, handle: Optional[int]) -> None:
         self._handle = handle
@@ -1314,9 +1655,80 @@ class Effects(_TxnOps):
     through). Committed by the runtime with the cursor; usable only during the handler call."""
 
     _gone_message = "effects are only usable during the handler call"
+    _what = "Effects"
 
     def __init__(self, handle: Optional[int]) -> None:
         self._handle = handle
+
+
+class _TransactTxn(Txn):
+    """The transaction Engine.transact lends to its function: transact commits it when the
+    function returns and aborts it when the function raises; usable only during that call."""
+
+    _gone_message = "the transaction Engine.transact lent to fn is only usable during that call"
+
+    def commit(self) -> int:
+        raise _invalid("Engine.transact: fn must not commit its transaction: transact commits it "
+                       "when fn returns")
+
+    def commit_async(self, callback: CommitFn) -> None:
+        self.commit()
+
+    def abort(self) -> None:
+        raise _invalid("Engine.transact: fn must not abort its transaction: raise an exception "
+                       "to abort it (transact raises it again)")
+
+    def __enter__(self) -> "Txn":
+        raise _invalid("Engine.transact: fn's transaction is not a context manager (transact "
+                       "commits it when fn returns)")
+
+    def __del__(self) -> None:
+        pass
+
+
+class _Transact:
+    """One Engine.transact call, as its ctypes callback sees it: the function, and the exception
+    it raised (raised again by transact once wharf_transact returned)."""
+
+    def __init__(self, fn: Callable[[Txn], object]) -> None:
+        self.fn = fn
+        self.error: Optional[BaseException] = None
+
+
+_INTERNAL = 9  # WHARF_INTERNAL: fn failed in a way its callback could not even record
+
+
+def _transact_impl(ctx: Optional[int], txn: Optional[int]) -> int:
+    call: _Transact = _callback(ctx)
+    lent = _TransactTxn(txn)
+    try:
+        result = call.fn(lent)
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: closed, so Python does not warn later
+            raise TypeError("Engine.transact: fn returned an awaitable; it must be a plain "
+                            "function (its transaction is committed when it returns)")
+    except BaseException as e:  # the transaction is aborted; transact raises it unchanged
+        call.error = e
+        return _INTERNAL
+    finally:
+        lent._handle = None
+    return 0
+
+
+def _guard_transact(impl: Callable[..., int]) -> Callable[..., int]:
+    # Whatever escapes (the call's record missing, a MemoryError...) aborts the transaction: a
+    # literal non-OK status after a bare except, so nothing here can fail into a commit.
+    def trampoline(ctx: Optional[int], txn: Optional[int]) -> int:
+        try:
+            return impl(ctx, txn)
+        except BaseException:
+            pass
+        return _INTERNAL
+    return trampoline
+
+
+_transact_trampoline = _TXN_FN(_guard_transact(_transact_impl))
 
 
 # -------------------------------------------------------------------------------------------------
@@ -1412,6 +1824,56 @@ class Engine:
             return default
         _check(status)
         return _take(value, length)
+
+    def scan(self, table: str, *, prefix: Bytes = b"", start: Optional[Bytes] = None,
+             end: Optional[Bytes] = None, limit: Optional[int] = None,
+             page_size: int = 1000) -> Iterator[Row]:
+        """The rows `(key, value)` of `table` whose key starts with `prefix`, is at or above
+        `start` and below `end` (None: no bound), in key order (unsigned bytes): at most `limit`
+        (None: all). Durable state, as get(); not part of any transaction, so not validated.
+
+        An iterator that reads `page_size` rows (1..SCAN_PAGE_MAX) per call into the library, so
+        memory does not grow with the table. Each page reads its own snapshot: a commit between
+        two pages may show in the later one (for one snapshot, scan in a transaction). Bad
+        arguments raise here, at the call."""
+        return _scan("Engine.scan", _lib.wharf_scan, self._live, table, prefix, start, end,
+                     limit, page_size)
+
+    def transact(self, fn: Callable[[Txn], object], *, attempts_max: int = 16,
+                 backoff_min_ms: int = 1, backoff_max_ms: int = 100) -> int:
+        """Runs `fn(txn)` in a new transaction and commits it; when the commit raises
+        ReadConflict it runs `fn` again in another new transaction (at once the first time, then
+        after a random, growing sleep of up to backoff_max_ms), up to `attempts_max` attempts in
+        all, then raises that last ReadConflict. Returns the commit's last fact id (0 when fn emitted none).
+
+        `fn` must not commit or abort the transaction, and must be safe to run more than once
+        (every attempt starts from nothing: keep its effects inside the transaction). An
+        exception `fn` raises aborts the attempt and is raised again here unchanged, without a
+        retry. Runs `fn` on the calling thread (wharf_transact). Not from a handler."""
+        if not callable(fn):
+            raise TypeError(f"Engine.transact: fn must be callable, not {type(fn).__name__}")
+        attempts = _integer(attempts_max, "Engine.transact: attempts_max", 1, 2**32 - 1)
+        low = _integer(backoff_min_ms, "Engine.transact: backoff_min_ms", 0, 2**32 - 1)
+        high = _integer(backoff_max_ms, "Engine.transact: backoff_max_ms", 0, 2**32 - 1)
+        if low > high:
+            raise _invalid(f"Engine.transact: backoff_min_ms {low} is above backoff_max_ms {high}")
+        options = f"attempts_max={attempts};backoff_min_ms={low};backoff_max_ms={high}".encode()
+        call = _Transact(fn)
+        key = _register_callback(call)
+        last = c_uint64(0)
+        try:
+            status = _lib.wharf_transact(self._live(), _transact_trampoline, key, options,
+                                         byref(last))
+        finally:
+            _unregister_callback(key)
+        error, call.error = call.error, None
+        if error is not None:
+            try:
+                raise error
+            finally:
+                del error  # no cycle through this frame's traceback
+        _check(status)
+        return last.value
 
     def read_facts(self, partition: int, from_id: int = 0, limit: int = 1000) -> List[Fact]:
         """Up to `limit` durable facts of `partition` with id >= from_id, in id order."""
@@ -1577,10 +2039,150 @@ class Engine:
             _check(_lib.wharf_stat(handle, byref(snapshot), _collect_stat_partition_trampoline,
                                    _collect_stat_consumer_trampoline,
                                    _collect_stat_lane_trampoline, key))
+        # The backup fields came later: an older library fills less (struct_size says what).
+        has_backup = snapshot.struct_size >= ctypes.sizeof(_StatSnapshot)
+        last_backup = None
+        if has_backup and snapshot.last_backup_exists:
+            last_backup = LastBackup(
+                bool(snapshot.last_backup_ok), snapshot.last_backup_finished_ms,
+                snapshot.last_backup_duration_ms, _text(snapshot.last_backup_target),
+                _text(snapshot.last_backup_error), snapshot.last_backup_id,
+                snapshot.last_backup_last_fact_id)
         return StatSnapshot(snapshot.durable_lsn, snapshot.last_lsn, snapshot.fact_count,
                             snapshot.fact_bytes, snapshot.dead_letter_count,
                             snapshot.timer_count, snapshot.next_timer_due_ms,
-                            rows["partitions"], rows["consumers"])
+                            rows["partitions"], rows["consumers"],
+                            snapshot.incarnation if has_backup else 0, last_backup)
+
+    # -- backups
+    def backup(self, target: DatabasePath, keep: int = 0, rate_limit: int = 0,
+               progress: Optional[ProgressFn] = None) -> BackupInfo:
+        """Backs the database up into directory `target` (created if missing) while the engine
+        keeps committing and delivering; returns the new backup. Only the table files the target
+        does not hold yet are copied. `keep` > 0 keeps only the newest `keep` backups there;
+        `rate_limit` caps the copy in bytes per second (0: none). `progress(copied_bytes,
+        total_bytes)` is called during the copy on the copying thread (at most about every 4 MiB
+        and once at the end): it must be quick and must not call into the engine; an exception it
+        raises fails the backup and is raised here (the copy may have completed: list_backups
+        shows it). InvalidArgument names a bad argument (the database directory itself, a target
+        inside it); IOError names the file that could not be read or written, or another backup
+        into the same target in progress. Blocks for the whole copy; not from a handler."""
+        c_target = _path(target, "target")
+        options = _BackupOptions(struct_size=ctypes.sizeof(_BackupOptions),
+                                 keep=_u32(keep, "keep"),
+                                 rate_limit_bytes_per_s=_u64(rate_limit, "rate_limit"))
+        info = _BackupInfo(struct_size=ctypes.sizeof(_BackupInfo))
+        handle = self._live()
+        with _progressing(progress, "Engine.backup") as key:
+            if key is not None:
+                options.progress, options.progress_ctx = _progress_trampoline, key
+            _check(_lib.wharf_backup(handle, c_target, byref(options), byref(info)))
+        return _backup_info(info)
+
+    @property
+    def incarnation(self) -> int:
+        """The incarnation new facts are emitted in: 0 for a database never restored, else the
+        random number its restore started (relays carry it into their de-duplication)."""
+        value = c_uint64()
+        _check(_lib.wharf_engine_incarnation(self._live(), byref(value)))
+        return value.value
+
+
+def list_backups(target: DatabasePath) -> List[BackupInfo]:
+    """The backups in directory `target`, oldest first (no engine needed). NotFound when it holds
+    no backup directory."""
+    c_target = _path(target, "target")
+    return _collect(lambda key: _check(_lib.wharf_list_backups(
+        c_target, _collect_backup_trampoline, key)))
+
+
+def restore(target: DatabasePath, destination: DatabasePath, backup_id: int = 0,
+            force: bool = False, rate_limit: int = 0,
+            progress: Optional[ProgressFn] = None) -> RestoreReport:
+    """Restores backup `backup_id` (0: the newest) of `target` into directory `destination`,
+    checking every file's size and checksum, and starts the restored database's new incarnation
+    after the backup's point; open it with Engine(destination) then. A destination that exists
+    and is not empty is refused (InvalidArgument) unless `force` (its files are removed first).
+    `rate_limit` and `progress` as in Engine.backup (an exception progress raises fails the
+    restore and is raised here; do not use the destination then). NotFound: no such backup;
+    Corruption: a file that does not match its checksum or size, named (nothing is left in the
+    destination); NotSupported: a backup of a newer format version."""
+    if not isinstance(force, bool):
+        raise _invalid(f"force must be True or False, not {force!r}")
+    c_target = _path(target, "target")
+    c_destination = _path(destination, "destination")
+    options = _RestoreOptions(struct_size=ctypes.sizeof(_RestoreOptions),
+                              backup_id=_u32(backup_id, "backup_id"), force=1 if force else 0,
+                              rate_limit_bytes_per_s=_u64(rate_limit, "rate_limit"))
+    info = _BackupInfo(struct_size=ctypes.sizeof(_BackupInfo))
+    incarnation = c_uint64()
+    with _progressing(progress, "restore") as key:
+        if key is not None:
+            options.progress, options.progress_ctx = _progress_trampoline, key
+        _check(_lib.wharf_restore(c_target, c_destination, byref(options), byref(info),
+                                  byref(incarnation)))
+    return RestoreReport(_backup_info(info), incarnation.value)
+
+
+def _verify(call: Callable[[Any], int]) -> VerifyReport:
+    """Runs a verification; reads and frees its report. On damage raises Corruption carrying the
+    report (its `report` attribute)."""
+    handle = c_void_p()
+    status = call(byref(handle))
+    if status != 0 and status != Corruption.code:
+        _check(status)
+    # Read now: the next failing call on this thread would replace it.
+    message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
+    subcode = _lib.wharf_last_subcode()
+    try:
+        report = _read_verify_report(handle.value)
+    finally:
+        _lib.wharf_verify_report_free(handle.value)
+    if status != 0:
+        error = _error(status, message, subcode)
+        assert isinstance(error, Corruption)
+        error.report = report
+        raise error
+    return report
+
+
+def _read_verify_report(handle: Optional[int]) -> VerifyReport:
+    if handle is None:
+        raise InternalError("the verification returned no report", InternalError.code)
+    families = []
+    for index in range(_lib.wharf_verify_report_family_count(handle)):
+        name, records, bytes_ = c_char_p(), c_uint64(), c_uint64()
+        _check(_lib.wharf_verify_report_family(handle, index, byref(name), byref(records),
+                                               byref(bytes_)))
+        families.append(VerifyFamily(_text(name.value), records.value, bytes_.value))
+    damage = []
+    for index in range(_lib.wharf_verify_report_damage_listed(handle)):
+        place, problem = c_char_p(), c_char_p()
+        _check(_lib.wharf_verify_report_damage(handle, index, byref(place), byref(problem)))
+        damage.append(VerifyDamage(_text(place.value), _text(problem.value)))
+    return VerifyReport(families, _lib.wharf_verify_report_files(handle),
+                        _lib.wharf_verify_report_file_bytes(handle), damage,
+                        _lib.wharf_verify_report_damage_count(handle),
+                        _lib.wharf_verify_report_backup_id(handle))
+
+
+def verify_database(path: DatabasePath) -> VerifyReport:
+    """Reads every record of every column family of the database in directory `path` and checks
+    every checksum and record format; works on a stopped database and on one an engine holds
+    (writes nothing). Returns the report when nothing is damaged; on damage raises Corruption,
+    whose message names the first damaged place and whose `report` attribute is the whole
+    VerifyReport (`report.ok` is False). IOError or NotFound: the database cannot be opened."""
+    c_path = _path(path, "path")
+    return _verify(lambda out: int(_lib.wharf_verify_database(c_path, out)))
+
+
+def verify_backup(target: DatabasePath, backup_id: int = 0) -> VerifyReport:
+    """Checks every file of backup `backup_id` (0: the newest) in `target` against the backup's
+    list (size and CRC32C), then reads it as verify_database does. Returns the report, or raises
+    Corruption carrying it (as verify_database)."""
+    c_target = _path(target, "target")
+    number = _u32(backup_id, "backup_id")
+    return _verify(lambda out: int(_lib.wharf_verify_backup(c_target, number, out)))
 
 
 # -------------------------------------------------------------------------------------------------

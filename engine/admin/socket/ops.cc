@@ -3,9 +3,41 @@
 #include <stdlib.h>
 
 #include "wharf/admin.h"
+#include "wharf/backup.h"
 #include "wharf/metrics.h"
 
 namespace wharf::internal::admin_socket {
+namespace {
+
+// One page of a state scan: rows until the limit or until their bytes reach
+// kStateScanReplyBytesMax (a reply is held whole in memory on both sides), then where to resume.
+Status ScanPage(Engine& engine, const Request& request, Reply* reply) {
+  KeyRange range;
+  range.from = request.key_from;
+  range.to = request.key_to;
+  size_t bytes = 0;
+  ScanResult result;
+  Status s = engine.Scan(
+      request.table, range, static_cast<size_t>(request.limit),
+      [&](std::string_view key, std::string_view value) {
+        reply->rows.emplace_back(key, value);
+        bytes += key.size() + value.size();
+        return bytes < kStateScanReplyBytesMax;
+      },
+      &result);
+  if (!s.ok()) {
+    reply->rows.clear();
+    return s;
+  }
+  reply->more = result.more;
+  if (result.more) {
+    // Where the rows taken end: the row the callback stopped at was handed over, and is here.
+    reply->resume_from = reply->rows.empty() ? result.resume_from : reply->rows.back().first + '\0';
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 std::string Execute(Engine& engine, const Request& request, const ProgressSink& progress) {
   Reply reply;
@@ -53,7 +85,9 @@ std::string Execute(Engine& engine, const Request& request, const ProgressSink& 
     case Op::kTrim: {
       TrimOptions options;
       options.dry_run = request.dry_run;
-      if (request.progress && progress) options.progress = progress;
+      if (request.progress && progress) {
+        options.progress = [&](uint32_t done, uint32_t total) { progress(done, total); };
+      }
       reply.status = TrimPassed(engine, &reply.trim, options);
       break;
     }
@@ -69,6 +103,20 @@ std::string Execute(Engine& engine, const Request& request, const ProgressSink& 
     case Op::kMetrics:
       reply.status = ReadMetrics(engine, &reply.metrics);
       break;
+    case Op::kStateGet:
+      reply.status = engine.Get(request.table, request.key, &reply.value);
+      break;
+    case Op::kStateScan:
+      reply.status = ScanPage(engine, request, &reply);
+      break;
+    case Op::kBackup: {
+      BackupOptions options;
+      options.keep = request.keep;
+      options.rate_limit_bytes_per_s = request.rate_limit_bytes_per_s;
+      if (request.progress && progress) options.progress = progress;
+      reply.status = engine.Backup(request.target, options, &reply.backup);
+      break;
+    }
   }
   return EncodeReply(request.op, reply);
 }

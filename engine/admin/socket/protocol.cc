@@ -12,6 +12,7 @@
 #include "engine/base/assert.h"
 #include "engine/base/json_writer.h"
 #include "engine/core/engine_core.h"
+#include "wharf/engine.h"
 
 namespace wharf::internal::admin_socket {
 namespace {
@@ -30,7 +31,15 @@ enum class Field {
   kForce,
   kDryRun,
   kProgress,
-  kFactIds
+  kFactIds,
+  kTable,
+  kKeyHex,
+  kFromHex,
+  kToHex,
+  kLimit,
+  kTarget,
+  kKeep,
+  kRateLimit,
 };
 
 struct FieldSpec {
@@ -76,6 +85,21 @@ const std::vector<OpSpec>& Specs() {
       {Op::kLeaseList, "lease_list", {}},
       {Op::kStat, "stat", {}},
       {Op::kMetrics, "metrics", {}},
+      {Op::kStateGet,
+       "state_get",
+       {{Field::kTable, "table", true}, {Field::kKeyHex, "key_hex", true}}},
+      {Op::kStateScan,
+       "state_scan",
+       {{Field::kTable, "table", true},
+        {Field::kFromHex, "from_hex", false},
+        {Field::kToHex, "to_hex", false},
+        {Field::kLimit, "limit", true}}},
+      {Op::kBackup,
+       "backup",
+       {{Field::kTarget, "target", true},
+        {Field::kKeep, "keep", false},
+        {Field::kRateLimit, "rate_limit_bytes_per_s", false},
+        {Field::kProgress, "progress", false}}},
   };
   return specs;
 }
@@ -137,6 +161,16 @@ Status ReadString(const char* op, const char* name, element value, std::string* 
   return Status::OK();
 }
 
+// Bytes sent as hex (state keys): any bytes, exactly.
+Status ReadHex(const char* op, const char* name, element value, std::string* out) {
+  std::string_view text;
+  if (value.get_string().get(text) || !FromHex(text, out)) {
+    return Refuse("field '" + std::string(name) + "' of op '" + op +
+                  "' must be a string of hex digits (two per byte)");
+  }
+  return Status::OK();
+}
+
 Status ReadField(const OpSpec& spec, const FieldSpec& field, element value, Request* request) {
   switch (field.field) {
     case Field::kConsumer:
@@ -173,6 +207,28 @@ Status ReadField(const OpSpec& spec, const FieldSpec& field, element value, Requ
       }
       return Status::OK();
     }
+    case Field::kTable:
+      return ReadString(spec.name, field.name, value, &request->table);
+    case Field::kKeyHex:
+      return ReadHex(spec.name, field.name, value, &request->key);
+    case Field::kFromHex:
+      return ReadHex(spec.name, field.name, value, &request->key_from);
+    case Field::kToHex:
+      return ReadHex(spec.name, field.name, value, &request->key_to);
+    case Field::kLimit:
+      // Up to the engine's bound: a larger limit is refused here, naming the field; 0 reaches
+      // Engine::Scan, which refuses it as it refuses every caller's.
+      return ReadUint(spec.name, field.name, value, kScanLimitMax, &request->limit);
+    case Field::kTarget:
+      return ReadString(spec.name, field.name, value, &request->target);
+    case Field::kKeep: {
+      uint64_t keep = 0;
+      Status s = ReadUint(spec.name, field.name, value, UINT32_MAX, &keep);
+      request->keep = static_cast<uint32_t>(keep);
+      return s;
+    }
+    case Field::kRateLimit:
+      return ReadUint(spec.name, field.name, value, UINT64_MAX, &request->rate_limit_bytes_per_s);
   }
   return Status::Internal("unhandled request field");
 }
@@ -193,6 +249,14 @@ Status ValidateNames(const Request& request) {
       Status s = ValidateConsumer(request.from);
       return s.ok() ? ValidateConsumer(request.to) : s;
     }
+    case Op::kBackup:
+      // The engine's process has its own working directory: a relative path would name another
+      // directory than the one the client meant.
+      if (request.target.empty() || request.target.front() != '/') {
+        return Refuse("field 'target' of op 'backup' must be an absolute path, not " +
+                      Named(request.target));
+      }
+      return Status::OK();
     default:
       return Status::OK();
   }
@@ -230,6 +294,30 @@ void WriteField(const FieldSpec& field, const Request& request, JsonWriter* json
       for (uint64_t id : request.fact_ids) json->Uint(id);
       json->EndArray();
       break;
+    case Field::kTable:
+      json->String(request.table);
+      break;
+    case Field::kKeyHex:
+      json->String(HexOf(request.key));
+      break;
+    case Field::kFromHex:
+      json->String(HexOf(request.key_from));
+      break;
+    case Field::kToHex:
+      json->String(HexOf(request.key_to));
+      break;
+    case Field::kLimit:
+      json->Uint(request.limit);
+      break;
+    case Field::kTarget:
+      json->String(request.target);
+      break;
+    case Field::kKeep:
+      json->Uint(request.keep);
+      break;
+    case Field::kRateLimit:
+      json->Uint(request.rate_limit_bytes_per_s);
+      break;
   }
 }
 
@@ -254,6 +342,7 @@ constexpr std::pair<Status::SubCode, const char*> kSubCodes[] = {
     {Status::SubCode::kDatabaseLocked, "DatabaseLocked"},
     {Status::SubCode::kAlreadyExists, "AlreadyExists"},
     {Status::SubCode::kTimedOut, "TimedOut"},
+    {Status::SubCode::kReadConflict, "ReadConflict"},
 };
 
 template <typename T, size_t N>
@@ -316,6 +405,16 @@ void WriteFact(const Fact& fact, JsonWriter* json) {
   json->Key("scheduled_id").Uint(fact.scheduled_id).EndObject();
 }
 
+void WriteBackupInfo(const BackupInfo& info, JsonWriter* json) {
+  json->BeginObject().Key("id").Uint(info.id).Key("created_ms").Int(info.created_ms);
+  json->Key("duration_ms").Int(info.duration_ms).Key("last_fact_id").Uint(info.last_fact_id);
+  json->Key("durable_lsn").Uint(info.durable_lsn).Key("size_bytes").Uint(info.size_bytes);
+  json->Key("copied_bytes").Uint(info.copied_bytes).Key("files").Uint(info.files);
+  json->Key("format_version").Uint(info.format_version);
+  json->Key("partitions").Uint(info.partitions).Key("incarnation").Uint(info.incarnation);
+  json->EndObject();
+}
+
 // The fields of a stat snapshot (inside the result object).
 void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
   json->Key("durable_lsn_known").Bool(stat.durable_lsn_known);
@@ -362,6 +461,13 @@ void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
   json->EndArray().Key("dead_letter_count").Uint(stat.dead_letter_count);
   json->Key("timer_count").Uint(stat.timer_count);
   json->Key("next_timer_due_ms").Int(stat.next_timer_due_ms);
+  json->Key("incarnation").Uint(stat.incarnation);
+  const LastBackup& last = stat.last_backup;
+  json->Key("last_backup").BeginObject().Key("exists").Bool(last.exists).Key("ok").Bool(last.ok);
+  json->Key("finished_ms").Int(last.finished_ms).Key("duration_ms").Int(last.duration_ms);
+  json->Key("target").String(last.target).Key("info");
+  WriteBackupInfo(last.info, json);
+  json->Key("error_hex").String(HexOf(last.error)).EndObject();
 }
 
 void WriteHistogram(const Histogram& histogram, JsonWriter* json) {
@@ -382,6 +488,8 @@ void WriteMetrics(const MetricsSnapshot& m, JsonWriter* json) {
   json->Key("transactions_total").Uint(c.transactions_total);
   json->Key("facts_total").Uint(c.facts_total).Key("bytes_total").Uint(c.bytes_total);
   json->Key("refused_total").Uint(c.refused_total).Key("failed_total").Uint(c.failed_total);
+  json->Key("read_conflicts_total").Uint(c.read_conflicts_total);
+  json->Key("conflict_window_bytes").Uint(c.conflict_window_bytes);
   json->Key("busy_total").Uint(c.busy_total);
   json->Key("sync_rounds_total").Uint(c.sync_rounds_total);
   json->Key("commit_seconds");
@@ -453,6 +561,14 @@ void WriteMetrics(const MetricsSnapshot& m, JsonWriter* json) {
   json->Key("compaction_bytes_total").Uint(st.compaction_bytes_total);
   json->Key("block_cache_hits_total").Uint(st.block_cache_hits_total);
   json->Key("block_cache_misses_total").Uint(st.block_cache_misses_total).EndObject();
+  const BackupMetrics& b = m.backups;
+  json->Key("backups").BeginObject().Key("backups_total").Uint(b.backups_total);
+  json->Key("failed_total").Uint(b.failed_total).Key("last_ms").Int(b.last_ms);
+  json->Key("last_ok").Bool(b.last_ok);
+  json->Key("last_duration_seconds").Double(b.last_duration_seconds);
+  json->Key("last_copied_bytes").Uint(b.last_copied_bytes);
+  json->Key("last_size_bytes").Uint(b.last_size_bytes);
+  json->Key("last_fact_id").Uint(b.last_fact_id).EndObject();
 }
 
 // Whether replies to `op` carry a result object.
@@ -546,6 +662,22 @@ void WriteResult(Op op, const Reply& reply, JsonWriter* json) {
       break;
     case Op::kMetrics:
       WriteMetrics(reply.metrics, json);
+      break;
+    case Op::kStateGet:
+      json->Key("value_hex").String(HexOf(reply.value));
+      break;
+    case Op::kStateScan:
+      json->Key("rows").BeginArray();
+      for (const auto& [key, value] : reply.rows) {
+        json->BeginObject().Key("key_hex").String(HexOf(key));
+        json->Key("value_hex").String(HexOf(value)).EndObject();
+      }
+      json->EndArray().Key("more").Bool(reply.more);
+      json->Key("resume_from_hex").String(HexOf(reply.resume_from));
+      break;
+    case Op::kBackup:
+      json->Key("backup");
+      WriteBackupInfo(reply.backup, json);
       break;
     case Op::kCursorCopy:
     case Op::kCursorDelete:
@@ -673,6 +805,24 @@ Fact ReadFact(std::optional<element> value, Fields* parent) {
   return fact;
 }
 
+BackupInfo ReadBackupInfo(std::optional<element> value, Fields* parent) {
+  Fields fields(value, "backup");
+  BackupInfo info;
+  info.id = fields.U32("id");
+  info.created_ms = fields.I64("created_ms");
+  info.duration_ms = fields.I64("duration_ms");
+  info.last_fact_id = fields.U64("last_fact_id");
+  info.durable_lsn = fields.U64("durable_lsn");
+  info.size_bytes = fields.U64("size_bytes");
+  info.copied_bytes = fields.U64("copied_bytes");
+  info.files = fields.U32("files");
+  info.format_version = fields.U64("format_version");
+  info.partitions = fields.U32("partitions");
+  info.incarnation = fields.U64("incarnation");
+  parent->Absorb(fields);
+  return info;
+}
+
 void ReadStat(Fields* result, StatSnapshot* stat) {
   stat->durable_lsn_known = result->Bool("durable_lsn_known");
   stat->durable_lsn = result->U64("durable_lsn");
@@ -736,6 +886,17 @@ void ReadStat(Fields* result, StatSnapshot* stat) {
   stat->dead_letter_count = result->U64("dead_letter_count");
   stat->timer_count = result->U64("timer_count");
   stat->next_timer_due_ms = result->I64("next_timer_due_ms");
+  stat->incarnation = result->U64("incarnation");
+  Fields last(result->At("last_backup"), "last backup");
+  LastBackup& backup = stat->last_backup;
+  backup.exists = last.Bool("exists");
+  backup.ok = last.Bool("ok");
+  backup.finished_ms = last.I64("finished_ms");
+  backup.duration_ms = last.I64("duration_ms");
+  backup.target = last.String("target");
+  if (last.ok()) backup.info = ReadBackupInfo(last.At("info"), &last);
+  backup.error = last.Hex("error_hex");
+  result->Absorb(last);
 }
 
 Histogram ReadHistogram(Fields* parent, const char* key) {
@@ -775,6 +936,8 @@ void ReadMetricsResult(Fields* result, MetricsSnapshot* m) {
     c.facts_total = fields.U64("facts_total");
     c.bytes_total = fields.U64("bytes_total");
     c.refused_total = fields.U64("refused_total");
+    c.read_conflicts_total = fields.U64("read_conflicts_total");
+    c.conflict_window_bytes = fields.U64("conflict_window_bytes");
     c.failed_total = fields.U64("failed_total");
     c.busy_total = fields.U64("busy_total");
     c.sync_rounds_total = fields.U64("sync_rounds_total");
@@ -857,6 +1020,17 @@ void ReadMetricsResult(Fields* result, MetricsSnapshot* m) {
   st.block_cache_hits_total = fields.U64("block_cache_hits_total");
   st.block_cache_misses_total = fields.U64("block_cache_misses_total");
   result->Absorb(fields);
+  Fields backups(result->At("backups"), "backups");
+  BackupMetrics& b = m->backups;
+  b.backups_total = backups.U64("backups_total");
+  b.failed_total = backups.U64("failed_total");
+  b.last_ms = backups.I64("last_ms");
+  b.last_ok = backups.Bool("last_ok");
+  b.last_duration_seconds = backups.Double("last_duration_seconds");
+  b.last_copied_bytes = backups.U64("last_copied_bytes");
+  b.last_size_bytes = backups.U64("last_size_bytes");
+  b.last_fact_id = backups.U64("last_fact_id");
+  result->Absorb(backups);
 }
 
 Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
@@ -957,6 +1131,22 @@ Status ReadResult(Op op, std::optional<element> value, Reply* reply) {
       break;
     case Op::kMetrics:
       ReadMetricsResult(&result, &reply->metrics);
+      break;
+    case Op::kStateGet:
+      reply->value = result.Hex("value_hex");
+      break;
+    case Op::kStateScan:
+      for (element item : result.Array("rows")) {
+        Fields fields(item, "state row");
+        std::string key = fields.Hex("key_hex");
+        reply->rows.emplace_back(std::move(key), fields.Hex("value_hex"));
+        result.Absorb(fields);
+      }
+      reply->more = result.Bool("more");
+      reply->resume_from = result.Hex("resume_from_hex");
+      break;
+    case Op::kBackup:
+      if (result.ok()) reply->backup = ReadBackupInfo(result.At("backup"), &result);
       break;
     case Op::kCursorCopy:
     case Op::kCursorDelete:
@@ -1069,7 +1259,7 @@ std::string EncodeError(const Status& status) {
   return line;
 }
 
-std::string EncodeProgress(uint32_t done, uint32_t total) {
+std::string EncodeProgress(uint64_t done, uint64_t total) {
   JsonWriter json;
   json.BeginObject().Key("v").Uint(kProtocolVersion).Key("progress").BeginObject();
   json.Key("done").Uint(done).Key("total").Uint(total).EndObject();
@@ -1079,6 +1269,19 @@ std::string EncodeProgress(uint32_t done, uint32_t total) {
 }
 
 Status DecodeReply(Op op, std::string_view line, bool* progress, uint32_t* done, uint32_t* total,
+                   Reply* reply) {
+  uint64_t done_64 = 0, total_64 = 0;
+  Status s = DecodeReply(op, line, progress, &done_64, &total_64, reply);
+  if (s.ok() && *progress && (done_64 > UINT32_MAX || total_64 > UINT32_MAX)) {
+    *progress = false;
+    return Malformed("progress counts beyond 32 bits for op '" + std::string(OpName(op)) + "'");
+  }
+  *done = static_cast<uint32_t>(done_64);
+  *total = static_cast<uint32_t>(total_64);
+  return s;
+}
+
+Status DecodeReply(Op op, std::string_view line, bool* progress, uint64_t* done, uint64_t* total,
                    Reply* reply) {
   *progress = false;
   *reply = Reply();
@@ -1093,8 +1296,8 @@ Status DecodeReply(Op op, std::string_view line, bool* progress, uint32_t* done,
   }
   if (fields.ok() && fields.Has("progress")) {
     Fields counts(fields.At("progress"), "progress");
-    *done = counts.U32("done");
-    *total = counts.U32("total");
+    *done = counts.U64("done");
+    *total = counts.U64("total");
     *progress = counts.ok();
     return counts.status();
   }

@@ -5,18 +5,20 @@
 //   reply     {"v":1,"ok":true,"result":{"moves":[...]}}
 //             {"v":1,"ok":false,"code":"InvalidArgument","subcode":"None","retryable":false,
 //              "message":"consumer id is empty","result":{...}}
-//   progress  {"v":1,"progress":{"done":3,"total":16}}   (trim with "progress":true, before
-//                                                        its reply)
+//   progress  {"v":1,"progress":{"done":3,"total":16}}   (trim and backup with
+//                                                        "progress":true, before its reply)
 //
-// Each op mirrors one function of wharf/admin.h (metrics: wharf/metrics.h ReadMetrics) with the
+// Each op mirrors one function of wharf/admin.h (metrics: wharf/metrics.h ReadMetrics; state_get
+// and state_scan: Engine::Get and Engine::Scan, durable reads outside any transaction) with the
 // same arguments and results; "result" is present whenever the op has results, also with an error
 // (the dead letters retried and the facts trimmed before a failure). Bytes that may be anything
-// (fact keys, payloads, header values, dead-letter reasons, a handler's error text, a runtime
-// instance id) travel as lower-case hex in fields named *_hex. Floating-point values (histogram
-// bounds and sums, seconds) travel in their shortest exact form and read back bit for bit; one
-// that is not finite travels as null and reads back as NaN. Every request field is checked like any
-// other input: an unknown op or field, a missing or ill-typed field, a number out of range, a bad
-// consumer id, a duplicate field is InvalidArgument naming it.
+// (fact keys, payloads, header values, dead-letter reasons, a handler's error text, a backup's
+// error, a runtime instance id, state keys and values) travel as lower-case hex in fields named
+// *_hex. Floating-point values (histogram bounds and sums, seconds) travel in their shortest exact
+// form and read back bit for bit; one that is not finite travels as null and reads back as NaN.
+// Every request field is checked like any other input: an unknown op or field, a missing or
+// ill-typed field, a number out of range, a bad consumer id, a duplicate field is InvalidArgument
+// naming it.
 //
 // Thread safety: free functions over their arguments.
 #pragma once
@@ -25,9 +27,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "wharf/admin.h"
+#include "wharf/backup.h"
 #include "wharf/metrics.h"
 #include "wharf/status.h"
 
@@ -53,9 +57,18 @@ enum class Op {
   kLeaseList,        // ListLeases
   kStat,             // ReadStat
   kMetrics,          // ReadMetrics (wharf/metrics.h): the whole snapshot
+  kStateGet,         // Engine::Get: table, key_hex -> value_hex (NotFound when absent)
+  kStateScan,        // Engine::Scan: table, [from_hex], [to_hex], limit -> rows, more, resume
+  // Engine::Backup (wharf/backup.h): target (absolute), [keep], [rate_limit_bytes_per_s],
+  // [progress] -> backup. Runs on a thread of its own (server.h); progress counts bytes.
+  kBackup,
 };
 // The last op: tests and the fuzzer go through them all, from 0 to this.
-inline constexpr Op kLastOp = Op::kMetrics;
+inline constexpr Op kLastOp = Op::kBackup;
+// A state_scan reply stops adding rows once their keys and values hold this many bytes (it holds
+// at least one row, whatever its size), and says where to resume: a page of a scan never holds
+// more than about this much beyond one row, whatever the limit asked for.
+inline constexpr size_t kStateScanReplyBytesMax = 1 << 20;
 // "cursor_set" and so on; Op from such a name (false when unknown).
 const char* OpName(Op op);
 bool OpFromName(std::string_view name, Op* op);
@@ -70,6 +83,15 @@ struct Request {
   bool dry_run = false;
   bool progress = false;  // trim: progress lines before the reply
   std::vector<uint64_t> fact_ids;
+  // state_get, state_scan: a state table, a key (get), a range [key_from, key_to) ("" = open
+  // end) and a row limit (scan).
+  std::string table;
+  std::string key, key_from, key_to;
+  uint64_t limit = 0;
+  // backup: where to, how many to keep (0: all), the copy's rate bound (0: none).
+  std::string target;
+  uint32_t keep = 0;
+  uint64_t rate_limit_bytes_per_s = 0;
 };
 
 // Parses one request line (its newline removed). InvalidArgument naming the problem.
@@ -93,19 +115,29 @@ struct Reply {
   std::vector<LeaseInfo> leases;
   StatSnapshot stat;
   MetricsSnapshot metrics;
+  std::string value;  // state_get
+  // state_scan: the rows visited, in key order; `more` when rows of the range remain after the
+  // last one, then continue from `resume_from` (the last key followed by a 0x00 byte).
+  std::vector<std::pair<std::string, std::string>> rows;
+  bool more = false;
+  std::string resume_from;
+  BackupInfo backup;  // backup
 };
 
 // The reply to a request of `op`, one line, newline included.
 std::string EncodeReply(Op op, const Reply& reply);
 // The reply to a request that could not be parsed (or refused before it was): no result.
 std::string EncodeError(const Status& status);
-// A progress line, newline included.
-std::string EncodeProgress(uint32_t done, uint32_t total);
+// A progress line, newline included (trim: partitions; backup: bytes copied and to copy).
+std::string EncodeProgress(uint64_t done, uint64_t total);
 
 // One line the engine sent in answer to a request of `op` (its newline removed). Exactly one of:
 // *progress true with done/total set, or *progress false and *reply filled (reply->status is the
 // engine's outcome, with its code, subcode, retryability and message). The returned Status is not
 // OK when the line itself is malformed (Internal naming the problem).
+Status DecodeReply(Op op, std::string_view line, bool* progress, uint64_t* done, uint64_t* total,
+                   Reply* reply);
+// The same for an op whose progress counts fit 32 bits (trim): larger ones are malformed.
 Status DecodeReply(Op op, std::string_view line, bool* progress, uint32_t* done, uint32_t* total,
                    Reply* reply);
 

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <system_error>
 #include <vector>
 
 #include "engine/admin/socket/address.h"
@@ -28,6 +30,18 @@ int64_t SteadyMs() {
 }
 
 std::string Errno() { return std::strerror(errno); }
+
+// While a backup runs, its connection gets a progress line at least this often, even when no
+// byte was copied since the last (a rate-limited copy, the point being taken): the client waits
+// a bounded time for each line, and a silent engine would look stuck.
+constexpr int64_t kBackupProgressEveryMs = 1000;
+
+// Adds one to an eventfd (never refused below its maximum).
+void Signal(int event_fd) {
+  uint64_t one = 1;
+  ssize_t written = ::write(event_fd, &one, sizeof(one));
+  WHARF_ASSERT(written == sizeof(one));
+}
 
 // Answers `status` on a connection that is not kept and closes it. Best effort: the reply is
 // small and the socket's buffer empty. What the peer sent is read first: closing a Unix socket
@@ -53,6 +67,22 @@ struct AdminServer::Connection {
   bool eof = false;         // the peer shut down its side
   bool closing = false;     // close once `out` is sent
   bool dead = false;        // close now
+  bool waiting = false;     // its backup runs on the backup thread: no request is read meanwhile
+};
+
+// The backup running on its own thread (Engine::Backup lasts as long as its copy), at most one.
+struct AdminServer::BackupJob {
+  std::thread thread;
+  // Server thread only: the connection that asked (null once it closed: the reply is dropped),
+  // whether it asked for progress lines, and when the last one was queued.
+  Connection* connection = nullptr;
+  bool progress = false;
+  int64_t progress_sent_ms = 0;
+
+  std::mutex mutex;  // between the backup thread and the server thread
+  uint64_t done = 0, total = 0;
+  bool finished = false;
+  std::string reply;  // once finished
 };
 
 Status AdminServer::Start(Engine* engine, const std::string& socket_path,
@@ -113,7 +143,8 @@ Status AdminServer::Start(Engine* engine, const std::string& socket_path,
     return failed;
   }
   self->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (self->wake_fd_ < 0) {
+  self->backup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (self->wake_fd_ < 0 || self->backup_fd_ < 0) {
     Status failed = Status::IOError("admin socket: eventfd(): " + Errno());
     self->Stop();
     return failed;
@@ -128,14 +159,19 @@ AdminServer::~AdminServer() { Stop(); }
 void AdminServer::Stop() {
   if (thread_.joinable()) {
     stopping_.store(true);
-    uint64_t one = 1;
-    ssize_t written = ::write(wake_fd_, &one, sizeof(one));
-    WHARF_ASSERT(written == sizeof(one));  // an eventfd below its maximum never refuses
+    Signal(wake_fd_);
     thread_.join();
+  }
+  // The engine must not close under its backup: EngineCore::Close stopped it before it stopped
+  // this server, so it ends soon; wait for that (its reply is dropped with the connections).
+  if (backup_ != nullptr) {
+    backup_->thread.join();
+    backup_.reset();
   }
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  listen_fd_ = wake_fd_ = -1;
+  if (backup_fd_ >= 0) ::close(backup_fd_);
+  listen_fd_ = wake_fd_ = backup_fd_ = -1;
   // Only the file this server bound: a later engine may have replaced it meanwhile.
   struct stat st;
   if (socket_ino_ != 0 && ::lstat(path_.c_str(), &st) == 0 && st.st_dev == socket_dev_ &&
@@ -173,14 +209,62 @@ void AdminServer::Run() {
     if (c.closing) c.dead = true;
   };
 
+  // Starts the backup `request` on its own thread, or answers Busy while one runs. The connection
+  // waits for it (its next request is read after the reply), the others are served meanwhile.
+  auto start_backup = [&](Connection& c, const Request& request) {
+    if (backup_ != nullptr) {
+      Reply busy;
+      busy.status = Status::Busy(
+          "a backup is already running through this engine's admin socket (one at a time); try "
+          "again when it has ended");
+      c.out += EncodeReply(Op::kBackup, busy);
+      return;
+    }
+    auto job = std::make_unique<BackupJob>();
+    job->connection = &c;
+    job->progress = request.progress;
+    job->progress_sent_ms = SteadyMs();
+    c.waiting = true;
+    try {
+      job->thread = std::thread([this, job = job.get(), request] {
+        io::NameThisThread("wharf-backup");
+        std::string reply;
+        try {
+          reply = Execute(*engine_, request, [&](uint64_t done, uint64_t total) {
+            std::lock_guard<std::mutex> lock(job->mutex);
+            job->done = done;
+            job->total = total;
+          });
+        } catch (const std::exception& e) {
+          reply = EncodeError(Status::Internal(std::string("admin request failed: ") + e.what()));
+        }
+        {
+          std::lock_guard<std::mutex> lock(job->mutex);
+          job->reply = std::move(reply);
+          job->finished = true;
+        }
+        Signal(backup_fd_);
+      });
+    } catch (const std::system_error& e) {  // no thread to be had (EAGAIN)
+      c.waiting = false;
+      Reply failed;
+      failed.status = Status::Busy(std::string("cannot start the backup's thread: ") + e.what());
+      c.out += EncodeReply(Op::kBackup, failed);
+      return;
+    }
+    backup_ = std::move(job);
+  };
+
   auto handle = [&](Connection& c, std::string_view line) {
     Request request;
     Status s = ParseRequest(line, &request);
     if (!s.ok()) {
       c.out += EncodeError(s);
+    } else if (request.op == Op::kBackup) {
+      start_backup(c, request);
     } else {
       try {
-        c.out += Execute(*engine_, request, [&](uint32_t done, uint32_t total) {
+        c.out += Execute(*engine_, request, [&](uint64_t done, uint64_t total) {
           c.out += EncodeProgress(done, total);
           flush(c);
         });
@@ -193,7 +277,7 @@ void AdminServer::Run() {
 
   // Runs the whole requests buffered on `c`, one at a time, each once the previous reply is sent.
   auto serve = [&](Connection& c) {
-    while (!c.dead && !c.closing && c.out.empty()) {
+    while (!c.dead && !c.closing && !c.waiting && c.out.empty()) {
       size_t newline = c.in.find('\n');
       std::string line;
       if (newline != std::string::npos) {
@@ -276,22 +360,74 @@ void AdminServer::Run() {
     }
   };
 
+  // Relays the backup's progress to its connection (the latest counts every
+  // kBackupProgressEveryMs, skipped while the last line is unsent, so that a client that reads
+  // slowly does not make them pile up), and its reply once it ended; then serves that
+  // connection's next request.
+  auto relay_backup = [&] {
+    if (backup_ == nullptr) return;
+    BackupJob& job = *backup_;
+    uint64_t done = 0, total = 0;
+    bool finished = false;
+    std::string reply;
+    {
+      std::lock_guard<std::mutex> lock(job.mutex);
+      done = job.done;
+      total = job.total;
+      finished = job.finished;
+      if (finished) reply = std::move(job.reply);
+    }
+    Connection* c = job.connection;
+    const int64_t now_ms = SteadyMs();
+    if (finished) {
+      job.thread.join();
+      backup_.reset();
+      if (c != nullptr) {
+        c->waiting = false;
+        c->out += reply;
+        c->deadline_ms = now_ms + limits_.idle_ms;
+        flush(*c);
+        serve(*c);
+      }
+      return;
+    }
+    if (c != nullptr && job.progress && now_ms - job.progress_sent_ms >= kBackupProgressEveryMs) {
+      job.progress_sent_ms = now_ms;  // also when this beat is skipped: no busy loop
+      if (c->out.empty()) {
+        c->out += EncodeProgress(done, total);
+        flush(*c);
+      }
+    }
+  };
+
+  // Fixed entries of `polled` before the connections: the stop eventfd, the listening socket,
+  // the backup thread's eventfd.
+  constexpr size_t kFixed = 3;
   while (true) {
     int64_t now_ms = SteadyMs();
     polled.clear();
     polled.push_back(pollfd{wake_fd_, POLLIN, 0});
     polled.push_back(
         pollfd{listen_fd_, static_cast<short>(now_ms >= accept_paused_until_ms ? POLLIN : 0), 0});
+    polled.push_back(pollfd{backup_fd_, POLLIN, 0});
     int64_t wait_ms = -1;
     if (now_ms < accept_paused_until_ms) wait_ms = accept_paused_until_ms - now_ms;
+    if (backup_ != nullptr && backup_->connection != nullptr && backup_->progress) {
+      int64_t left_ms =
+          std::max<int64_t>(0, backup_->progress_sent_ms + kBackupProgressEveryMs - now_ms);
+      wait_ms = wait_ms < 0 ? left_ms : std::min(wait_ms, left_ms);
+    }
     for (const auto& c : connections) {
       short events = 0;
       if (!c->out.empty()) {
         events |= POLLOUT;
-      } else if (!c->closing && !c->eof) {
+      } else if (!c->closing && !c->eof && !c->waiting) {
         events |= POLLIN;
       }
-      polled.push_back(pollfd{c->fd, events, 0});
+      // A connection waiting for its backup with nothing to send is not polled (a peer that hung
+      // up would be reported ready at every turn); a dead peer shows at the next progress line.
+      polled.push_back(pollfd{c->waiting && events == 0 ? -1 : c->fd, events, 0});
+      if (c->waiting) continue;  // not idle: its backup runs
       int64_t left_ms = std::max<int64_t>(0, c->deadline_ms - now_ms);
       wait_ms = wait_ms < 0 ? left_ms : std::min(wait_ms, left_ms);
     }
@@ -303,17 +439,23 @@ void AdminServer::Run() {
     const size_t polled_count = connections.size();  // accept_all appends after these
     for (size_t i = 0; ready > 0 && i < polled_count; ++i) {
       Connection& c = *connections[i];
-      short revents = polled[i + 2].revents;
+      short revents = polled[i + kFixed].revents;
       if (revents & POLLNVAL) c.dead = true;
       if (!c.dead && (revents & (POLLOUT | POLLERR | POLLHUP)) && !c.out.empty()) flush(c);
       if (!c.dead && (revents & (POLLIN | POLLHUP | POLLERR)) && c.out.empty()) receive(c);
       if (!c.dead) serve(c);
     }
     if (ready > 0 && (polled[1].revents & POLLIN)) accept_all(SteadyMs());
+    if (ready > 0 && (polled[2].revents & POLLIN)) {
+      uint64_t count = 0;
+      ssize_t n = ::read(backup_fd_, &count, sizeof(count));  // resets it
+      (void)n;
+    }
+    relay_backup();
 
     now_ms = SteadyMs();
     for (auto& c : connections) {
-      if (c->dead || now_ms < c->deadline_ms) continue;
+      if (c->dead || c->waiting || now_ms < c->deadline_ms) continue;
       if (c->out.empty()) {
         // Told why, best effort: a peer that reads nothing misses it.
         c->out +=
@@ -323,8 +465,9 @@ void AdminServer::Run() {
       }
       c->dead = true;
     }
-    std::erase_if(connections, [](const std::unique_ptr<Connection>& c) {
+    std::erase_if(connections, [&](const std::unique_ptr<Connection>& c) {
       if (!c->dead) return false;
+      if (backup_ != nullptr && backup_->connection == c.get()) backup_->connection = nullptr;
       ::close(c->fd);
       return true;
     });

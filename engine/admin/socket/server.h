@@ -3,7 +3,10 @@
 //
 // One thread polls the listening socket and every connection, all non-blocking, and runs each
 // request itself (never on the commit path: changes are transactions handed to the committer like
-// any other). Bounded in every way a client controls: connections at once (beyond: accepted,
+// any other), except a backup: it lasts as long as its copy, so it runs on a thread of its own
+// while the others are served; its connection gets progress lines (when asked, at least every
+// second) and then its reply. One backup at a time: another request for one meanwhile is
+// answered Busy. Bounded in every way a client controls: connections at once (beyond: accepted,
 // answered Busy, closed), request bytes (beyond: an error, then closed), time (a connection that
 // neither sends a whole request nor reads its reply for `idle_ms` is closed), and replies are
 // written only as fast as the client reads them (no new request is read from a connection
@@ -50,14 +53,15 @@ class AdminServer {
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
-  // Waits for the request in progress, closes every connection and removes the socket file.
-  // Idempotent.
+  // Waits for the request in progress and for a running backup to end (EngineCore::Close stops
+  // the backup first), closes every connection and removes the socket file. Idempotent.
   void Stop();
 
   const std::string& path() const { return path_; }
 
  private:
   struct Connection;
+  struct BackupJob;
   AdminServer() = default;
   void Run();
 
@@ -65,7 +69,9 @@ class AdminServer {
   std::string path_;
   ServerLimits limits_;
   int listen_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: Stop() wakes the thread
+  int wake_fd_ = -1;    // eventfd: Stop() wakes the thread
+  int backup_fd_ = -1;  // eventfd: the backup thread wakes the server thread when it ended
+  std::unique_ptr<BackupJob> backup_;  // the running backup (server thread; Stop() joins it)
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;  // the file bound, so that Stop() removes only that one
   std::atomic<bool> stopping_{false};

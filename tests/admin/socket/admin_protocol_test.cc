@@ -9,6 +9,7 @@
 
 #include "engine/admin/socket/protocol.h"
 #include "test_util.h"
+#include "wharf/engine.h"
 
 namespace wharf::internal::admin_socket {
 namespace {
@@ -165,6 +166,8 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
   c.facts_total = 2;
   c.bytes_total = 3;
   c.refused_total = 4;
+  c.read_conflicts_total = 3;
+  c.conflict_window_bytes = uint64_t{1} << 40;
   c.failed_total = 5;
   c.busy_total = 6;
   c.sync_rounds_total = 7;
@@ -224,6 +227,15 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
   st.block_cache_hits_total = 43;
   st.block_cache_misses_total = 44;
 
+  BackupMetrics& b = m.backups;
+  b.backups_total = 45;
+  b.failed_total = 46;
+  b.last_ms = 1700000000047;
+  b.last_ok = true;
+  b.last_duration_seconds = 0.1 + 0.2;
+  b.last_copied_bytes = UINT64_MAX;
+  b.last_size_bytes = 48;
+  b.last_fact_id = 49;
   const MetricsSnapshot got = RoundTrip(Op::kMetrics, reply).metrics;
   EXPECT_EQ(got.live, m.live);
   EXPECT_EQ(got.taken_ms, m.taken_ms);
@@ -234,6 +246,8 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
   EXPECT_EQ(gc.facts_total, 2u);
   EXPECT_EQ(gc.bytes_total, 3u);
   EXPECT_EQ(gc.refused_total, 4u);
+  EXPECT_EQ(gc.read_conflicts_total, 3u);
+  EXPECT_EQ(gc.conflict_window_bytes, uint64_t{1} << 40);
   EXPECT_EQ(gc.failed_total, 5u);
   EXPECT_EQ(gc.busy_total, 6u);
   EXPECT_EQ(gc.sync_rounds_total, 7u);
@@ -301,6 +315,15 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
   EXPECT_EQ(gs.compaction_bytes_total, 42u);
   EXPECT_EQ(gs.block_cache_hits_total, 43u);
   EXPECT_EQ(gs.block_cache_misses_total, 44u);
+  const BackupMetrics& gb = got.backups;
+  EXPECT_EQ(gb.backups_total, 45u);
+  EXPECT_EQ(gb.failed_total, 46u);
+  EXPECT_EQ(gb.last_ms, 1700000000047);
+  EXPECT_TRUE(gb.last_ok);
+  EXPECT_EQ(gb.last_duration_seconds, 0.1 + 0.2);
+  EXPECT_EQ(gb.last_copied_bytes, UINT64_MAX);
+  EXPECT_EQ(gb.last_size_bytes, 48u);
+  EXPECT_EQ(gb.last_fact_id, 49u);
 
   // A value that is not finite (JSON has none) travels as null and reads back as NaN; the
   // defaults (an empty snapshot) round-trip too.
@@ -331,6 +354,204 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
   s = DecodeReply(Op::kMetrics, line, &progress, &done, &total, &reply);
   EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
   EXPECT_NE(s.message().find("sync_seconds upper bound"), std::string::npos) << s.message();
+}
+
+BackupInfo SampleBackupInfo() {
+  BackupInfo info;
+  info.id = UINT32_MAX;
+  info.created_ms = -1;
+  info.duration_ms = 1234;
+  info.last_fact_id = UINT64_MAX;
+  info.durable_lsn = UINT64_MAX - 1;
+  info.size_bytes = uint64_t{1} << 40;
+  info.copied_bytes = 7;
+  info.files = 9;
+  info.format_version = 3;
+  info.partitions = 16;
+  info.incarnation = 0x8000000000000001;
+  return info;
+}
+
+void ExpectSameInfo(const BackupInfo& got, const BackupInfo& want) {
+  EXPECT_EQ(got.id, want.id);
+  EXPECT_EQ(got.created_ms, want.created_ms);
+  EXPECT_EQ(got.duration_ms, want.duration_ms);
+  EXPECT_EQ(got.last_fact_id, want.last_fact_id);
+  EXPECT_EQ(got.durable_lsn, want.durable_lsn);
+  EXPECT_EQ(got.size_bytes, want.size_bytes);
+  EXPECT_EQ(got.copied_bytes, want.copied_bytes);
+  EXPECT_EQ(got.files, want.files);
+  EXPECT_EQ(got.format_version, want.format_version);
+  EXPECT_EQ(got.partitions, want.partitions);
+  EXPECT_EQ(got.incarnation, want.incarnation);
+}
+
+// A backup request carries its target, keep and rate limit; the target must be absolute (the
+// engine's working directory is not the client's); the reply carries every BackupInfo field, an
+// error (Busy: another backup runs) its code; progress counts bytes, beyond 32 bits.
+TEST(AdminProtocolTest, BackupRoundTrips) {
+  Request request;
+  request.op = Op::kBackup;
+  request.target =
+      "/mnt/b\xc3\xa4"
+      "ckups \"q\"";
+  request.keep = UINT32_MAX;
+  request.rate_limit_bytes_per_s = UINT64_MAX;
+  request.progress = true;
+  std::string line = EncodeRequest(request);
+  line.pop_back();
+  Request parsed;
+  ASSERT_OK(ParseRequest(line, &parsed));
+  EXPECT_EQ(parsed.op, Op::kBackup);
+  EXPECT_EQ(parsed.target, request.target);
+  EXPECT_EQ(parsed.keep, UINT32_MAX);
+  EXPECT_EQ(parsed.rate_limit_bytes_per_s, UINT64_MAX);
+  EXPECT_TRUE(parsed.progress);
+  ASSERT_OK(ParseRequest(R"({"v":1,"op":"backup","target":"/b"})", &parsed));
+  EXPECT_EQ(parsed.keep, 0u);
+  EXPECT_EQ(parsed.rate_limit_bytes_per_s, 0u);
+  EXPECT_FALSE(parsed.progress);
+
+  const std::pair<const char*, const char*> refused[] = {
+      {R"({"v":1,"op":"backup"})", "needs field 'target'"},
+      {R"({"v":1,"op":"backup","target":"backups"})", "must be an absolute path"},
+      {R"({"v":1,"op":"backup","target":""})", "must be an absolute path"},
+      {R"({"v":1,"op":"backup","target":"/b","keep":4294967296})", "'keep'"},
+      {R"({"v":1,"op":"backup","target":"/b","rate_limit_bytes_per_s":-1})",
+       "'rate_limit_bytes_per_s'"},
+  };
+  for (const auto& [text, problem] : refused) {
+    Status s = ParseRequest(text, &parsed);
+    EXPECT_TRUE(s.IsInvalidArgument()) << text << ": " << s.ToString();
+    EXPECT_NE(s.message().find(problem), std::string::npos) << text << ": " << s.message();
+  }
+
+  Reply reply;
+  reply.backup = SampleBackupInfo();
+  ExpectSameInfo(RoundTrip(Op::kBackup, reply).backup, reply.backup);
+  reply = Reply();
+  reply.status = Status::Busy("a backup is already running");
+  EXPECT_TRUE(RoundTrip(Op::kBackup, reply).status.IsBusy());
+
+  line = EncodeProgress(uint64_t{5} << 32, uint64_t{6} << 32);
+  line.pop_back();
+  bool progress = false;
+  uint64_t done = 0, total = 0;
+  ASSERT_OK(DecodeReply(Op::kBackup, line, &progress, &done, &total, &reply));
+  EXPECT_TRUE(progress);
+  EXPECT_EQ(done, uint64_t{5} << 32);
+  EXPECT_EQ(total, uint64_t{6} << 32);
+  // Counts of partitions (trim) never pass 32 bits: such a line is malformed there.
+  uint32_t done_32 = 0, total_32 = 0;
+  Status s = DecodeReply(Op::kTrim, line, &progress, &done_32, &total_32, &reply);
+  EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
+  EXPECT_FALSE(progress);
+}
+
+// stat carries the incarnation and the last backup (ok with its fields, or failed with its error
+// of any bytes).
+TEST(AdminProtocolTest, StatCarriesIncarnationAndLastBackup) {
+  Reply reply;
+  reply.stat.incarnation = UINT64_MAX;
+  LastBackup& last = reply.stat.last_backup;
+  last.exists = true;
+  last.ok = true;
+  last.finished_ms = 1700000000000;
+  last.duration_ms = 5;
+  last.target = "/mnt/backups";
+  last.info = SampleBackupInfo();
+  Reply decoded = RoundTrip(Op::kStat, reply);
+  EXPECT_EQ(decoded.stat.incarnation, UINT64_MAX);
+  const LastBackup& got = decoded.stat.last_backup;
+  EXPECT_TRUE(got.exists);
+  EXPECT_TRUE(got.ok);
+  EXPECT_EQ(got.finished_ms, 1700000000000);
+  EXPECT_EQ(got.duration_ms, 5);
+  EXPECT_EQ(got.target, "/mnt/backups");
+  ExpectSameInfo(got.info, last.info);
+
+  last = LastBackup();
+  last.exists = true;
+  last.error = std::string("disk full\0\xff", 11);
+  decoded = RoundTrip(Op::kStat, reply);
+  EXPECT_TRUE(decoded.stat.last_backup.exists);
+  EXPECT_FALSE(decoded.stat.last_backup.ok);
+  EXPECT_EQ(decoded.stat.last_backup.error, last.error);
+  EXPECT_FALSE(RoundTrip(Op::kStat, Reply()).stat.last_backup.exists);
+}
+
+// state_get and state_scan carry keys, bounds and rows of any bytes exactly; a read conflict keeps
+// its subcode by name (as every subcode does).
+TEST(AdminProtocolTest, StateReadsRoundTripAnyBytes) {
+  Request request;
+  request.op = Op::kStateScan;
+  request.table = "orders";
+  request.key_from = std::string("a\0\xff", 3);
+  request.key_to = std::string("\xff\xff\n", 3);
+  request.limit = kScanLimitMax;
+  std::string line = EncodeRequest(request);
+  line.pop_back();
+  Request parsed;
+  ASSERT_OK(ParseRequest(line, &parsed));
+  EXPECT_EQ(parsed.op, Op::kStateScan);
+  EXPECT_EQ(parsed.table, "orders");
+  EXPECT_EQ(parsed.key_from, request.key_from);
+  EXPECT_EQ(parsed.key_to, request.key_to);
+  EXPECT_EQ(parsed.limit, kScanLimitMax);
+  // The bounds may be left out (open ends); the limit may not, nor pass the engine's bound.
+  ASSERT_OK(ParseRequest(R"({"v":1,"op":"state_scan","table":"t","limit":1})", &parsed));
+  EXPECT_TRUE(parsed.key_from.empty());
+  EXPECT_TRUE(parsed.key_to.empty());
+  Status s = ParseRequest(R"({"v":1,"op":"state_scan","table":"t"})", &parsed);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("needs field 'limit'"), std::string::npos) << s.message();
+  s = ParseRequest(R"({"v":1,"op":"state_scan","table":"t","limit":100001})", &parsed);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("'limit' of op 'state_scan' must be a whole number in [0, 100000]"),
+            std::string::npos)
+      << s.message();
+  s = ParseRequest(R"({"v":1,"op":"state_get","table":"t","key_hex":"6g"})", &parsed);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("'key_hex' of op 'state_get' must be a string of hex digits"),
+            std::string::npos)
+      << s.message();
+
+  request = Request();
+  request.op = Op::kStateGet;
+  request.table = "t";
+  request.key = std::string("\0\x80k", 3);
+  line = EncodeRequest(request);
+  line.pop_back();
+  ASSERT_OK(ParseRequest(line, &parsed));
+  EXPECT_EQ(parsed.key, request.key);
+
+  Reply reply;
+  reply.value = std::string("v\0\xfe", 3);
+  EXPECT_EQ(RoundTrip(Op::kStateGet, reply).value, reply.value);
+  reply = Reply();
+  reply.rows = {{std::string("\0", 1), ""}, {"k\n", std::string(3, '\xff')}};
+  reply.more = true;
+  reply.resume_from = std::string("k\n\0", 3);
+  Reply decoded = RoundTrip(Op::kStateScan, reply);
+  EXPECT_EQ(decoded.rows, reply.rows);
+  EXPECT_TRUE(decoded.more);
+  EXPECT_EQ(decoded.resume_from, reply.resume_from);
+  decoded = RoundTrip(Op::kStateScan, Reply());
+  EXPECT_TRUE(decoded.rows.empty());
+  EXPECT_FALSE(decoded.more);
+
+  // Every subcode travels by its name, and reads back as itself.
+  reply = Reply();
+  reply.status = Status::Conflict("orders/o-1 was written since the snapshot")
+                     .WithSubCode(Status::SubCode::kReadConflict);
+  line = EncodeReply(Op::kStateScan, reply);
+  EXPECT_NE(line.find("\"subcode\":\"ReadConflict\""), std::string::npos) << line;
+  decoded = RoundTrip(Op::kStateScan, reply);
+  EXPECT_TRUE(decoded.status.IsConflict());
+  EXPECT_EQ(decoded.status.subcode(), Status::SubCode::kReadConflict);
+  EXPECT_EQ(decoded.status.message(), "orders/o-1 was written since the snapshot");
+  reply.status = Status::IOError("no answer", true).WithSubCode(Status::SubCode::kTimedOut);
+  EXPECT_EQ(RoundTrip(Op::kStat, reply).status.subcode(), Status::SubCode::kTimedOut);
 }
 
 TEST(AdminProtocolTest, MalformedRepliesAreRefused) {

@@ -2,7 +2,8 @@
 ** abi_smoke.c: compiled as strict C99 (-std=c99 -pedantic -Wstrict-prototypes -Werror) against
 ** the shared library only, to prove that wharf.h is valid C and that the ABI works from C: version
 ** macros and their run-time twins, error reporting, a commit read back, a projection, facts read
-** back with their accessors, cursors. Usage: c_abi_smoke DIRECTORY (must not hold a database).
+** back with their accessors, cursors, a scan and wharf_transact.
+** Usage: c_abi_smoke DIRECTORY (must not hold a database).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,31 @@ static void test_errors(void) {
   wharf_free(NULL);
 }
 
+static int count_row(void* ctx, const void* key, size_t key_len, const void* value,
+                     size_t value_len) {
+  (void)key;
+  (void)key_len;
+  (void)value;
+  (void)value_len;
+  ((counter*)ctx)->facts++;
+  return 0;
+}
+
+/* wharf_transact's function: appends "+" to t/k. */
+static wharf_status append_plus(void* ctx, wharf_txn* txn) {
+  char buffer[64];
+  void* value = NULL;
+  size_t len = 0;
+  wharf_status status = wharf_txn_get(txn, "t", "k", 1, &value, &len);
+  (void)ctx;
+  if (status != WHARF_OK) return status;
+  if (len + 1 > sizeof(buffer)) len = sizeof(buffer) - 1;
+  memcpy(buffer, value, len);
+  wharf_free(value);
+  buffer[len] = '+';
+  return wharf_txn_put(txn, "t", "k", 1, buffer, len + 1);
+}
+
 static void test_roundtrip(const char* dir) {
   static const char* const types[] = {"Ping"};
   wharf_engine* engine = NULL;
@@ -100,6 +126,18 @@ static void test_roundtrip(const char* dir) {
   EXPECT(wharf_get(engine, "t", "k", 1, &value, &value_len) == WHARF_OK);
   EXPECT(value_len == 3 && memcmp(value, "p-2", 3) == 0);
   wharf_free(value);
+
+  {
+    counter rows = {0, 0};
+    uint8_t more = 1;
+    EXPECT(wharf_transact(engine, append_plus, NULL, "attempts_max=4", NULL) == WHARF_OK);
+    EXPECT(wharf_get(engine, "t", "k", 1, &value, &value_len) == WHARF_OK);
+    EXPECT(value_len == 4 && memcmp(value, "p-2+", 4) == 0);
+    wharf_free(value);
+    EXPECT(wharf_scan(engine, "t", "k", 1, NULL, 0, NULL, 0, 10, count_row, &rows, &count, &more) ==
+           WHARF_OK);
+    EXPECT(rows.facts == 1 && count == 1 && more == 0);
+  }
 
   EXPECT(wharf_read_facts(engine, 0, 0, 100, read_fact, &read, &count) == WHARF_OK);
   EXPECT(count == 3 && read.facts == 3 && read.last_id == last_id);

@@ -33,10 +33,13 @@ TEST_F(CAbiTest, CommitAndRead) {
   ASSERT_WHARF_OK(wharf_txn_put(txn, "gone", "x", 1, "1", 1));
   ASSERT_WHARF_OK(wharf_txn_emit(txn, "A", "customer-7", 10, "created", 7));
   ASSERT_WHARF_OK(wharf_txn_emit(txn, "B", nullptr, 0, "unkeyed", 7));
-  // Reads inside a transaction see committed state only.
+  // Reads inside a transaction see its own writes (over its snapshot).
   void* value = nullptr;
   size_t len = 0;
-  EXPECT_WHARF(WHARF_NOT_FOUND, wharf_txn_get(txn, "orders", "o-1", 3, &value, &len));
+  ASSERT_WHARF_OK(wharf_txn_get(txn, "orders", "o-1", 3, &value, &len));
+  EXPECT_EQ(std::string(static_cast<const char*>(value), len), "{\"total\":12}");
+  wharf_free(value);
+  EXPECT_WHARF(WHARF_NOT_FOUND, wharf_txn_get(txn, "orders", "o-3", 3, &value, &len));
   uint64_t last = 0;
   ASSERT_WHARF_OK(wharf_txn_commit(txn, &last));
   EXPECT_EQ(last, 2u);

@@ -143,10 +143,20 @@ class AbiFuzzer {
     return Coin(self->rng_) ? WHARF_HANDLED : WHARF_REJECTED;
   }
   static bool Coin(std::mt19937_64& rng) { return rng() % 2 == 0; }
+  // wharf_transact's function: a random write, sometimes a commit of the borrowed txn (refused),
+  // and a random status (OK commits).
+  static wharf_status TransactFn(void* ctx, wharf_txn* txn) {
+    auto* self = static_cast<AbiFuzzer*>(ctx);
+    auto [key, key_len] = self->AnyBytes();
+    auto [value, value_len] = self->AnyBytes();
+    self->Check(wharf_txn_put(txn, self->AnyName(), key, key_len, value, value_len));
+    if (self->Coin(10)) self->Check(wharf_txn_commit(txn, nullptr));
+    return self->Pick<wharf_status>({WHARF_OK, WHARF_OK, WHARF_NOT_FOUND, WHARF_BUSY});
+  }
 
   void Step() {
     std::unique_lock lock(handler_mutex_);
-    int op = std::uniform_int_distribution<int>(0, 18)(rng_);
+    int op = std::uniform_int_distribution<int>(0, 19)(rng_);
     auto [key, key_len] = AnyBytes();
     auto [value, value_len] = AnyBytes();
     size_t n_names = 0;
@@ -363,6 +373,25 @@ class AbiFuzzer {
                          Coin() ? +[](void*, const wharf_stat_lane* row) { (void)*row->consumer; }
                                 : nullptr,
                          nullptr));
+        break;
+      }
+      case 19: {
+        // Scans (prefix, from = key, to = value) and wharf_transact, with random arguments.
+        auto [prefix, prefix_len] = AnyBytes();
+        const size_t limit = Pick<size_t>({0, 1, 7, 100000, 100001, SIZE_MAX});
+        const wharf_row_fn row =
+            Coin(90) ? +[](void*, const void*, size_t, const void*, size_t) { return 0; } : nullptr;
+        size_t rows = 0;
+        uint8_t more = 0;
+        Check(wharf_scan(AnyEngine(), AnyName(), prefix, prefix_len, key, key_len, value, value_len,
+                         limit, row, nullptr, Coin() ? &rows : nullptr, &more));
+        Check(wharf_txn_scan(AnyTxn(), AnyName(), prefix, prefix_len, key, key_len, value,
+                             value_len, limit, row, nullptr, &rows, Coin() ? &more : nullptr));
+        uint64_t id = 0;
+        Check(wharf_transact(AnyEngine(), Coin(90) ? TransactFn : nullptr, this,
+                             Pick<const char*>({nullptr, "", "attempts_max=2", "attempts_max=0",
+                                                "bogus", "backoff_min_ms=9;backoff_max_ms=1"}),
+                             Coin() ? &id : nullptr));
         break;
       }
     }

@@ -225,6 +225,14 @@ TEST_F(CliMetricsTest, LiveEngineThroughTheAdminSocket) {
   EXPECT_EQ(
       samples["wharf_consumer_retrying_attempts{consumer=\"notifier\",runtime=\"instance-a\"}"], 2);
   EXPECT_CONTAINS(r.out, "smtp 451 \\\"try later\\\"");  // escaped in the error label
+  // Backups (none yet): every family present, at 0.
+  for (const char* name : {"wharf_backups_total", "wharf_backup_failures_total",
+                           "wharf_backup_last_timestamp_seconds", "wharf_backup_last_success",
+                           "wharf_backup_last_duration_seconds", "wharf_backup_last_copied_bytes",
+                           "wharf_backup_last_size_bytes", "wharf_backup_last_fact_id"}) {
+    ASSERT_EQ(samples.count(name), 1u) << name;
+    EXPECT_EQ(samples[name], 0) << name;
+  }
 
   // --json: every field of the snapshot, as the engine read it.
   r = RunDb({"metrics", "--json"});
@@ -237,6 +245,9 @@ TEST_F(CliMetricsTest, LiveEngineThroughTheAdminSocket) {
   EXPECT_CONTAINS(r.out, "\"last_error\":\"subscriber-failed: smtp 451 \\\"try later\\\"\"");
   EXPECT_CONTAINS(r.out, "\"sync_seconds\":{\"upper_bounds\":[");
   EXPECT_CONTAINS(r.out, "\"store\":{\"live_sst_bytes\":");
+  EXPECT_CONTAINS(r.out,
+                  "\"backups\":{\"backups_total\":0,\"failed_total\":0,\"last_ms\":0,"
+                  "\"last_ok\":false,\"last_duration_seconds\":0,");
 }
 
 // Not live: nobody holds the database. What it records (LSN, consumers' positions, lag and stored
@@ -275,6 +286,7 @@ TEST_F(CliMetricsTest, NoEngineGivesWhatTheDatabaseRecords) {
   EXPECT_EQ(samples["wharf_retention_dropped_facts_total{consumer=\"auditor\"}"], 42);
   EXPECT_GT(samples["wharf_disk_bytes"], 0);
   EXPECT_LACKS(r.out, "wharf_facts_committed_total");  // counters need the engine
+  EXPECT_LACKS(r.out, "wharf_backups_total");          // so do backups since it opened
 
   r = RunDb({"metrics", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;

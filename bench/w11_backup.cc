@@ -1,0 +1,221 @@
+#include "bench/w11_backup.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "bench/engine_options.h"
+#include "bench/producer_driver.h"
+#include "bench/run_median.h"
+#include "bench/w1_append.h"
+#include "bench/w1_shape.h"
+#include "bench/w2_project.h"
+#include "bench/w2_shape.h"
+#include "wharf/backup.h"
+#include "wharf/engine.h"
+
+namespace wharf::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+double Seconds(uint64_t from_ns) { return static_cast<double>(NowNs() - from_ns) / 1e9; }
+
+uint64_t DirectoryBytes(const std::string& path) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) total += it->file_size(size_ec);
+  }
+  return total;
+}
+
+// `cp -a from to`, then syncfs on `to`: the time to make a durable copy. "" or an error.
+std::string CopyDurably(const std::string& from, const std::string& to, double* seconds) {
+  const uint64_t start = NowNs();
+  const std::string command = "cp -a '" + from + "' '" + to + "'";
+  if (std::system(command.c_str()) != 0) return command + " failed";
+  const int fd = ::open(to.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::syncfs(fd) != 0) {
+    if (fd >= 0) ::close(fd);
+    return "syncfs " + to + " failed";
+  }
+  ::close(fd);
+  *seconds = Seconds(start);
+  return "";
+}
+
+// W1's producers, each paced to `commits_per_s` / producers, until Stop(); their commit latencies.
+class PacedLoad {
+ public:
+  PacedLoad(const std::vector<std::unique_ptr<Producer>>& producers, double commits_per_s)
+      : samples_(producers.size(), LatencySamples(1'000'000)) {
+    const auto interval = std::chrono::nanoseconds(
+        static_cast<int64_t>(1e9 * static_cast<double>(producers.size()) / commits_per_s));
+    for (size_t i = 0; i < producers.size(); ++i) {
+      threads_.emplace_back([this, i, interval, producer = producers[i].get()] {
+        auto next = std::chrono::steady_clock::now() + interval * i / samples_.size();
+        while (!stop_.load()) {
+          std::this_thread::sleep_until(next);
+          next += interval;
+          uint64_t latency_ns = 0;
+          std::string error = producer->CommitOne(&latency_ns);
+          if (!error.empty()) {
+            std::lock_guard lock(error_mutex_);
+            if (error_.empty()) error_ = error;
+            return;
+          }
+          samples_[i].Add(latency_ns);
+        }
+      });
+    }
+  }
+  // Stops the producers; "" or the first error.
+  std::string Stop(LatencySummary* summary) {
+    stop_ = true;
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+    *summary = LatencySamples::Summarize(samples_);
+    return error_;
+  }
+  ~PacedLoad() {
+    LatencySummary ignored;
+    if (!threads_.empty()) Stop(&ignored);
+  }
+
+ private:
+  std::vector<LatencySamples> samples_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+  std::mutex error_mutex_;
+  std::string error_;
+};
+
+}  // namespace
+
+W11Measurement MedianOf(const std::vector<W11Measurement>& runs) {
+  SucceededRuns<W11Measurement> ok(runs);
+  if (ok.empty()) return ok.Failed();
+  W11Measurement result;
+  result.facts = static_cast<uint64_t>(ok.MedianOf(&W11Measurement::facts));
+  for (double W11Measurement::*field :
+       {&W11Measurement::db_bytes, &W11Measurement::cp_s, &W11Measurement::full_s,
+        &W11Measurement::full_bytes, &W11Measurement::incremental_s,
+        &W11Measurement::incremental_bytes, &W11Measurement::restore_s,
+        &W11Measurement::copy_backup_s, &W11Measurement::producer_commits_per_s,
+        &W11Measurement::precommit_s}) {
+    result.*field = ok.MedianOf(field);
+  }
+  for (LatencySummary W11Measurement::*summary :
+       {&W11Measurement::without_backup, &W11Measurement::during_backup}) {
+    (result.*summary).p50_us =
+        ok.MedianBy([&](const W11Measurement& m) { return (m.*summary).p50_us; });
+    (result.*summary).p99_us =
+        ok.MedianBy([&](const W11Measurement& m) { return (m.*summary).p99_us; });
+    (result.*summary).p999_us =
+        ok.MedianBy([&](const W11Measurement& m) { return (m.*summary).p999_us; });
+  }
+  return result;
+}
+
+W11Measurement RunW11Wharf(const std::string& dir, const std::string& scratch, uint64_t facts) {
+  W11Measurement m;
+  uint64_t committed = 0;
+  m.error = PrecommitW2Wharf(dir, facts, KeyDistribution::kUniform, &committed, &m.precommit_s);
+  if (!m.error.empty()) return m;
+
+  std::unique_ptr<Engine> engine;
+  Status s = Engine::Open(dir, BenchEngineOptions(), &engine);
+  if (s.ok()) s = engine->DeclareTypes({kW1FactType});
+  if (!s.ok()) {
+    m.error = "wharf open " + dir + ": " + s.ToString();
+    return m;
+  }
+  std::vector<std::unique_ptr<Producer>> producers;
+  for (int i = 0; i < kW11Producers; ++i) {
+    producers.push_back(MakeWharfW1Producer(engine.get(), i, kW11Batch));
+  }
+  const W1Measurement unpaced = DriveProducers(producers, kW11Batch, /*duration_s=*/3);
+  if (!unpaced.error.empty()) {
+    m.error = unpaced.error;
+    return m;
+  }
+  m.producer_commits_per_s = unpaced.commits_per_s;
+  const double half_rate = unpaced.commits_per_s / 2;
+  {
+    PacedLoad load(producers, half_rate);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    m.error = load.Stop(&m.without_backup);
+    if (!m.error.empty()) return m;
+  }
+  m.facts = engine->last_lsn();
+  const std::string target = scratch + "/backups";
+  BackupInfo info;
+  {
+    PacedLoad load(producers, half_rate);
+    const uint64_t start = NowNs();
+    s = engine->Backup(target, {}, &info);
+    m.full_s = Seconds(start);
+    m.error = load.Stop(&m.during_backup);
+    if (!s.ok()) m.error = "backup: " + s.ToString();
+    if (!m.error.empty()) return m;
+  }
+  m.full_bytes = static_cast<double>(info.copied_bytes);
+  // 1 % more facts, in W1's transactions.
+  m.error = CommitTransactions(producers, facts / 100 / kW11Batch);
+  if (!m.error.empty()) return m;
+  {
+    const uint64_t start = NowNs();
+    s = engine->Backup(target, {}, &info);
+    m.incremental_s = Seconds(start);
+    if (!s.ok()) {
+      m.error = "incremental backup: " + s.ToString();
+      return m;
+    }
+    m.incremental_bytes = static_cast<double>(info.copied_bytes);
+  }
+  producers.clear();
+  s = engine->Close();
+  engine.reset();
+  if (!s.ok()) {
+    m.error = "wharf close: " + s.ToString();
+    return m;
+  }
+  // The references, on the stopped directory (a little larger than at the full backup: the
+  // incremental's facts are in it too) and on the backup's files.
+  m.db_bytes = static_cast<double>(DirectoryBytes(dir));
+  m.error = CopyDurably(dir, scratch + "/cp", &m.cp_s);
+  if (!m.error.empty()) return m;
+  fs::remove_all(scratch + "/cp");
+  m.error = CopyDurably(target, scratch + "/backup-copy", &m.copy_backup_s);
+  if (!m.error.empty()) return m;
+  fs::remove_all(scratch + "/backup-copy");
+  {
+    const uint64_t start = NowNs();
+    const std::string restored = scratch + "/restored";
+    s = Restore(target, restored, {}, nullptr);
+    if (s.ok()) s = Engine::Open(restored, BenchEngineOptions(), &engine);
+    if (s.ok()) {
+      Txn txn = engine->Begin();
+      s = txn.Emit(kW1FactType, "after-restore", "x");
+      if (s.ok()) s = txn.Commit();
+    }
+    m.restore_s = Seconds(start);
+    if (engine) {
+      Status closed = engine->Close();
+      if (s.ok()) s = closed;
+    }
+    if (!s.ok()) m.error = "restore: " + s.ToString();
+  }
+  return m;
+}
+
+}  // namespace wharf::bench

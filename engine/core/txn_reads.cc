@@ -1,0 +1,319 @@
+#include "engine/core/txn_reads.h"
+
+#include <rocksdb/db.h>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "engine/base/assert.h"
+#include "engine/core/engine_core.h"
+#include "engine/store/codec.h"
+#include "engine/store/tables/state.h"
+
+namespace wharf {
+
+KeyRange KeyRange::Prefix(std::string_view prefix) {
+  KeyRange range;
+  range.from = prefix;
+  // The first key above every key that starts with `prefix`: its last byte below 0xff raised by
+  // one, the bytes after it dropped. A prefix of 0xff bytes only (or none) has no end.
+  std::string end(prefix);
+  while (!end.empty() && static_cast<uint8_t>(end.back()) == 0xff) end.pop_back();
+  if (!end.empty()) end.back() = static_cast<char>(static_cast<uint8_t>(end.back()) + 1);
+  range.to = std::move(end);
+  return range;
+}
+
+namespace internal {
+
+namespace {
+
+// A scan reads at most this much of its snapshot per visit of the store (then calls the RowFn
+// outside the read guard).
+constexpr size_t kScanChunkRows = 256;
+constexpr size_t kScanChunkBytes = 1u << 20;
+
+Status CheckScan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row) {
+  Status s = ValidateName("table name", table, kTableBytesMax);
+  if (!s.ok()) return s;
+  // A resumed range starts one 0x00 byte past a key of kKeyBytesMax.
+  for (const std::string* bound : {&range.from, &range.to}) {
+    if (bound->size() > kKeyBytesMax + 1) {
+      return Status::InvalidArgument("scan range bound of " + std::to_string(bound->size()) +
+                                     " bytes is longer than a key can be (" +
+                                     std::to_string(kKeyBytesMax) + " bytes)");
+    }
+  }
+  if (!range.to.empty() && range.from >= range.to) {
+    return Status::InvalidArgument(
+        "scan range is " + std::string(range.from == range.to ? "empty" : "reversed") + ": from " +
+        DescribeBytes(range.from) + " is not below to " + DescribeBytes(range.to));
+  }
+  if (limit == 0 || limit > kScanLimitMax) {
+    return Status::InvalidArgument("scan limit " + std::to_string(limit) + " is outside 1.." +
+                                   std::to_string(kScanLimitMax));
+  }
+  if (!row) return Status::InvalidArgument("scan row callback is empty");
+  return Status::OK();
+}
+
+// The state-family keys of `range` in `table`: [begin, end).
+struct StateRange {
+  std::string begin;
+  std::string end;
+};
+
+StateRange ToStateRange(std::string_view table, const KeyRange& range) {
+  StateRange state;
+  state.begin = tables::state::Key(table, "");
+  state.begin.append(range.from);
+  if (range.to.empty()) {
+    // Past every key of the table: table · 0x01 (the separator 0x00, raised).
+    state.end = std::string(table);
+    state.end.push_back('\x01');
+  } else {
+    state.end = tables::state::Key(table, "");
+    state.end.append(range.to);
+  }
+  return state;
+}
+
+// Reads rows of the snapshot from state key `from` (inclusive) to `end` (exclusive) into *rows,
+// chunk-bounded; *exhausted when the range holds no row beyond them.
+Status ReadChunk(EngineCore* core, const ReadSnapshot& snapshot, const std::string& from,
+                 const std::string& end, std::vector<std::pair<std::string, std::string>>* rows,
+                 bool* exhausted) {
+  rows->clear();
+  auto guard = core->ReadGuard();
+  Status s = core->CheckOpen();
+  if (!s.ok()) return s;
+  if (snapshot.rocks == nullptr) return Status::Closed("engine is closed");
+  rocksdb::ReadOptions read_options;
+  read_options.snapshot = snapshot.rocks;
+  const rocksdb::Slice upper(end);
+  read_options.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(
+      core->store()->db()->NewIterator(read_options, core->store()->cf(kState)));
+  size_t bytes = 0;
+  for (it->Seek(from); it->Valid(); it->Next()) {
+    if (rows->size() >= kScanChunkRows || bytes >= kScanChunkBytes) break;
+    std::string_view body;
+    const rocksdb::Slice key = it->key();
+    s = codec::Unseal(std::string_view(it->value().data(), it->value().size()), &body);
+    if (!s.ok()) {
+      return Status::Corruption("state record " + DescribeBytes(key.ToStringView()) + ": " +
+                                s.message());
+    }
+    rows->emplace_back(key.ToString(), std::string(body));
+    bytes += key.size() + body.size();
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan state");
+  *exhausted = !it->Valid();
+  return Status::OK();
+}
+
+// The rows of one snapshot in a state range, in order, read chunk by chunk.
+class SnapshotRows {
+ public:
+  SnapshotRows(EngineCore* core, const ReadSnapshot* snapshot, const StateRange& range)
+      : core_(core), snapshot_(snapshot), next_(range.begin), end_(range.end) {}
+
+  // The next row (state key, value) or null at the end. The pointer is valid until Pop.
+  Status Peek(const std::pair<std::string, std::string>** row) {
+    if (at_ == rows_.size() && !exhausted_) {
+      at_ = 0;
+      Status s = ReadChunk(core_, *snapshot_, next_, end_, &rows_, &exhausted_);
+      if (!s.ok()) return s;
+      if (!rows_.empty()) {
+        next_ = rows_.back().first;
+        next_.push_back('\0');  // the first key after it
+      }
+    }
+    *row = at_ < rows_.size() ? &rows_[at_] : nullptr;
+    return Status::OK();
+  }
+  void Pop() { ++at_; }
+
+ private:
+  EngineCore* const core_;
+  const ReadSnapshot* const snapshot_;
+  std::string next_;  // where the next chunk starts
+  const std::string end_;
+  std::vector<std::pair<std::string, std::string>> rows_;
+  size_t at_ = 0;
+  bool exhausted_ = false;
+};
+
+// The transaction's own state writes in `range`, last write of each key winning: the value's
+// sealed bytes, or nullopt for a delete. Copied: a RowFn may write to the transaction it scans
+// (the scan goes on with what it had when it started), which may move rep->writes.
+std::map<std::string, std::optional<std::string>> OwnWrites(const TxnRep* rep,
+                                                            const StateRange& range) {
+  std::map<std::string, std::optional<std::string>> own;
+  if (rep == nullptr) return own;
+  for (const WriteOp& write : rep->writes) {
+    if (write.cf != kState || write.key < range.begin || write.key >= range.end) continue;
+    own[write.key] = write.is_delete ? std::nullopt : std::optional<std::string>(write.value);
+  }
+  return own;
+}
+
+// Visits the merge of the snapshot's rows and the transaction's own writes (rep null: none).
+// *last_visited: the state key of the last row handed to `row` (empty when none).
+Status VisitRows(EngineCore* core, const ReadSnapshot& snapshot, const TxnRep* rep,
+                 std::string_view table, const StateRange& range, size_t limit, const RowFn& row,
+                 ScanResult* result, std::string* last_visited) {
+  SnapshotRows stored(core, &snapshot, range);
+  const auto own = OwnWrites(rep, range);
+  auto own_it = own.begin();
+  const size_t key_offset = table.size() + 1;
+  size_t visited = 0;
+  bool stopped = false;
+  // Each turn takes the smaller key of the two sources (the transaction's write when both hold
+  // it); deleted keys are passed over.
+  while (true) {
+    const std::pair<std::string, std::string>* next = nullptr;
+    Status s = stored.Peek(&next);
+    if (!s.ok()) return s;
+    const bool own_first = own_it != own.end() && (next == nullptr || own_it->first <= next->first);
+    if (!own_first && next == nullptr) break;  // both at the end
+    std::string_view key;
+    std::string_view value;
+    bool deleted = false;
+    if (own_first) {
+      if (next != nullptr && next->first == own_it->first) stored.Pop();
+      key = own_it->first;
+      deleted = !own_it->second.has_value();
+      if (!deleted) {
+        std::string_view body;
+        s = codec::Unseal(*own_it->second, &body);
+        WHARF_DASSERT(s.ok());  // sealed by Txn::Put
+        if (!s.ok()) return s;
+        value = body;
+      }
+    } else {
+      key = next->first;
+      value = next->second;
+    }
+    if (!deleted) {
+      if (visited == limit || stopped) {
+        result->more = true;
+        break;
+      }
+      ++visited;
+      last_visited->assign(key);
+      stopped = !row(key.substr(key_offset), value);
+    }
+    if (own_first) {
+      ++own_it;
+    } else {
+      stored.Pop();
+    }
+  }
+  result->rows = visited;
+  if (result->more) {
+    result->resume_from = last_visited->substr(key_offset);
+    result->resume_from.push_back('\0');
+  }
+  return Status::OK();
+}
+
+Status EnsureSnapshot(EngineCore* core, TxnRep* rep) {
+  if (rep->snapshot != nullptr) return Status::OK();
+  rep->snapshot = core->committer()->TakeSnapshot(/*validated=*/true);
+  if (rep->snapshot == nullptr) return Status::Closed("engine is closed");
+  rep->reads.snapshot_seq = rep->snapshot->seq;
+  return Status::OK();
+}
+
+Status AddReadBytes(TxnRep* rep, size_t bytes) {
+  if (rep->reads.bytes + bytes > kTxnBytesMax) {
+    return Status::InvalidArgument("transaction would read more than " +
+                                   std::to_string(kTxnBytesMax) +
+                                   " bytes of keys and ranges (each is kept for validation)");
+  }
+  rep->reads.bytes += bytes;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status TxnGet(EngineCore* core, TxnRep* rep, std::string_view table, std::string_view key,
+              std::string* value) {
+  Status s = ValidateName("table name", table, kTableBytesMax);
+  if (s.ok()) s = ValidateStateKey(key);
+  if (!s.ok()) return s;
+  std::string state_key = tables::state::Key(table, key);
+  auto not_found = [&] {
+    return Status::NotFound("no key " + DescribeBytes(key) + " in table '" + std::string(table) +
+                            "'");
+  };
+  for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
+    if (it->cf != kState || it->key != state_key) continue;
+    if (it->is_delete) return not_found();
+    std::string_view body;
+    s = codec::Unseal(it->value, &body);
+    if (s.ok()) value->assign(body);
+    return s;
+  }
+  s = EnsureSnapshot(core, rep);
+  if (s.ok()) s = AddReadBytes(rep, state_key.size());
+  if (!s.ok()) return s;
+  {
+    auto guard = core->ReadGuard();
+    s = core->CheckOpen();
+    if (!s.ok()) return s;
+    if (rep->snapshot->rocks == nullptr) return Status::Closed("engine is closed");
+    s = core->store()->Get(kState, state_key, value, rep->snapshot->rocks);
+  }
+  if (!s.ok() && !s.IsNotFound()) return s;
+  rep->reads.keys.push_back(std::move(state_key));
+  return s.IsNotFound() ? not_found() : s;
+}
+
+Status TxnScan(EngineCore* core, TxnRep* rep, std::string_view table, const KeyRange& range,
+               size_t limit, const RowFn& row, ScanResult* result) {
+  Status s = CheckScan(table, range, limit, row);
+  if (s.ok()) s = EnsureSnapshot(core, rep);
+  if (!s.ok()) return s;
+  const StateRange state_range = ToStateRange(table, range);
+  ScanResult scanned;
+  std::string last_visited;
+  s = VisitRows(core, *rep->snapshot, rep, table, state_range, limit, row, &scanned, &last_visited);
+  if (!s.ok()) return s;
+  // What the caller saw depends on the range up to its last row (the whole range when it was
+  // exhausted): a commit that changes a key in it must refuse this transaction.
+  std::string covered_end = state_range.end;
+  if (scanned.more) {
+    covered_end = last_visited;
+    covered_end.push_back('\0');
+  }
+  s = AddReadBytes(rep, state_range.begin.size() + covered_end.size());
+  if (!s.ok()) return s;
+  rep->reads.ranges.emplace_back(state_range.begin, std::move(covered_end));
+  if (result != nullptr) *result = std::move(scanned);
+  return Status::OK();
+}
+
+Status DurableScan(EngineCore* core, std::string_view table, const KeyRange& range, size_t limit,
+                   const RowFn& row, ScanResult* result) {
+  Status s = CheckScan(table, range, limit, row);
+  if (s.ok()) s = core->CheckOpen();
+  if (!s.ok()) return s;
+  std::shared_ptr<const ReadSnapshot> snapshot =
+      core->committer()->TakeSnapshot(/*validated=*/false);
+  if (snapshot == nullptr) return Status::Closed("engine is closed");
+  // Before the first row: the snapshot may hold groups whose sync is in flight (as Engine::Get).
+  s = core->committer()->WaitAcknowledged(snapshot->write_seq);
+  if (!s.ok()) return s;
+  ScanResult scanned;
+  std::string last_visited;
+  s = VisitRows(core, *snapshot, nullptr, table, ToStateRange(table, range), limit, row, &scanned,
+                &last_visited);
+  if (s.ok() && result != nullptr) *result = std::move(scanned);
+  return s;
+}
+
+}  // namespace internal
+}  // namespace wharf
