@@ -1,0 +1,32 @@
+// ReplicateConfig: where and how a database's groups and snapshots are replicated (the engine
+// options replicate, replicate_stream, replicate_* of wharf/options.h, checked).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace wharf::internal {
+
+struct ReplicateConfig {
+  // nats://host:port, several separated by ',' (a cluster's members; nats.c fails over).
+  std::string url;
+  // The JetStream stream of the groups; the snapshots go to "<stream>_SNAPSHOTS".
+  std::string stream = "wharf";
+  std::string user;
+  std::string password;
+  std::string token;
+  // TLS as the NATS relay has it (tls=1, or implied by any of the files).
+  bool tls = false;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  // Connect and request timeout; also how long a replicated commit waits for the stream.
+  uint32_t timeout_ms = 5000;
+  // Replicas of the streams when Wharf creates them (3 in a cluster; 1 for a single server).
+  uint32_t replicas = 3;
+  // Bytes shipped and not yet acknowledged, at most: beyond it commits are refused (IOError)
+  // until the stream catches up, so memory stays bounded when NATS is unreachable.
+  uint64_t pending_bytes_max = 64ull << 20;
+};
+
+}  // namespace wharf::internal
