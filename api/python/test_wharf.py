@@ -1252,15 +1252,24 @@ class TestIsolation(EngineTestCase):
             txn.put("c", "n", str(value))
             txn.emit("OrderPlaced", str(value), key="n")
 
+        failures = []
+
         def run():
-            for _ in range(increments):
-                self.engine.transact(increment, backoff_max_ms=5)
+            try:
+                for _ in range(increments):
+                    # Enough attempts for four threads on one counter on a slow machine (ASan): the
+                    # default 16 can all be refused there, and a thread that raised would leave
+                    # the count short without any update being lost.
+                    self.engine.transact(increment, attempts_max=1000, backoff_max_ms=5)
+            except BaseException as e:  # noqa: B902 (reported below)
+                failures.append(e)
 
         workers = [threading.Thread(target=run) for _ in range(threads)]
         for worker in workers:
             worker.start()
         for worker in workers:
             worker.join()
+        self.assertEqual(failures, [])
         self.assertEqual(self.counter(), threads * increments)
         # Every value was emitted exactly once: no fact describes an overwritten state.
         self.assertEqual(self.emitted_values(), list(range(1, threads * increments + 1)))
