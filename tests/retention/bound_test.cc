@@ -239,7 +239,11 @@ TEST(RetentionBoundTest, DirectoryStaysWithinTheBoundUnderSteadyWritesAndAStuckS
 
 // The smallest bound the engine accepts is one it keeps.
 TEST(RetentionBoundTest, TheSmallestBoundAcceptedIsKept) {
-  KeepsTheBound(internal::kRetentionMaxBytesMin, kBytesPerSecond / 2, kShortRunSeconds,
+  // Half the rate (a quarter under the sanitizers): at the smallest bound a flush and the
+  // compaction that follows are a large share of it, and a build several times slower (ASan on a
+  // busy machine) fell a pass behind at half the rate.
+  KeepsTheBound(internal::kRetentionMaxBytesMin,
+                testing::kSanitized ? kBytesPerSecond / 4 : kBytesPerSecond / 2, kShortRunSeconds,
                 /*kept_share=*/4);
 }
 
