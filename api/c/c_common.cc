@@ -28,6 +28,7 @@ static_assert(WHARF_SUBCODE_DATABASE_LOCKED == static_cast<int>(Status::SubCode:
 static_assert(WHARF_SUBCODE_ALREADY_EXISTS == static_cast<int>(Status::SubCode::kAlreadyExists));
 static_assert(WHARF_SUBCODE_TIMED_OUT == static_cast<int>(Status::SubCode::kTimedOut));
 static_assert(WHARF_SUBCODE_READ_CONFLICT == static_cast<int>(Status::SubCode::kReadConflict));
+static_assert(WHARF_SUBCODE_PRIMARY_FENCED == static_cast<int>(Status::SubCode::kPrimaryFenced));
 
 namespace {
 
@@ -399,8 +400,8 @@ wharf_status SetError(const char* function, wharf_status code, std::string_view 
 wharf_status Fail(const char* function, const Status& status) noexcept {
   wharf_status code = SetError(function, ToC(status.code()), status.message());
   const int subcode = static_cast<int>(status.subcode());
-  t_last_subcode = subcode <= WHARF_SUBCODE_READ_CONFLICT ? static_cast<wharf_subcode>(subcode)
-                                                          : WHARF_SUBCODE_NONE;
+  t_last_subcode = subcode <= WHARF_SUBCODE_PRIMARY_FENCED ? static_cast<wharf_subcode>(subcode)
+                                                           : WHARF_SUBCODE_NONE;
   return code;
 }
 

@@ -41,7 +41,11 @@ Status ParseEnum(std::string_view key, std::string_view value,
 }
 
 constexpr std::pair<const char*, Durability> kDurabilityNames[] = {
-    {"sync", Durability::kSync}, {"buffered", Durability::kBuffered}};
+    {"sync", Durability::kSync},
+    {"buffered", Durability::kBuffered},
+    {"replicated", Durability::kReplicated}};
+constexpr std::pair<const char*, ReplicateMode> kReplicateModeNames[] = {
+    {"sync", ReplicateMode::kSync}, {"async", ReplicateMode::kAsync}};
 constexpr std::pair<const char*, IoBackend> kIoNames[] = {
     {"auto", IoBackend::kAuto}, {"uring", IoBackend::kUring}, {"posix", IoBackend::kPosix}};
 constexpr std::pair<const char*, WhenFull> kWhenFullNames[] = {{"block", WhenFull::kBlock},
@@ -57,6 +61,49 @@ const char* NameOf(const std::pair<const char*, Enum> (&names)[N], Enum value) {
     if (enum_value == value) return name;
   }
   return "?";
+}
+
+Status ParseReplicate(std::string_view key, std::string_view value, EngineOptions* o) {
+  std::string* text = key == "replicate"            ? &o->replicate
+                      : key == "replicate_stream"   ? &o->replicate_stream
+                      : key == "replicate_user"     ? &o->replicate_user
+                      : key == "replicate_password" ? &o->replicate_password
+                      : key == "replicate_token"    ? &o->replicate_token
+                      : key == "replicate_tls_ca"   ? &o->replicate_tls_ca
+                      : key == "replicate_tls_cert" ? &o->replicate_tls_cert
+                      : key == "replicate_tls_key"  ? &o->replicate_tls_key
+                                                    : nullptr;
+  if (text != nullptr) {
+    *text = std::string(value);
+    return Status::OK();
+  }
+  if (key == "replicate_mode") {
+    ReplicateMode mode{};
+    Status s = ParseEnum(key, value, kReplicateModeNames, &mode);
+    if (s.ok()) o->replicate_mode = mode;
+    return s;
+  }
+  if (key == "replicate_tls") return ParseEnum(key, value, kBoolNames, &o->replicate_tls);
+  if (key == "replicate_timeout_ms") {
+    return ParseInt<uint32_t>(key, value, 1, 3'600'000, &o->replicate_timeout_ms);
+  }
+  if (key == "replicate_replicas") {
+    return ParseInt<uint32_t>(key, value, 1, 5, &o->replicate_replicas);
+  }
+  if (key == "replicate_pending_bytes_max") {
+    return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 40,
+                              &o->replicate_pending_bytes_max);
+  }
+  if (key == "replicate_snapshot_interval_ms") {
+    return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 40, &o->replicate_snapshot_interval_ms);
+  }
+  if (key == "replicate_snapshot_bytes") {
+    return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 50, &o->replicate_snapshot_bytes);
+  }
+  if (key == "replicate_snapshot_keep") {
+    return ParseInt<uint32_t>(key, value, 1, 1000, &o->replicate_snapshot_keep);
+  }
+  return Status::InvalidArgument("unknown engine option '" + std::string(key) + "'");
 }
 
 Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) {
@@ -128,6 +175,7 @@ Status ParseOne(std::string_view key, std::string_view value, EngineOptions* o) 
     return ParseInt<uint32_t>(key, value, kMetricsIntervalMsMin, 86'400'000,
                               &o->metrics_interval_ms);
   }
+  if (key.starts_with("replicate")) return ParseReplicate(key, value, o);
   if (key == "config") return declarative::LoadEngineOptions(std::string(value), o);
   return Status::InvalidArgument("unknown engine option '" + std::string(key) + "'");
 }
@@ -188,6 +236,7 @@ Status ForEachOption(
 }  // namespace internal
 
 const char* ToString(Durability value) { return NameOf(kDurabilityNames, value); }
+const char* ToString(ReplicateMode value) { return NameOf(kReplicateModeNames, value); }
 const char* ToString(IoBackend value) { return NameOf(kIoNames, value); }
 const char* ToString(WhenFull value) { return NameOf(kWhenFullNames, value); }
 const char* ToString(Ordering value) { return NameOf(kOrderingNames, value); }

@@ -40,6 +40,9 @@ const (
 	// snapshot is older than the engine keeps track of). Nothing was written: run the
 	// transaction again from the start (Engine.Transact does).
 	SubcodeReadConflict = int(C.WHARF_SUBCODE_READ_CONFLICT)
+	// Conflict: another primary extended the replication stream; this database commits
+	// nothing more (restore it from the stream, or follow it).
+	SubcodePrimaryFenced = int(C.WHARF_SUBCODE_PRIMARY_FENCED)
 )
 
 // Error is a failed call: the status, its subcode (wharf_subcode) and the message that names the

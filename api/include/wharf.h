@@ -143,8 +143,10 @@ typedef enum wharf_subcode {
   WHARF_SUBCODE_DATABASE_LOCKED = 3, /* IO_ERROR: another engine holds the database */
   WHARF_SUBCODE_ALREADY_EXISTS = 4,  /* INVALID_ARGUMENT: the target exists (e.g. cursor copy) */
   WHARF_SUBCODE_TIMED_OUT = 5,       /* IO_ERROR: no answer within the caller's timeout */
-  WHARF_SUBCODE_READ_CONFLICT = 6    /* CONFLICT: a key or range the transaction read was written
+  WHARF_SUBCODE_READ_CONFLICT = 6,   /* CONFLICT: a key or range the transaction read was written
                                      ** since its snapshot: run it again (wharf_transact does) */
+  WHARF_SUBCODE_PRIMARY_FENCED = 7   /* CONFLICT: another primary extended the replication stream:
+                                     ** this database commits nothing more */
 } wharf_subcode;
 
 /* What a handler did with a fact. */
@@ -196,6 +198,9 @@ WHARF_EXPORT void wharf_free(void* p);
 **   durability=sync         sync (ack after fdatasync) | buffered (ack after write; sync every
 **                           buffered_sync_ms: a power loss may lose the last interval; consumers
 **                           see facts once synced; ids are never reused, may skip after a loss)
+**                           | replicated (ack after fdatasync and the replication stream's ack;
+**                           needs replicate=nats://...: see REPLICATION below)
+**   replicate, replicate_stream, replicate_*   replication through NATS JetStream (REPLICATION)
 **   io=auto                 auto | uring | posix
 **   queue_capacity=4096     transactions waiting for the committer, at most
 **   when_full=block         block | error (commits return WHARF_BUSY when the queue is full)
@@ -1063,6 +1068,114 @@ WHARF_EXPORT wharf_status wharf_verify_report_damage(const wharf_verify_report* 
 /* *incarnation: the incarnation new facts of `engine` are emitted in (0 for a database never
 ** restored, else the random number its restore started). Thread-safe. */
 WHARF_EXPORT wharf_status wharf_engine_incarnation(wharf_engine* engine, uint64_t* incarnation);
+
+/* ---------------------------------------------------------------------------------------------
+** REPLICATION
+**
+** The C++ API of wharf/replication.h. A primary replicates through engine options of wharf_open:
+** replicate=nats://host:port[,nats://...] (the members of a NATS JetStream cluster),
+** replicate_stream (default "wharf"), durability=replicated (a commit is acknowledged once its
+** fdatasync AND the stream's acknowledgement of its group are in: it survives the loss of the
+** machine), replicate_replicas (of the streams the engine creates; 3 by default),
+** replicate_timeout_ms, replicate_user / replicate_password / replicate_token, replicate_tls* and
+** replicate_snapshot_* (see wharf/options.h). A primary whose stream another copy took over is
+** FENCED: its next commit, and any later wharf_open of it with `replicate`, fails with
+** WHARF_CONFLICT, subcode WHARF_SUBCODE_PRIMARY_FENCED; it commits nothing more.
+**
+** The functions below take the stream's options in the same "key=value;..." string: replicate is
+** required; replicate_stream, the credentials, TLS and replicate_timeout_ms are read, the other
+** engine options are checked and ignored. Paths are NUL-terminated and non-empty (convention 4).
+** They may be called from any thread, not from inside a wharf callback (refused with
+** WHARF_INVALID_ARGUMENT: they wait for the network). Errors: WHARF_INVALID_ARGUMENT (bad options,
+** names the key; a non-empty destination without force), WHARF_NOT_FOUND (no such stream, or no
+** snapshot in it), WHARF_CORRUPTION (a damaged snapshot file, named), WHARF_IO_ERROR (NATS,
+** files; names the server or file).
+*/
+
+/* What wharf_restore_from_stream did. Extensible (see "Extensible structs" above): the caller sets
+** struct_size. */
+typedef struct wharf_stream_restore_report {
+  size_t struct_size;
+  char snapshot_id[32];    /* the snapshot restored: 16 hex digits, NUL-terminated */
+  uint64_t snapshot_group; /* the last group it held */
+  uint64_t groups_applied; /* after it */
+  uint64_t last_group;     /* the copy's last group: the stream's when the restore began */
+  uint64_t last_fact_id;   /* the copy's last fact id */
+  uint64_t snapshot_bytes;
+  int64_t duration_ms;
+} wharf_stream_restore_report;
+#define WHARF_STREAM_RESTORE_REPORT_SIZE_V1 \
+  (offsetof(wharf_stream_restore_report, duration_ms) + sizeof(int64_t))
+
+/* Restores the database replicated to the stream `options` names (replicate=...;
+** replicate_stream=...) into the directory `destination`: the newest snapshot in the stream, then
+** every group after it, applied in order, so every commit the primary acknowledged under
+** durability=replicated is there and none is partial. The copy opens with wharf_open: without
+** `replicate` it is a database like any other, cut off from the stream; with `replicate` set to
+** the same stream it takes the stream over (the old primary is fenced, see above). force = 1
+** replaces what `destination` holds; 0 refuses a destination that is not empty. On WHARF_OK,
+** *report (may be NULL; struct_size set by the caller) describes the restore.
+**   WHARF_INVALID_ARGUMENT  NULL or empty destination, options without replicate, an unknown
+**                           option or bad value (named), force neither 0 nor 1, a non-empty
+**                           destination without force, a report struct_size too small
+**   WHARF_NOT_FOUND         no such stream, or no snapshot in it
+**   WHARF_CORRUPTION        a damaged snapshot file (named)
+**   WHARF_IO_ERROR          NATS unreachable within replicate_timeout_ms (names the servers), files
+** Blocks for the whole download. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_restore_from_stream(const char* options, const char* destination,
+                                                    uint8_t force,
+                                                    wharf_stream_restore_report* report);
+
+/* A warm standby: a copy in a directory, following the stream (applying every group the primary
+** ships, as it comes) on a thread of its own. OWNED by the caller: released with
+** wharf_standby_free. Its functions may be called from any thread, concurrently. */
+typedef struct wharf_standby wharf_standby;
+
+/* Where a standby is (wharf_standby_state). Extensible (see "Extensible structs" above): the caller
+ * sets struct_size. */
+typedef struct wharf_standby_info {
+  size_t struct_size;
+  uint64_t applied_group;  /* the copy's last group */
+  uint64_t stream_group;   /* the stream's last group, as last learned */
+  uint64_t last_fact_id;   /* of the last group applied */
+  int64_t last_applied_ms; /* wall clock of the last group applied (0: none yet) */
+  /* The last error (the standby retries by itself), "" when none. BORROWED: valid until the next
+  ** wharf_standby_state call on this thread. */
+  const char* error;
+} wharf_standby_info;
+#define WHARF_STANDBY_INFO_SIZE_V1 (offsetof(wharf_standby_info, error) + sizeof(const char*))
+
+/* CONSTRUCTOR. Starts a standby of the stream `options` names in the directory `path`: an empty
+** or missing directory is first restored (as wharf_restore_from_stream), a copy already there is
+** opened; then it follows. On WHARF_OK, *out is a new standby, OWNED by the caller. To promote
+** the copy: wharf_standby_stop (or wharf_standby_free), then wharf_open(path, options with
+** `replicate` set to the stream), which applies the groups it has not yet and takes the stream
+** over.
+**   WHARF_INVALID_ARGUMENT  NULL or empty path, NULL out, bad options (named), `path` holding a
+**                           database that is not a copy of the stream (a primary)
+**   others                  as wharf_restore_from_stream
+** Thread-safe. */
+WHARF_EXPORT wharf_status wharf_standby_start(const char* options, const char* path,
+                                              wharf_standby** out);
+
+/* *state (struct_size set by the caller) receives where the standby is; after wharf_standby_stop,
+** where it stopped.
+**   WHARF_INVALID_ARGUMENT  NULL or freed standby, NULL state, a struct_size too small
+** Thread-safe. */
+WHARF_EXPORT wharf_status wharf_standby_state(wharf_standby* standby, wharf_standby_info* state);
+
+/* Stops following and closes the copy (it stays on disk, up to the last group applied).
+** Idempotent: a second stop returns WHARF_OK. The handle stays valid (wharf_standby_state answers)
+** until wharf_standby_free.
+**   WHARF_INVALID_ARGUMENT  NULL or freed standby, called from inside a wharf callback
+**   (others)                closing the copy failed (its status, naming the file)
+** Blocks until the following thread has finished its current group. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_standby_stop(wharf_standby* standby);
+
+/* DESTRUCTOR. Stops the standby if it still runs (a failure of that stop is only kept in
+** wharf_last_error) and frees the handle. NULL is a no-op; a standby must not be freed twice (a
+** freed one wharf still remembers is answered with a message in wharf_last_error). */
+WHARF_EXPORT void wharf_standby_free(wharf_standby* standby);
 
 /* ---------------------------------------------------------------------------------------------
 ** METRICS

@@ -1854,5 +1854,120 @@ class TestFork(unittest.TestCase):
                              "delivered 2\n"), result.stderr)
 
 
+
+class TestReplication(unittest.TestCase):
+    """Replication over the C ABI against one real nats-server -js (replicate_replicas=1), started
+    on a free port in a temp dir and stopped by pid: a primary committing under
+    durability=replicated, restore_from_stream elsewhere, a Standby promoted by Engine(path,
+    replicate=...) and the old primary's commit raising PrimaryFenced. About 5 s."""
+
+    def setUp(self):
+        import socket
+        self.dir = tempfile.mkdtemp(prefix="wharf-py-repl-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        server = subprocess.Popen(["nats-server", "-js", "-a", "127.0.0.1", "-p", str(self.port),
+                                   "-sd", os.path.join(self.dir, "nats")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(server.wait)
+        self.addCleanup(server.kill)
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            self.fail("nats-server did not start")
+
+    def options(self, stream, durability="sync"):
+        return {"partitions": 4, "admin_socket": "off", "durability": durability,
+                "replicate": f"nats://127.0.0.1:{self.port}", "replicate_stream": stream,
+                "replicate_replicas": 1, "replicate_timeout_ms": 5000}
+
+    def commit_rows(self, engine, rows):
+        engine.declare_types("RowWritten")
+        for i in rows:
+            with engine.begin() as txn:
+                txn.put("rows", f"row-{i}", f"value-{i}")
+                txn.emit("RowWritten", f"value-{i}", key=f"row-{i}")
+
+    def expect_rows(self, path, count):
+        with wharf.Engine(path, "admin_socket=off") as engine:
+            for i in range(count):
+                self.assertEqual(engine.get("rows", f"row-{i}"), f"value-{i}".encode(), i)
+
+    def test_replicated_commits_are_in_a_restore_elsewhere(self):
+        primary = os.path.join(self.dir, "primary")
+        copy = os.path.join(self.dir, "copy")
+        with wharf.Engine(primary, self.options("P1", "replicated")) as engine:
+            self.commit_rows(engine, range(30))
+            # The machine is lost: the primary's directory is not read again.
+            report = wharf.restore_from_stream(self.options("P1"), copy)
+            self.assertIsInstance(report, wharf.StreamRestoreReport)
+            self.assertEqual(report.last_fact_id, 30)
+            self.assertEqual(report.last_group, report.snapshot_group + report.groups_applied)
+            self.assertRegex(report.snapshot_id, r"^[0-9a-f]{16}$")
+            self.expect_rows(copy, 30)
+            with self.assertRaises(wharf.InvalidArgument):  # not empty, no force
+                wharf.restore_from_stream(self.options("P1"), copy)
+            wharf.restore_from_stream(self.options("P1"), copy, force=True)
+            self.expect_rows(copy, 30)
+        # A standby does not start in a primary's directory.
+        with self.assertRaises(wharf.InvalidArgument) as caught:
+            wharf.Standby(self.options("P1"), primary)
+        self.assertIn("not a copy", str(caught.exception))
+
+    def test_refusals(self):
+        with self.assertRaises(wharf.InvalidArgument) as caught:
+            wharf.restore_from_stream(None, os.path.join(self.dir, "c"))
+        self.assertIn("replicate=", str(caught.exception))
+        with self.assertRaises(wharf.InvalidArgument):
+            wharf.restore_from_stream(self.options("P0"), "")
+        with self.assertRaises(wharf.InvalidArgument):
+            wharf.restore_from_stream(self.options("P0"), os.path.join(self.dir, "c"), force=1)
+        with self.assertRaises(wharf.NotFound):
+            wharf.restore_from_stream(self.options("P0"), os.path.join(self.dir, "c"))
+        with self.assertRaises(wharf.NotFound):
+            wharf.Standby(self.options("P0"), os.path.join(self.dir, "s"))
+
+    def test_standby_is_promoted_and_the_old_primary_is_fenced(self):
+        primary_path = os.path.join(self.dir, "primary")
+        copy = os.path.join(self.dir, "standby")
+        primary = wharf.Engine(primary_path, self.options("P2", "replicated"))
+        self.addCleanup(primary.close)
+        self.commit_rows(primary, range(10))
+        with wharf.Standby(self.options("P2"), copy) as standby:
+            self.commit_rows(primary, range(10, 20))  # followed as they come
+            deadline = time.monotonic() + 20
+            state = standby.state()
+            while state.last_fact_id < 20 and time.monotonic() < deadline:
+                time.sleep(0.02)
+                state = standby.state()
+            self.assertEqual(state.last_fact_id, 20, state.error)
+            self.assertIsInstance(state, wharf.StandbyState)
+            self.assertGreaterEqual(state.stream_group, state.applied_group)
+            self.assertGreater(state.last_applied_ms, 0)
+            standby.stop()
+            standby.stop()  # idempotent
+            self.assertEqual(standby.state().applied_group, state.applied_group)
+        self.assertTrue(standby.closed)
+        with self.assertRaises(wharf.Closed):
+            standby.state()
+        # Promoted while the old primary still runs: Engine(path, replicate=...) takes over.
+        with wharf.Engine(copy, self.options("P2", "replicated")) as promoted:
+            self.commit_rows(promoted, range(20, 25))
+            with self.assertRaises(wharf.PrimaryFenced) as caught:
+                with primary.begin() as txn:
+                    txn.put("rows", "fork", "no")
+            self.assertIsInstance(caught.exception, wharf.Conflict)
+            self.assertEqual(caught.exception.subcode, wharf.SUBCODE_PRIMARY_FENCED)
+            primary.close()
+            with self.assertRaises(wharf.PrimaryFenced):
+                wharf.Engine(primary_path, self.options("P2", "replicated"))
+        self.expect_rows(copy, 25)
+
 if __name__ == "__main__":
     unittest.main()

@@ -23,6 +23,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/backup/backup_internal.h"
 #include "engine/backup/backup_metadata.h"
 #include "engine/backup/backup_point.h"
 #include "engine/core/engine_core.h"
@@ -219,7 +220,7 @@ class Stopper {
 };
 
 Status RunBackup(EngineCore* core, const std::string& target, const BackupOptions& options,
-                 Stopper* stopper, BackupInfo* info) {
+                 Stopper* stopper, BackupInfo* info, uint64_t* replicated_group) {
   std::error_code error;
   fs::create_directories(target, error);
   if (error) {
@@ -255,6 +256,7 @@ Status RunBackup(EngineCore* core, const std::string& target, const BackupOption
   info->format_version = internal::kFormatVersion;
   info->partitions = store->partitions();
   info->incarnation = store->incarnation();
+  *replicated_group = point.replicated_group;
 
   rocksdb::BackupEngineOptions engine_options(target);
   engine_options.backup_env = rocksdb::Env::Default();  // not the database's: it tracks WALs
@@ -325,6 +327,14 @@ void RecordLastBackup(EngineCore* core, const LastBackup& last) {
 
 Status Backup(Engine& engine, const std::string& target, const BackupOptions& options,
               BackupInfo* info) {
+  uint64_t replicated_group = 0;
+  return internal::BackupWithGroup(engine, target, options, info, &replicated_group);
+}
+
+namespace internal {
+
+Status BackupWithGroup(Engine& engine, const std::string& target, const BackupOptions& options,
+                       BackupInfo* info, uint64_t* replicated_group) {
   EngineCore* core = internal::EngineInternal::Core(engine).get();
   const auto started = std::chrono::steady_clock::now();
   if (core->committer()->IsEngineThread()) {
@@ -345,7 +355,7 @@ Status Backup(Engine& engine, const std::string& target, const BackupOptions& op
     if (!core->BeginBackup([&stopper] { stopper.Stop(); })) {
       return Status::Busy("a backup of this database is already running");
     }
-    s = RunBackup(core, target, options, &stopper, &taken);
+    s = RunBackup(core, target, options, &stopper, &taken, replicated_group);
     taken.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - started)
                             .count();
@@ -363,6 +373,8 @@ Status Backup(Engine& engine, const std::string& target, const BackupOptions& op
   if (s.ok() && info != nullptr) *info = taken;
   return s;
 }
+
+}  // namespace internal
 
 Status ListBackups(const std::string& target, std::vector<BackupInfo>* backups) {
   if (backups == nullptr) return Status::InvalidArgument("backups pointer is null");
@@ -460,6 +472,13 @@ Status StartIncarnation(const std::string& destination, uint64_t* incarnation) {
 
 Status Restore(const std::string& target, const std::string& destination,
                const RestoreOptions& options, RestoreReport* report) {
+  return internal::RestoreBackup(target, destination, options, /*new_incarnation=*/true, report);
+}
+
+namespace internal {
+
+Status RestoreBackup(const std::string& target, const std::string& destination,
+                     const RestoreOptions& options, bool new_incarnation, RestoreReport* report) {
   if (target.empty()) return Status::InvalidArgument("backup target is empty");
   if (destination.empty()) return Status::InvalidArgument("restore destination is empty");
   const fs::path target_path = Canonical(target), destination_path = Canonical(destination);
@@ -508,7 +527,7 @@ Status Restore(const std::string& target, const std::string& destination,
   }
   // Its threads may still write files of a failed restore until it is destroyed.
   reader.reset();
-  if (s.ok()) s = StartIncarnation(destination, &restored.incarnation);
+  if (s.ok() && new_incarnation) s = StartIncarnation(destination, &restored.incarnation);
   if (!s.ok()) {
     EmptyDirectory(destination).PermitUncheckedError();  // nothing half-restored stays
     return s;
@@ -517,5 +536,7 @@ Status Restore(const std::string& target, const std::string& destination,
   if (report != nullptr) *report = restored;
   return Status::OK();
 }
+
+}  // namespace internal
 
 }  // namespace wharf

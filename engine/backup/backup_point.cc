@@ -32,6 +32,7 @@ Status TakeBackupPoint(EngineCore* core, BackupPoint* point) {
     }
     point->last_fact_id = committer->last_lsn();
     point->durable_lsn = committer->durable_lsn();
+    point->replicated_group = committer->last_group();
     point->created_ms = core->NowMs();
     return Status::OK();
   });

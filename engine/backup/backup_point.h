@@ -33,7 +33,8 @@ struct BackupPoint {
   uint64_t last_fact_id = 0;  // == durable_lsn: the point waits for durability
   uint64_t durable_lsn = 0;
   int64_t created_ms = 0;
-  uint64_t total_bytes = 0;  // the listed files' sizes
+  uint64_t total_bytes = 0;       // the listed files' sizes
+  uint64_t replicated_group = 0;  // the last replication group it holds (0: not replicated)
 };
 
 // REQUIRES: file deletions disabled on the store's DB (until the copy is done).

@@ -13,6 +13,7 @@
 #include "engine/store/codec.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
+#include "engine/store/tables/replication.h"
 #include "engine/store/tables/timers.h"
 #include "io/wal/wal_fs.h"
 
@@ -39,6 +40,9 @@ constexpr uint64_t kLsnReserveStep = 1u << 20;
 // While the committer waits for a round in flight to end (its end signals wake_), it looks again
 // at least this often.
 constexpr int64_t kRoundWaitUs = 1000;
+// Room in a replicated group for what a transaction's bytes do not count: the batch's per-record
+// framing (bounded by 2 * rep->bytes above) and the meta records the group adds.
+constexpr uint64_t kGroupOverheadBytes = 4096;
 
 std::string MiB(uint64_t bytes) {
   char text[32];
@@ -83,6 +87,10 @@ Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions
       queue_(options.queue_capacity + kDequeueMax),
       window_(options.conflict_window_bytes),
       snapshots_(store->db(), &write_mu_, &write_seq_) {
+  if (!options.replicate.empty()) {
+    tracker_ = std::make_unique<ShipTracker>(options.replicate_timeout_ms, options.replicate_stream,
+                                             [this] { wake_.signal(); });
+  }
   // Above every id a commit before this open may have been handed out: the store raised the
   // last stored id to the reservation.
   next_lsn_ = store->recovered_last_lsn() + 1;
@@ -92,6 +100,20 @@ Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions
 }
 
 Committer::~Committer() { Stop(); }
+
+void Committer::SetGroupSink(GroupSink* sink, std::string term, uint64_t last_group,
+                             uint64_t group_bytes_max) {
+  WHARF_ASSERT(!thread_.joinable() && sink != nullptr && tracker_ != nullptr);
+  WHARF_ASSERT(options_.durability != Durability::kBuffered);  // Engine::Open refuses it
+  sink_ = sink;
+  ship_term_ = std::move(term);
+  last_group_ = last_group;
+  group_bytes_max_ = group_bytes_max;
+}
+
+ShipLag Committer::ReplicationLag() const {
+  return tracker_ == nullptr ? ShipLag() : tracker_->Lag(last_lsn());
+}
 
 void Committer::Start() {
   last_sync_ = std::chrono::steady_clock::now();
@@ -190,6 +212,7 @@ void Committer::Stop() {
   stopping_ = true;
   wake_.signal();
   if (thread_.joinable()) thread_.join();
+  if (tracker_ != nullptr) tracker_->Abandon();  // every commit was answered
   // Readers still waiting for a group that never became durable (a failed sync) must not sleep
   // through the close.
   stopped_.store(true);
@@ -247,12 +270,24 @@ void Committer::Run() {
       wake_.wait(BufferedWaitUs());
       MaybeSubmitSync(/*force=*/stopping_.load());
     } else {
-      const int64_t gather_us = GatherWaitUs();
-      if (gather_us >= 0) {
-        wake_.wait(gather_us);
+      int64_t wait_us = GatherWaitUs();
+      if (tracker_ != nullptr) {
+        // Replicated rounds waiting for the stream: wake up for the first deadline.
+        const auto deadline = tracker_->NextDeadline();
+        if (deadline != ShipTracker::Clock::time_point::max()) {
+          const int64_t until_us =
+              std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(
+                                       deadline - ShipTracker::Clock::now())
+                                       .count());
+          wait_us = wait_us < 0 ? until_us : std::min(wait_us, until_us);
+        }
+      }
+      if (wait_us >= 0) {
+        wake_.wait(wait_us);
       } else {
         wake_.wait();
       }
+      if (tracker_ != nullptr) tracker_->ExpireDeadlines();
     }
   }
   // Let the last buffered bytes reach the disk before the store closes.
@@ -340,6 +375,14 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       return;
     }
   }
+  if (tracker_ != nullptr) {
+    // Fenced by another primary, or too far ahead of the stream: nothing is written.
+    Status refused = tracker_->Refusal(options_.replicate_pending_bytes_max);
+    if (!refused.ok()) {
+      FinishAll(std::vector<TxnRep*>(reps, reps + count), refused);
+      return;
+    }
+  }
   WHARF_DASSERT(building_.group.reps.empty() && building_.batch.Count() == 0);
   building_.next_lsn = next_lsn_;
   building_.facts = 0;
@@ -383,7 +426,8 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
             Status::IOError("a write before the durable point failed (" + failure_.message() + ")",
                             failure_.retryable());
       } else {
-        WHARF_DASSERT(durable_lsn() == last_lsn());
+        // (Replicated: durable on this disk; the stream may still be storing the last groups.)
+        WHARF_DASSERT(durable_lsn() == last_lsn() || tracker_ != nullptr);
         rep->status = rep->at_durable_point();
       }
       Finish(rep);
@@ -394,6 +438,12 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       rep->status = checked;
       Finish(rep);
       continue;
+    }
+    // Replicated: a group is one stream message, whose size the servers bound. The engine keeps
+    // a transaction below half of it (EngineCore), so one always fits an empty group.
+    if (group_bytes_max_ > 0 &&
+        building_.batch.GetDataSize() + 2 * rep->bytes + kGroupOverheadBytes > group_bytes_max_) {
+      WriteBuilding();
     }
     AddToBuilding(rep);
     if (building_.facts >= options_.group_facts_max) WriteBuilding();
@@ -476,12 +526,26 @@ bool Committer::WriteBuilding() {
   if (next_lsn != next_lsn_) {
     batch.Put(store_->cf(kMeta), tables::meta::kLastLsn, tables::meta::EncodeU64(next_lsn - 1));
   }
+  // Replicated: the group carries its number, so a copy knows which groups it holds.
+  const uint64_t ship_number = sink_ != nullptr ? last_group_.load() + 1 : 0;
+  if (sink_ != nullptr) {
+    batch.Put(store_->cf(kMeta), tables::replication::kReplicationKey,
+              tables::replication::EncodePosition({ship_term_, ship_number}));
+  }
   // Numbered before RocksDB sees it: a reader that saw any of its writes reads write_seq_
   // afterwards and waits for this group (WaitDurable).
   group.seq = write_seq_.fetch_add(1, std::memory_order_seq_cst) + 1;
   rocksdb::WriteOptions write_options;
   write_options.sync = false;
   Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
+  if (s.ok() && sink_ != nullptr) {
+    // In the memtables now (even if pushing the WAL buffer fails below: a recovery flushes the
+    // memtables), so the stream must have it too, or a copy would miss what this database holds.
+    last_group_.store(ship_number, std::memory_order_release);
+    group.ship_number = ship_number;
+    tracker_->Shipping(ship_number, next_lsn - 1, batch.GetDataSize());
+    sink_->Ship(ship_number, batch.Data(), next_lsn - 1);
+  }
   // The committer is the store's only writer while it runs: the latest sequence number is this
   // group's last (what a snapshot must have reached to see it). Also when the write failed: what
   // it wrote, if anything, is at most that.
@@ -697,7 +761,7 @@ void Committer::EndRound(bool start_next) {
   {
     std::lock_guard lock(sync_mu_);
     sync_in_flight_.store(false, std::memory_order_release);
-    if (start_next && !failed_.load() && options_.durability == Durability::kSync) {
+    if (start_next && !failed_.load() && options_.durability != Durability::kBuffered) {
       next = TakeRoundLocked(/*force=*/false);
     }
     // Groups waiting for a round, failures and shutdown are the committer thread's to handle. A
@@ -750,34 +814,68 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
       failed_ = true;
       failure_ = status;
       failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
-    } else if (on_backend && !failed_.load() && options_.durability == Durability::kSync) {
+    } else if (on_backend && !failed_.load() && options_.durability != Durability::kBuffered) {
       next = TakeRoundLocked(/*force=*/false);
     }
   }
   if (next != nullptr && !StartRound(next, /*inline_ok=*/false)) next = nullptr;
+  if (options_.durability == Durability::kReplicated) {
+    ParkRound(round, status);
+  } else {
+    AcknowledgeRound(*round, status.ok()
+                                 ? status
+                                 : Status::IOError(status.message() +
+                                                   "; the outcome of this commit is unknown"));
+  }
+  // With no next round, the in-flight flag is cleared only now, after the acknowledgements, so a
+  // later round can never report its groups durable before this one's (replicated: parked rounds
+  // are acknowledged in order); groups written meanwhile start the next round from here.
+  if (next == nullptr) EndRound(/*start_next=*/status.ok());
+}
+
+void Committer::ParkRound(const std::shared_ptr<Round>& round, const Status& status) {
+  if (round->groups.empty()) {
+    status.PermitUncheckedError();  // nothing to answer either way
+    return;
+  }
+  tracker_->Park(
+      round->groups.back().ship_number,
+      status.ok() ? status
+                  : Status::IOError(status.message() + "; the outcome of this commit is unknown"),
+      [this, round](const Status& outcome) {
+        EngineThreadScope engine_thread;
+        AcknowledgeRound(*round, outcome);
+        if (!outcome.ok()) NotifyReaders();  // fenced: readers waiting for it give up
+      },
+      [this, round](const Status& timed_out) {
+        // Answered now; announced once the stream stores it (AcknowledgeRound, later).
+        EngineThreadScope engine_thread;
+        for (Group& group : round->groups) {
+          FinishAll(group.reps, timed_out);
+          group.reps.clear();
+        }
+      });
+}
+
+void Committer::AcknowledgeRound(const Round& round, const Status& status) {
   // The whole round is durable: the durable LSN covers it before waiting readers are told (once,
   // not once per group), so a read that returns never sees a durable LSN below what it read.
-  if (status.ok() && !round->groups.empty()) {
-    RaiseDurableLsn(round->groups.back().last_lsn);
-    PublishDurable(round->groups.back().seq);
+  if (status.ok() && !round.groups.empty()) {
+    RaiseDurableLsn(round.groups.back().last_lsn);
+    PublishDurable(round.groups.back().seq);
   }
-  const size_t announce_from = status.ok() ? AnnounceUnlisted(*round) : 0;
+  const size_t announce_from = status.ok() ? AnnounceUnlisted(round) : 0;
   const auto acked = std::chrono::steady_clock::now();  // once per round, not per transaction
-  for (size_t i = 0; i < round->groups.size(); ++i) {
-    const Group& group = round->groups[i];
+  for (size_t i = 0; i < round.groups.size(); ++i) {
+    const Group& group = round.groups[i];
     if (status.ok()) {
       if (i >= announce_from) AnnounceDurable(group);
       for (TxnRep* rep : group.reps) Finish(rep, acked);
     } else {
-      FinishAll(group.reps,
-                Status::IOError(status.message() + "; the outcome of this commit is unknown"));
+      FinishAll(group.reps, status);
     }
   }
-  if (status.ok() && !round->groups.empty()) PublishAnnounced(round->groups.back().seq);
-  // With no next round, the in-flight flag is cleared only now, after the acknowledgements, so a
-  // later round can never report its groups durable before this one's; groups written meanwhile
-  // start the next round from here.
-  if (next == nullptr) EndRound(/*start_next=*/status.ok());
+  if (status.ok() && !round.groups.empty()) PublishAnnounced(round.groups.back().seq);
 }
 
 void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
@@ -994,16 +1092,39 @@ Status Committer::WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq) {
   // A sync in flight finishes on its own; a failed committer needs a recovery, tried here at
   // most once per kFailedPollUs (a round that had still been in flight may end meanwhile).
   constexpr int64_t kFailedPollUs = 1000;
+  const auto replicated_deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.replicate_timeout_ms);
   while (true) {
     read_waiters_.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t word = durable_word_.load(std::memory_order_seq_cst);
     const bool durable = reached.load(std::memory_order_seq_cst) >= seq;
     const bool failed = failed_.load();
-    if (!durable && !failed && !stopped_.load()) FutexWait(&durable_word_, word);
+    if (!durable && !failed && !stopped_.load()) {
+      if (tracker_ == nullptr) {
+        FutexWait(&durable_word_, word);
+      } else {
+        FutexWaitOnce(&durable_word_, word, kFailedPollUs * 100);  // looks at the deadline
+      }
+    }
     read_waiters_.fetch_sub(1, std::memory_order_seq_cst);
     if (durable || reached.load(std::memory_order_acquire) >= seq) return Status::OK();
     if (stopped_.load()) {
       return Status::Closed("engine closed before the state read was known durable");
+    }
+    if (tracker_ != nullptr) {
+      // Replicated: the groups read may never be stored by the stream (fenced), or not for a
+      // long time (NATS unreachable); a read waits for them as long as a commit would.
+      Status fenced = tracker_->Fenced();
+      if (!fenced.ok()) return fenced;
+      if (std::chrono::steady_clock::now() >= replicated_deadline) {
+        return Status::IOError("replication: the state read includes commits that stream \"" +
+                                   options_.replicate_stream +
+                                   "\" did not store within "
+                                   "replicate_timeout_ms (" +
+                                   std::to_string(options_.replicate_timeout_ms) + " ms)",
+                               /*retryable=*/true);
+      }
+      FutexWaitOnce(&durable_word_, durable_word_.load(), kFailedPollUs);
     }
     if (failed) {
       Status recovered = RecoverForRead();

@@ -62,8 +62,10 @@
 
 #include "engine/commit/conflict_window.h"
 #include "engine/commit/durable_listener.h"
+#include "engine/commit/group_sink.h"
 #include "engine/commit/mpsc_queue.h"
 #include "engine/commit/read_snapshots.h"
+#include "engine/commit/ship_tracker.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/metrics/histogram.h"
 #include "engine/store/store.h"
@@ -87,6 +89,25 @@ class Committer {
   Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
             DurableListener* listener);
   ~Committer();
+
+  // Replication (options.replicate set): every group written from now on also goes to `sink`,
+  // numbered from `last_group` + 1 under primary term `term` (16 bytes; stored in each group,
+  // meta "replication"). In durability=replicated a commit is acknowledged, and its facts
+  // announced, only once the sink reported its group stored. The sink reports to
+  // ship_listener(). A group is cut before it would exceed `group_bytes_max` (what the stream
+  // takes in one message). Call before Start; `sink` must outlive the committer's Stop.
+  void SetGroupSink(GroupSink* sink, std::string term, uint64_t last_group,
+                    uint64_t group_bytes_max);
+  // What the sink reports to (null without options.replicate).
+  GroupSinkListener* ship_listener() { return tracker_.get(); }
+  // How far the stream is behind (all zero without replication).
+  ShipLag ReplicationLag() const;
+  // OK, or the refusal every commit gets since another primary extended the stream.
+  Status ReplicationFenced() const {
+    return tracker_ == nullptr ? Status::OK() : tracker_->Fenced();
+  }
+  // The last group number written (0: none, or not replicated).
+  uint64_t last_group() const { return last_group_.load(std::memory_order_acquire); }
 
   void Start();
   // Enqueues `rep`. Busy when the queue is full and when_full=error (or when waiting would
@@ -151,8 +172,9 @@ class Committer {
     std::vector<KeptFact> kept;  // durability=buffered: its outbox facts, when `listed`
     bool listed = true;          // false: written while nobody listened (its facts not kept)
     uint64_t last_lsn = 0;
-    uint64_t seq = 0;  // write_seq_ of this group
-    size_t facts = 0;  // of its transactions
+    uint64_t seq = 0;          // write_seq_ of this group
+    uint64_t ship_number = 0;  // its replication group number (0: not replicated)
+    size_t facts = 0;          // of its transactions
   };
   struct Round;
 
@@ -209,6 +231,12 @@ class Committer {
   int64_t GatherWaitUs();
   // `on_backend`: called by the backend's completion (not synced inline on the calling thread).
   void OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend);
+  // The end of a completed round (its sync's `status`): raises the durable LSN, announces its
+  // groups and answers their transactions (with `status` when it failed). In durability=
+  // replicated it runs once the stream stored the round (ShipTracker::Park).
+  void AcknowledgeRound(const Round& round, const Status& status);
+  // durability=replicated: hands a synced round to the ShipTracker.
+  void ParkRound(const std::shared_ptr<Round>& round, const Status& status);
   // Raises durable_seq_ (and acked_seq_) to `seq` (never lowers them) and wakes readers waiting in
   // WaitDurable or WaitAcknowledged.
   void PublishDurable(uint64_t seq);
@@ -316,6 +344,13 @@ class Committer {
   std::atomic<bool> stopped_{false};        // the committer thread has ended
   // After write_mu_ and write_seq_, which it refers to.
   ReadSnapshots snapshots_;
+
+  // Replication (SetGroupSink); sink_ and ship_term_ are set before Start, then only read.
+  GroupSink* sink_ = nullptr;
+  std::string ship_term_;
+  uint64_t group_bytes_max_ = 0;  // 0: no limit (not replicated)
+  std::unique_ptr<ShipTracker> tracker_;
+  std::atomic<uint64_t> last_group_{0};  // written by the group writer (write_mu_)
 
   // What the committer did since it started (ReadMetrics): relaxed atomics added to where
   // transactions are answered and rounds complete, never under a lock for them. On their own

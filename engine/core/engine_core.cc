@@ -12,6 +12,7 @@
 #include "engine/base/futex.h"
 #include "engine/metrics/http_listener.h"
 #include "engine/metrics/textfile_writer.h"
+#include "engine/replicate/replicator.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -68,16 +69,46 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   s = Store::Open(path, options, hooks, &core->store_);
   if (!s.ok()) return s;
   NoteEngineOpened();  // after RocksDB's first open registered its exit handlers (process.h)
+  ReplicateConfig replicate;
+  s = ReplicateConfigOf(options, &replicate);
+  if (!s.ok()) return s;
+  std::unique_ptr<Replicator> replicator;
+  for (int pass = 0; !options.replicate.empty(); ++pass) {
+    bool reopen = false;
+    s = Replicator::Prepare(options, core->store_.get(), &replicator, &reopen);
+    if (!s.ok() || !reopen) break;
+    // A copy caught up with its stream: the store reads again what it read at open.
+    WHARF_ASSERT(pass == 0);
+    s = core->store_->Close();
+    core->store_.reset();
+    if (s.ok()) s = Store::Open(path, options, hooks, &core->store_);
+    if (!s.ok()) break;
+  }
+  if (!s.ok()) return s;
   core->options_.partitions = core->store_->partitions();
   core->options_.ordering = core->store_->ordering();  // always set once open
   for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get());
+  if (replicator != nullptr) {
+    s = replicator->Attach(core->committer_.get());
+    if (!s.ok()) return s;
+    core->txn_bytes_max_ = std::min(kTxnBytesMax, replicator->txn_bytes_max());
+    core->replicator_ = std::move(replicator);
+  }
   core->committer_->Start();
   core->retention_ = std::make_unique<Retention>(core.get());
   core->retention_->Start();
   EngineCore* raw = core.get();
   *engine = EngineInternal::NewEngine(std::move(core));
+  if (raw->replicator_ != nullptr) {
+    // The base snapshot, when the stream needs one, is uploaded before the engine is handed out.
+    s = raw->replicator_->Start(engine->get());
+    if (!s.ok()) {
+      engine->reset();  // closes it
+      return s;
+    }
+  }
   const std::string socket_path = admin_socket::SocketPathFor(path, options.admin_socket);
   if (!socket_path.empty()) {
     s = admin_socket::AdminServer::Start(engine->get(), socket_path, admin_socket::ServerLimits(),
@@ -121,6 +152,8 @@ Status EngineCore::Close() {
     std::lock_guard lock(backup_mutex_);
     if (stop_backup_) stop_backup_();
   }
+  // The snapshot thread ends (its backup was just stopped) before anything it uses closes.
+  if (replicator_) replicator_->Stop();
   // The textfile's last write reads the metrics of the engine still open.
   if (metrics_textfile_) metrics_textfile_->Stop();
   closed_.store(true);
@@ -131,6 +164,8 @@ Status EngineCore::Close() {
   if (retention_) retention_->Stop();
   // Queued commits finish first; then no reader may be inside the store while it closes.
   if (committer_) committer_->Stop();
+  // No group is written any more: the stream's acknowledgements and publishes end.
+  if (replicator_) replicator_->Close();
   std::unique_lock lock(close_mutex_);
   // Transactions still open keep their snapshots; no read is inside the store now.
   if (committer_) committer_->CloseSnapshots();

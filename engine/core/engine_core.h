@@ -33,6 +33,7 @@ namespace admin_socket {
 class AdminServer;  // engine/admin/socket/server.h
 }  // namespace admin_socket
 class HttpListener;    // engine/metrics/http_listener.h
+class Replicator;      // engine/replicate/replicator.h
 class TextfileWriter;  // engine/metrics/textfile_writer.h
 
 struct StringHash {
@@ -61,6 +62,8 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   Store* store() const { return store_.get(); }
   Committer* committer() const { return committer_.get(); }
   Retention* retention() const { return retention_.get(); }
+  // Null unless the database is replicated (options.replicate).
+  Replicator* replicator() const { return replicator_.get(); }
   const EngineOptions& options() const { return options_; }
   const std::string& path() const { return path_; }
   const char* io_backend() const { return backend_->name(); }
@@ -142,6 +145,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   std::unique_ptr<io::SyncBackend> backend_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Committer> committer_;
+  // Replication (option replicate; null when off): ships the committer's groups, so it is
+  // destroyed before the committer (declared after it) and closed after the committer stopped.
+  std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<Retention> retention_;  // after the committer: it commits through it
   // The admin socket (option admin_socket; null when off): started once the engine is open,
   // stopped first by Close() so that no request runs while the committer stops.

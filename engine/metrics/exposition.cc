@@ -1,6 +1,7 @@
 // Metric families of a snapshot and their Prometheus text (exposition.h).
 #include "engine/metrics/exposition.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -297,6 +298,54 @@ void AddBackups(Builder& out, const MetricsSnapshot& snapshot) {
       .Sample(D(b.last_fact_id));
 }
 
+// Replication (option replicate): how far the stream is behind, and the snapshots uploaded. An
+// engine that does not replicate gives wharf_replication_enabled 0 only; a secondary nothing.
+void AddReplication(Builder& out, const MetricsSnapshot& snapshot) {
+  if (!snapshot.live) return;
+  const ReplicationMetrics& r = snapshot.replication;
+  out.Family("wharf_replication_enabled", "gauge",
+             "1 when the engine replicates its groups to a NATS JetStream stream (replicate).")
+      .Sample(r.enabled ? 1 : 0);
+  if (!r.enabled) return;
+  out.Family("wharf_replication_info", "gauge",
+             "The group stream, the replication mode (sync: durability=replicated; async) and "
+             "this primary's term; always 1.")
+      .Sample(1, Labels{{"stream", r.stream}, {"mode", r.mode}, {"term", r.term}});
+  out.Family("wharf_replication_last_group", "gauge", "The last group written locally.")
+      .Sample(D(r.last_group));
+  out.Family("wharf_replication_shipped_group", "gauge", "The last group the stream stored.")
+      .Sample(D(r.shipped_group));
+  out.Family("wharf_replication_shipped_bytes_total", "counter",
+             "Group bytes the stream stored since the engine opened.")
+      .Sample(D(r.shipped_bytes_total));
+  out.Family("wharf_replication_lag_groups", "gauge",
+             "Groups written locally and not yet stored by the stream.")
+      .Sample(D(r.lag_groups));
+  out.Family("wharf_replication_lag_facts", "gauge",
+             "Fact ids written beyond the last group the stream stored.")
+      .Sample(D(r.lag_facts));
+  out.Family("wharf_replication_lag_bytes", "gauge", "Group bytes not yet stored by the stream.")
+      .Sample(D(r.lag_bytes));
+  out.Family("wharf_replication_lag_seconds", "gauge",
+             "Age of the oldest group not yet stored by the stream (0: none).")
+      .Sample(D(r.lag_ms) / 1000);
+  out.Family("wharf_replication_fenced", "gauge",
+             "1 when another primary extended the stream: every commit is refused.")
+      .Sample(r.fenced ? 1 : 0);
+  out.Family("wharf_replication_snapshots_total", "counter",
+             "Snapshots uploaded to the stream since the engine opened.")
+      .Sample(D(r.snapshots_total));
+  out.Family("wharf_replication_snapshot_failures_total", "counter",
+             "Snapshot uploads that failed since the engine opened.")
+      .Sample(D(r.snapshot_failures_total));
+  out.Family("wharf_replication_last_snapshot_group", "gauge",
+             "The group the last uploaded snapshot covers (0: none yet).")
+      .Sample(D(r.last_snapshot_group));
+  out.Family("wharf_replication_last_snapshot_timestamp_seconds", "gauge",
+             "When the last snapshot was uploaded, seconds since the epoch (0: none yet).")
+      .Sample(D(static_cast<uint64_t>(std::max<int64_t>(0, r.last_snapshot_ms))) / 1000);
+}
+
 void AppendEscaped(std::string* out, std::string_view text, bool quote) {
   for (char c : text) {
     if (c == '\\') {
@@ -325,6 +374,7 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot) {
   AddRetention(out, snapshot);
   AddStore(out, snapshot);
   AddBackups(out, snapshot);
+  AddReplication(out, snapshot);
   return families;
 }
 

@@ -65,44 +65,24 @@ std::string StreamSubjects(std::string_view target) {
   return prefix + ">";
 }
 
-// The TLS settings of `config` on `options`. Not NATS_OK: *what names the option that failed.
-natsStatus ApplyTls(const RelayConfig& config, natsOptions* options, std::string* what) {
-  if (!config.tls) return NATS_OK;
-  *what = "tls=1";
-  natsStatus s = natsOptions_SetSecure(options, true);
-  if (s == NATS_OK && !config.tls_ca.empty()) {
-    *what = "tls_ca='" + config.tls_ca + "'";
-    s = natsOptions_LoadCATrustedCertificates(options, config.tls_ca.c_str());
-  }
-  if (s == NATS_OK && !config.tls_cert.empty()) {
-    *what = "tls_cert='" + config.tls_cert + "', tls_key='" + config.tls_key + "'";
-    s = natsOptions_LoadCertificatesChain(options, config.tls_cert.c_str(), config.tls_key.c_str());
-  }
-  return s;
-}
-
 }  // namespace
 
-std::string NatsStatusText(int status) {
-  const auto nats_status = static_cast<natsStatus>(status);
-  std::string text = natsStatus_GetText(nats_status);
-  natsStatus last = NATS_OK;
-  const char* detail = nats_GetLastError(&last);
-  if (detail != nullptr && detail[0] != '\0' && last == nats_status) {
-    text += std::string(": ") + detail;
-  }
-  return text;
+NatsConnectOptions NatsConnectOptionsOf(const RelayConfig& config) {
+  NatsConnectOptions options;
+  options.url = config.url;
+  options.user = config.user;
+  options.password = config.password;
+  options.token = config.token;
+  options.tls = config.tls;
+  options.tls_ca = config.tls_ca;
+  options.tls_cert = config.tls_cert;
+  options.tls_key = config.tls_key;
+  options.timeout_ms = config.timeout_ms;
+  return options;
 }
 
 Status CheckNatsTls(const RelayConfig& config) {
-  if (!config.tls) return Status::OK();
-  natsOptions* options = nullptr;
-  natsStatus s = natsOptions_Create(&options);
-  std::string what = "nats options";
-  if (s == NATS_OK) s = ApplyTls(config, options, &what);
-  natsOptions_Destroy(options);
-  if (s == NATS_OK) return Status::OK();
-  return Status::InvalidArgument("relay options: " + what + ": " + NatsStatusText(s));
+  return CheckNatsTls(NatsConnectOptionsOf(config), "relay options");
 }
 
 NatsJetStreamSink::NatsJetStreamSink(RelayConfig config) : config_(std::move(config)) {}
@@ -149,41 +129,10 @@ natsConnection* NatsJetStreamSink::Connection(uint64_t cancels, std::string* err
     *error = kCancelled;
     return nullptr;
   }
-  natsOptions* options = nullptr;
-  natsStatus s = natsOptions_Create(&options);
-  if (s == NATS_OK) s = natsOptions_SetURL(options, config_.url.c_str());
-  if (s == NATS_OK) s = natsOptions_SetTimeout(options, config_.timeout_ms);
-  // Once connected, reconnect forever: publishes wait in the reconnect buffer, and those not
-  // acknowledged in time are retried by the lane (the duplicate window drops doubles).
-  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(options, -1);
-  if (s == NATS_OK) s = natsOptions_SetReconnectWait(options, 100);
-  if (s == NATS_OK && !config_.user.empty()) {
-    s = natsOptions_SetUserInfo(options, config_.user.c_str(), config_.password.c_str());
-  }
-  if (s == NATS_OK && !config_.token.empty()) {
-    s = natsOptions_SetToken(options, config_.token.c_str());
-  }
-  std::string tls_what;
-  if (s == NATS_OK) s = ApplyTls(config_, options, &tls_what);
-  if (s != NATS_OK) {
-    // CheckNatsTls loaded the same files when the sink was made; they changed since.
-    natsOptions_Destroy(options);
-    *error =
-        "nats options" + (tls_what.empty() ? "" : " (" + tls_what + ")") + ": " + NatsStatusText(s);
-    return nullptr;
-  }
   natsConnection* connection = nullptr;
-  s = natsConnection_Connect(&connection, options);
-  natsOptions_Destroy(options);
-  if (s != NATS_OK) {
-    *error = "nats connect to " + config_.url + (config_.tls ? " over TLS" : "") + ": " +
-             NatsStatusText(s);
-    if (s == NATS_SSL_ERROR && !config_.tls) {
-      // nats.c upgrades to TLS when the server requires it, trusting only the system's CAs.
-      error->append(" (the server requires TLS: give tls_ca=<the CA of its certificate>)");
-    }
-    return nullptr;
-  }
+  natsStatus s =
+      static_cast<natsStatus>(NatsConnect(NatsConnectOptionsOf(config_), &connection, error));
+  if (s != NATS_OK) return nullptr;
   if (!config_.create_stream.empty()) {
     jsCtx* js = nullptr;
     jsStreamInfo* info = nullptr;

@@ -33,6 +33,7 @@
 
 #include "engine/relay/outcome_counters.h"
 #include "engine/relay/relay_config.h"
+#include "engine/replicate/nats_link.h"
 #include "wharf/relay.h"
 
 struct __natsConnection;
@@ -40,9 +41,8 @@ struct __natsSubscription;
 
 namespace wharf::internal {
 
-// The text of a natsStatus, with nats.c's last error of this thread when it is about it (e.g.
-// "SSL Error: SSL handshake error: certificate verify failed").
-std::string NatsStatusText(int status);
+// The connection settings of `config` (NatsConnect, engine/replicate/nats_link.h, connects).
+NatsConnectOptions NatsConnectOptionsOf(const RelayConfig& config);
 
 // Loads the TLS files of `config` (if tls) as the connection will: InvalidArgument naming the
 // option and nats.c's text (e.g. a file that is not PEM). Called by MakeRelaySink.

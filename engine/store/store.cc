@@ -291,6 +291,7 @@ Status Store::Open(const std::string& path, const EngineOptions& options, const 
 
   Status meta = store->LoadOrInitMeta(options, created);
   if (meta.ok()) meta = store->BumpOpenEpoch();
+  if (meta.ok()) meta = store->LoadReplication();
   if (meta.ok()) meta = store->FinishOpen(plan);
   if (!meta.ok()) {
     store->AbandonOpen(plan);
@@ -399,6 +400,50 @@ Status Store::StartIncarnation(uint64_t number) {
                                 tables::backups::EncodeIncarnation(number)),
                        "record the incarnation");
   if (s.ok()) incarnations_.starts.emplace_back(first_id, number);
+  return s;
+}
+
+Status Store::LoadReplication() {
+  namespace replication = tables::replication;
+  rocksdb::ReadOptions read_options;
+  std::string sealed;
+  rocksdb::Status rs = db_->Get(read_options, cf(kMeta), replication::kDatabaseIdKey, &sealed);
+  if (rs.IsNotFound()) {
+    // Created now, or a database from before ids: either way it becomes this id for good.
+    database_id_ = replication::RandomId();
+    rocksdb::WriteOptions write_options;
+    write_options.sync = true;
+    Status s = FromRocks(db_->Put(write_options, cf(kMeta), replication::kDatabaseIdKey,
+                                  replication::EncodeDatabaseId(database_id_)),
+                         "record the database id");
+    if (!s.ok()) return s;
+  } else if (rs.ok()) {
+    Status s = replication::DecodeDatabaseId(sealed, &database_id_);
+    if (!s.ok()) return s;
+  } else {
+    return FromRocks(rs, "read the database id");
+  }
+  rs = db_->Get(read_options, cf(kMeta), replication::kReplicationKey, &sealed);
+  if (rs.ok()) {
+    Status s = replication::DecodePosition(sealed, &recovered_replication_);
+    if (!s.ok()) return s;
+  } else if (!rs.IsNotFound()) {
+    return FromRocks(rs, "read the replication record");
+  }
+  rs = db_->Get(read_options, cf(kMeta), replication::kReplicaCopyKey, &sealed);
+  if (!rs.ok() && !rs.IsNotFound()) return FromRocks(rs, "read the replica record");
+  replica_copy_ = rs.ok();
+  return Status::OK();
+}
+
+Status Store::SetReplicaCopy(bool copy) {
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  const auto key = tables::replication::kReplicaCopyKey;
+  Status s = FromRocks(copy ? db_->Put(write_options, cf(kMeta), key, codec::Seal(""))
+                            : db_->Delete(write_options, cf(kMeta), key),
+                       "record the replica mark");
+  if (s.ok()) replica_copy_ = copy;
   return s;
 }
 

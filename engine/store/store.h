@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/store/outbox_floors.h"
+#include "engine/store/tables/replication.h"
 #include "engine/store/wal_check.h"
 #include "wharf/options.h"
 #include "wharf/relay.h"
@@ -112,6 +113,19 @@ class Store {
   uint64_t incarnation() const {
     return incarnations_.starts.empty() ? 0 : incarnations_.starts.back().second;
   }
+  // Who this database is (meta "database_id", 16 bytes; engine/store/tables/replication.h):
+  // created at its first open, kept by backups, restores and copies.
+  const std::string& database_id() const { return database_id_; }
+  // The last replicated group the database holds and the term that wrote it, as read at open
+  // (term empty: never replicated).
+  const tables::replication::Position& recovered_replication() const {
+    return recovered_replication_;
+  }
+  // Whether this database is a copy of a replication stream (restored from it, or a standby):
+  // opened as a primary it starts a new term.
+  bool replica_copy() const { return replica_copy_; }
+  // Marks or unmarks the database as such a copy, durably (a local record, never shipped).
+  Status SetReplicaCopy(bool copy);
   // Each partition's retention floor (engine/store/outbox_floors.h): loaded from the meta family
   // at open, raised by retention. Reads of the outbox start above it.
   OutboxFloors* floors() const { return floors_.get(); }
@@ -143,6 +157,8 @@ class Store {
   Store() = default;
   Status LoadOrInitMeta(const EngineOptions& options, bool created);
   Status BumpOpenEpoch();
+  // Reads (or creates) the database id, and reads the replication records.
+  Status LoadReplication();
   // engine/store_dir.cc: the directory's lock and checks before RocksDB opens, and after.
   Status PrepareDirectory(const std::string& path, const EngineOptions& options,
                           const rocksdb::DBOptions& db_options, rocksdb::FileSystem* fs,
@@ -166,6 +182,9 @@ class Store {
   uint64_t open_epoch_ = 0;
   std::vector<std::string> recovered_types_;
   Incarnations incarnations_;
+  std::string database_id_;
+  tables::replication::Position recovered_replication_;
+  bool replica_copy_ = false;
   std::shared_ptr<OutboxFloors> floors_ = std::make_shared<OutboxFloors>();
   std::shared_ptr<rocksdb::Statistics> statistics_;
 };

@@ -170,6 +170,22 @@ struct RestoreArgs {
 // Exit 1 when the restore fails (no such backup, a damaged file, a non-empty --to without
 // --force), 2 when `from` is no directory or `to` is a database in use.
 int RestoreBackup(const Context& context, const RestoreArgs& args);
+// `wharf restore --from nats://...` and `wharf standby` (tools/cli/stream_commands.cc,
+// wharf/replication.h): a database replicated to a NATS JetStream stream.
+struct StreamSource {
+  std::string url;      // nats://HOST:PORT (several separated by ','), as the option replicate
+  std::string stream;   // the primary's replicate_stream
+  std::string options;  // "replicate_user=...;replicate_tls_ca=..." (engine option syntax)
+};
+// Whether --from names a stream rather than a backup directory.
+bool IsStreamUrl(const std::string& from);
+// Exit 1 when the restore fails (a damaged snapshot, a non-empty --to without --force, bad
+// options), 2 when the stream cannot be reached or holds no snapshot, or `to` is in use.
+int RestoreStream(const Context& context, const StreamSource& source, const std::string& to,
+                  bool force);
+// Follows the stream into context.db until SIGINT or SIGTERM, then stops (exit 0). Exit 1 when
+// --db holds a database that is not a copy of the stream, 2 when the stream cannot be reached.
+int StandbyStream(const Context& context, const StreamSource& source);
 struct VerifyArgs {
   std::string backup;      // a backup directory; empty: verify context.db
   uint32_t backup_id = 0;  // 0: the newest

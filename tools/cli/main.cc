@@ -224,7 +224,8 @@ int Run(int argc, char** argv) {
 
   app.add_subcommand("stat",
                      "Partitions, sizes, LSNs, types, consumers and their lag, leases, "
-                     "timers and dead letters")
+                     "timers and dead letters; replication lag when the engine holding it "
+                     "replicates")
       ->callback(needs_db([&] { return Stat(context); }));
 
   // cursor
@@ -405,7 +406,9 @@ int Run(int argc, char** argv) {
       ->check(kNumber);
   top->footer(
       "Every interval: transactions/s and facts/s committed, the sync round's p50/p99 (estimated\n"
-      "from its histogram over the interval) and mean, queue depth, disk bytes; per consumer its\n"
+      "from its histogram over the interval) and mean, queue depth, disk bytes; when the engine\n"
+      "replicates, how far the stream is behind (groups, facts, bytes, seconds; yellow beyond a\n"
+      "second, red when fenced) and its snapshots; per consumer its\n"
       "deliveries/s, lag (facts, seconds), state (caught up, behind, retrying fact N (attempt K,\n"
       "since T), stuck) and last error. On a terminal it redraws in place (colors unless NO_COLOR\n"
       "is set); q quits (exit 0), Ctrl-C exits 130. Otherwise it prints plain frames, one per\n"
@@ -465,9 +468,19 @@ int Run(int argc, char** argv) {
   backups->callback([&] { run = [&] { return ListBackupDirectory(context, backups_from); }; });
 
   RestoreArgs restore_args;
+  StreamSource restore_stream;
   auto* restore = app.add_subcommand(
-      "restore", "Restore a backup into a new database directory (a new incarnation)");
-  restore->add_option("--from", restore_args.from, "The backup directory")->required();
+      "restore", "Restore a backup, or a replication stream, into a new database directory");
+  restore
+      ->add_option("--from", restore_args.from,
+                   "The backup directory, or nats://HOST:PORT[,nats://...]: the servers of a "
+                   "replication stream")
+      ->required();
+  restore->add_option("--stream", restore_stream.stream,
+                      "With --from nats://...: the stream (the primary's replicate_stream)");
+  restore->add_option("--options", restore_stream.options,
+                      "With --from nats://...: connection options in the engine option syntax, "
+                      "e.g. \"replicate_user=app;replicate_password=...;replicate_tls_ca=FILE\"");
   restore->add_option("--backup", restore_args.backup_id, "Backup ID (default: the newest)")
       ->check(kNumber)
       ->check(CLI::Range(uint64_t{1}, uint64_t{UINT32_MAX}));
@@ -483,8 +496,57 @@ int Run(int argc, char** argv) {
       "Checks every file's size and checksum as it copies (a damaged one fails the restore and\n"
       "leaves nothing in --to). The restored database starts a new incarnation after the\n"
       "backup's point, so relays tell its new facts from those the original emitted after it.\n"
-      "Open it like any other (--db PATH). No --db needed.");
-  restore->callback([&] { run = [&] { return RestoreBackup(context, restore_args); }; });
+      "Open it like any other (--db PATH). No --db needed.\n"
+      "From a stream (--from nats://... --stream NAME): its newest snapshot, then every group\n"
+      "after it; every commit acknowledged under durability=replicated is there. Opened with\n"
+      "replicate= set to the stream, the copy takes it over as the new primary.");
+  restore->callback([&] {
+    run = [&] {
+      if (IsStreamUrl(restore_args.from)) {
+        if (restore_args.backup_id != 0 || restore_args.rate_limit_bytes_per_s != 0) {
+          return Fail(kExitError,
+                      "--backup and --rate-limit are for a backup directory, not a "
+                      "stream (--from " +
+                          restore_args.from + ")");
+        }
+        restore_stream.url = restore_args.from;
+        return RestoreStream(context, restore_stream, restore_args.to, restore_args.force);
+      }
+      if (!restore_stream.stream.empty() || !restore_stream.options.empty()) {
+        return Fail(kExitError,
+                    "--stream and --options name a replication stream: --from must "
+                    "then be nats://HOST:PORT, not '" +
+                        restore_args.from + "'");
+      }
+      return RestoreBackup(context, restore_args);
+    };
+  });
+
+  StreamSource standby_stream;
+  auto* standby = app.add_subcommand(
+      "standby", "Keep --db a warm copy of a replication stream until Ctrl-C (a standby)");
+  standby
+      ->add_option("--from", standby_stream.url,
+                   "nats://HOST:PORT[,nats://...]: the servers of the replication stream")
+      ->required();
+  standby->add_option("--stream", standby_stream.stream,
+                      "The stream (the primary's "
+                      "replicate_stream)");
+  standby->add_option("--options", standby_stream.options,
+                      "Connection options in the engine option syntax, e.g. "
+                      "\"replicate_user=app;replicate_password=...;replicate_tls_ca=FILE\"");
+  standby->footer(
+      "Restores --db from the stream first when it holds no database, then applies every group\n"
+      "the primary ships as it comes. Prints its state every second (--json: one object per\n"
+      "line); SIGINT or SIGTERM stops it cleanly (exit 0), the copy up to its last group. Then\n"
+      "open --db with replicate= set to the stream to take it over as the primary.");
+  standby->callback(needs_db([&] {
+    if (!IsStreamUrl(standby_stream.url)) {
+      return Fail(kExitError, "--from must be nats://HOST:PORT (the stream's servers), not '" +
+                                  standby_stream.url + "'");
+    }
+    return StandbyStream(context, standby_stream);
+  }));
 
   VerifyArgs verify_args;
   auto* verify = app.add_subcommand(

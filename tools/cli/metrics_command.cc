@@ -6,6 +6,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/metrics_source.h"
 #include "tools/cli/output.h"
+#include "tools/cli/replication_view.h"
 
 namespace wharf::cli {
 namespace {
@@ -102,6 +103,8 @@ std::string SnapshotJson(const MetricsSnapshot& m) {
   json.Key("last_copied_bytes").Uint(b.last_copied_bytes);
   json.Key("last_size_bytes").Uint(b.last_size_bytes);
   json.Key("last_fact_id").Uint(b.last_fact_id).EndObject();
+  json.Key("replication");
+  ReplicationJson(json, m.replication);
   json.EndObject();
   return json.str();
 }

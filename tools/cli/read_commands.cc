@@ -12,6 +12,7 @@
 
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
+#include "tools/cli/replication_view.h"
 #include "tools/cli/suggest.h"
 #include "wharf/inspect.h"
 
@@ -270,6 +271,8 @@ struct StatData {
   std::vector<std::string> types;
   LeaseView lease_view;
   int64_t now_ms = 0;
+  // From the engine holding the database, when one answers (only it knows replication).
+  std::optional<ReplicationMetrics> replication;
 };
 
 Status ReadStatData(Inspector& inspector, StatData* data) {
@@ -334,6 +337,13 @@ void PrintStatJson(const Context& context, const Inspector& inspector, const Sta
     }
     json.EndObject();
   }
+  // null: no engine answered (replication is the running engine's to know).
+  json.Key("replication");
+  if (data.replication) {
+    ReplicationJson(json, *data.replication);
+  } else {
+    json.Null();
+  }
   PrintJson(json.EndObject());
 }
 
@@ -392,6 +402,10 @@ std::string StatSummary(const Context& context, const Inspector& inspector, cons
                                                    : fmt::format("{} facts ({} consumers)",
                                                                  lost_facts, losing_consumers)});
   summary.Add({"last backup", LastBackupText(snapshot.last_backup)});
+  if (data.replication && data.replication->enabled) {
+    bool fenced = false;
+    summary.Add({"replication", ReplicationText(*data.replication, &fenced)});
+  }
   std::string rendered = summary.Render();
   return rendered.substr(rendered.find('\n') + 1);  // no header row for the summary
 }
@@ -404,6 +418,8 @@ int Stat(const Context& context) {
   StatData data;
   Status s = ReadStatData(*inspector, &data);
   if (!s.ok()) return DataError(s);
+  ReplicationMetrics replication;
+  if (ReadLiveReplication(context, &replication)) data.replication = replication;
   if (context.json) {
     PrintStatJson(context, *inspector, data);
     return kExitOk;

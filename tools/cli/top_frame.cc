@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "tools/cli/output.h"
+#include "tools/cli/replication_view.h"
 
 namespace wharf::cli {
 namespace {
@@ -280,6 +281,15 @@ std::vector<Line> TopView::Frame(int64_t interval_ms, bool keys) const {
                             FormatBytes(s.memtable_bytes), s.compactions_pending)}};
   if (s.writes_stopped) disk.push_back({"   WRITES STOPPED", Color::kRed});
   lines.push_back(std::move(disk));
+  if (now.replication.enabled) {
+    bool fenced = false;
+    const std::string text = ReplicationText(now.replication, &fenced);
+    // Red when fenced; yellow when the stream is more than a second behind.
+    const Color color = fenced                          ? Color::kRed
+                        : now.replication.lag_ms > 1000 ? Color::kYellow
+                                                        : Color::kNone;
+    lines.push_back({{"replicate "}, {text, color}});
+  }
   lines.push_back({});
   for (Line& line : ConsumerLines()) lines.push_back(std::move(line));
   return lines;

@@ -139,6 +139,31 @@ struct BackupMetrics {
   uint64_t last_fact_id = 0;       // its point
 };
 
+// Replication through NATS JetStream (the option `replicate`, wharf/replication.h): how much a loss
+// of this machine would take now (what the stream does not hold yet), and the snapshots uploaded
+// since the engine opened. enabled=false: the engine does not replicate (every other field is zero
+// or empty). A secondary (live=false) knows nothing of it.
+struct ReplicationMetrics {
+  bool enabled = false;
+  std::string mode;                  // "sync" (durability=replicated) or "async" (behind commits)
+  std::string stream;                // the group stream's name
+  std::string term;                  // this primary's term, 32 hex
+  uint64_t last_group = 0;           // the last group written locally
+  uint64_t shipped_group = 0;        // the last group the stream stored
+  uint64_t shipped_bytes_total = 0;  // group bytes the stream stored since the engine opened
+  uint64_t lag_groups = 0;           // written, not yet stored by the stream
+  uint64_t lag_facts = 0;            // fact ids written beyond the last stored group's
+  uint64_t lag_bytes = 0;            // group bytes not yet stored
+  uint64_t lag_ms = 0;               // age of the oldest group not yet stored (0: none)
+  // Another primary extended the stream: every commit is refused (Conflict, kPrimaryFenced).
+  bool fenced = false;
+  uint64_t snapshots_total = 0;          // uploaded since the engine opened
+  uint64_t snapshot_failures_total = 0;  // uploads that failed since the engine opened
+  uint64_t last_snapshot_group = 0;      // the group the last uploaded snapshot covers (0: none)
+  int64_t last_snapshot_ms = 0;          // wall clock when it was uploaded (0: none yet)
+  std::string last_snapshot_error;       // the last failure's text, "" when none
+};
+
 struct MetricsSnapshot {
   // true: read from the open engine. false: what `wharf metrics` could read from a secondary when
   // no engine held the database (only positions, lag and losses; every counter and histogram 0).
@@ -151,6 +176,7 @@ struct MetricsSnapshot {
   RetentionMetrics retention;
   StoreMetrics store;
   BackupMetrics backups;
+  ReplicationMetrics replication;
 };
 
 // Fills *snapshot (replacing it).

@@ -14,11 +14,20 @@ namespace wharf {
 
 // `durability`: when a commit is acknowledged.
 enum class Durability : uint8_t {
-  kSync,      // "sync" (default): after fdatasync of the WAL completed. Survives power loss.
-  kBuffered,  // "buffered": after the write reached the OS; synced every buffered_sync_ms.
-              // A power loss may lose the last buffered_sync_ms of acknowledged commits (and
-              // leave a gap in fact ids; an id is never handed out twice). Consumers see a fact
-              // only once synced, up to buffered_sync_ms after its commit.
+  kSync,        // "sync" (default): after fdatasync of the WAL completed. Survives power loss.
+  kBuffered,    // "buffered": after the write reached the OS; synced every buffered_sync_ms.
+                // A power loss may lose the last buffered_sync_ms of acknowledged commits (and
+                // leave a gap in fact ids; an id is never handed out twice). Consumers see a fact
+                // only once synced, up to buffered_sync_ms after its commit.
+  kReplicated,  // "replicated": after fdatasync of the WAL *and* the replication stream's
+                // acknowledgement of the commit's group (`replicate` must be set). Survives the
+                // loss of the machine. Consumers see a fact only once both are in.
+};
+
+// `replicate_mode`: how groups are shipped to the replication stream.
+enum class ReplicateMode : uint8_t {
+  kSync,   // "sync": a commit waits for the stream (what durability=replicated means)
+  kAsync,  // "async": acknowledged locally, shipped behind (durability=sync with `replicate`)
 };
 
 // `io`: how syncs are issued.
@@ -135,6 +144,48 @@ struct EngineOptions {
   // `metrics_interval_ms`: the textfile's rewrite interval (>= 100).
   uint32_t metrics_interval_ms = 15'000;
 
+  // Replication (README "Surviving the loss of the machine"): every group of commits the engine
+  // writes is also published, in order, to a NATS JetStream stream, with snapshots of the whole
+  // database beside it, so that another machine can restore or follow it.
+  // `replicate`: nats://host:port, several separated by ',' (a cluster's members). Empty (the
+  // default): no replication.
+  std::string replicate;
+  // `replicate_stream`: the JetStream stream of the groups (subject "<stream>.groups"); the
+  // snapshots go to "<stream>_SNAPSHOTS". Letters, digits, '-' and '_'.
+  std::string replicate_stream = "wharf";
+  // `replicate_mode`: unset (the default) follows `durability`: sync when it is replicated, else
+  // async. Set, it must agree with `durability` (InvalidArgument otherwise).
+  std::optional<ReplicateMode> replicate_mode;
+  // `replicate_timeout_ms`: connecting, and how long a replicated commit waits for the stream's
+  // acknowledgement before it fails with a retryable IOError ("outcome unknown").
+  // The default outlasts a stream leader's election in a 3-node cluster (5-10 s with 2.9).
+  uint32_t replicate_timeout_ms = 15'000;
+  // `replicate_replicas`: replicas of the streams when the engine creates them (3 in a 3-node
+  // cluster; 1 on a single server).
+  uint32_t replicate_replicas = 3;
+  // `replicate_user`, `replicate_password`, `replicate_token`: NATS credentials.
+  std::string replicate_user;
+  std::string replicate_password;
+  std::string replicate_token;
+  // `replicate_tls` (or any of the files): TLS; `replicate_tls_ca`: PEM CA certificates the server
+  // must chain to (empty: the system's); `replicate_tls_cert` + `replicate_tls_key`: a client
+  // certificate and key.
+  bool replicate_tls = false;
+  std::string replicate_tls_ca;
+  std::string replicate_tls_cert;
+  std::string replicate_tls_key;
+  // `replicate_pending_bytes_max`: group bytes published and not yet acknowledged, at most (>= 1
+  // MiB): beyond it commits fail with a retryable IOError until the stream catches up, so memory
+  // stays bounded while NATS is unreachable.
+  uint64_t replicate_pending_bytes_max = 64u << 20;
+  // `replicate_snapshot_interval_ms`, `replicate_snapshot_bytes`: a snapshot is uploaded when
+  // either has passed since the last one (group bytes shipped since); 0 turns that trigger off.
+  // Groups below the oldest kept snapshot are purged from the stream, which bounds NATS's disk.
+  uint64_t replicate_snapshot_interval_ms = 3'600'000;
+  uint64_t replicate_snapshot_bytes = 1ull << 30;
+  // `replicate_snapshot_keep`: snapshots kept in the stream (>= 1).
+  uint32_t replicate_snapshot_keep = 2;
+
   // Wall clock in milliseconds since the epoch (commit times, timers, leases). Tests inject one.
   // Must be thread-safe. Empty: the system clock.
   std::function<int64_t()> clock_ms;
@@ -162,6 +213,7 @@ Status ParseEngineOptions(std::string_view text, EngineOptions* options);
 Status ValidateMetricsOptions(const EngineOptions& options);
 
 const char* ToString(Durability value);
+const char* ToString(ReplicateMode value);
 const char* ToString(IoBackend value);
 const char* ToString(WhenFull value);
 const char* ToString(Ordering value);

@@ -52,6 +52,8 @@ class [[nodiscard]] Status {
     kTimedOut = 5,        // IOError: no answer within the caller's timeout (AdminClient)
     kReadConflict = 6,    // Conflict: a key or range the transaction read was written since its
                           // snapshot (or the snapshot is older than the committer keeps track of)
+    kPrimaryFenced = 7,   // Conflict: another primary extended the replication stream; this
+                         // database commits nothing more (restore it from the stream, or follow it)
   };
 
   Status() = default;  // OK
@@ -154,6 +156,13 @@ class [[nodiscard]] Status {
   SubCode subcode() const {
     MarkChecked();
     return subcode_;
+  }
+  // This status with another message (the code, subcode and retryability unchanged): an error
+  // passed up with what the caller was doing in front.
+  Status WithMessage(std::string_view msg) const {
+    Status s = *this;
+    s.message_ = msg;
+    return s;
   }
   // This status with `subcode` (the code, message and retryability unchanged).
   Status WithSubCode(SubCode subcode) const {

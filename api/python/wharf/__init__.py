@@ -29,7 +29,8 @@ Errors: every failing call raises a WharfError subclass named after the C status
 (InvalidArgument, NotFound, IOError_, Corruption, Busy, Closed, Conflict, NotSupported,
 InternalError), carrying `.code`, `.subcode` and the library's message; a Conflict whose subcode is
 SUBCODE_READ_CONFLICT (a transaction's reads changed before it committed) is a ReadConflict, which
-Engine.transact(fn) retries by running fn again. The binding refuses what the C ABI
+Engine.transact(fn) retries by running fn again, and one whose subcode is SUBCODE_PRIMARY_FENCED
+(another copy took the replication stream over) is a PrimaryFenced. The binding refuses what the C ABI
 could not carry whole, with InvalidArgument (a ValueError) naming the argument, before calling it:
 a name, path or option string holding a NUL byte (C strings end there) or text that is not
 UTF-8, a dict option whose key or value holds a separator (';', '=') or surrounding whitespace,
@@ -40,8 +41,15 @@ Backups: Engine.backup(target) while the engine runs, list_backups(target), rest
 destination) and verify_database(path) / verify_backup(target), which return an undamaged
 VerifyReport or raise Corruption carrying the report (`.report`); Engine.incarnation.
 
-Exit: engines and runtimes still open when the interpreter exits are closed by an atexit hook
-(runtimes are stopped first), so worker threads never call into a finalizing interpreter.
+Replication (wharf.h REPLICATION): a primary is an Engine opened with the options replicate=
+"nats://host:port,..." and durability="replicated" (a commit returns once the NATS JetStream
+stream stored its group too). restore_from_stream(options, destination) restores its database
+elsewhere; Standby(options, path) keeps a copy following the stream (a context manager: leaving
+it stops the standby), which Engine(path, options with replicate) promotes. The old primary's
+next commit then raises PrimaryFenced.
+
+Exit: engines, runtimes and standbys still open when the interpreter exits are closed by an atexit
+hook (runtimes are stopped first), so worker threads never call into a finalizing interpreter.
 Fork: a child made by os.fork() leaves the parent's engines and runtimes alone (close(), __del__
 and the exit hook only drop its copies; wharf.h, FORK).
 
@@ -76,6 +84,7 @@ from ctypes import (
     CFUNCTYPE,
     POINTER,
     byref,
+    c_char,
     c_char_p,
     c_double,
     c_int,
@@ -116,7 +125,8 @@ __all__ = [
     "Closed", "Conflict", "ReadConflict", "NotSupported", "InternalError", "version",
     "library_path", "SCAN_PAGE_MAX", "BackupInfo", "LastBackup", "RestoreReport",
     "VerifyFamily", "VerifyDamage", "VerifyReport", "list_backups", "restore", "verify_database",
-    "verify_backup",
+    "verify_backup", "PrimaryFenced", "StreamRestoreReport", "StandbyState", "Standby",
+    "restore_from_stream",
 ]
 
 # Keys, payloads, values: bytes-like, or str (encoded as UTF-8).
@@ -173,6 +183,8 @@ SUBCODE_TIMED_OUT = 5
 # Conflict: a key or range the transaction read was written since its snapshot (raised as
 # ReadConflict); run the transaction again (Engine.transact does).
 SUBCODE_READ_CONFLICT = 6
+# Conflict: another primary extended the replication stream; this database commits nothing more.
+SUBCODE_PRIMARY_FENCED = 7
 
 
 class InvalidArgument(WharfError, ValueError):
@@ -215,6 +227,15 @@ class ReadConflict(Conflict):
     subcode = SUBCODE_READ_CONFLICT
 
 
+class PrimaryFenced(Conflict):
+    """Conflict with subcode SUBCODE_PRIMARY_FENCED: another copy of this database took its
+    replication stream over (a promoted standby or restore); this one commits nothing more and
+    its later opens with `replicate` are refused the same way. Nothing of the commit refused is
+    acknowledged: the stream's history is the other copy's."""
+
+    subcode = SUBCODE_PRIMARY_FENCED
+
+
 class NotSupported(WharfError):
     code = 8
 
@@ -229,9 +250,12 @@ _ERRORS = {cls.code: cls for cls in (InvalidArgument, NotFound, IOError_, Corrup
 
 def _error(status: int, message: str, subcode: int) -> WharfError:
     """The exception for a failed call: the status's class (ReadConflict for a Conflict with
-    SUBCODE_READ_CONFLICT), carrying the code and subcode."""
+    SUBCODE_READ_CONFLICT, PrimaryFenced for one with SUBCODE_PRIMARY_FENCED), carrying the code
+    and subcode."""
     if status == Conflict.code and subcode == SUBCODE_READ_CONFLICT:
         return ReadConflict(message, status, subcode)
+    if status == Conflict.code and subcode == SUBCODE_PRIMARY_FENCED:
+        return PrimaryFenced(message, status, subcode)
     return _ERRORS.get(status, WharfError)(message, status, subcode)
 
 
@@ -347,6 +371,21 @@ class _BackupInfo(ctypes.Structure):
 
 
 _BACKUP_FN = CFUNCTYPE(None, c_void_p, POINTER(_BackupInfo))
+
+
+# wharf.h REPLICATION's report and state (extensible structs passed out).
+class _StreamRestoreReport(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("snapshot_id", c_char * 32),
+                ("snapshot_group", c_uint64), ("groups_applied", c_uint64),
+                ("last_group", c_uint64), ("last_fact_id", c_uint64),
+                ("snapshot_bytes", c_uint64), ("duration_ms", c_int64)]
+
+
+class _StandbyState(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("applied_group", c_uint64),
+                ("stream_group", c_uint64), ("last_fact_id", c_uint64),
+                ("last_applied_ms", c_int64), ("error", c_char_p)]
+
 _STAT_PARTITION_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatPartition))
 _STAT_CONSUMER_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatConsumer))
 _STAT_LANE_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatLane))
@@ -464,6 +503,12 @@ _SIGNATURES = {
     "wharf_verify_report_damage": (_status, [_P, c_size_t, POINTER(c_char_p),
                                              POINTER(c_char_p)]),
     "wharf_engine_incarnation": (_status, [_P, POINTER(c_uint64)]),
+    "wharf_restore_from_stream": (_status, [c_char_p, c_char_p, c_uint8,
+                                            POINTER(_StreamRestoreReport)]),
+    "wharf_standby_start": (_status, [c_char_p, c_char_p, POINTER(_P)]),
+    "wharf_standby_state": (_status, [_P, POINTER(_StandbyState)]),
+    "wharf_standby_stop": (_status, [_P]),
+    "wharf_standby_free": (None, [_P]),
 }
 
 for _symbol, (_restype, _argtypes) in _SIGNATURES.items():
@@ -2186,6 +2231,130 @@ def verify_backup(target: DatabasePath, backup_id: int = 0) -> VerifyReport:
 
 
 # -------------------------------------------------------------------------------------------------
+# Replication (wharf.h REPLICATION)
+
+
+@dataclass(frozen=True)
+class StreamRestoreReport:
+    """What restore_from_stream did."""
+    snapshot_id: str  # the snapshot restored (16 hex digits)
+    snapshot_group: int  # the last group it held
+    groups_applied: int  # after it
+    last_group: int  # the copy's last group: the stream's when the restore began
+    last_fact_id: int  # the copy's last fact id
+    snapshot_bytes: int
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class StandbyState:
+    """Where a Standby is (Standby.state())."""
+    applied_group: int  # the copy's last group
+    stream_group: int  # the stream's last group, as last learned
+    last_fact_id: int  # of the last group applied
+    last_applied_ms: int  # wall clock of the last group applied (0: none yet)
+    error: str  # the last error (the standby retries by itself), "" when none
+
+
+def restore_from_stream(options: Options, destination: DatabasePath,
+                        force: bool = False) -> StreamRestoreReport:
+    """Restores the database replicated to the stream `options` names ("replicate=nats://...;
+    replicate_stream=..." or a dict; credentials, TLS and replicate_timeout_ms are read too, other
+    engine options ignored) into directory `destination`: the newest snapshot in the stream, then
+    every group after it, so every commit the primary acknowledged under durability=replicated is
+    there. Open it with Engine(destination) (cut off from the stream) or Engine(destination,
+    options with replicate) (taking the stream over: the old primary is fenced). A destination
+    that is not empty is refused (InvalidArgument) unless `force`. NotFound: no such stream or no
+    snapshot in it; IOError_: NATS unreachable (the servers named) or files; Corruption: a damaged
+    snapshot file."""
+    if not isinstance(force, bool):
+        raise _invalid(f"force must be True or False, not {force!r}")
+    c_options = _options(options)
+    c_destination = _path(destination, "destination")
+    report = _StreamRestoreReport(struct_size=ctypes.sizeof(_StreamRestoreReport))
+    _check(_lib.wharf_restore_from_stream(c_options, c_destination, 1 if force else 0,
+                                          byref(report)))
+    return StreamRestoreReport(report.snapshot_id.decode("ascii", "replace"),
+                               report.snapshot_group, report.groups_applied, report.last_group,
+                               report.last_fact_id, report.snapshot_bytes, report.duration_ms)
+
+
+class Standby:
+    """A warm copy of a replicated database in directory `path`, following the stream `options`
+    names (as restore_from_stream) on a thread of its own: restored first when `path` is empty or
+    missing, then applying every group the primary ships, as it comes. Thread-safe.
+
+        with wharf.Standby("replicate=nats://10.0.0.5:4222;replicate_stream=orders", path) as s:
+            ...                        # s.state().applied_group, .last_fact_id, .error
+        engine = wharf.Engine(path, "replicate=nats://10.0.0.5:4222;replicate_stream=orders;"
+                                    "durability=replicated")   # promoted: takes the stream over
+
+    InvalidArgument when `path` holds a database that is not a copy of the stream (a primary);
+    otherwise the errors of restore_from_stream."""
+
+    def __init__(self, options: Options, path: DatabasePath) -> None:
+        c_options = _options(options)
+        c_path = _path(path)
+        handle = c_void_p()
+        _check(_lib.wharf_standby_start(c_options, c_path, byref(handle)))
+        self._handle: Optional[int] = handle.value
+        self._lock = threading.Lock()  # close() against the other calls
+        self._pid = os.getpid()  # a forked child has no following thread to stop (close())
+        _open_standbys.add(self)
+
+    def state(self) -> StandbyState:
+        """Where the standby is; after stop(), where it stopped. Closed after close()."""
+        state = _StandbyState(struct_size=ctypes.sizeof(_StandbyState))
+        with self._lock:
+            _check(_lib.wharf_standby_state(self._live(), byref(state)))
+            # The error text is lent until the next call on this thread: copied now.
+            return StandbyState(state.applied_group, state.stream_group, state.last_fact_id,
+                                state.last_applied_ms, _text(state.error))
+
+    def stop(self) -> None:
+        """Stops following and closes the copy (it stays, up to the last group applied), so an
+        Engine may open it. Idempotent; state() still answers."""
+        with self._lock:
+            _check(_lib.wharf_standby_stop(self._live()))
+
+    def close(self) -> None:
+        """Stops the standby if it still runs and frees it. Idempotent. In a process forked from
+        the one that started it, only drops the handle (the parent's standby goes on)."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+            if handle is None or self._pid != os.getpid():
+                return
+            # wharf_standby_free keeps a failure of its stop in wharf_last_error only: stop first
+            # to raise it.
+            try:
+                _check(_lib.wharf_standby_stop(handle))
+            finally:
+                _lib.wharf_standby_free(handle)
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> "Standby":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _live(self) -> int:
+        if self._handle is None:
+            raise Closed("standby was closed", Closed.code)
+        return self._handle
+
+
+# -------------------------------------------------------------------------------------------------
 # The event loop of a runtime's async def subscribers
 
 
@@ -2504,6 +2673,9 @@ class Runtime:
 # so runtimes are stopped and freed here, then engines closed.
 
 _open_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+# Standbys follow on a thread of the library's own (no Python there): stopped before the process
+# tears down what that thread uses.
+_open_standbys: "weakref.WeakSet[Standby]" = weakref.WeakSet()
 _open_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
 # Runtimes closed from inside a callback, which wharf frees later on a thread of its own: their
 # handlers' callback keys (gone once the destroy callbacks ran) and trace key.
@@ -2540,6 +2712,11 @@ def _close_all_at_exit() -> None:
             engine.close()
         except Exception:
             _report_callback_error("closing an engine at exit")
+    for standby in list(_open_standbys):
+        try:
+            standby.close()
+        except Exception:
+            _report_callback_error("closing a standby at exit")
     _wait_for_deferred_frees()
 
 

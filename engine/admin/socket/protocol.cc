@@ -343,6 +343,7 @@ constexpr std::pair<Status::SubCode, const char*> kSubCodes[] = {
     {Status::SubCode::kAlreadyExists, "AlreadyExists"},
     {Status::SubCode::kTimedOut, "TimedOut"},
     {Status::SubCode::kReadConflict, "ReadConflict"},
+    {Status::SubCode::kPrimaryFenced, "PrimaryFenced"},
 };
 
 template <typename T, size_t N>
@@ -569,6 +570,18 @@ void WriteMetrics(const MetricsSnapshot& m, JsonWriter* json) {
   json->Key("last_copied_bytes").Uint(b.last_copied_bytes);
   json->Key("last_size_bytes").Uint(b.last_size_bytes);
   json->Key("last_fact_id").Uint(b.last_fact_id).EndObject();
+  const ReplicationMetrics& rep = m.replication;
+  json->Key("replication").BeginObject().Key("enabled").Bool(rep.enabled);
+  json->Key("mode").String(rep.mode).Key("stream").String(rep.stream).Key("term").String(rep.term);
+  json->Key("last_group").Uint(rep.last_group).Key("shipped_group").Uint(rep.shipped_group);
+  json->Key("shipped_bytes_total").Uint(rep.shipped_bytes_total);
+  json->Key("lag_groups").Uint(rep.lag_groups).Key("lag_facts").Uint(rep.lag_facts);
+  json->Key("lag_bytes").Uint(rep.lag_bytes).Key("lag_ms").Uint(rep.lag_ms);
+  json->Key("fenced").Bool(rep.fenced).Key("snapshots_total").Uint(rep.snapshots_total);
+  json->Key("snapshot_failures_total").Uint(rep.snapshot_failures_total);
+  json->Key("last_snapshot_group").Uint(rep.last_snapshot_group);
+  json->Key("last_snapshot_ms").Int(rep.last_snapshot_ms);
+  json->Key("last_snapshot_error").String(rep.last_snapshot_error).EndObject();
 }
 
 // Whether replies to `op` carry a result object.
@@ -1031,6 +1044,28 @@ void ReadMetricsResult(Fields* result, MetricsSnapshot* m) {
   b.last_size_bytes = backups.U64("last_size_bytes");
   b.last_fact_id = backups.U64("last_fact_id");
   result->Absorb(backups);
+  // An engine from before replication sends no "replication": it does not replicate.
+  if (!result->Has("replication")) return;
+  Fields replication(result->At("replication"), "replication");
+  ReplicationMetrics& rep = m->replication;
+  rep.enabled = replication.Bool("enabled");
+  rep.mode = replication.String("mode");
+  rep.stream = replication.String("stream");
+  rep.term = replication.String("term");
+  rep.last_group = replication.U64("last_group");
+  rep.shipped_group = replication.U64("shipped_group");
+  rep.shipped_bytes_total = replication.U64("shipped_bytes_total");
+  rep.lag_groups = replication.U64("lag_groups");
+  rep.lag_facts = replication.U64("lag_facts");
+  rep.lag_bytes = replication.U64("lag_bytes");
+  rep.lag_ms = replication.U64("lag_ms");
+  rep.fenced = replication.Bool("fenced");
+  rep.snapshots_total = replication.U64("snapshots_total");
+  rep.snapshot_failures_total = replication.U64("snapshot_failures_total");
+  rep.last_snapshot_group = replication.U64("last_snapshot_group");
+  rep.last_snapshot_ms = replication.I64("last_snapshot_ms");
+  rep.last_snapshot_error = replication.String("last_snapshot_error");
+  result->Absorb(replication);
 }
 
 Status ReadResult(Op op, std::optional<element> value, Reply* reply) {

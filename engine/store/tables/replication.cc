@@ -1,0 +1,82 @@
+#include "engine/store/tables/replication.h"
+
+#include <random>
+
+#include "engine/base/assert.h"
+#include "engine/store/codec.h"
+
+namespace wharf::tables::replication {
+
+std::string RandomId() {
+  std::random_device device;
+  std::string id;
+  for (size_t i = 0; i < kIdBytes; i += 4) {
+    const uint32_t word = device();
+    id.append(reinterpret_cast<const char*>(&word), 4);
+  }
+  return id;
+}
+
+std::string IdHex(std::string_view id) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : id) {
+    hex.push_back(kDigits[c >> 4]);
+    hex.push_back(kDigits[c & 15]);
+  }
+  return hex;
+}
+
+Status IdFromHex(std::string_view hex, std::string_view what, std::string* id) {
+  auto nibble = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string bytes;
+  for (size_t i = 0; hex.size() == 2 * kIdBytes && i < hex.size(); i += 2) {
+    const int high = nibble(hex[i]), low = nibble(hex[i + 1]);
+    if (high < 0 || low < 0) break;
+    bytes.push_back(static_cast<char>(high << 4 | low));
+  }
+  if (bytes.size() != kIdBytes) {
+    return Status::InvalidArgument(std::string(what) + " '" + std::string(hex) +
+                                   "' is not 32 hex digits");
+  }
+  *id = std::move(bytes);
+  return Status::OK();
+}
+
+std::string EncodePosition(const Position& position) {
+  WHARF_ASSERT(position.term.size() == kIdBytes);
+  std::string body = position.term;
+  codec::PutFixed64BE(&body, position.group);
+  return codec::Seal(body);
+}
+
+Status DecodePosition(std::string_view sealed, Position* position) {
+  std::string_view body;
+  Status s = codec::Unseal(sealed, &body);
+  if (!s.ok()) return Status::Corruption("replication record: " + s.message());
+  if (body.size() != kIdBytes + 8) return Status::Corruption("replication record has a bad size");
+  position->term = std::string(body.substr(0, kIdBytes));
+  position->group = codec::DecodeFixed64BE(body.data() + kIdBytes);
+  return Status::OK();
+}
+
+std::string EncodeDatabaseId(std::string_view id) {
+  WHARF_ASSERT(id.size() == kIdBytes);
+  return codec::Seal(id);
+}
+
+Status DecodeDatabaseId(std::string_view sealed, std::string* id) {
+  std::string_view body;
+  Status s = codec::Unseal(sealed, &body);
+  if (!s.ok()) return Status::Corruption("database id record: " + s.message());
+  if (body.size() != kIdBytes) return Status::Corruption("database id record has a bad size");
+  *id = std::string(body);
+  return Status::OK();
+}
+
+}  // namespace wharf::tables::replication

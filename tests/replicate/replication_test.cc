@@ -1,0 +1,222 @@
+// Replication of a whole engine through a real 3-node nats-server JetStream cluster (R3): commits
+// acknowledged under durability=replicated are in a restore on "another machine" (another
+// directory), state and facts alike; a standby follows and takes the stream over, after which the
+// old primary is fenced; two nodes down fail commits within replicate_timeout_ms and a node back
+// lets them resume; bad options and streams are refused naming the problem. About 40 s in
+// release (cluster starts dominate).
+#include "wharf/replication.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "test_util.h"
+#include "tools/broker/nats_cluster.h"
+#include "wharf/engine.h"
+
+namespace wharf {
+namespace {
+
+using testing::TempDir;
+
+constexpr int kRows = 60;
+
+class ReplicationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = std::make_unique<broker::NatsCluster>(dir_.path());
+    ASSERT_TRUE(cluster_->Start()) << cluster_->error();
+  }
+
+  EngineOptions Options(const std::string& stream, Durability durability) const {
+    EngineOptions options;
+    options.partitions = 4;
+    options.durability = durability;
+    options.replicate = cluster_->Url();
+    options.replicate_stream = stream;
+    options.replicate_replicas = 3;
+    options.retention_interval_ms = 0;
+    options.admin_socket = "off";
+    return options;
+  }
+  // Commits rows [from, from + count): a state row and a fact each, one transaction per row.
+  static void CommitRows(Engine* engine, int from, int count) {
+    for (int i = from; i < from + count; ++i) {
+      Txn txn = engine->Begin();
+      ASSERT_OK(txn.Put("rows", "row-" + std::to_string(i), "value-" + std::to_string(i)));
+      ASSERT_OK(txn.Emit("RowWritten", "row-" + std::to_string(i), std::to_string(i)));
+      ASSERT_OK(txn.Commit());
+    }
+  }
+  // Every row of [0, count) is in `engine`, with its value.
+  static void ExpectRows(Engine* engine, int count) {
+    for (int i = 0; i < count; ++i) {
+      std::string value;
+      ASSERT_OK(engine->Get("rows", "row-" + std::to_string(i), &value)) << i;
+      EXPECT_EQ(value, "value-" + std::to_string(i));
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<broker::NatsCluster> cluster_;
+};
+
+TEST_F(ReplicationTest, ReplicatedCommitsAreInARestoreElsewhere) {
+  const std::string primary = dir_.path() + "/primary";
+  std::unique_ptr<Engine> engine;
+  ASSERT_OK(Engine::Open(primary, Options("R1", Durability::kReplicated), &engine));
+  ASSERT_OK(engine->DeclareTypes({"RowWritten"}));
+  CommitRows(engine.get(), 0, kRows);
+  // The machine is lost: the primary's directory is not read again.
+  const std::string copy = dir_.path() + "/copy";
+  StreamRestoreReport report;
+  ASSERT_OK(RestoreFromStream(Options("R1", Durability::kSync), copy, {}, &report));
+  EXPECT_EQ(report.last_fact_id, static_cast<uint64_t>(kRows));
+  EXPECT_GT(report.last_group, 0u);
+  EngineOptions plain;
+  plain.admin_socket = "off";
+  std::unique_ptr<Engine> restored;
+  ASSERT_OK(Engine::Open(copy, plain, &restored));
+  ExpectRows(restored.get(), kRows);
+  ASSERT_OK(restored->Close());
+  ASSERT_OK(engine->Close());
+}
+
+TEST_F(ReplicationTest, TwoNodesDownFailCommitsInTimeAndOneBackResumesThem) {
+  std::unique_ptr<Engine> engine;
+  // The default timeout (15 s) outlasts the election of a new stream leader (5-10 s).
+  EngineOptions options = Options("R2", Durability::kReplicated);
+  ASSERT_OK(Engine::Open(dir_.path() + "/primary", options, &engine));
+  ASSERT_OK(engine->DeclareTypes({"RowWritten"}));
+  CommitRows(engine.get(), 0, 5);
+  cluster_->Kill(2);
+  CommitRows(engine.get(), 5, 5);  // a quorum of two still stores them (after an election)
+  cluster_->Kill(1);
+  const auto started = std::chrono::steady_clock::now();
+  Txn txn = engine->Begin();
+  ASSERT_OK(txn.Put("rows", "lost?", "maybe"));
+  Status s = txn.Commit();
+  const auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("outcome of this commit is unknown"), std::string::npos)
+      << s.ToString();
+  EXPECT_LT(waited, std::chrono::milliseconds(options.replicate_timeout_ms + 2000));
+  ASSERT_TRUE(cluster_->Restart(1));
+  // Commits resume once a quorum is back (the stream's leader may take a few seconds).
+  Status resumed;
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    Txn again = engine->Begin();
+    ASSERT_OK(again.Put("rows", "row-10", "value-10"));
+    resumed = again.Commit();
+    if (resumed.ok()) break;
+  }
+  ASSERT_OK(resumed);
+  ASSERT_OK(engine->Close());
+  StreamRestoreReport report;
+  ASSERT_OK(
+      RestoreFromStream(Options("R2", Durability::kSync), dir_.path() + "/copy", {}, &report));
+  std::unique_ptr<Engine> restored;
+  EngineOptions plain;
+  plain.admin_socket = "off";
+  ASSERT_OK(Engine::Open(dir_.path() + "/copy", plain, &restored));
+  ExpectRows(restored.get(), 11);
+}
+
+TEST_F(ReplicationTest, StandbyTakesOverAndTheOldPrimaryIsFenced) {
+  std::unique_ptr<Engine> old_primary;
+  ASSERT_OK(
+      Engine::Open(dir_.path() + "/primary", Options("R3", Durability::kReplicated), &old_primary));
+  ASSERT_OK(old_primary->DeclareTypes({"RowWritten"}));
+  CommitRows(old_primary.get(), 0, 20);
+  std::unique_ptr<Standby> standby;
+  const std::string copy = dir_.path() + "/standby";
+  ASSERT_OK(Standby::Start(Options("R3", Durability::kSync), copy, &standby));
+  CommitRows(old_primary.get(), 20, 20);  // followed as they come
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (standby->state().last_fact_id < 40 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(standby->state().last_fact_id, 40u) << standby->state().error;
+  ASSERT_OK(standby->Stop());
+  // Promoted while the old primary still runs.
+  std::unique_ptr<Engine> promoted;
+  ASSERT_OK(Engine::Open(copy, Options("R3", Durability::kReplicated), &promoted));
+  ExpectRows(promoted.get(), 40);
+  CommitRows(promoted.get(), 40, 5);
+  // The old primary's next commit is refused, and nothing it commits is acknowledged.
+  Txn txn = old_primary->Begin();
+  ASSERT_OK(txn.Put("rows", "fork", "no"));
+  Status s = txn.Commit();
+  EXPECT_TRUE(s.IsConflict()) << s.ToString();
+  EXPECT_EQ(s.subcode(), Status::SubCode::kPrimaryFenced) << s.ToString();
+  ASSERT_OK(old_primary->Close());
+  // Reopened, it is refused at once.
+  s = Engine::Open(dir_.path() + "/primary", Options("R3", Durability::kReplicated), &old_primary);
+  EXPECT_EQ(s.subcode(), Status::SubCode::kPrimaryFenced) << s.ToString();
+  EXPECT_TRUE(s.IsConflict()) << s.ToString();
+  ASSERT_OK(promoted->Close());
+  // The stream's history is the promoted one's: a restore holds its 45 rows and no fork.
+  ASSERT_OK(
+      RestoreFromStream(Options("R3", Durability::kSync), dir_.path() + "/again", {}, nullptr));
+  std::unique_ptr<Engine> restored;
+  EngineOptions plain;
+  plain.admin_socket = "off";
+  ASSERT_OK(Engine::Open(dir_.path() + "/again", plain, &restored));
+  ExpectRows(restored.get(), 45);
+  std::string value;
+  EXPECT_TRUE(restored->Get("rows", "fork", &value).IsNotFound());
+}
+
+TEST_F(ReplicationTest, BadOptionsAndStreamsAreRefusedNamingTheProblem) {
+  std::unique_ptr<Engine> engine;
+  EngineOptions options = Options("R4", Durability::kReplicated);
+  options.replicate.clear();
+  Status s = Engine::Open(dir_.path() + "/a", options, &engine);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("replicate="), std::string::npos) << s.ToString();
+
+  options = Options("R4", Durability::kBuffered);
+  s = Engine::Open(dir_.path() + "/a", options, &engine);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("durability=buffered"), std::string::npos) << s.ToString();
+
+  options = Options("R4", Durability::kReplicated);
+  options.replicate = "nats://127.0.0.1:" + std::to_string(broker::FreePort());
+  options.replicate_timeout_ms = 500;
+  s = Engine::Open(dir_.path() + "/a", options, &engine);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find(options.replicate), std::string::npos) << s.ToString();
+
+  options = Options("bad.name", Durability::kReplicated);
+  s = Engine::Open(dir_.path() + "/a", options, &engine);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+
+  // A stream that holds another database's groups.
+  ASSERT_OK(Engine::Open(dir_.path() + "/one", Options("R4", Durability::kReplicated), &engine));
+  ASSERT_OK(engine->Close());
+  s = Engine::Open(dir_.path() + "/two", Options("R4", Durability::kReplicated), &engine);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("another database"), std::string::npos) << s.ToString();
+
+  // A restore from a stream that does not exist.
+  s = RestoreFromStream(Options("NOPE", Durability::kSync), dir_.path() + "/c", {}, nullptr);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+}
+
+TEST_F(ReplicationTest, AsyncModeShipsBehindAndCatchesUp) {
+  std::unique_ptr<Engine> engine;
+  ASSERT_OK(Engine::Open(dir_.path() + "/primary", Options("R5", Durability::kSync), &engine));
+  ASSERT_OK(engine->DeclareTypes({"RowWritten"}));
+  CommitRows(engine.get(), 0, kRows);
+  // Acknowledged locally, shipped behind; a clean close waits for the stream to store the rest.
+  ASSERT_OK(engine->Close());
+  StreamRestoreReport report;
+  ASSERT_OK(
+      RestoreFromStream(Options("R5", Durability::kSync), dir_.path() + "/copy", {}, &report));
+  EXPECT_EQ(report.last_fact_id, static_cast<uint64_t>(kRows));
+}
+
+}  // namespace
+}  // namespace wharf
