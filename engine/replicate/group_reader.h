@@ -43,9 +43,9 @@ class GroupReader {
   static constexpr int64_t kPendingBytesMax = 64ll << 20;
 
   // `connection`: borrowed, must outlive the reader (nats.c reconnects it by itself). Reads the
-  // groups of stream `stream` from group `from` (>= 1) on. `request_timeout_ms`: for the
-  // JetStream requests (stream info, consumer creation). `pending_bytes_max`: what the consumer
-  // may buffer (tests make it small).
+  // groups of stream `stream` from group `from` (>= 1) on. `request_timeout_ms`: the wait of each
+  // JetStream request (stream info, consumer creation; Next makes them again until its timeout).
+  // `pending_bytes_max`: what the consumer may buffer (tests make it small).
   GroupReader(__natsConnection* connection, std::string stream, uint64_t from,
               uint32_t request_timeout_ms = 5000, int64_t pending_bytes_max = kPendingBytesMax);
   ~GroupReader();

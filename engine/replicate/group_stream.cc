@@ -261,7 +261,7 @@ void GroupStream::RunAcks() {
 Clock::time_point GroupStream::NextDeadline() const {
   if (resync_needed_) return retry_at_;
   if (!window_.empty() && window_.front().in_flight) {
-    return window_.front().sent_at + milliseconds(link_->config().timeout_ms);
+    return window_.front().sent_at + milliseconds(link_->config().attempt_ms());
   }
   return Clock::now() + std::chrono::hours(1);
 }
@@ -292,8 +292,10 @@ void GroupStream::RunPublisher() {
     ReportStored();
     const Clock::time_point now = Clock::now();
     if (!resync_needed_ && !window_.empty() && window_.front().in_flight &&
-        now >= window_.front().sent_at + milliseconds(link_->config().timeout_ms)) {
-      resync_needed_ = true;  // no reply in time: the server went away, or a leader election
+        now >= window_.front().sent_at + milliseconds(link_->config().attempt_ms())) {
+      // No reply within an attempt: the server went away, or the stream's leader did (a publish
+      // sent to a dead leader is never answered). The resync finds out what was stored.
+      resync_needed_ = true;
       retry_at_ = now;
     }
     if (resync_needed_ && now >= retry_at_) {
@@ -413,7 +415,8 @@ bool GroupStream::Resync() {
   in_flight_groups_ = 0;
   in_flight_bytes_ = 0;
   NatsLink::StreamState state;
-  Status s = link_->StreamInfo(stream_, &state);
+  const uint32_t wait_ms = link_->config().attempt_ms();
+  Status s = link_->StreamInfo(stream_, &state, wait_ms);
   if (s.IsNotFound()) {
     Refuse(reported_ + 1, Status::IOError("replicate: " + link_->Where(stream_) +
                                           " no longer exists (deleted after group " +
@@ -437,7 +440,7 @@ bool GroupStream::Resync() {
     if (group.number > last) break;
     if (group.stored) continue;
     NatsMsgPtr message;
-    s = link_->GetMsg(stream_, group.number, &message);
+    s = link_->GetMsg(stream_, group.number, &message, wait_ms);
     if (s.IsNotFound()) {
       Refuse(group.number, Status::IOError("replicate: " + link_->Where(stream_) + " ends at " +
                                            std::to_string(last) + " but has no message at group " +

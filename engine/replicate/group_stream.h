@@ -23,10 +23,10 @@
 //
 // Retries: any publish refused for a transient reason (no responders, JetStream unavailable, a
 // leader election), refused as "wrong last sequence / message id", or unanswered within
-// timeout_ms makes the publisher *resync*: a new epoch (late replies of older ones are ignored),
-// then the stream's last sequence L; each queued group <= L is looked up (the message at its
-// sequence): our message id -> stored (a first attempt that succeeded though its reply was lost);
-// anything else -> another primary extended the stream: OnShipRefused(n, Conflict "another
+// config.attempt_ms() makes the publisher *resync*: a new epoch (late replies of older ones are
+// ignored), then the stream's last sequence L; each queued group <= L is looked up (the message at
+// its sequence): our message id -> stored (a first attempt that succeeded though its reply was
+// lost); anything else -> another primary extended the stream: OnShipRefused(n, Conflict "another
 // primary extended stream ..."). Then publishing resumes at L + 1 with the same message ids. A
 // resync that fails (no quorum, server down) is tried again after a back-off (50 ms doubling to
 // 1 s), for as long as it takes: queued groups wait, pending_bytes grows (the committer bounds it).

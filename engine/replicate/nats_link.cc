@@ -7,6 +7,14 @@
 namespace wharf::internal {
 namespace {
 
+// The options of one JetStream request that waits `wait_ms` for its answer.
+jsOptions RequestOptions(uint32_t wait_ms) {
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = wait_ms;
+  return options;
+}
+
 // The TLS settings of `config` on `options`. Not NATS_OK: *what names the option that failed.
 natsStatus ApplyTls(const NatsConnectOptions& config, natsOptions* options, std::string* what) {
   if (!config.tls) return NATS_OK;
@@ -238,10 +246,11 @@ Status NatsLink::JsError(std::string_view what, const std::string& stream, int s
   return Status::IOError(text, /*retryable=*/true);
 }
 
-Status NatsLink::StreamInfo(const std::string& stream, StreamState* state) {
+Status NatsLink::StreamInfo(const std::string& stream, StreamState* state, uint32_t wait_ms) {
   jsStreamInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  natsStatus s = js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code);
+  jsOptions options = RequestOptions(wait_ms != 0 ? wait_ms : config_.timeout_ms);
+  natsStatus s = js_GetStreamInfo(&info, js_, stream.c_str(), &options, &code);
   if (s != NATS_OK || info == nullptr) {
     if (info != nullptr) jsStreamInfo_Destroy(info);
     // nats.c reports a missing stream as NATS_NOT_FOUND without a JetStream code.
@@ -287,10 +296,12 @@ Status NatsLink::EnsureStream(const StreamSpec& spec, StreamState* state) {
   return Status::OK();
 }
 
-Status NatsLink::GetMsg(const std::string& stream, uint64_t seq, NatsMsgPtr* msg) {
+Status NatsLink::GetMsg(const std::string& stream, uint64_t seq, NatsMsgPtr* msg,
+                        uint32_t wait_ms) {
   natsMsg* raw = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  natsStatus s = js_GetMsg(&raw, js_, stream.c_str(), seq, nullptr, &code);
+  jsOptions options = RequestOptions(wait_ms != 0 ? wait_ms : config_.timeout_ms);
+  natsStatus s = js_GetMsg(&raw, js_, stream.c_str(), seq, &options, &code);
   if (s != NATS_OK) {
     if (raw != nullptr) natsMsg_Destroy(raw);
     if (s == NATS_NOT_FOUND) code = JSNoMessageFoundErr;

@@ -119,10 +119,11 @@ class NatsLink {
   // The stream `spec.name`, created if missing (with `spec`); an existing one is taken as it is.
   // IOError naming the URL and stream when JetStream does not answer (no quorum, timeout).
   Status EnsureStream(const StreamSpec& spec, StreamState* state);
-  // NotFound when there is no such stream; IOError when JetStream does not answer.
-  Status StreamInfo(const std::string& stream, StreamState* state);
+  // NotFound when there is no such stream; IOError when JetStream does not answer within
+  // `wait_ms` (0: config().timeout_ms).
+  Status StreamInfo(const std::string& stream, StreamState* state, uint32_t wait_ms = 0);
   // The stored message at `seq`: NotFound when none is (never stored, deleted or purged).
-  Status GetMsg(const std::string& stream, uint64_t seq, NatsMsgPtr* msg);
+  Status GetMsg(const std::string& stream, uint64_t seq, NatsMsgPtr* msg, uint32_t wait_ms = 0);
   // The last stored message on `subject`: NotFound when none is.
   Status GetLastMsg(const std::string& stream, const std::string& subject, NatsMsgPtr* msg);
 

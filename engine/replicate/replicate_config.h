@@ -2,6 +2,7 @@
 // options replicate, replicate_stream, replicate_* of wharf/options.h, checked).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,16 @@ struct ReplicateConfig {
   // Bytes shipped and not yet acknowledged, at most: beyond it commits are refused (IOError)
   // until the stream catches up, so memory stays bounded when NATS is unreachable.
   uint64_t pending_bytes_max = 64ull << 20;
+
+  // How long one attempt (a publish's acknowledgement, a stream info, a consumer's creation)
+  // waits before it is made again: a stream whose leader died answers nothing until a new one is
+  // elected (seconds), and an attempt sent to the dead one is never answered. A quarter of
+  // timeout_ms, within [500 ms, 2 s] (never above timeout_ms), so a commit's timeout_ms spans
+  // several attempts; retrying is safe (message ids, expected last sequences).
+  uint32_t attempt_ms() const {
+    constexpr uint32_t kMin = 500, kMax = 2000;
+    return std::min(timeout_ms, std::clamp(timeout_ms / 4, kMin, kMax));
+  }
 };
 
 }  // namespace wharf::internal

@@ -64,7 +64,7 @@ Status ReadTail(NatsLink* link, const std::string& stream, StreamTail* tail) {
 // Applies the groups after the copy's last one, up to `last`, in order.
 Status CatchUp(NatsLink* link, const ReplicateConfig& config, Store* store, uint64_t from,
                uint64_t last) {
-  GroupReader reader(link->connection(), config.stream, from, config.timeout_ms);
+  GroupReader reader(link->connection(), config.stream, from, config.attempt_ms());
   const GroupCopy copy{store, replication::IdHex(store->database_id()), kFormatVersion};
   for (uint64_t number = from; number <= last; ++number) {
     Group group;

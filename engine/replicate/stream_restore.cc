@@ -142,7 +142,7 @@ Status RestoreFromStream(const EngineOptions& source, const std::string& destina
   restored.last_fact_id = snapshot.last_fact_id;
   if (s.ok() && groups.last_seq > snapshot.covered_group) {
     internal::GroupReader reader(link->connection(), config.stream, snapshot.covered_group + 1,
-                                 config.timeout_ms);
+                                 config.attempt_ms());
     s = ApplyGroups(&reader, store.get(), groups.last_seq, config.timeout_ms,
                     &restored.groups_applied, &restored.last_fact_id);
   }
@@ -187,7 +187,7 @@ class StandbyImpl final : public Standby {
  private:
   void Follow() {
     internal::GroupReader reader(link_->connection(), config_.stream, state_.applied_group + 1,
-                                 config_.timeout_ms);
+                                 config_.attempt_ms());
     const internal::GroupCopy copy{store_.get(), replication::IdHex(store_->database_id()),
                                    internal::kFormatVersion};
     while (!stopping_.load()) {
