@@ -98,7 +98,8 @@ Status ParseReplicate(std::string_view key, std::string_view value, EngineOption
     return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 40, &o->replicate_snapshot_interval_ms);
   }
   if (key == "replicate_snapshot_bytes") {
-    return ParseInt<uint64_t>(key, value, 0, uint64_t{1} << 50, &o->replicate_snapshot_bytes);
+    return ParseInt<uint64_t>(key, value, uint64_t{1} << 20, uint64_t{1} << 50,
+                              &o->replicate_snapshot_bytes);
   }
   if (key == "replicate_snapshot_keep") {
     return ParseInt<uint32_t>(key, value, 1, 1000, &o->replicate_snapshot_keep);

@@ -334,7 +334,7 @@ Status Backup(Engine& engine, const std::string& target, const BackupOptions& op
 namespace internal {
 
 Status BackupWithGroup(Engine& engine, const std::string& target, const BackupOptions& options,
-                       BackupInfo* info, uint64_t* replicated_group) {
+                       BackupInfo* info, uint64_t* replicated_group, bool record_last) {
   EngineCore* core = internal::EngineInternal::Core(engine).get();
   const auto started = std::chrono::steady_clock::now();
   if (core->committer()->IsEngineThread()) {
@@ -368,7 +368,7 @@ Status BackupWithGroup(Engine& engine, const std::string& target, const BackupOp
     last.info = taken;
     if (!s.ok()) last.error = s.ToString();
     core->EndBackup(last);
-    RecordLastBackup(core, last);
+    if (record_last) RecordLastBackup(core, last);
   }
   if (s.ok() && info != nullptr) *info = taken;
   return s;

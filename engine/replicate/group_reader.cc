@@ -94,7 +94,7 @@ Status GroupReader::StreamSequences(uint64_t* first, uint64_t* last) {
 Status GroupReader::CheckNotPurged(uint64_t first, uint64_t last) {
   if (first == 0 || next_ >= first) return Status::OK();
   return Status::NotFound("replicate: group " + std::to_string(next_) +
-                          " was purged from stream \"" + stream_ + "\" (it holds " +
+                          " is no longer in stream \"" + stream_ + "\" (it holds " +
                           (first <= last
                                ? "groups " + std::to_string(first) + ".." + std::to_string(last)
                                : "no groups; the next is " + std::to_string(first)) +

@@ -17,11 +17,12 @@
 // after the last group it returned.
 //
 // Thread safety: one thread calls Next at a time; last_known_sequence() from any thread.
-// Errors: NotFound when the group asked for was purged from the stream (below its first sequence:
-// the copy must start from a newer snapshot) or the stream does not exist; Corruption when a
-// message is not a group (headers missing or not matching its sequence) or a group is missing
-// above the first sequence (a deleted message); IOError (retryable, subcode kTimedOut) when no
-// group came within the timeout; IOError for NATS failures that do not heal within the timeout.
+// Errors: NotFound when the group asked for is no longer in the stream (below its first sequence:
+// dropped by its byte limit or purged; the copy must start from a newer snapshot) or the stream
+// does not exist; Corruption when a message is not a group (headers missing or not matching its
+// sequence) or a group is missing above the first sequence (a deleted message); IOError (retryable,
+// subcode kTimedOut) when no group came within the timeout; IOError for NATS failures that do not
+// heal within the timeout.
 #pragma once
 
 #include <atomic>

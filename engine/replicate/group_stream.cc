@@ -64,7 +64,7 @@ Status Fenced(const std::string& message) {
 
 GroupStream::GroupStream(std::unique_ptr<NatsLink> link, std::string database_id,
                          uint32_t format_version, std::string term_hex, uint64_t last_group,
-                         GroupSinkListener* listener)
+                         uint64_t stream_bytes, GroupSinkListener* listener)
     : link_(std::move(link)),
       stream_(link_->config().stream),
       subject_(stream_ + ".groups"),
@@ -73,6 +73,7 @@ GroupStream::GroupStream(std::unique_ptr<NatsLink> link, std::string database_id
       term_hex_(std::move(term_hex)),
       writer_(RandomWriter()),
       listener_(listener),
+      counted_bytes_(stream_bytes),
       last_shipped_(last_group),
       reported_(last_group),
       next_to_send_(last_group + 1) {}
@@ -103,7 +104,8 @@ Status GroupStream::Open(const ReplicateConfig& config, std::string database_id,
   if (!s.ok()) return s;
   const std::string subject = config.stream + ".groups";
   NatsLink::StreamState state;
-  s = link->EnsureStream({config.stream, {subject}, config.replicas, 2 * 60 * 1000}, &state);
+  s = link->EnsureStream(
+      {config.stream, {subject}, config.replicas, 2 * 60 * 1000, config.stream_bytes_max}, &state);
   if (!s.ok()) return s;
   const std::string where = link->Where(config.stream);
   const uint64_t last = state.last_seq;
@@ -140,7 +142,7 @@ Status GroupStream::Open(const ReplicateConfig& config, std::string database_id,
   }
   std::unique_ptr<GroupStream> made(new GroupStream(std::move(link), std::move(database_id),
                                                     format_version, std::move(term_hex),
-                                                    local_last_group, listener));
+                                                    local_last_group, state.bytes, listener));
   s = made->Start();
   if (!s.ok()) return s;
   *stream = std::move(made);
@@ -213,14 +215,39 @@ void GroupStream::Ship(uint64_t number, std::string_view bytes, uint64_t last_fa
   group.bytes.assign(bytes);  // copied outside the lock: the committer's write lock is held
   group.last_fact_id = last_fact_id;
   group.shipped_at = Clock::now();
+  const uint64_t counted = CountedBytes(group.bytes.size());
   {
     std::lock_guard lock(mutex_);
     WHARF_ASSERT(number == last_shipped_ + 1);  // the committer ships every group, in order
     last_shipped_ = number;
+    counted_bytes_ += counted;
+    group.counted_through = counted_bytes_;
     if (closing_ || refused_) return;  // refused: nothing after the refused group is stored
     pending_bytes_ += group.bytes.size();
     pending_groups_ += 1;
     incoming_.push_back(std::move(group));
+  }
+  wake_.notify_one();
+}
+
+uint64_t GroupStream::CountedBytes(size_t bytes) const {
+  // The store's per-message overhead is 30 bytes and the subject's; kHeaderRoom bounds the
+  // headers. Rounded up to 64 bytes, so the count never falls short of the server's.
+  const uint64_t total = bytes + subject_.size() + kHeaderRoom + 64;
+  return (total + 63) / 64 * 64;
+}
+
+uint64_t GroupStream::counted_bytes() const {
+  std::lock_guard lock(mutex_);
+  return counted_bytes_;
+}
+
+void GroupStream::SetRetainedBase(uint64_t counted) {
+  {
+    std::lock_guard lock(mutex_);
+    if (counted <= retained_base_) return;
+    retained_base_ = counted;
+    retained_moved_ = true;
   }
   wake_.notify_one();
 }
@@ -272,7 +299,7 @@ void GroupStream::RunPublisher() {
   while (true) {
     wake_.wait_until(lock, NextDeadline(), [&] {
       return closing_ || !replies_in_.empty() || (!incoming_.empty() && !refused_) ||
-             (resync_needed_ && Clock::now() >= retry_at_);
+             retained_moved_ || (resync_needed_ && Clock::now() >= retry_at_);
     });
     if (closing_) return;
     if (refused_) {  // nothing more is published; wait for Close
@@ -286,6 +313,8 @@ void GroupStream::RunPublisher() {
     }
     replies.clear();
     replies.swap(replies_in_);
+    retained_base_seen_ = retained_base_;
+    retained_moved_ = false;
     lock.unlock();
 
     HandleReplies(replies);
@@ -348,16 +377,25 @@ void GroupStream::HandleReplies(const std::vector<Reply>& replies) {
 }
 
 void GroupStream::PublishWindow() {
+  const uint64_t stream_bytes_max = link_->config().stream_bytes_max;
+  bool held = false;
   while (!resync_needed_ && next_to_send_ <= reported_ + window_.size() &&
          in_flight_groups_ < (probing_ ? 1 : kWindowGroups) &&
          (in_flight_groups_ == 0 || in_flight_bytes_ < kWindowBytes)) {
     Group& group = window_[next_to_send_ - reported_ - 1];
     WHARF_DASSERT(group.number == next_to_send_);
+    if (!group.stored && stream_bytes_max > 0 &&
+        group.counted_through - std::min(group.counted_through, retained_base_seen_) >
+            stream_bytes_max / 4 * 3) {
+      held = true;  // the stream could drop a group no snapshot covers: wait for one
+      break;
+    }
     ++next_to_send_;
     if (group.stored) continue;
     Publish(&group);
     if (window_.empty()) return;  // refused
   }
+  held_ = held;
 }
 
 void GroupStream::Publish(Group* group) {

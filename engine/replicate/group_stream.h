@@ -33,6 +33,16 @@
 // After a resync one group is published alone until the stream stores one (a probe): an outage
 // costs one publish per timeout, not a window's worth.
 //
+// Bounded disk: the stream is created with MaxBytes = config.stream_bytes_max (discard old), so the
+// servers drop its oldest groups by themselves (nats-server 2.9's purges cannot be used: a purge
+// "below sequence 1" empties the stream, and a node recovering replays any purge as a full one,
+// nats-server issues 4696 and 4196). What keeps that safe: every group is counted (its bytes,
+// headers, subject and the store's per-message overhead, rounded up) from Ship on, and the
+// publisher holds group n while the groups counted since the newest snapshot's base
+// (SetRetainedBase) would exceed three quarters of the limit: the servers then only ever drop
+// groups a snapshot covers. Held groups wait as groups do in an outage (held() says so; the
+// replicator takes a snapshot at once). At Open everything the stream holds counts as uncovered.
+//
 // Refusals (OnShipRefused, then nothing more is published; later Ship calls are dropped):
 //   Conflict (fenced): another writer's message at one of our group numbers.
 //   IOError: the stream lost groups (its last sequence fell below a group it acknowledged: it was
@@ -112,6 +122,17 @@ class GroupStream final : public GroupSink {
   uint64_t pending_bytes() const override { return pending_bytes_.load(); }
   Counters counters() const;
 
+  // Bytes counted for every group shipped so far (see "Bounded disk"), the stream's contents at
+  // Open included. Read it before a snapshot's checkpoint is taken: everything counted then is
+  // in the checkpoint.
+  uint64_t counted_bytes() const;
+  // A snapshot holding everything counted up to `counted` (a counted_bytes() read before its
+  // checkpoint) is in the stream: groups counted before it may be dropped by the stream's limit.
+  // Wakes a held publisher. Any thread.
+  void SetRetainedBase(uint64_t counted);
+  // True while the publisher holds a group for a snapshot (see "Bounded disk").
+  bool held() const { return held_.load(); }
+
   // Stops publishing and retrying, then frees the NATS objects; groups not yet acknowledged stay
   // unacknowledged (the listener hears nothing more). Safe while publishes are in flight: the
   // connection is closed first, which ends any request in progress at once.
@@ -135,6 +156,7 @@ class GroupStream final : public GroupSink {
     uint64_t last_fact_id = 0;
     std::chrono::steady_clock::time_point shipped_at;
     std::chrono::steady_clock::time_point sent_at;  // of the latest attempt
+    uint64_t counted_through = 0;                   // counted_bytes() once this group was shipped
     uint32_t attempts = 0;                          // publishes sent
     bool in_flight = false;                         // sent in this epoch, no reply yet
     bool stored = false;
@@ -146,7 +168,10 @@ class GroupStream final : public GroupSink {
   };
 
   GroupStream(std::unique_ptr<NatsLink> link, std::string database_id, uint32_t format_version,
-              std::string term_hex, uint64_t last_group, GroupSinkListener* listener);
+              std::string term_hex, uint64_t last_group, uint64_t stream_bytes,
+              GroupSinkListener* listener);
+  // What a group of `bytes` counts for (see "Bounded disk").
+  uint64_t CountedBytes(size_t bytes) const;
   Status Start();
   void RunPublisher();
   void RunAcks();
@@ -178,6 +203,9 @@ class GroupStream final : public GroupSink {
   std::condition_variable wake_;
   std::deque<Group> incoming_;  // shipped, not yet taken by the publisher
   std::vector<Reply> replies_in_;
+  uint64_t counted_bytes_ = 0;   // see "Bounded disk"
+  uint64_t retained_base_ = 0;   // counted_bytes_ a snapshot covers
+  bool retained_moved_ = false;  // SetRetainedBase since the publisher last looked
   bool closing_ = false;
   bool refused_ = false;
   uint64_t last_shipped_ = 0;
@@ -194,6 +222,7 @@ class GroupStream final : public GroupSink {
   bool probing_ = true;       // since the last resync, no group was stored: one in flight only
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point retry_at_;
+  uint64_t retained_base_seen_ = 0;  // the publisher's copy of retained_base_
 
   std::atomic<uint64_t> pending_bytes_{0};
   std::atomic<uint64_t> published_{0};
@@ -204,6 +233,7 @@ class GroupStream final : public GroupSink {
   std::atomic<uint64_t> last_acked_group_{0};
   std::atomic<uint64_t> pending_groups_{0};
   std::atomic<uint64_t> ack_latency_us_{0};
+  std::atomic<bool> held_{false};
 
   std::thread publisher_thread_;
   std::thread ack_thread_;

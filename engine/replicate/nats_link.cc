@@ -260,13 +260,17 @@ Status NatsLink::StreamInfo(const std::string& stream, StreamState* state, uint3
   state->first_seq = info->State.FirstSeq;
   state->last_seq = info->State.LastSeq;
   state->messages = info->State.Msgs;
+  state->bytes = info->State.Bytes;
+  state->max_bytes = info->Config != nullptr ? info->Config->MaxBytes : -1;
   state->created = false;
   jsStreamInfo_Destroy(info);
   return Status::OK();
 }
 
 Status NatsLink::EnsureStream(const StreamSpec& spec, StreamState* state) {
+  const int64_t max_bytes = spec.max_bytes > 0 ? static_cast<int64_t>(spec.max_bytes) : -1;
   Status found = StreamInfo(spec.name, state);
+  if (found.ok() && state->max_bytes != max_bytes) return SetMaxBytes(spec.name, max_bytes, state);
   if (!found.IsNotFound()) return found;
   std::vector<const char*> subjects;
   for (const std::string& subject : spec.subjects) subjects.push_back(subject.c_str());
@@ -277,6 +281,7 @@ Status NatsLink::EnsureStream(const StreamSpec& spec, StreamState* state) {
   config.SubjectsLen = static_cast<int>(subjects.size());
   config.Storage = js_FileStorage;
   config.Discard = js_DiscardOld;
+  config.MaxBytes = max_bytes;
   config.Replicas = spec.replicas;
   config.Duplicates = int64_t{spec.duplicate_window_ms} * 1000 * 1000;  // nanoseconds
   jsStreamInfo* info = nullptr;
@@ -292,8 +297,27 @@ Status NatsLink::EnsureStream(const StreamSpec& spec, StreamState* state) {
     return JsError(what + ")", spec.name, s, code, 0);
   }
   *state = StreamState{};
+  state->max_bytes = max_bytes;
   state->created = true;
   return Status::OK();
+}
+
+Status NatsLink::SetMaxBytes(const std::string& stream, int64_t max_bytes, StreamState* state) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  jsOptions options = RequestOptions(config_.timeout_ms);
+  natsStatus s = js_GetStreamInfo(&info, js_, stream.c_str(), &options, &code);
+  if (s == NATS_OK && info != nullptr && info->Config != nullptr) {
+    info->Config->MaxBytes = max_bytes;  // the rest of its configuration stays as it is
+    jsStreamInfo* updated = nullptr;
+    s = js_UpdateStream(&updated, js_, info->Config, &options, &code);
+    if (updated != nullptr) jsStreamInfo_Destroy(updated);
+  }
+  if (info != nullptr) jsStreamInfo_Destroy(info);
+  if (s != NATS_OK) {
+    return JsError("setting the byte limit " + std::to_string(max_bytes), stream, s, code, 0);
+  }
+  return StreamInfo(stream, state);
 }
 
 Status NatsLink::GetMsg(const std::string& stream, uint64_t seq, NatsMsgPtr* msg,

@@ -95,14 +95,18 @@ class NatsLink {
     uint64_t first_seq = 0;
     uint64_t last_seq = 0;  // 0: nothing was ever stored (or the stream was recreated)
     uint64_t messages = 0;
-    bool created = false;  // EnsureStream created it
+    uint64_t bytes = 0;      // as the server counts them (messages with subject and headers)
+    int64_t max_bytes = -1;  // the stream's limit (-1: none)
+    bool created = false;    // EnsureStream created it
   };
-  // What EnsureStream creates: file storage, discard old, no limits, duplicate window.
+  // What EnsureStream creates: file storage, discard old, duplicate window, at most max_bytes
+  // (0: no limit).
   struct StreamSpec {
     std::string name;
     std::vector<std::string> subjects;
     uint32_t replicas = 1;
     uint32_t duplicate_window_ms = 2 * 60 * 1000;
+    uint64_t max_bytes = 0;
   };
 
   // Connects with `config`'s URL, credentials, TLS and timeout_ms (also the wait of every
@@ -116,7 +120,8 @@ class NatsLink {
   __jsCtx* js() const { return js_; }
   const ReplicateConfig& config() const { return config_; }
 
-  // The stream `spec.name`, created if missing (with `spec`); an existing one is taken as it is.
+  // The stream `spec.name`, created if missing (with `spec`); an existing one is taken as it is,
+  // except its byte limit, which is set to spec.max_bytes when it differs.
   // IOError naming the URL and stream when JetStream does not answer (no quorum, timeout).
   Status EnsureStream(const StreamSpec& spec, StreamState* state);
   // NotFound when there is no such stream; IOError when JetStream does not answer within
@@ -135,6 +140,8 @@ class NatsLink {
 
  private:
   explicit NatsLink(ReplicateConfig config) : config_(std::move(config)) {}
+  // Sets an existing stream's byte limit (-1: none), then reads its state.
+  Status SetMaxBytes(const std::string& stream, int64_t max_bytes, StreamState* state);
   // The error of a JetStream call on `stream`: NotFound for `not_found_code`, else IOError.
   Status JsError(std::string_view what, const std::string& stream, int status, int js_code,
                  int not_found_code) const;

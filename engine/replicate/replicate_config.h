@@ -28,6 +28,11 @@ struct ReplicateConfig {
   // Bytes shipped and not yet acknowledged, at most: beyond it commits are refused (IOError)
   // until the stream catches up, so memory stays bounded when NATS is unreachable.
   uint64_t pending_bytes_max = 64ull << 20;
+  // The group stream's byte limit (JetStream MaxBytes, discard old; 0: none): the stream drops
+  // its oldest groups beyond it, by itself, so NATS's disk stays bounded without purges. The
+  // publisher never lets it drop a group the newest snapshot does not cover (GroupStream holds
+  // publishing at three quarters of it until a snapshot moves on).
+  uint64_t stream_bytes_max = 0;
 
   // How long one attempt (a publish's acknowledgement, a stream info, a consumer's creation)
   // waits before it is made again: a stream whose leader died answers nothing until a new one is

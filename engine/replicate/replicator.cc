@@ -114,6 +114,12 @@ Status ReplicateConfigOf(const EngineOptions& options, ReplicateConfig* config) 
     return Status::InvalidArgument("replicate_stream '" + options.replicate_stream +
                                    "': use 1 to 200 letters, digits, '-' and '_'");
   }
+  if (options.replicate_snapshot_bytes < (uint64_t{1} << 20) ||
+      options.replicate_snapshot_bytes > (uint64_t{1} << 50)) {
+    return Status::InvalidArgument("replicate_snapshot_bytes " +
+                                   std::to_string(options.replicate_snapshot_bytes) +
+                                   ": use 1 MiB (1048576) to 1 PiB");
+  }
   config->url = options.replicate;
   config->stream = options.replicate_stream;
   config->user = options.replicate_user;
@@ -127,6 +133,9 @@ Status ReplicateConfigOf(const EngineOptions& options, ReplicateConfig* config) 
   config->timeout_ms = options.replicate_timeout_ms;
   config->replicas = options.replicate_replicas;
   config->pending_bytes_max = options.replicate_pending_bytes_max;
+  // Room for four snapshot intervals of groups: a snapshot is due after one, publishing holds at
+  // three (GroupStream, "Bounded disk").
+  config->stream_bytes_max = 4 * options.replicate_snapshot_bytes;
   return Status::OK();
 }
 
@@ -149,6 +158,19 @@ Status Replicator::Prepare(const EngineOptions& options, Store* store,
     return Status::InvalidArgument(
         "replicate: " + link->Where(stream) + " holds another database's groups (database " +
         tail.database_hex + "; this one is " + replicator->database_hex_ + ")");
+  }
+  if (tail.empty) {
+    // No group yet, but perhaps another database's base snapshot (it never committed).
+    SnapshotStream snapshots(link->connection(), stream, replicator->config_.timeout_ms);
+    SnapshotInfo latest;
+    s = snapshots.Latest(&latest);
+    if (s.ok() && latest.database_id != replicator->database_hex_) {
+      return Status::InvalidArgument("replicate: " + link->Where(stream + "_SNAPSHOTS") +
+                                     " holds another database's snapshots (database " +
+                                     latest.database_id + "; this one is " +
+                                     replicator->database_hex_ + ")");
+    }
+    if (!s.ok() && !s.IsNotFound()) return s;
   }
   const replication::Position& local = store->recovered_replication();
   const std::string local_term_hex = replication::IdHex(local.term);
@@ -269,9 +291,12 @@ Status Replicator::Snapshot(Engine* engine) {
   if (!fenced.ok()) return fenced;  // another primary's stream now: nothing of ours goes there
   BackupOptions backup_options;
   backup_options.keep = 1;  // the staging target only feeds the upload
+  // Read before the checkpoint: every group counted so far is in it.
+  const uint64_t counted = groups_->counted_bytes();
   BackupInfo info;
   uint64_t covered_group = 0;
-  Status s = BackupWithGroup(*engine, staging_dir_, backup_options, &info, &covered_group);
+  Status s = BackupWithGroup(*engine, staging_dir_, backup_options, &info, &covered_group,
+                             /*record_last=*/false);
   SnapshotStream snapshots(link_->connection(), config_.stream, config_.timeout_ms);
   if (s.ok()) s = snapshots.Ensure(config_.replicas);
   SnapshotInfo uploaded;
@@ -279,10 +304,13 @@ Status Replicator::Snapshot(Engine* engine) {
     s = snapshots.Upload(staging_dir_, info.id, covered_group, info.last_fact_id, database_hex_,
                          kFormatVersion, &uploaded);
   }
-  // Nothing is purged yet, from either stream: nats-server 2.9 (Debian 12's) purges a whole
-  // clustered stream for a purge below sequence 1, and replays an extended purge as a full one
-  // when a node recovers (nats-server issues 4696 and 4196, fixed in 2.10 and 2.9.18). Bounding
-  // NATS's disk needs another way (stream limits, or a stream per snapshot generation).
+  if (s.ok()) {
+    // The stream's byte limit may now drop the groups this snapshot holds; the older snapshots
+    // beyond replicate_snapshot_keep go (their groups may be gone already).
+    groups_->SetRetainedBase(counted);
+    uint64_t oldest_kept_group = 0;
+    s = snapshots.Prune(options_.replicate_snapshot_keep, &oldest_kept_group);
+  }
   std::lock_guard lock(mu_);
   if (s.ok()) {
     ++state_.snapshots;
@@ -303,7 +331,10 @@ Status Replicator::Snapshot(Engine* engine) {
 
 void Replicator::SnapshotLoop(Engine* engine) {
   using Clock = std::chrono::steady_clock;
+  // After a failed snapshot, the next waits this long (each attempt takes a local backup).
+  constexpr auto kRetryPause = std::chrono::seconds(5);
   auto last = Clock::now();
+  auto retry_at = last;
   uint64_t shipped_at_last = committer_->ReplicationLag().shipped_bytes;
   std::unique_lock lock(mu_);
   while (!stopping_) {
@@ -313,13 +344,18 @@ void Replicator::SnapshotLoop(Engine* engine) {
     const bool by_time =
         options_.replicate_snapshot_interval_ms > 0 &&
         Clock::now() - last >= std::chrono::milliseconds(options_.replicate_snapshot_interval_ms);
-    const bool by_bytes = options_.replicate_snapshot_bytes > 0 &&
-                          shipped - shipped_at_last >= options_.replicate_snapshot_bytes;
-    if (!by_time && !by_bytes) continue;
+    const bool by_bytes = shipped - shipped_at_last >= options_.replicate_snapshot_bytes;
+    // Publishing waits for a snapshot (the stream's byte limit; see GroupStream): one is due now.
+    const bool held = groups_->held();
+    if ((!by_time && !by_bytes && !held) || Clock::now() < retry_at) continue;
     if (!committer_->ReplicationFenced().ok()) break;  // another primary's stream now
     lock.unlock();
-    Snapshot(engine).PermitUncheckedError();  // recorded in state_ (metrics, wharf stat)
+    const bool ok = Snapshot(engine).ok();  // its error is in state_ (metrics, wharf stat)
     lock.lock();
+    if (!ok) {
+      retry_at = Clock::now() + kRetryPause;
+      continue;
+    }
     last = Clock::now();
     shipped_at_last = shipped;
   }

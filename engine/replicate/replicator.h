@@ -1,7 +1,9 @@
 // Replicator: a primary database's replication (EngineOptions::replicate). It decides, when the
 // engine opens, whether this database may extend its stream and from which group; it then ships
-// the committer's groups (GroupStream), uploads snapshots (SnapshotStream) on its own thread, and
-// purges the groups below the oldest snapshot it keeps, so that NATS's disk stays bounded.
+// the committer's groups (GroupStream), uploads snapshots (SnapshotStream) on its own thread (when
+// replicate_snapshot_interval_ms or _bytes passed, or at once when publishing waits for one), and
+// deletes the snapshots beyond replicate_snapshot_keep. The group stream's byte limit (4 x
+// replicate_snapshot_bytes) bounds the rest of NATS's disk (GroupStream, "Bounded disk").
 //
 // Opening, against the stream's last group (number M, term, database id):
 //   - a stream of another database: refused (InvalidArgument);
@@ -86,8 +88,8 @@ class Replicator {
 
  private:
   Replicator() = default;
-  // Takes a backup into the staging target and uploads it; purges what the kept snapshots make
-  // unnecessary.
+  // Takes a backup into the staging target and uploads it; lets the group stream drop what it
+  // holds and deletes the snapshots beyond replicate_snapshot_keep.
   Status Snapshot(Engine* engine);
   void SnapshotLoop(Engine* engine);
 

@@ -664,84 +664,48 @@ Status SnapshotStream::DownloadInto(const SnapshotInfo& snapshot, const std::str
   return Status::OK();
 }
 
-Status SnapshotStream::Purge(const std::string& subject, uint64_t below_sequence) {
+Status SnapshotStream::DeleteBelow(uint64_t below_sequence) {
   jsOptions options;
   jsOptions_Init(&options);
   options.Wait = timeout_ms_;
-  if (!subject.empty()) options.Stream.Purge.Subject = subject.c_str();
-  options.Stream.Purge.Sequence = below_sequence;
+  jsStreamInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus s = js_PurgeStream(js_, name_.c_str(), &options, &code);
-  if (s == NATS_OK) return Status::OK();
-  return Status::IOError(
-      "replicate: purge " + (subject.empty() ? "" : subject + " ") +
-      (below_sequence > 0 ? "below " + std::to_string(below_sequence) + " " : "") + "in stream \"" +
-      name_ + "\": " + NatsText(s, code));
+  natsStatus s = js_GetStreamInfo(&info, js_, name_.c_str(), &options, &code);
+  if (s != NATS_OK) {
+    return Status::IOError("replicate: info of stream \"" + name_ + "\": " + NatsText(s, code));
+  }
+  const uint64_t first = info->State.FirstSeq;
+  jsStreamInfo_Destroy(info);
+  for (uint64_t sequence = first; sequence < below_sequence; ++sequence) {
+    code = static_cast<jsErrCode>(0);
+    s = js_DeleteMsg(js_, name_.c_str(), sequence, &options, &code);
+    if (s != NATS_OK && code != JSSequenceNotFoundErr && code != JSNoMessageFoundErr) {
+      return Status::IOError("replicate: delete message " + std::to_string(sequence) +
+                             " of stream \"" + name_ + "\": " + NatsText(s, code));
+    }
+  }
+  return Status::OK();
 }
 
 Status SnapshotStream::Prune(uint32_t keep, uint64_t* oldest_kept_group) {
   if (keep == 0) {
-    return Status::InvalidArgument(
-        "replicate: keep must be at least 1 (without a snapshot the groups cannot be purged)");
+    return Status::InvalidArgument("replicate: keep must be at least 1");
   }
   *oldest_kept_group = 0;
   std::vector<SnapshotInfo> all;
   Status s = List(&all);
   if (!s.ok() || all.empty()) return s;
   const size_t dropped = all.size() > keep ? all.size() - keep : 0;
-  for (size_t i = 0; i < dropped; ++i) {
-    s = Purge(stream_ + ".snapshots." + all[i].id + ".>", 0);
-    if (!s.ok()) return s;
-  }
   // Below the oldest kept snapshot's first chunk: the dropped ones, and chunks of uploads that
-  // never finished.
+  // never finished. Message by message: a purge is what nats-server 2.9 cannot be trusted with
+  // (see the header).
   uint64_t keep_from = UINT64_MAX;
   for (size_t i = dropped; i < all.size(); ++i) {
     keep_from = std::min(keep_from, all[i].first_sequence);
   }
-  s = Purge("", keep_from);
+  s = DeleteBelow(keep_from);
   if (!s.ok()) return s;
   *oldest_kept_group = all[dropped].covered_group;
-  return Status::OK();
-}
-
-Status PurgeGroupsBelow(natsConnection* connection, const std::string& stream, uint64_t group,
-                        uint32_t timeout_ms) {
-  if (group <= 1) return Status::OK();  // nothing is below group 1
-  jsCtx* js = nullptr;
-  jsOptions options;
-  jsOptions_Init(&options);
-  options.Wait = timeout_ms;
-  natsStatus s = natsConnection_JetStream(&js, connection, &options);
-  if (s != NATS_OK) return Status::IOError("replicate: JetStream context: " + NatsText(s));
-  struct Destroy {
-    jsCtx* js;
-    ~Destroy() { jsCtx_Destroy(js); }
-  } destroy{js};
-  jsStreamInfo* info = nullptr;
-  jsErrCode code = static_cast<jsErrCode>(0);
-  s = js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code);
-  if (s != NATS_OK) {
-    if (code == JSStreamNotFoundErr) {
-      return Status::NotFound("replicate: stream \"" + stream + "\" does not exist");
-    }
-    return Status::IOError("replicate: info of stream \"" + stream + "\": " + NatsText(s, code));
-  }
-  const uint64_t last = info->State.LastSeq;
-  jsStreamInfo_Destroy(info);
-  if (group > last + 1) {
-    // JetStream would move the stream's sequence to `group`: the next group shipped (last + 1)
-    // would then be refused as out of order.
-    return Status::InvalidArgument("replicate: cannot purge the groups below " +
-                                   std::to_string(group) + " from stream \"" + stream +
-                                   "\": it holds groups up to " + std::to_string(last));
-  }
-  options.Stream.Purge.Sequence = group;
-  s = js_PurgeStream(js, stream.c_str(), &options, &code);
-  if (s != NATS_OK) {
-    return Status::IOError("replicate: purge the groups below " + std::to_string(group) +
-                           " from stream \"" + stream + "\": " + NatsText(s, code));
-  }
   return Status::OK();
 }
 

@@ -120,7 +120,7 @@ class SnapshotStream {
 
   // Removes the snapshots beyond the newest `keep` (>= 1), and what unfinished uploads left below
   // the oldest kept one. `*oldest_kept_group`: the oldest kept snapshot's covered group (0 when
-  // there is no snapshot), below which the group stream may be purged (PurgeGroupsBelow).
+  // there is no snapshot).
   Status Prune(uint32_t keep, uint64_t* oldest_kept_group);
 
  private:
@@ -136,7 +136,11 @@ class SnapshotStream {
   // After each chunk: waits as the rate limit says, then reports progress.
   void Pace(uint64_t bytes_done);
   Status DownloadInto(const SnapshotInfo& snapshot, const std::string& dest_dir);
-  Status Purge(const std::string& subject, uint64_t below_sequence);
+  // Deletes every message below `below_sequence`, one by one (a purge is not safe on
+  // nats-server 2.9: it empties a clustered stream for "below sequence 1", and a node that
+  // recovers replays any purge as a full one; nats-server issues 4696 and 4196). Snapshots are
+  // few messages (chunks of kChunkBytes), so this stays cheap.
+  Status DeleteBelow(uint64_t below_sequence);
 
   __natsConnection* const connection_;
   const std::string stream_;  // the group stream's name
@@ -148,11 +152,5 @@ class SnapshotStream {
   std::chrono::steady_clock::time_point transfer_began_;
   uint64_t transfer_bytes_ = 0;
 };
-
-// Purges the groups below `group` from the group stream `stream` (js_PurgeStream with
-// jsOptions.Stream.Purge.Sequence = group): the stream then starts at `group`. InvalidArgument
-// when `group` is above the stream's last sequence + 1 (the stream would skip numbers).
-Status PurgeGroupsBelow(__natsConnection* connection, const std::string& stream, uint64_t group,
-                        uint32_t timeout_ms = 5000);
 
 }  // namespace wharf::internal

@@ -109,14 +109,14 @@ TEST_F(GroupReaderTest, APurgedStartIsNamed) {
   for (uint64_t n = 1; n <= 6; ++n) {
     ASSERT_NO_FATAL_FAILURE(PublishGroup(kStream, n, Payload(n), n));
   }
-  ASSERT_OK(PurgeGroupsBelow(connection_, kStream, 4));
+  ASSERT_NO_FATAL_FAILURE(PurgeBelow(kStream, 4));
   EXPECT_EQ(Sequences(kStream), std::make_pair(uint64_t{4}, uint64_t{6}));
 
   GroupReader reader(connection_, kStream, 2);
   Group group;
   Status s = reader.Next(5000, &group);
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();
-  EXPECT_NE(s.message().find("group 2 was purged from stream \"orders\" (it holds groups 4..6)"),
+  EXPECT_NE(s.message().find("group 2 is no longer in stream \"orders\" (it holds groups 4..6)"),
             std::string::npos)
       << s.ToString();
 

@@ -4,7 +4,8 @@
 // down stop the acknowledgements, and the queued groups are stored once each, in order, when a
 // node is back; a second writer of the same database is fenced at the group where it lost; a
 // stream of another database, a stream ahead of or behind the database, an unreachable URL and
-// refused credentials are refused at Open. One cluster for the whole file (each test its own
+// refused credentials are refused at Open; the stream's byte limit drops only what a snapshot
+// holds (the publisher holds the rest). One cluster for the whole file (each test its own
 // stream); about 20-30 s in release, most of it the elections after kills.
 #include "engine/replicate/group_stream.h"
 
@@ -426,6 +427,61 @@ TEST_F(GroupStreamTest, AGroupStoredByAnEarlierAttemptIsRecognisedAsStored) {
     EXPECT_EQ(counters.resyncs, window_over ? 1u : 0u);
     ExpectStreamHolds(name, 3, stream.get());
   }
+}
+
+// The stream's byte limit bounds NATS's disk; the publisher holds the groups no snapshot covers
+// rather than let the stream drop them, and resumes when a snapshot moves the base.
+TEST_F(GroupStreamTest, TheByteLimitDropsOnlyGroupsASnapshotHolds) {
+  Recorder recorder;
+  ReplicateConfig config = Config("LIMIT");
+  config.stream_bytes_max = 256 << 10;
+  std::unique_ptr<GroupStream> stream;
+  ASSERT_OK(GroupStream::Open(config, kDatabase, kFormat, 0, &recorder, &stream, kTerm));
+  const std::string bytes(16 << 10, 'x');
+  auto ship = [&](uint64_t from, uint64_t to) {
+    for (uint64_t n = from; n <= to; ++n) stream->Ship(n, bytes, n);
+  };
+  // Each group counts about 17 KiB: three quarters of the limit take 11 of them.
+  ship(1, 10);
+  const uint64_t counted_through_10 = stream->counted_bytes();
+  ship(11, 40);
+  ASSERT_TRUE(recorder.WaitShipped(11));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(recorder.last_shipped(), 11u) << "group 12 would let the stream drop uncovered ones";
+  EXPECT_TRUE(stream->held());
+  std::unique_ptr<NatsLink> link = Reader("LIMIT");
+  NatsLink::StreamState state;
+  ASSERT_OK(link->StreamInfo("LIMIT", &state));
+  EXPECT_EQ(state.max_bytes, 256 << 10);
+  EXPECT_EQ(state.first_seq, 1u);
+  EXPECT_LE(state.bytes, uint64_t{256} << 10);
+
+  // A snapshot holds groups 1..10: eleven more go, and the stream drops some of 1..10 only.
+  stream->SetRetainedBase(counted_through_10);
+  ASSERT_TRUE(recorder.WaitShipped(21));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(recorder.last_shipped(), 21u);
+  ASSERT_OK(link->StreamInfo("LIMIT", &state));
+  EXPECT_EQ(state.last_seq, 21u);
+  EXPECT_GT(state.first_seq, 1u) << "the limit dropped the oldest";
+  EXPECT_LE(state.first_seq, 11u) << "a group the snapshot does not hold was dropped";
+  EXPECT_LE(state.bytes, uint64_t{256} << 10);
+
+  // A snapshot of everything: the rest goes.
+  stream->SetRetainedBase(stream->counted_bytes());
+  ASSERT_TRUE(recorder.WaitShipped(40));
+  EXPECT_FALSE(stream->held());
+  ASSERT_OK(link->StreamInfo("LIMIT", &state));
+  EXPECT_EQ(state.last_seq, 40u);
+  EXPECT_LE(state.bytes, uint64_t{256} << 10);
+  stream->Close();
+
+  // Reopened with another limit, the stream takes it.
+  config.stream_bytes_max = 1 << 20;
+  Recorder again;
+  ASSERT_OK(GroupStream::Open(config, kDatabase, kFormat, 40, &again, &stream, kTerm));
+  ASSERT_OK(link->StreamInfo("LIMIT", &state));
+  EXPECT_EQ(state.max_bytes, 1 << 20);
 }
 
 TEST_F(GroupStreamTest, AGroupAboveMaxGroupBytesIsRefused) {

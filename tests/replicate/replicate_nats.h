@@ -94,6 +94,13 @@ class NatsFixture : public ::testing::Test {
     ASSERT_EQ(s, NATS_OK) << internal::NatsText(s, code);
   }
 
+  // Removes the messages of `stream` below `sequence` (a single server: a purge is safe here).
+  void PurgeBelow(const std::string& stream, uint64_t sequence) {
+    jsOptions options;
+    jsOptions_Init(&options);
+    options.Stream.Purge.Sequence = sequence;
+    ASSERT_EQ(js_PurgeStream(js_, stream.c_str(), &options, nullptr), NATS_OK);
+  }
   // The first and last sequence of `stream`.
   std::pair<uint64_t, uint64_t> Sequences(const std::string& stream) {
     jsStreamInfo* info = nullptr;

@@ -12,9 +12,11 @@
 #include <string>
 #include <thread>
 
+#include "engine/replicate/nats_link.h"
 #include "test_util.h"
 #include "tools/broker/nats_cluster.h"
 #include "wharf/engine.h"
+#include "wharf/metrics.h"
 
 namespace wharf {
 namespace {
@@ -216,6 +218,60 @@ TEST_F(ReplicationTest, AsyncModeShipsBehindAndCatchesUp) {
   ASSERT_OK(
       RestoreFromStream(Options("R5", Durability::kSync), dir_.path() + "/copy", {}, &report));
   EXPECT_EQ(report.last_fact_id, static_cast<uint64_t>(kRows));
+}
+
+// NATS's disk stays bounded: the group stream holds at most 4 x replicate_snapshot_bytes, the
+// snapshots beyond replicate_snapshot_keep go, and a restore still holds every commit.
+TEST_F(ReplicationTest, TheStreamsStayWithinTheirBoundsAndARestoreHoldsEverything) {
+  EngineOptions options = Options("R6", Durability::kReplicated);
+  options.replicate_snapshot_bytes = 1 << 20;
+  options.replicate_snapshot_interval_ms = 0;
+  options.replicate_snapshot_keep = 1;
+  std::unique_ptr<Engine> engine;
+  ASSERT_OK(Engine::Open(dir_.path() + "/primary", options, &engine));
+  const std::string filler(64 << 10, 'f');
+  constexpr int kBigRows = 160;  // 10 MiB: 2.5 times what the group stream may hold
+  for (int i = 0; i < kBigRows; ++i) {
+    Txn txn = engine->Begin();
+    ASSERT_OK(txn.Put("big", "row-" + std::to_string(i), filler + std::to_string(i)));
+    Status committed = txn.Commit();
+    if (!committed.ok()) {
+      MetricsSnapshot m;
+      ASSERT_OK(ReadMetrics(*engine, &m));
+      FAIL() << i << " " << committed.ToString() << " snapshots " << m.replication.snapshots_total
+             << " failures " << m.replication.snapshot_failures_total << " last group "
+             << m.replication.last_snapshot_group << " error " << m.replication.last_snapshot_error;
+    }
+  }
+  MetricsSnapshot metrics;
+  ASSERT_OK(ReadMetrics(*engine, &metrics));
+  EXPECT_GE(metrics.replication.snapshots_total, 3u) << metrics.replication.last_snapshot_error;
+  ASSERT_OK(engine->Close());
+
+  std::unique_ptr<internal::NatsLink> link;
+  internal::ReplicateConfig config;
+  config.url = cluster_->Url();
+  ASSERT_OK(internal::NatsLink::Connect(config, &link));
+  internal::NatsLink::StreamState groups, snapshots;
+  ASSERT_OK(link->StreamInfo("R6", &groups));
+  EXPECT_EQ(groups.max_bytes, 4 << 20);
+  EXPECT_LE(groups.bytes, uint64_t{4} << 20);
+  EXPECT_GT(groups.first_seq, 1u) << "the limit dropped the groups the snapshots hold";
+  ASSERT_OK(link->StreamInfo("R6_SNAPSHOTS", &snapshots));
+  // One snapshot of a ~10 MiB database: its chunks and its done message, nothing older.
+  EXPECT_LE(snapshots.bytes, uint64_t{16} << 20);
+
+  ASSERT_OK(
+      RestoreFromStream(Options("R6", Durability::kSync), dir_.path() + "/copy", {}, nullptr));
+  std::unique_ptr<Engine> restored;
+  EngineOptions plain;
+  plain.admin_socket = "off";
+  ASSERT_OK(Engine::Open(dir_.path() + "/copy", plain, &restored));
+  for (int i = 0; i < kBigRows; ++i) {
+    std::string value;
+    ASSERT_OK(restored->Get("big", "row-" + std::to_string(i), &value)) << i;
+    ASSERT_EQ(value, filler + std::to_string(i)) << i;
+  }
 }
 
 }  // namespace

@@ -179,8 +179,11 @@ struct EngineOptions {
   // stays bounded while NATS is unreachable.
   uint64_t replicate_pending_bytes_max = 64u << 20;
   // `replicate_snapshot_interval_ms`, `replicate_snapshot_bytes`: a snapshot is uploaded when
-  // either has passed since the last one (group bytes shipped since); 0 turns that trigger off.
-  // Groups below the oldest kept snapshot are purged from the stream, which bounds NATS's disk.
+  // either has passed since the last one (group bytes shipped since; an interval of 0 turns the
+  // time trigger off; bytes: 1 MiB to 1 PiB). The group stream holds at most 4 x
+  // replicate_snapshot_bytes (NATS drops its oldest groups beyond that; the engine holds
+  // publishing rather than let it drop a group its newest snapshot does not hold), and the
+  // snapshots beyond replicate_snapshot_keep are deleted: NATS's disk stays bounded.
   uint64_t replicate_snapshot_interval_ms = 3'600'000;
   uint64_t replicate_snapshot_bytes = 1ull << 30;
   // `replicate_snapshot_keep`: snapshots kept in the stream (>= 1).
