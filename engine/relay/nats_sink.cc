@@ -18,40 +18,6 @@ struct MsgDeleter {
 };
 using Msg = std::unique_ptr<natsMsg, MsgDeleter>;
 
-// Where the value of `"name":` starts in a small JSON object (JetStream's acks, written with and
-// without spaces), or npos.
-size_t JsonValue(std::string_view json, std::string_view name) {
-  const std::string needle = "\"" + std::string(name) + "\"";
-  size_t at = json.find(needle);
-  if (at == std::string_view::npos) return at;
-  at += needle.size();
-  while (at < json.size() && (json[at] == ' ' || json[at] == ':')) ++at;
-  return at < json.size() ? at : std::string_view::npos;
-}
-
-std::string JsonString(std::string_view json, std::string_view name) {
-  size_t at = JsonValue(json, name);
-  if (at == std::string_view::npos || json[at] != '"') return "";
-  std::string out;
-  for (++at; at < json.size() && json[at] != '"'; ++at) {
-    if (json[at] == '\\' && at + 1 < json.size()) ++at;
-    out.push_back(json[at]);
-  }
-  return out;
-}
-
-// The number of `"name": N`, or -1.
-long JsonNumber(std::string_view json, std::string_view name) {
-  size_t at = JsonValue(json, name);
-  if (at == std::string_view::npos) return -1;
-  return std::strtol(std::string(json.substr(at, 12)).c_str(), nullptr, 10);
-}
-
-bool JsonTrue(std::string_view json, std::string_view name) {
-  size_t at = JsonValue(json, name);
-  return at != std::string_view::npos && json.substr(at).starts_with("true");
-}
-
 // The subjects a created stream takes: the template's literal leading tokens, then ">".
 std::string StreamSubjects(std::string_view target) {
   std::string prefix;
@@ -258,33 +224,28 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
     if (index >= sent || (*outcomes)[index].result != PublishResult::kTransient) continue;
     --waiting;
     PublishOutcome& outcome = (*outcomes)[index];
-    const std::string_view data(natsMsg_GetData(ack.get()),
-                                static_cast<size_t>(natsMsg_GetDataLength(ack.get())));
-    const char* status = nullptr;
-    if (data.empty() && natsMsgHeader_Get(ack.get(), "Status", &status) == NATS_OK) {
-      // 503: no responders: no stream takes the subject (yet) — the operator's to fix.
+    const NatsPubAck parsed = ParsePubAck(ack.get());
+    if (parsed.stored) {
+      outcome.result = parsed.duplicate ? PublishResult::kDuplicate : PublishResult::kAcknowledged;
+      outcome.error.clear();
+      continue;
+    }
+    if (natsMsg_GetDataLength(ack.get()) == 0) {
+      // A status reply; 503: no responders: no stream takes the subject (yet) — the operator's
+      // to fix. Retried.
       outcome.error =
-          std::string("nats: no JetStream stream takes subject ") +
-          ExpandTemplate(config_.target, *facts[index], incarnations_.Of(facts[index]->id)) +
-          " (status " + status + ")";
+          "nats: no JetStream stream takes subject " +
+          ExpandTemplate(config_.target, *facts[index], incarnations_.Of(facts[index]->id)) + " (" +
+          parsed.description + ")";
       continue;
     }
-    if (JsonValue(data, "error") != std::string_view::npos) {
-      const long code = JsonNumber(data, "code");
-      outcome.error = "nats JetStream: " + JsonString(data, "description") + " (code " +
-                      std::to_string(code) + ", err_code " +
-                      std::to_string(JsonNumber(data, "err_code")) + ")";
-      // 5xx: JetStream unavailable, timed out: retry. Others (400: too large, ...): the fact's.
-      outcome.result =
-          code >= 500 || code < 0 ? PublishResult::kTransient : PublishResult::kRejected;
-      continue;
-    }
-    if (JsonTrue(data, "duplicate")) {
-      outcome.result = PublishResult::kDuplicate;
-    } else {
-      outcome.result = PublishResult::kAcknowledged;
-    }
-    outcome.error.clear();
+    outcome.error = "nats JetStream: " + parsed.description + " (code " +
+                    std::to_string(parsed.code) + ", err_code " + std::to_string(parsed.err_code) +
+                    ")";
+    // 5xx: JetStream unavailable, timed out; anything unexpected: retry. Others (400: too large,
+    // ...): the fact's.
+    outcome.result = parsed.code >= 500 || parsed.code < 0 ? PublishResult::kTransient
+                                                           : PublishResult::kRejected;
   }
   if (!healthy) {
     for (size_t i = begin; i < end; ++i) {

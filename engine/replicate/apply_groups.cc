@@ -52,7 +52,8 @@ class BatchCheck : public rocksdb::WriteBatch::Handler {
 
 }  // namespace
 
-Status ApplyGroup(const GroupCopy& copy, uint64_t expected_number, const Group& group) {
+Status ApplyGroup(const GroupCopy& copy, uint64_t expected_number, const Group& group,
+                  bool sync) {
   WHARF_ASSERT(copy.store != nullptr);
   WHARF_ASSERT(expected_number > 0);
   const std::string which = "replicate: group " + std::to_string(group.number);
@@ -83,7 +84,7 @@ Status ApplyGroup(const GroupCopy& copy, uint64_t expected_number, const Group& 
   rocksdb::Status s = batch.Iterate(&check);
   if (!s.ok()) return Status::Corruption(which + " is not a Wharf WriteBatch: " + s.ToString());
   rocksdb::WriteOptions options;
-  options.sync = true;
+  options.sync = sync;
   s = copy.store->db()->Write(options, &batch);
   if (s.ok()) return Status::OK();
   return FromRocks(s, "replicate: write group " + std::to_string(group.number));

@@ -35,6 +35,10 @@ struct GroupCopy {
   uint64_t format_version = 0;
 };
 
-Status ApplyGroup(const GroupCopy& copy, uint64_t expected_number, const Group& group);
+// `sync`: the write is synced (a standby's every group). A restore syncs only its last one: a
+// crash before then leaves a prefix of the groups (the WAL keeps their order), which the copy
+// catches up on when it is opened or restored again.
+Status ApplyGroup(const GroupCopy& copy, uint64_t expected_number, const Group& group,
+                  bool sync = true);
 
 }  // namespace wharf::internal

@@ -15,6 +15,7 @@ struct Group {
   uint64_t last_fact_id = 0;  // the highest fact id written once this group is in
   std::string database_id;    // 32 hex digits
   uint64_t format_version = 0;
+  std::string term_hex;  // the primary's term (header Wharf-Term; "" when absent)
 };
 
 }  // namespace wharf::internal

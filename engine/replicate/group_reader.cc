@@ -220,6 +220,7 @@ Status GroupReader::Next(uint32_t timeout_ms, Group* group) {
                       : " (it lacks a Wharf-Group, Wharf-Database, Wharf-Last-Fact-Id or "
                         "Wharf-Format header)"));
     }
+    if (!HeaderText(msg.msg, "Wharf-Term", &read.term_hex)) read.term_hex.clear();  // optional
     read.bytes.assign(MsgData(msg.msg));
     ++next_;
     *group = std::move(read);

@@ -1,6 +1,7 @@
 #include "engine/replicate/nats_link.h"
 
 #include <nats/nats.h>
+#include <simdjson.h>
 
 #include <cstdlib>
 
@@ -29,35 +30,6 @@ natsStatus ApplyTls(const NatsConnectOptions& config, natsOptions* options, std:
     s = natsOptions_LoadCertificatesChain(options, config.tls_cert.c_str(), config.tls_key.c_str());
   }
   return s;
-}
-
-// Where the value of `"name":` starts in a small JSON object (JetStream's replies, written with
-// and without spaces), or npos.
-size_t JsonValue(std::string_view json, std::string_view name) {
-  const std::string needle = "\"" + std::string(name) + "\"";
-  size_t at = json.find(needle);
-  if (at == std::string_view::npos) return at;
-  at += needle.size();
-  while (at < json.size() && (json[at] == ' ' || json[at] == ':')) ++at;
-  return at < json.size() ? at : std::string_view::npos;
-}
-
-std::string JsonString(std::string_view json, std::string_view name) {
-  size_t at = JsonValue(json, name);
-  if (at == std::string_view::npos || json[at] != '"') return "";
-  std::string out;
-  for (++at; at < json.size() && json[at] != '"'; ++at) {
-    if (json[at] == '\\' && at + 1 < json.size()) ++at;
-    out.push_back(json[at]);
-  }
-  return out;
-}
-
-// The number of `"name": N`, or -1.
-int64_t JsonNumber(std::string_view json, std::string_view name) {
-  size_t at = JsonValue(json, name);
-  if (at == std::string_view::npos) return -1;
-  return std::strtoll(std::string(json.substr(at, 24)).c_str(), nullptr, 10);
 }
 
 struct OptionsDeleter {
@@ -178,22 +150,35 @@ NatsPubAck ParsePubAck(natsMsg* reply) {
     if (!text.empty()) ack.description += " (" + text + ")";
     return ack;
   }
-  if (JsonValue(data, "error") != std::string_view::npos) {
-    ack.code = static_cast<int>(JsonNumber(data, "code"));
-    ack.err_code = static_cast<int>(JsonNumber(data, "err_code"));
-    ack.description = JsonString(data, "description");
-    return ack;
-  }
-  const int64_t seq = JsonNumber(data, "seq");
-  if (seq <= 0) {
+  // {"stream": "X", "seq": N[, "duplicate": true]} or
+  // {"error": {"code": 400, "err_code": 10071, "description": "wrong last sequence: 5"}}.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  simdjson::dom::object error;
+  int64_t seq = 0;
+  auto unexpected = [&] {
     ack.code = -1;
     ack.description = "unexpected reply: " + std::string(data.substr(0, 200));
     return ack;
+  };
+  if (parser.parse(data.data(), data.size()).get(root) != simdjson::SUCCESS) return unexpected();
+  if (root["error"].get(error) == simdjson::SUCCESS) {
+    int64_t code = -1, err_code = 0;
+    std::string_view description;
+    if (error["code"].get(code) != simdjson::SUCCESS) code = -1;
+    if (error["err_code"].get(err_code) != simdjson::SUCCESS) err_code = 0;
+    if (error["description"].get(description) != simdjson::SUCCESS) description = "";
+    ack.code = static_cast<int>(code);
+    ack.err_code = static_cast<int>(err_code);
+    ack.description = std::string(description);
+    return ack;
   }
+  if (root["seq"].get(seq) != simdjson::SUCCESS || seq <= 0) return unexpected();
+  bool duplicate = false;
+  if (root["duplicate"].get(duplicate) != simdjson::SUCCESS) duplicate = false;
   ack.stored = true;
   ack.seq = static_cast<uint64_t>(seq);
-  const size_t duplicate = JsonValue(data, "duplicate");
-  ack.duplicate = duplicate != std::string_view::npos && data.substr(duplicate).starts_with("true");
+  ack.duplicate = duplicate;
   return ack;
 }
 

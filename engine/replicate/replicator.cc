@@ -298,6 +298,7 @@ Status Replicator::Snapshot(Engine* engine) {
   Status s = BackupWithGroup(*engine, staging_dir_, backup_options, &info, &covered_group,
                              /*record_last=*/false);
   SnapshotStream snapshots(link_->connection(), config_.stream, config_.timeout_ms);
+  snapshots.set_term(replication::IdHex(term_));
   if (s.ok()) s = snapshots.Ensure(config_.replicas);
   SnapshotInfo uploaded;
   if (s.ok()) {

@@ -120,6 +120,7 @@ bool ParseDone(natsMsg* msg, SnapshotInfo* info) {
   if (!ok || backup_id == 0 || backup_id > UINT32_MAX || files > UINT32_MAX) return false;
   info->backup_id = static_cast<uint32_t>(backup_id);
   info->files = static_cast<uint32_t>(files);
+  if (!HeaderText(msg, "Wharf-Term", &info->term_hex)) info->term_hex.clear();  // optional
   info->done_sequence = natsMsg_GetSequence(msg);
   info->created_ms = natsMsg_GetTime(msg) / 1'000'000;
   info->manifest.assign(MsgData(msg));
@@ -393,17 +394,20 @@ Status SnapshotStream::Upload(const std::string& backup_dir, uint32_t backup_id,
                    &made.bytes, &buffer);
     if (!s.ok()) return s;
   }
-  s = Publish(SnapshotSubject(stream_, made.id, "done"), made.id + ":done",
-              {{"Wharf-Snapshot", made.id},
-               {"Wharf-Backup-Id", std::to_string(backup_id)},
-               {"Wharf-Group", std::to_string(covered_group)},
-               {"Wharf-Last-Fact-Id", std::to_string(last_fact_id)},
-               {"Wharf-Database", database_id},
-               {"Wharf-Format", std::to_string(format_version)},
-               {"Wharf-Bytes", std::to_string(made.bytes)},
-               {"Wharf-Files", std::to_string(made.files)},
-               {"Wharf-Chunks", std::to_string(made.chunks)},
-               {"Wharf-First-Seq", std::to_string(made.first_sequence)}},
+  std::vector<std::pair<const char*, std::string>> done_headers = {
+      {"Wharf-Snapshot", made.id},
+      {"Wharf-Backup-Id", std::to_string(backup_id)},
+      {"Wharf-Group", std::to_string(covered_group)},
+      {"Wharf-Last-Fact-Id", std::to_string(last_fact_id)},
+      {"Wharf-Database", database_id},
+      {"Wharf-Format", std::to_string(format_version)},
+      {"Wharf-Bytes", std::to_string(made.bytes)},
+      {"Wharf-Files", std::to_string(made.files)},
+      {"Wharf-Chunks", std::to_string(made.chunks)},
+      {"Wharf-First-Seq", std::to_string(made.first_sequence)}};
+  if (!term_hex_.empty()) done_headers.emplace_back("Wharf-Term", term_hex_);
+  made.term_hex = term_hex_;
+  s = Publish(SnapshotSubject(stream_, made.id, "done"), made.id + ":done", done_headers,
               made.manifest.data(), made.manifest.size(), &made.done_sequence);
   if (!s.ok()) return s;
   if (made.chunks == 0) made.first_sequence = made.done_sequence;  // a backup of no files

@@ -19,7 +19,7 @@
 //                                  Wharf-Group (the last group the snapshot holds),
 //                                  Wharf-Last-Fact-Id, Wharf-Database (32 hex), Wharf-Format,
 //                                  Wharf-Bytes, Wharf-Files, Wharf-Chunks, Wharf-First-Seq (the
-//                                  stream sequence of its first chunk).
+//                                  stream sequence of its first chunk), Wharf-Term (set_term).
 // A snapshot without its done message (an upload that failed or was interrupted) does not exist
 // for List, Latest and Download; Prune removes what it left.
 //
@@ -60,6 +60,7 @@ struct SnapshotInfo {
   uint64_t covered_group = 0;  // the last group it holds; a copy continues at covered_group + 1
   uint64_t last_fact_id = 0;
   std::string database_id;  // 32 hex
+  std::string term_hex;     // the primary's term when it was taken (32 hex; "" when unknown)
   uint64_t format_version = 0;
   uint64_t bytes = 0;  // of its files
   uint32_t files = 0;
@@ -93,6 +94,9 @@ class SnapshotStream {
     CopyProgressFn progress;
   };
   void set_transfer(Transfer transfer) { transfer_ = std::move(transfer); }
+  // The term the uploads record (header Wharf-Term of the done message): a standby that sees
+  // the groups' term change looks for a snapshot of the new term (a primary that rebased).
+  void set_term(std::string term_hex) { term_hex_ = std::move(term_hex); }
 
   // Creates the stream if missing: file storage, `replicas`, discard old, no limits (Prune bounds
   // it), duplicate window 2 min.
@@ -148,6 +152,7 @@ class SnapshotStream {
   const uint32_t timeout_ms_;
   __jsCtx* js_ = nullptr;
   Transfer transfer_;
+  std::string term_hex_;
   // Of the Upload or Download running.
   std::chrono::steady_clock::time_point transfer_began_;
   uint64_t transfer_bytes_ = 0;

@@ -63,6 +63,9 @@ class Standby {
     uint64_t last_fact_id = 0;    // of the last group applied
     int64_t last_applied_ms = 0;  // wall clock of the last group applied (0: none yet)
     std::string error;            // the last error (the standby retries), "" when none
+    // Times the copy started over from the stream's snapshots: the primary reopened under a new
+    // term from a snapshot (it held groups the stream never stored), which this copy lacked.
+    uint64_t rebases = 0;
   };
 
   // Opens (or restores) the copy in `path` and starts following. InvalidArgument when `path`
