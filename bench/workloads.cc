@@ -15,6 +15,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -30,6 +31,8 @@
 #include "bench/reference_sqlite_consume.h"
 #include "bench/reference_sqlite_w9.h"
 #include "bench/scratch_dir.h"
+#include "bench/w10_replicated.h"
+#include "bench/w10_report.h"
 #include "bench/w11_backup.h"
 #include "bench/w11_report.h"
 #include "bench/w1_append.h"
@@ -53,18 +56,19 @@
 #include "bench/w8_slow_subscriber.h"
 #include "bench/w9_contended.h"
 #include "bench/w9_report.h"
+#include "tools/broker/nats_cluster.h"
 
 namespace wharf::bench {
 namespace {
 
 // Workloads of WORKLOAD.md. W5 loads 10 million facts per run, W6 runs ten minutes, W7 starts
-// brokers (redis-server, nats-server), W8, W9 and W11 are newer than the default set: they run
-// only when named.
+// brokers (redis-server, nats-server), W8, W9, W10 (a NATS cluster) and W11 are newer than the
+// default set: they run only when named.
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
 const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name,       kW2Name,      kW2SkewedName, kW3Name, kW4Name, kW5Name,
-    kW6SteadyName, kW6StuckName, kW7Name,       kW8Name, kW9Name, kW11Name};
+    kW1Name,      kW2Name, kW2SkewedName, kW3Name, kW4Name,  kW5Name, kW6SteadyName,
+    kW6StuckName, kW7Name, kW8Name,       kW9Name, kW10Name, kW11Name};
 
 // rocksdb_optimistic and rocksdb_pessimistic (RocksDB's transactions) are W9's references only.
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full",
@@ -129,6 +133,8 @@ void PrintUsage(std::FILE* out) {
       "                   W9-contended (--counters LIST: K, default 1,64; --transactions N:\n"
       "                   successful transactions per thread, default 200 at K = 1, else 600;\n"
       "                   --backoff-ms MIN,MAX: Wharf's Transact backoff, default 1,100),\n"
+      "                   W10-replicated (--facts: restored, default 1000000; --seconds:\n"
+      "                   each W1 phase, default 3),\n"
       "                   W11-backup (--facts: the database, default 10000000)\n");
 }
 
@@ -672,6 +678,41 @@ bool RunW5(const Flags& flags, const MachineInfo& machine, const std::string& sc
   return all_ok;
 }
 
+// Returns whether every run succeeded. Wharf only: one 3-node NATS cluster for all the runs, each
+// measurement on a stream of its own.
+bool RunW10(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  const uint64_t facts = flags.facts.value_or(kW10DefaultFacts);
+  const double duration_s = flags.duration_s.value_or(3);
+  std::fprintf(stderr, "%s facts=%llu\n", kW10Name, static_cast<unsigned long long>(facts));
+  ScratchDir nats_dir(scratch_root, "wharf-w10-nats-");
+  std::unique_ptr<broker::NatsCluster> cluster;
+  std::string error = nats_dir.error();
+  if (error.empty()) {
+    cluster = std::make_unique<broker::NatsCluster>(nats_dir.path());
+    if (!cluster->Start()) error = "nats cluster: " + cluster->error();
+  }
+  const std::vector<W10Measurement> runs = RunWharfRepeatedly<W10Measurement>(
+      flags.runs, scratch_root, "wharf-w10-",
+      [&](const std::string& dir) {
+        if (!error.empty()) {
+          W10Measurement failed;
+          failed.error = error;
+          return failed;
+        }
+        return RunW10Wharf(dir, cluster->Url(), facts, duration_s);
+      },
+      [](const W10Measurement& m) {
+        return Format(
+            "P=16 B=10 %.0f facts/s local, %.0f replicated; P=1 p50 %.0f us local, %.0f "
+            "replicated, js_Publish %.0f us; async lag p99 %.0f ms; restore of %.0f facts %.2f s",
+            m.local_facts_per_s, m.replicated_facts_per_s, m.local_p1.p50_us,
+            m.replicated_p1.p50_us, m.jetstream_publish.p50_us, m.lag_p99_ms, m.restore_facts,
+            m.restore_s);
+      });
+  return ReportWharfRow<W10Row>(flags, machine, facts, 0, runs, PrintW10Table, W10Json);
+}
+
 // Returns whether every run succeeded. Wharf only; its references are copies with cp -a.
 bool RunW11(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
   if (!Contains(flags.systems, "wharf")) return true;
@@ -999,6 +1040,7 @@ int Main(int argc, char** argv) {
     if (workload == kW7Name) all_ok = RunW7(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW8Name) all_ok = RunW8(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW9Name) all_ok = RunW9(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW10Name) all_ok = RunW10(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW11Name) all_ok = RunW11(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
