@@ -200,7 +200,7 @@ class ApplyGroupTest : public testing::NatsFixture {
     rocksdb::WriteOptions sync;
     sync.sync = true;
     EXPECT_TRUE(primary_->db()->Write(sync, &batch).ok());
-    return Group{number, batch.Data(), number * 100, kDatabaseId, kFormatVersion};
+    return Group{number, batch.Data(), number * 100, kDatabaseId, kFormatVersion, ""};
   }
 
   std::string Read(Store& store, Cf cf, const std::string& key) {
