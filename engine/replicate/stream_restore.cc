@@ -136,9 +136,18 @@ Status RestoreFromStream(const EngineOptions& source, const std::string& destina
   std::unique_ptr<Store> store;
   s = OpenCopy(destination, &store);
   if (s.ok() && store->recovered_replication().group != snapshot.covered_group) {
-    s = Status::Corruption("snapshot " + snapshot.id + " says it holds group " +
-                           std::to_string(snapshot.covered_group) + " but its database holds " +
-                           std::to_string(store->recovered_replication().group));
+    replication::Position rebased;
+    if (store->recovered_replication().group > snapshot.covered_group &&
+        replication::IdFromHex(snapshot.term_hex, "the snapshot's term", &rebased.term).ok()) {
+      // A rebased primary's snapshot: its database had written groups the stream never stored,
+      // and the stream numbers on from the snapshot's group under the snapshot's term.
+      rebased.group = snapshot.covered_group;
+      s = store->SetReplication(rebased);
+    } else {
+      s = Status::Corruption("snapshot " + snapshot.id + " says it holds group " +
+                             std::to_string(snapshot.covered_group) + " but its database holds " +
+                             std::to_string(store->recovered_replication().group));
+    }
   }
   if (s.ok()) s = store->SetReplicaCopy(true);
   restored.last_fact_id = snapshot.last_fact_id;

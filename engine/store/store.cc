@@ -447,6 +447,16 @@ Status Store::SetReplicaCopy(bool copy) {
   return s;
 }
 
+Status Store::SetReplication(const tables::replication::Position& position) {
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  Status s = FromRocks(db_->Put(write_options, cf(kMeta), tables::replication::kReplicationKey,
+                                tables::replication::EncodePosition(position)),
+                       "record the replicated group");
+  if (s.ok()) recovered_replication_ = position;
+  return s;
+}
+
 Status Store::BumpOpenEpoch() {
   std::string value;
   Status s = Get(kMeta, tables::meta::kOpenEpoch, &value);

@@ -126,6 +126,10 @@ class Store {
   bool replica_copy() const { return replica_copy_; }
   // Marks or unmarks the database as such a copy, durably (a local record, never shipped).
   Status SetReplicaCopy(bool copy);
+  // Records the replicated group the database holds, durably. Only a copy restored from a
+  // rebased primary's snapshot needs it: that database recorded the groups it had written
+  // before it rebased, and the stream numbers on from the snapshot's group.
+  Status SetReplication(const tables::replication::Position& position);
   // Each partition's retention floor (engine/store/outbox_floors.h): loaded from the meta family
   // at open, raised by retention. Reads of the outbox start above it.
   OutboxFloors* floors() const { return floors_.get(); }

@@ -312,7 +312,9 @@ TEST_F(ReplicationTest, AStandbyStartsOverWhenThePrimaryRebases) {
   }
   ASSERT_OK(opened);
   CommitRows(engine.get(), 15, 1);
-  EXPECT_EQ(wait_for(16), 16u) << standby->state().error;
+  EXPECT_EQ(wait_for(16), 16u) << "applied group " << standby->state().applied_group
+                               << ", stream group " << standby->state().stream_group << ": "
+                               << standby->state().error;
   EXPECT_EQ(standby->state().rebases, 1u);
   ASSERT_OK(standby->Stop());
   ASSERT_OK(engine->Close());
