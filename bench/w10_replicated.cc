@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/engine_options.h"
+#include "bench/paced_load.h"
 #include "bench/producer_driver.h"
 #include "bench/run_median.h"
 #include "bench/w1_append.h"
@@ -158,58 +159,6 @@ class JetStreamClient {
   jsCtx* js_ = nullptr;
 };
 
-// W1's producers, each paced to `commits_per_s` / producers, until Stop(); their commit latencies
-// and the commits made. (W11's PacedLoad, with the count.)
-class PacedProducers {
- public:
-  PacedProducers(const std::vector<std::unique_ptr<Producer>>& producers, double commits_per_s)
-      : samples_(producers.size(), LatencySamples(1'000'000)), start_ns_(NowNs()) {
-    const auto interval = std::chrono::nanoseconds(
-        static_cast<int64_t>(1e9 * static_cast<double>(producers.size()) / commits_per_s));
-    for (size_t i = 0; i < producers.size(); ++i) {
-      threads_.emplace_back([this, i, interval, producer = producers[i].get()] {
-        auto next = std::chrono::steady_clock::now() + interval * i / samples_.size();
-        while (!stop_.load()) {
-          std::this_thread::sleep_until(next);
-          next += interval;
-          uint64_t latency_ns = 0;
-          std::string error = producer->CommitOne(&latency_ns);
-          if (!error.empty()) {
-            std::lock_guard lock(error_mutex_);
-            if (error_.empty()) error_ = error;
-            return;
-          }
-          samples_[i].Add(latency_ns);
-        }
-      });
-    }
-  }
-  // Stops the producers; "" or the first error.
-  std::string Stop(LatencySummary* summary, double* commits_per_s) {
-    stop_ = true;
-    for (std::thread& thread : threads_) thread.join();
-    threads_.clear();
-    *summary = LatencySamples::Summarize(samples_);
-    size_t commits = 0;
-    for (const LatencySamples& each : samples_) commits += each.count();
-    *commits_per_s = static_cast<double>(commits) / Seconds(start_ns_, NowNs());
-    return error_;
-  }
-  ~PacedProducers() {
-    LatencySummary ignored;
-    double ignored_rate = 0;
-    if (!threads_.empty()) Stop(&ignored, &ignored_rate);
-  }
-
- private:
-  std::vector<LatencySamples> samples_;
-  uint64_t start_ns_;
-  std::vector<std::thread> threads_;
-  std::atomic<bool> stop_{false};
-  std::mutex error_mutex_;
-  std::string error_;
-};
-
 // (c): async replication under W1 P=16, B=10 at `commits_per_s`; the lag sampled every 10 ms.
 std::string MeasureAsyncLag(const std::string& nats_url, const std::string& stream,
                             const std::string& dir, double duration_s, W10Measurement* m) {
@@ -220,7 +169,7 @@ std::string MeasureAsyncLag(const std::string& nats_url, const std::string& stre
   if (!error.empty()) return "async: " + error;
   std::vector<double> lags_ms;
   {
-    PacedProducers load(w1.producers, m->async_commits_per_s);
+    PacedLoad load(w1.producers, m->async_commits_per_s);
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration_s);
     auto next = std::chrono::steady_clock::now();
     MetricsSnapshot snapshot;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/engine_options.h"
+#include "bench/paced_load.h"
 #include "bench/producer_driver.h"
 #include "bench/run_median.h"
 #include "bench/w1_append.h"
@@ -52,52 +53,6 @@ std::string CopyDurably(const std::string& from, const std::string& to, double* 
   *seconds = Seconds(start);
   return "";
 }
-
-// W1's producers, each paced to `commits_per_s` / producers, until Stop(); their commit latencies.
-class PacedLoad {
- public:
-  PacedLoad(const std::vector<std::unique_ptr<Producer>>& producers, double commits_per_s)
-      : samples_(producers.size(), LatencySamples(1'000'000)) {
-    const auto interval = std::chrono::nanoseconds(
-        static_cast<int64_t>(1e9 * static_cast<double>(producers.size()) / commits_per_s));
-    for (size_t i = 0; i < producers.size(); ++i) {
-      threads_.emplace_back([this, i, interval, producer = producers[i].get()] {
-        auto next = std::chrono::steady_clock::now() + interval * i / samples_.size();
-        while (!stop_.load()) {
-          std::this_thread::sleep_until(next);
-          next += interval;
-          uint64_t latency_ns = 0;
-          std::string error = producer->CommitOne(&latency_ns);
-          if (!error.empty()) {
-            std::lock_guard lock(error_mutex_);
-            if (error_.empty()) error_ = error;
-            return;
-          }
-          samples_[i].Add(latency_ns);
-        }
-      });
-    }
-  }
-  // Stops the producers; "" or the first error.
-  std::string Stop(LatencySummary* summary) {
-    stop_ = true;
-    for (std::thread& thread : threads_) thread.join();
-    threads_.clear();
-    *summary = LatencySamples::Summarize(samples_);
-    return error_;
-  }
-  ~PacedLoad() {
-    LatencySummary ignored;
-    if (!threads_.empty()) Stop(&ignored);
-  }
-
- private:
-  std::vector<LatencySamples> samples_;
-  std::vector<std::thread> threads_;
-  std::atomic<bool> stop_{false};
-  std::mutex error_mutex_;
-  std::string error_;
-};
 
 }  // namespace
 
