@@ -1780,11 +1780,49 @@ _transact_trampoline = _TXN_FN(_guard_transact(_transact_impl))
 # Engine
 
 
-class Engine:
+_Owner = TypeVar("_Owner", bound="_HandleOwner")
+
+
+class _HandleOwner:
+    """What an object owning a C handle shares: a `with` block and collection close it, and every
+    call checks the handle first (Closed once it is gone)."""
+
+    _handle: Optional[int]
+    _closed_text: str  # what Closed says: "engine was closed"
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self: _Owner) -> _Owner:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _live(self) -> int:
+        if self._handle is None:
+            raise Closed(self._closed_text, Closed.code)
+        return self._handle
+
+
+class Engine(_HandleOwner):
     """An open database. Thread-safe. Close it (or use `with`) when done.
 
     `options`: None, "key=value;..." or a dict: partitions, ordering, durability, io,
     queue_capacity, when_full, ... (see wharf.h)."""
+
+    _closed_text = "engine was closed"
 
     def __init__(self, path: DatabasePath, options: Options = None) -> None:
         handle = c_void_p()
@@ -1815,27 +1853,6 @@ class Engine:
                 if runtime._engine is self:
                     runtime._loop.stop()
 
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def __enter__(self) -> "Engine":
-        return self
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def _live(self) -> int:
-        if self._handle is None:
-            raise Closed("engine was closed", 6)
-        return self._handle
 
     # -- producers
     def declare_types(self, *types: str) -> None:
@@ -2279,7 +2296,7 @@ def restore_from_stream(options: Options, destination: DatabasePath,
                                report.last_fact_id, report.snapshot_bytes, report.duration_ms)
 
 
-class Standby:
+class Standby(_HandleOwner):
     """A warm copy of a replicated database in directory `path`, following the stream `options`
     names (as restore_from_stream) on a thread of its own: restored first when `path` is empty or
     missing, then applying every group the primary ships, as it comes. Thread-safe.
@@ -2291,6 +2308,8 @@ class Standby:
 
     InvalidArgument when `path` holds a database that is not a copy of the stream (a primary);
     otherwise the errors of restore_from_stream."""
+
+    _closed_text = "standby was closed"
 
     def __init__(self, options: Options, path: DatabasePath) -> None:
         c_options = _options(options)
@@ -2331,27 +2350,6 @@ class Standby:
             finally:
                 _lib.wharf_standby_free(handle)
 
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def __enter__(self) -> "Standby":
-        return self
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def _live(self) -> int:
-        if self._handle is None:
-            raise Closed("standby was closed", Closed.code)
-        return self._handle
 
 
 # -------------------------------------------------------------------------------------------------
