@@ -52,8 +52,7 @@ class BatchCheck : public rocksdb::WriteBatch::Handler {
 
 }  // namespace
 
-Status ApplyGroup(const GroupCopy& copy, uint64_t expected_number, const Group& group,
-                  bool sync) {
+Status ApplyGroup(const GroupCopy& copy, uint64_t expected_number, const Group& group, bool sync) {
   WHARF_ASSERT(copy.store != nullptr);
   WHARF_ASSERT(expected_number > 0);
   const std::string which = "replicate: group " + std::to_string(group.number);
