@@ -2423,7 +2423,7 @@ def _run_event_loop(loop: asyncio.AbstractEventLoop) -> None:
 # Runtime
 
 
-class Runtime:
+class Runtime(_HandleOwner):
     """Delivers durable facts to named consumers on worker threads.
 
     Register consumers with the methods (project/react/subscribe/tap) or the decorators
@@ -2441,6 +2441,8 @@ class Runtime:
 
     KeyboardInterrupt and SystemExit raised in a handler are not failures: the fact keeps its
     place (no dead letter; delivered again), and a drain() in progress stops and re-raises it."""
+
+    _closed_text = "runtime was closed"
 
     # How many handler exceptions `errors` keeps: the last ERRORS_KEPT (each holds its
     # traceback, and with it the frames' locals).
@@ -2473,10 +2475,6 @@ class Runtime:
         taps (each counted as a failure), oldest first; older ones are dropped."""
         return list(self._shared.errors.copy())
 
-    def _live(self) -> int:
-        if self._handle is None:
-            raise Closed("runtime was closed", 6)
-        return self._handle
 
     def _register(self, function: Callable[..., int], name: str, types: Types,
                   fn: Callable[..., object], options: Options, trampoline: object,
@@ -2647,18 +2645,6 @@ class Runtime:
             _unregister_callback(self._trace_key)
         _wait_for_deferred_frees(0)  # forgets those that completed meanwhile
 
-    def __enter__(self) -> "Runtime":
-        return self
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # -------------------------------------------------------------------------------------------------
