@@ -7,6 +7,7 @@
 
 #include "engine/base/assert.h"
 #include "engine/replicate/js_util.h"
+#include "engine/replicate/nats_link.h"
 
 namespace wharf::internal {
 
@@ -162,7 +163,7 @@ Status GroupReader::Next(uint32_t timeout_ms, Group* group) {
     const natsStatus ns = natsSubscription_NextMsg(
         &raw, subscription_,
         std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(slice).count()));
-    MsgGuard msg{raw};
+    NatsMsgPtr msg(raw);
     if (ns == NATS_TIMEOUT) {
       // nats.c's ordered consumer may not notice that a restarted server lost it: a reconnect is
       // reason enough to create it again (from next_: nothing is skipped or repeated).
@@ -178,7 +179,7 @@ Status GroupReader::Next(uint32_t timeout_ms, Group* group) {
       continue;
     }
     jsMsgMetaData* meta = nullptr;
-    if (natsMsg_GetMetaData(&meta, msg.msg) != NATS_OK) {
+    if (natsMsg_GetMetaData(&meta, msg.get()) != NATS_OK) {
       Drop();  // not a JetStream message: nothing of ours
       continue;
     }
@@ -207,10 +208,10 @@ Status GroupReader::Next(uint32_t timeout_ms, Group* group) {
     Group read;
     read.number = sequence;
     uint64_t header_group = 0;
-    const bool headers_ok = HeaderU64(msg.msg, "Wharf-Group", &header_group) &&
-                            HeaderText(msg.msg, "Wharf-Database", &read.database_id) &&
-                            HeaderU64(msg.msg, "Wharf-Last-Fact-Id", &read.last_fact_id) &&
-                            HeaderU64(msg.msg, "Wharf-Format", &read.format_version);
+    const bool headers_ok = HeaderU64(msg.get(), "Wharf-Group", &header_group) &&
+                            HeaderText(msg.get(), "Wharf-Database", &read.database_id) &&
+                            HeaderU64(msg.get(), "Wharf-Last-Fact-Id", &read.last_fact_id) &&
+                            HeaderU64(msg.get(), "Wharf-Format", &read.format_version);
     if (!headers_ok || header_group != sequence || !IsDatabaseId(read.database_id)) {
       return Status::Corruption(
           "replicate: message " + std::to_string(sequence) + " of stream \"" + stream_ +
@@ -220,8 +221,8 @@ Status GroupReader::Next(uint32_t timeout_ms, Group* group) {
                       : " (it lacks a Wharf-Group, Wharf-Database, Wharf-Last-Fact-Id or "
                         "Wharf-Format header)"));
     }
-    if (!HeaderText(msg.msg, "Wharf-Term", &read.term_hex)) read.term_hex.clear();  // optional
-    read.bytes.assign(MsgData(msg.msg));
+    if (!HeaderText(msg.get(), "Wharf-Term", &read.term_hex)) read.term_hex.clear();  // optional
+    read.bytes.assign(MsgData(msg.get()));
     ++next_;
     *group = std::move(read);
     return Status::OK();

@@ -2,13 +2,12 @@
 
 #include <charconv>
 
+#include "engine/replicate/nats_link.h"
+
 namespace wharf::internal {
 
 std::string NatsText(natsStatus status, jsErrCode code) {
-  std::string text = natsStatus_GetText(status);
-  natsStatus last = NATS_OK;
-  const char* detail = nats_GetLastError(&last);
-  if (detail != nullptr && detail[0] != '\0' && last == status) text += std::string(": ") + detail;
+  std::string text = NatsStatusText(status);
   if (code != 0) text += " (JetStream error " + std::to_string(static_cast<int>(code)) + ")";
   return text;
 }

@@ -14,7 +14,7 @@
 
 namespace wharf::internal {
 
-// "<nats.c status text>[: <its last error of this thread>][ (JetStream error <code>)]".
+// NatsStatusText (engine/replicate/nats_link.h) and, when given, " (JetStream error <code>)".
 std::string NatsText(natsStatus status, jsErrCode code = static_cast<jsErrCode>(0));
 
 // The subject of the groups of `stream` ("<stream>.groups") and the name of its snapshot stream
@@ -39,13 +39,5 @@ inline std::string_view MsgData(natsMsg* msg) {
   return bytes > 0 ? std::string_view(natsMsg_GetData(msg), static_cast<size_t>(bytes))
                    : std::string_view();
 }
-
-// Destroys a nats.c object when the scope ends (nats.c's C API has no RAII).
-struct MsgGuard {
-  natsMsg* msg = nullptr;
-  ~MsgGuard() {
-    if (msg != nullptr) natsMsg_Destroy(msg);
-  }
-};
 
 }  // namespace wharf::internal

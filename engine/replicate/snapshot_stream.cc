@@ -17,6 +17,7 @@
 
 #include "engine/base/assert.h"
 #include "engine/replicate/js_util.h"
+#include "engine/replicate/nats_link.h"
 #include "engine/replicate/snapshot_manifest.h"
 #include "io/wal/log_scan.h"
 
@@ -249,9 +250,9 @@ Status SnapshotStream::Publish(const std::string& subject, const std::string& ms
                                const char* data, size_t bytes, uint64_t* sequence) {
   natsMsg* raw = nullptr;
   natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, data, static_cast<int>(bytes));
-  MsgGuard msg{raw};
+  NatsMsgPtr msg(raw);
   for (const auto& [key, value] : headers) {
-    if (s == NATS_OK) s = natsMsgHeader_Set(msg.msg, key, value.c_str());
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), key, value.c_str());
   }
   if (s != NATS_OK) {
     return Status::IOError("replicate: message for " + subject + ": " + NatsText(s));
@@ -263,7 +264,7 @@ Status SnapshotStream::Publish(const std::string& subject, const std::string& ms
   jsErrCode code = static_cast<jsErrCode>(0);
   for (int attempt = 1;; ++attempt) {
     jsPubAck* ack = nullptr;
-    s = js_PublishMsg(&ack, js_, msg.msg, &options, &code);
+    s = js_PublishMsg(&ack, js_, msg.get(), &options, &code);
     if (s == NATS_OK) {
       *sequence = ack->Sequence;
       jsPubAck_Destroy(ack);
@@ -424,7 +425,7 @@ Status SnapshotStream::LastDone(SnapshotInfo* snapshot, bool* found) {
   natsMsg* raw = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   const natsStatus s = js_GetLastMsg(&raw, js_, name_.c_str(), done_filter.c_str(), nullptr, &code);
-  MsgGuard msg{raw};
+  NatsMsgPtr msg(raw);
   if (s != NATS_OK && code == JSNoMessageFoundErr) return Status::OK();
   if (s != NATS_OK && code == JSStreamNotFoundErr) {
     return Status::NotFound("replicate: stream \"" + name_ + "\" does not exist");
@@ -433,7 +434,7 @@ Status SnapshotStream::LastDone(SnapshotInfo* snapshot, bool* found) {
     return Status::IOError("replicate: read the newest snapshot of stream \"" + name_ +
                            "\": " + NatsText(s, code));
   }
-  if (!ParseDone(msg.msg, snapshot)) {
+  if (!ParseDone(msg.get(), snapshot)) {
     return Status::Corruption("replicate: message " + std::to_string(natsMsg_GetSequence(raw)) +
                               " of stream \"" + name_ +
                               "\" is not a snapshot's done message (a header is missing)");
@@ -477,7 +478,7 @@ Status SnapshotStream::List(std::vector<SnapshotInfo>* snapshots) {
   while (true) {
     natsMsg* raw = nullptr;
     s = natsSubscription_NextMsg(&raw, subscription, static_cast<int64_t>(timeout_ms_));
-    MsgGuard msg{raw};
+    NatsMsgPtr msg(raw);
     if (s != NATS_OK) {
       return Status::IOError("replicate: reading the snapshots of stream \"" + name_ +
                              "\" (up to the newest, at sequence " +
@@ -494,7 +495,7 @@ Status SnapshotStream::List(std::vector<SnapshotInfo>* snapshots) {
     const int64_t time_ns = meta->Timestamp;
     jsMsgMetaData_Destroy(meta);
     SnapshotInfo snapshot;
-    if (!ParseDone(msg.msg, &snapshot)) {
+    if (!ParseDone(msg.get(), &snapshot)) {
       return Status::Corruption("replicate: message " + std::to_string(sequence) + " of stream \"" +
                                 name_ +
                                 "\" is not a snapshot's done message (a header is missing)");
@@ -568,21 +569,22 @@ Status SnapshotStream::DownloadInto(const SnapshotInfo& snapshot, const std::str
     natsMsg* raw = nullptr;
     jsErrCode code = static_cast<jsErrCode>(0);
     const natsStatus ns = GetMessage(js_, name_, &direct, sequence, &raw, &code);
-    MsgGuard msg{raw};
+    NatsMsgPtr msg(raw);
     if (ns != NATS_OK && code == JSNoMessageFoundErr) continue;  // missing chunks are found below
     if (ns != NATS_OK) {
       return Status::IOError(which + ": read message " + std::to_string(sequence) +
                              " of stream \"" + name_ + "\": " + NatsText(ns, code));
     }
     std::string stored_subject;
-    if (!HeaderText(msg.msg, "Nats-Subject", &stored_subject)) {
-      stored_subject = natsMsg_GetSubject(msg.msg);
+    if (!HeaderText(msg.get(), "Nats-Subject", &stored_subject)) {
+      stored_subject = natsMsg_GetSubject(msg.get());
     }
     if (subject != stored_subject) continue;
     std::string file;
     uint64_t offset = 0, file_bytes = 0;
-    if (!HeaderText(msg.msg, "Wharf-File", &file) || !HeaderU64(msg.msg, "Wharf-Offset", &offset) ||
-        !HeaderU64(msg.msg, "Wharf-File-Bytes", &file_bytes)) {
+    if (!HeaderText(msg.get(), "Wharf-File", &file) ||
+        !HeaderU64(msg.get(), "Wharf-Offset", &offset) ||
+        !HeaderU64(msg.get(), "Wharf-File-Bytes", &file_bytes)) {
       return Status::Corruption(which + ": chunk at stream sequence " + std::to_string(sequence) +
                                 " lacks its Wharf-File, Wharf-Offset or Wharf-File-Bytes header");
     }
@@ -602,7 +604,7 @@ Status SnapshotStream::DownloadInto(const SnapshotInfo& snapshot, const std::str
       if (!s.ok()) return s;
       current = file;
     }
-    const std::string_view data = MsgData(msg.msg);
+    const std::string_view data = MsgData(msg.get());
     if (offset != writer.written() || file_bytes != writer.size() ||
         offset + data.size() > file_bytes) {
       return Status::Corruption(
