@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "bench/w2_fresh.h"
 #include "bench/zipf_keys.h"
 
 namespace wharf::bench {
@@ -21,6 +22,7 @@ std::string MeasurementJsonFields(const W2Measurement* m) {
       JsonNumberOrNull(known ? m->batches_per_sync : 0, known && m->batches_per_sync > 0, "%.2f") +
       ", \"sync_ms_mean\": " +
       JsonNumberOrNull(known ? m->sync_ms_mean : 0, known && m->sync_ms_mean > 0, "%.3f") +
+      ", \"spread\": " + JsonNumberOrNull(known ? m->spread : 0, known, "%.3f") +
       ", \"measured_fullest_partition_share\": " +
       JsonNumberOrNull(known ? m->fullest_partition_share : 0,
                        known && m->fullest_partition_share > 0, "%.4f");
@@ -50,10 +52,10 @@ void PrintRow(const char* system, const std::string& workers, const W2Measuremen
   const std::string fullest = m.fullest_partition_share > 0
                                   ? Format("%.1f%%", 100 * m.fullest_partition_share)
                                   : std::string("-");
-  std::fprintf(out, "%-13s %7s %11.0f %10llu %10.2f%s %11.2f %12s %9s %6.2f %8s\n", system,
-               workers.c_str(), m.facts_per_s, static_cast<unsigned long long>(m.facts_consumed),
-               m.consume_s, partial ? "*" : " ", m.precommit_s, per_sync.c_str(), sync_ms.c_str(),
-               m.cpu_s, fullest.c_str());
+  std::fprintf(out, "%-13s %7s %11.0f %5.0f%% %10llu %10.2f%s %11.2f %12s %9s %6.2f %8s\n", system,
+               workers.c_str(), m.facts_per_s, 100 * m.spread,
+               static_cast<unsigned long long>(m.facts_consumed), m.consume_s, partial ? "*" : " ",
+               m.precommit_s, per_sync.c_str(), sync_ms.c_str(), m.cpu_s, fullest.c_str());
 }
 
 }  // namespace
@@ -69,8 +71,15 @@ void PrintW2Table(const W2Result& result, std::FILE* out) {
     std::fprintf(out, "  partition keys: Zipf, s = %.1f, over %d keys\n", kZipfExponent,
                  kZipfKeyCount);
   }
-  std::fprintf(out, "%-13s %7s %11s %10s %11s %11s %12s %9s %6s %8s\n", "system", "workers",
-               "facts/s", "consumed", "consume_s", "precommit_s", "batches/sync", "sync_ms",
+  if (std::string_view(result.name) == kW2FreshName) {
+    std::fprintf(out,
+                 "  Wharf: committed just before by one producer (transactions of %u facts + one "
+                 "state row),\n  keys partition-000000..%06d, consumed by a C projection through "
+                 "the C ABI (one %zu-byte effect row per fact)\n",
+                 kW2FreshTxnFacts, kW2FreshDistinctKeys - 1, kW2FreshEffectValueBytes);
+  }
+  std::fprintf(out, "%-13s %7s %11s %6s %10s %11s %11s %12s %9s %6s %8s\n", "system", "workers",
+               "facts/s", "+-", "consumed", "consume_s", "precommit_s", "batches/sync", "sync_ms",
                "cpu_s", "fullest");
   for (const auto& [workers, m] : result.wharf) {
     PrintRow("wharf", std::to_string(workers), m, out);

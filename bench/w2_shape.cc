@@ -21,6 +21,13 @@ W2Measurement MedianOf(const std::vector<W2Measurement>& runs) {
   result.sync_ms_mean = ok.MedianOf(&W2Measurement::sync_ms_mean);
   result.cpu_s = ok.MedianOf(&W2Measurement::cpu_s);
   result.fullest_partition_share = ok.MedianOf(&W2Measurement::fullest_partition_share);
+  double low = result.facts_per_s, high = result.facts_per_s;
+  for (const W2Measurement& run : runs) {
+    if (!run.error.empty()) continue;
+    low = std::min(low, run.facts_per_s);
+    high = std::max(high, run.facts_per_s);
+  }
+  if (result.facts_per_s > 0) result.spread = (high - low) / 2 / result.facts_per_s;
   return result;
 }
 

@@ -54,6 +54,9 @@ struct W2Measurement {
   // Of the facts consumed, the share in the engine's fullest partition, counted in the handler
   // (0: not counted, the references).
   double fullest_partition_share = 0;
+  // Set by MedianOf: half the range of facts_per_s over the runs, as a share of the median (0.1:
+  // every run within +-10 %).
+  double spread = 0;
   std::string error;
 };
 

@@ -38,6 +38,7 @@
 #include "bench/w1_append.h"
 #include "bench/w1_report.h"
 #include "bench/w1_shape.h"
+#include "bench/w2_fresh.h"
 #include "bench/w2_project.h"
 #include "bench/w2_report.h"
 #include "bench/w3_latency.h"
@@ -67,8 +68,8 @@ namespace {
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
 const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name,      kW2Name, kW2SkewedName, kW3Name, kW4Name,  kW5Name, kW6SteadyName,
-    kW6StuckName, kW7Name, kW8Name,       kW9Name, kW10Name, kW11Name};
+    kW1Name,       kW2Name,      kW2SkewedName, kW2FreshName, kW3Name, kW4Name,  kW5Name,
+    kW6SteadyName, kW6StuckName, kW7Name,       kW8Name,      kW9Name, kW10Name, kW11Name};
 
 // rocksdb_optimistic and rocksdb_pessimistic (RocksDB's transactions) are W9's references only.
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full",
@@ -86,9 +87,10 @@ struct Flags {
   std::optional<uint64_t> facts;
   std::optional<std::vector<int>> workers;  // default per workload: W2 2,1; W3 2; W4 2; W5 2; W7 2
   double rate_per_s = 1000;
-  bool rate_given = false;     // W6: --rate replaces the rate probe
-  std::string engine_options;  // the --engine-options text, passed on to W5's restart processes
-  std::string relay_options;   // W7: the relay's batch_facts and sink options, "key=value;..."
+  bool rate_given = false;      // W6: --rate replaces the rate probe
+  std::string engine_options;   // the --engine-options text, passed on to W5's restart processes
+  std::string runtime_options;  // the --runtime-options text (W2-fresh's C ABI runtime)
+  std::string relay_options;    // W7: the relay's batch_facts and sink options, "key=value;..."
   std::vector<int> key_concurrency = kW8DefaultKeyConcurrency;  // W8
   std::vector<int> counters = kW9DefaultCounters;               // W9: K
   std::optional<uint64_t> transactions_per_thread;              // W9, default per K
@@ -127,7 +129,8 @@ void PrintUsage(std::FILE* out) {
       "  --relay-options TEXT  W7's relay: batch_facts and sink options, \"key=value;...\"\n"
       "                   (e.g. batch_facts=1024;in_flight=2048); default: the relay's\n"
       "  WORKLOAD         W1-append, W2-project, W2-skewed, W3-latency, W4-fanout\n"
-      "                   (default: these five), W5-recover, W6-steady, W6-stuck,\n"
+      "                   (default: these five), W2-fresh (--workers default 2,1), W5-recover,\n"
+      "                   W6-steady, W6-stuck,\n"
       "                   W7-relay, W8-slow-subscriber (--seconds: budget per consumption,\n"
       "                   default 5; --key-concurrency LIST, default 1,16,64,256),\n"
       "                   W9-contended (--counters LIST: K, default 1,64; --transactions N:\n"
@@ -249,6 +252,7 @@ std::string ParseFlags(int argc, char** argv, Flags* flags) {
       if (!value(&text)) return "--runtime-options wants \"key=value;...\"";
       Status s = SetBenchRuntimeOptions(text);
       if (!s.ok()) return "--runtime-options: " + s.ToString();
+      flags->runtime_options = text;
     } else if (arg == "--key-concurrency") {
       if (!value(&text) || !ParseIntList(text, &flags->key_concurrency)) {
         return "--key-concurrency wants a list of counts";
@@ -381,9 +385,10 @@ using W2Precommitter =
 using W2Consumer = std::function<W2Measurement(const std::string&, uint64_t)>;
 
 // One run of a reference: load a fresh database, consume it.
+// `settle`: let the disk write back the load first (W2-fresh does not).
 W2Measurement RunW2Reference(const char* system, const W2Precommitter& precommit,
                              const W2Consumer& consume, uint64_t facts, KeyDistribution keys,
-                             const std::string& scratch_root) {
+                             const std::string& scratch_root, bool settle) {
   ScratchDir db_dir(scratch_root, std::string(system) + "-w2-");
   W2Measurement m;
   if (db_dir.path().empty()) {
@@ -394,7 +399,7 @@ W2Measurement RunW2Reference(const char* system, const W2Precommitter& precommit
   double precommit_s = 0;
   m.error = precommit(db_dir.path(), facts, keys, &committed, &precommit_s);
   if (!m.error.empty()) return m;
-  SettleDisk();
+  if (settle) SettleDisk();
   m = consume(db_dir.path(), committed);
   m.precommit_s = precommit_s;
   return m;
@@ -438,14 +443,39 @@ std::vector<W2Measurement> RunW2Wharf(const std::vector<int>& worker_counts, uin
   return results;
 }
 
+// One W2-fresh run of Wharf per worker count, each loading its own fresh database.
+std::vector<W2Measurement> RunW2FreshWharfRuns(const Flags& flags,
+                                               const std::vector<int>& worker_counts,
+                                               uint64_t facts, const std::string& scratch_root) {
+  std::vector<W2Measurement> results;
+  for (const int workers : worker_counts) {
+    ScratchDir dir(scratch_root, "wharf-w2-fresh-");
+    if (dir.path().empty()) {
+      results.emplace_back().error = dir.error();
+      continue;
+    }
+    SettleDisk();  // the previous run's writeback is not this one's
+    results.push_back(
+        RunW2FreshWharf(dir.path(), facts, workers, flags.engine_options, flags.runtime_options));
+  }
+  return results;
+}
+
+enum class W2Variant { kProject, kSkewed, kFresh };
+
 // Returns whether every run succeeded.
-// W2-project (uniform keys) or W2-skewed (KeyDistribution::kZipf): the same facts for every system.
+// W2-project (uniform keys), W2-skewed (KeyDistribution::kZipf) or W2-fresh (w2_fresh.h; the
+// references load W2-project's facts and consume them without letting the disk settle first).
 bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root,
-           KeyDistribution keys) {
+           W2Variant variant) {
   const uint64_t facts = flags.facts.value_or(1000000);
+  const KeyDistribution keys =
+      variant == W2Variant::kSkewed ? KeyDistribution::kZipf : KeyDistribution::kUniform;
+  const bool fresh = variant == W2Variant::kFresh;
   W2Result result;
-  result.name = keys == KeyDistribution::kZipf ? kW2SkewedName : kW2Name;
-  result.fullest_partition_share = W2FullestPartitionShare(keys);
+  result.name = fresh ? kW2FreshName : keys == KeyDistribution::kZipf ? kW2SkewedName : kW2Name;
+  result.fullest_partition_share =
+      fresh ? W2FreshFullestPartitionShare() : W2FullestPartitionShare(keys);
   if (keys == KeyDistribution::kZipf && result.fullest_partition_share < kW2SkewedFullestShareMin) {
     std::fprintf(stderr,
                  "%s: the fullest partition would hold %.1f %% of the facts, under the %.0f %% "
@@ -464,7 +494,9 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
   std::fprintf(stderr, "%s facts=%llu\n", result.name, static_cast<unsigned long long>(facts));
   for (int run = 0; run < flags.runs; ++run) {
     if (wharf) {
-      std::vector<W2Measurement> ms = RunW2Wharf(worker_counts, facts, keys, scratch_root);
+      std::vector<W2Measurement> ms =
+          fresh ? RunW2FreshWharfRuns(flags, worker_counts, facts, scratch_root)
+                : RunW2Wharf(worker_counts, facts, keys, scratch_root);
       for (size_t i = 0; i < ms.size(); ++i) {
         LogW2("wharf", " workers=" + std::to_string(worker_counts[i]), run, flags.runs, ms[i]);
         wharf_runs[i].push_back(std::move(ms[i]));
@@ -472,12 +504,12 @@ bool RunW2(const Flags& flags, const MachineInfo& machine, const std::string& sc
     }
     if (rocksdb) {
       rocksdb_runs.push_back(RunW2Reference("rocksdb_sync", PrecommitW2RocksDb, ConsumeW2RocksDb,
-                                            facts, keys, scratch_root));
+                                            facts, keys, scratch_root, !fresh));
       LogW2("rocksdb_sync", "", run, flags.runs, rocksdb_runs.back());
     }
     if (sqlite) {
       sqlite_runs.push_back(RunW2Reference("sqlite_full", PrecommitW2Sqlite, ConsumeW2Sqlite, facts,
-                                           keys, scratch_root));
+                                           keys, scratch_root, !fresh));
       LogW2("sqlite_full", "", run, flags.runs, sqlite_runs.back());
     }
   }
@@ -1023,10 +1055,13 @@ int Main(int argc, char** argv) {
   for (const std::string& workload : flags.workloads) {
     if (workload == kW1Name) all_ok = RunW1(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW2Name) {
-      all_ok = RunW2(flags, machine, scratch_root.path(), KeyDistribution::kUniform) && all_ok;
+      all_ok = RunW2(flags, machine, scratch_root.path(), W2Variant::kProject) && all_ok;
     }
     if (workload == kW2SkewedName) {
-      all_ok = RunW2(flags, machine, scratch_root.path(), KeyDistribution::kZipf) && all_ok;
+      all_ok = RunW2(flags, machine, scratch_root.path(), W2Variant::kSkewed) && all_ok;
+    }
+    if (workload == kW2FreshName) {
+      all_ok = RunW2(flags, machine, scratch_root.path(), W2Variant::kFresh) && all_ok;
     }
     if (workload == kW3Name) all_ok = RunW3(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW4Name) all_ok = RunW4(flags, machine, scratch_root.path()) && all_ok;
