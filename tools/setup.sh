@@ -4,8 +4,9 @@
 #   tools/setup.sh test   installs what is missing, builds (release) and runs the whole test suite
 #   tools/setup.sh package  builds the Debian packages (CPack), installs them, builds and runs the
 #                         examples against them, removes them (root; CI runs it)
-#   tools/setup.sh sanitize  the test suite under ASan+UBSan and under TSan
-#   tools/setup.sh fuzz   builds the libFuzzer targets (clang 14) and runs each for FUZZ_SECONDS (45)
+#   tools/setup.sh sanitize  the test suite under ASan+UBSan (clang 14) and under TSan
+#   tools/setup.sh fuzz   builds the libFuzzer targets (the ASan build) and runs each for
+#                         FUZZ_SECONDS (45)
 #   tools/setup.sh soak   300 SIGKILLs under load (SOAK_KILLS), then each fuzzer for 10 minutes
 # Package installation needs root (or sudo); everything else runs as the calling user.
 set -euo pipefail
@@ -32,27 +33,28 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
+# The ASan+UBSan build (preset asan) is clang's: the same objects serve the suite and the fuzzers.
+CLANG_PACKAGES=(clang-14 libclang-rt-14-dev)
 
-# Runs every fuzz target for $1 seconds from its seed corpus (tests/fuzz/corpus/<name>); new inputs
-# go to build/fuzz/corpus/<name>, crashes to build/fuzz/artifacts/. Any crash, input slower than
-# 1 s (-timeout) or memory past 2 GiB (-rss_limit_mb) fails.
+# Runs every fuzz target for $1 seconds from its seed corpus (tests/fuzz/corpus/<name>); new
+# inputs go to build/asan/fuzz/corpus/<name>, crashes to build/asan/fuzz/artifacts/. Any crash,
+# input slower than 1 s (-timeout) or memory past 2 GiB (-rss_limit_mb) fails.
 run_fuzzers() {
-  local seconds=$1 failed=0
-  mkdir -p build/fuzz/artifacts
-  for binary in build/fuzz/tests/fuzz/fuzz_*; do
+  local seconds=$1 failed=0 out=build/asan/fuzz
+  mkdir -p "$out/artifacts"
+  for binary in build/asan/tests/fuzz/fuzz_*; do
     local name=${binary##*/fuzz_}
-    mkdir -p "build/fuzz/corpus/$name"
+    mkdir -p "$out/corpus/$name"
     echo "fuzz: $name for ${seconds}s" >&2
     if ! LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" \
         "$binary" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -max_len=16384 \
-        -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$name-" \
-        "build/fuzz/corpus/$name" "tests/fuzz/corpus/$name" >"build/fuzz/$name.log" 2>&1; then
-      echo "fuzz: $name FAILED (build/fuzz/$name.log):" >&2
-      grep -A30 -m1 "ERROR: \|==ERROR\|runtime error\|deadly signal\|timeout" "build/fuzz/$name.log" >&2 || tail -40 "build/fuzz/$name.log" >&2
+        -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" \
+        "$out/corpus/$name" "tests/fuzz/corpus/$name" >"$out/$name.log" 2>&1; then
+      echo "fuzz: $name FAILED ($out/$name.log):" >&2
+      grep -A30 -m1 "ERROR: \|==ERROR\|runtime error\|deadly signal\|timeout" "$out/$name.log" >&2 || tail -40 "$out/$name.log" >&2
       failed=1
     else
-      grep -E "stat::number_of_executed_units|cov:" "build/fuzz/$name.log" | tail -2 >&2
+      grep -E "stat::number_of_executed_units|cov:" "$out/$name.log" | tail -2 >&2
     fi
   done
   return $failed
@@ -82,6 +84,7 @@ case "${1:-demo}" in
     packaging/deb_test.sh build/release
     ;;
   sanitize)  # ASan+UBSan and TSan builds of the test suite (CI runs these too)
+    PACKAGES+=("${CLANG_PACKAGES[@]}")
     install_missing
     for preset in asan tsan; do
       build "$preset"
@@ -89,17 +92,17 @@ case "${1:-demo}" in
     done
     ;;
   fuzz)  # libFuzzer (clang, ASan+UBSan): every target for FUZZ_SECONDS (CI runs this too)
-    PACKAGES+=("${FUZZ_PACKAGES[@]}")
+    PACKAGES+=("${CLANG_PACKAGES[@]}")
     install_missing
-    build fuzz --target fuzzers  # the fuzz targets and the library only: the suite runs elsewhere
+    build asan --target fuzzers  # after `sanitize`, already built
     run_fuzzers "${FUZZ_SECONDS:-45}"
     ;;
   soak)  # the long attacks: SOAK_KILLS SIGKILLs under load, each fuzzer for SOAK_FUZZ_SECONDS
-    PACKAGES+=("${FUZZ_PACKAGES[@]}")
+    PACKAGES+=("${CLANG_PACKAGES[@]}")
     install_missing
     build release --target kill_under_load_test kill_load_child
     WHARF_KILLS="${SOAK_KILLS:-300}" build/release/tests/kill_under_load_test
-    build fuzz --target fuzzers
+    build asan --target fuzzers
     run_fuzzers "${SOAK_FUZZ_SECONDS:-600}"
     ;;
   *)

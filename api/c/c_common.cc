@@ -418,7 +418,10 @@ const char* wharf_last_error(void) { return wharf::capi::t_last_error.c_str(); }
 wharf_subcode wharf_last_subcode(void) { return wharf::capi::t_last_subcode; }
 
 const char* wharf_errstr(wharf_status status) {
-  int value = static_cast<int>(status);
+  // A C caller may pass any int: read its bits, not the enum (UBSan's enum check).
+  static_assert(sizeof(status) == sizeof(int));
+  int value = 0;
+  std::memcpy(&value, &status, sizeof(value));
   if (value < WHARF_OK || value > WHARF_INTERNAL) return "unknown status";
   return wharf::Status::CodeName(static_cast<wharf::Status::Code>(value));
 }

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -21,14 +20,14 @@ class Violations {
   }
   size_t count() const { return count_; }
   // One test failure (at the caller's line) naming `what`, the count and the first messages, if
-  // any was added; then starts counting again.
-  void Report(const std::string& what,
-              std::source_location where = std::source_location::current()) {
+  // any was added; then starts counting again. (__builtin_FILE/LINE rather than
+  // std::source_location: clang 14, the asan preset's compiler, lacks what libstdc++ 12 needs.)
+  void Report(const std::string& what, const char* file = __builtin_FILE(),
+              int line = __builtin_LINE()) {
     if (count_ == 0) return;
     std::string text;
     for (const std::string& message : first_) text += "\n  " + message;
-    ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line()))
-        << what << ": " << count_ << " violations, the first ones:" << text;
+    ADD_FAILURE_AT(file, line) << what << ": " << count_ << " violations, the first ones:" << text;
     count_ = 0;
     first_.clear();
   }

@@ -97,7 +97,7 @@ inline ChildReport KillRelayChildRepeatedly(const std::string& db, const std::st
     // sanitizers): most kills land inside it.
 #if defined(__SANITIZE_THREAD__)
     constexpr int64_t kKillWithinUs = 600'000;
-#elif defined(__SANITIZE_ADDRESS__)
+#elif defined(WHARF_ASAN)
     constexpr int64_t kKillWithinUs = 200'000;
 #else
     constexpr int64_t kKillWithinUs = 60'000;
