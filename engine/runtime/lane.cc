@@ -87,9 +87,11 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
 }
 
 bool Lane::CanPipeline() const {
+  // Batches in flight were submitted by one thread: the committer's queue keeps one producer's
+  // transactions in order, not those of two (a lane that moved to another worker drains first).
   return batches_.size() < context_.options->lane_batches_in_flight && chain_failure_ == nullptr &&
-         (batches_.empty() || !batches_.back()->stopped) && !recount_requested() &&
-         loaded_generation_ == consumer_->generation.load();
+         (batches_.empty() || (!batches_.back()->stopped && submitter_ == worker())) &&
+         !recount_requested() && loaded_generation_ == consumer_->generation.load();
 }
 
 void Lane::AwaitBatchesInFlight() const {
@@ -148,7 +150,7 @@ bool Lane::HasUnscanned() const {
   return false;
 }
 
-void Lane::Want(uint64_t fact_id) { RaiseAtomic(wanted_to_, fact_id, std::memory_order_release); }
+void Lane::Want(uint64_t fact_id) { RaiseAtomic(wanted_to_, fact_id); }  // seq_cst: runtime.cc
 
 Status Lane::ReadAfter(size_t index, uint64_t after, uint64_t durable, size_t chunk,
                        std::vector<FactPtr>* entries, uint64_t* covered) const {
@@ -666,6 +668,8 @@ Status Lane::CommitBatch(Txn* txn, bool stopped, bool blocking) {
     return s;
   }
   WHARF_ASSERT(completions_ != nullptr);  // a lane run by a worker has its worker's sink
+  WHARF_DASSERT(batches_.size() == 1 || submitter_ == worker());  // CanPipeline
+  submitter_ = worker();
   Status s = txn->CommitAsync(
       [sink = completions_, this, batch, number](const Status& status, const CommitResult&) {
         // The record lives until its completion is applied, which this post comes before.

@@ -90,13 +90,21 @@ class Lane {
 
   Consumer* consumer() const { return consumer_; }
   const std::vector<uint32_t>& partitions() const { return partitions_; }
-  // The worker that runs the lane and receives its completions (set before it starts).
-  uint32_t worker() const { return worker_; }
-  void set_worker(uint32_t worker) { worker_ = worker; }
+  // The worker that runs the lane and receives its completions: set before the workers start,
+  // and moved by WorkerPool to an idle worker (a steal, under the lane's claim). Any thread.
+  uint32_t worker() const { return worker_.load(); }
+  void set_worker(uint32_t worker) { worker_.store(worker); }
   void set_completions(CompletionSink* sink) {
     completions_ = sink;
     if (inbox_) inbox_->set_waker(sink);
   }
+  // The claim: the one thread that may run the lane now (its worker, or a worker stealing it).
+  // Acquiring it sees everything the previous holder did before releasing it.
+  bool TryClaim() { return !claimed_.exchange(true, std::memory_order_acquire); }
+  void ReleaseClaim() { claimed_.store(false, std::memory_order_release); }
+  // May move to another worker: not a windowed lane (its inbox wakes a fixed sink from handler
+  // threads) and not a relay's (its publisher's threads wake the worker that started a batch).
+  bool movable() const { return window_ == nullptr && consumer_->relay == nullptr; }
 
   // Subscribers that deliver concurrently or asynchronously (key_concurrency > 1, or
   // Runtime::SubscribeAsync) hand facts over through a KeyWindow rather than in batches
@@ -294,8 +302,10 @@ class Lane {
   const LaneContext context_;
   Consumer* const consumer_;
   const std::vector<uint32_t> partitions_;
-  uint32_t worker_ = 0;
-  CompletionSink* completions_ = nullptr;
+  std::atomic<uint32_t> worker_{0};
+  std::atomic<bool> claimed_{false};
+  CompletionSink* completions_ = nullptr;  // the worker's: written and read under the claim
+  uint32_t submitter_ = 0;  // the worker that submitted the batches in flight (CanPipeline)
 
   // Per partition of `partitions_`:
   std::vector<uint64_t> position_;   // last fact passed (in memory)

@@ -762,7 +762,10 @@ void RuntimeImpl::NotifyWorkers(uint64_t durable_lsn, const std::vector<FactPtr>
       for (Lane* lane : lanes_by_partition_[partition]) {
         const bool takes = lane->consumer()->Takes(type);
         if (takes) lane->Want(runs[partition].newest_id);
-        if (lane->worker() < wake.size()) (takes ? wake : skip)[lane->worker()] = 1;
+        // Read after Want (both sequentially consistent): a worker stealing the lane meanwhile
+        // sees the fact, or this wakes it.
+        const uint32_t worker = lane->worker();
+        if (worker < wake.size()) (takes ? wake : skip)[worker] = 1;
       }
     }
   }

@@ -66,6 +66,7 @@ class RuntimeImpl : public DurableListener {
   const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const { return consumers_; }
   // Returns from waiting, summed over the workers.
   uint64_t wakeups_for_testing() const { return workers_.wakeups(); }
+  uint64_t steals_for_testing() const { return workers_.steals(); }
   // The most batches one lane had in flight at once (read after Stop()).
   uint32_t max_batches_in_flight_for_testing() const {
     uint32_t most = 0;

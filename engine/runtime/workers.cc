@@ -8,7 +8,8 @@
 
 namespace wharf::internal {
 
-bool WorkerPool::Worker::InFlight() const {
+bool WorkerPool::Worker::InFlight() {
+  std::lock_guard lock(lanes_mutex);
   return std::any_of(lanes.begin(), lanes.end(),
                      [](const Lane* lane) { return lane->in_flight(); });
 }
@@ -22,11 +23,27 @@ void WorkerPool::Worker::Wait(int64_t timeout_ms) {
   wakeups.fetch_add(1, std::memory_order_relaxed);
 }
 
-void WorkerPool::Worker::ApplyCompletions() {
+namespace {
+
+// Claims `lane`, waiting for the thread that holds it to let go (a thief holds it for a moment;
+// its worker, for at most one pass over it).
+void ClaimLane(Lane* lane) {
+  while (!lane->TryClaim()) std::this_thread::yield();
+}
+
+}  // namespace
+
+void WorkerPool::ApplyCompletions(Worker* worker) {
   LaneCompletion completion;
-  while (completions.try_dequeue(completion)) {
-    WHARF_DASSERT(completion.lane->worker() == index);  // only its own lanes post here
-    completion.lane->Complete(completion.batch, completion.status);
+  while (worker->completions.try_dequeue(completion)) {
+    Lane* lane = completion.lane;
+    ClaimLane(lane);
+    const uint32_t owner = lane->worker();
+    if (owner == worker->index) lane->Complete(completion.batch, completion.status);
+    lane->ReleaseClaim();
+    // Committed before the lane moved: its worker now applies it (in batch order, whatever
+    // order completions arrive in).
+    if (owner != worker->index) workers_[owner]->Post(completion);
   }
 }
 
@@ -92,6 +109,11 @@ void WorkerPool::Stop() {
   }
 }
 
+bool WorkerPool::AnyInFlight() const {
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [](const auto& worker) { return worker->InFlight(); });
+}
+
 uint64_t WorkerPool::wakeups() const {
   uint64_t sum = 0;
   for (const auto& worker : workers_) sum += worker->wakeups.load();
@@ -102,9 +124,11 @@ bool WorkerPool::ParkIfPaused(Worker* worker) {
   std::unique_lock lock(pause_mutex_);
   if (!pause_requested_) return false;
   lock.unlock();
-  while (worker->InFlight()) {
-    worker->Wait(1000);
-    worker->ApplyCompletions();
+  // Every worker's: a completion of a lane that moved may pass through this worker. Its own
+  // lanes' completions wake it; the others' end is polled (a pause or a stop, briefly).
+  while (AnyInFlight()) {
+    worker->Wait(worker->InFlight() ? 1000 : 1);
+    ApplyCompletions(worker);
   }
   lock.lock();
   ++paused_count_;
@@ -116,45 +140,60 @@ bool WorkerPool::ParkIfPaused(Worker* worker) {
 
 bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
   const int64_t persist_ms = options_->cursor_persist_ms;
-  bool did_work = false;
+  const std::vector<Lane*> lanes = worker->Lanes();
   // Facts none of the lanes takes: skip them once their deadline is due (with their cursors
   // then persisted within cursor_persist_ms of the first one's arrival).
   int64_t skip_since_ms = worker->skip_since_ms.load();
+  bool start_skipping = false;
   if (skip_since_ms != 0) {
     if (now_ms >= skip_since_ms + persist_ms / 2 &&
         worker->skip_since_ms.compare_exchange_strong(skip_since_ms, 0)) {
-      for (Lane* lane : worker->lanes) {
-        if (lane->HasUnscanned()) lane->set_skipping(true);
-      }
+      start_skipping = true;
     } else {
       *next_ms = std::min(*next_ms, skip_since_ms + persist_ms / 2);
       skip_since_ms = 0;
     }
   }
-  for (Lane* lane : worker->lanes) {
-    if (lane->windowed()) {
-      did_work |= RunWindowedLane(lane, now_ms, next_ms);
-      continue;
-    }
-    if (!lane->in_flight()) {
-      lane->RecountIfRequested();  // a snapshot asked for the lag (first time, or after a gap)
-    } else if (!lane->CanPipeline()) {
-      continue;  // its batches in flight complete first (then a requested lag count runs)
-    }
-    if (!lane->consumer()->owned.load()) continue;
-    if (lane->ReloadCursorsIfNeeded() && lane->retry_at_ms() <= now_ms) {
-      if (lane->HasWork() || (lane->skipping() && lane->HasUnscanned())) {
-        did_work |= lane->RunBatch(/*blocking=*/false);
-        lane->BackdateDirty(skip_since_ms);  // skipped facts waited since then
-      } else {
-        lane->set_skipping(false);
-        did_work |= lane->PersistIfDue(/*force=*/false, /*blocking=*/false);
+  bool did_work = false;
+  uint32_t busy_lanes = 0;
+  for (Lane* lane : lanes) {
+    if (!lane->TryClaim()) continue;  // a thief is taking it
+    if (lane->worker() == worker->index) {
+      if (start_skipping && lane->HasUnscanned()) lane->set_skipping(true);
+      if (RunLane(lane, now_ms, skip_since_ms, next_ms)) {
+        did_work = true;
+        ++busy_lanes;
       }
     }
-    if (lane->retry_at_ms() > now_ms) *next_ms = std::min(*next_ms, lane->retry_at_ms());
-    if (lane->dirty_since_ms() != 0) {
-      *next_ms = std::min(*next_ms, lane->dirty_since_ms() + persist_ms);
+    lane->ReleaseClaim();
+  }
+  worker->busy_lanes.store(busy_lanes, std::memory_order_relaxed);
+  if (busy_lanes >= 2) WakeIdle(worker);
+  return did_work;
+}
+
+bool WorkerPool::RunLane(Lane* lane, int64_t now_ms, int64_t skip_since_ms, int64_t* next_ms) {
+  if (lane->windowed()) return RunWindowedLane(lane, now_ms, next_ms);
+  const int64_t persist_ms = options_->cursor_persist_ms;
+  bool did_work = false;
+  if (!lane->in_flight()) {
+    lane->RecountIfRequested();  // a snapshot asked for the lag (first time, or after a gap)
+  } else if (!lane->CanPipeline()) {
+    return false;  // its batches in flight complete first (then a requested lag count runs)
+  }
+  if (!lane->consumer()->owned.load()) return false;
+  if (lane->ReloadCursorsIfNeeded() && lane->retry_at_ms() <= now_ms) {
+    if (lane->HasWork() || (lane->skipping() && lane->HasUnscanned())) {
+      did_work = lane->RunBatch(/*blocking=*/false);
+      lane->BackdateDirty(skip_since_ms);  // skipped facts waited since then
+    } else {
+      lane->set_skipping(false);
+      did_work = lane->PersistIfDue(/*force=*/false, /*blocking=*/false);
     }
+  }
+  if (lane->retry_at_ms() > now_ms) *next_ms = std::min(*next_ms, lane->retry_at_ms());
+  if (lane->dirty_since_ms() != 0) {
+    *next_ms = std::min(*next_ms, lane->dirty_since_ms() + persist_ms);
   }
   return did_work;
 }
@@ -177,16 +216,53 @@ bool WorkerPool::RunWindowedLane(Lane* lane, int64_t now_ms, int64_t* next_ms) {
   return did_work;
 }
 
+bool WorkerPool::Steal(Worker* thief, int64_t now_ms) {
+  for (const auto& victim : workers_) {
+    if (victim.get() == thief || victim->busy_lanes.load(std::memory_order_relaxed) < 2) continue;
+    for (Lane* lane : victim->Lanes()) {
+      if (!lane->movable() || !lane->TryClaim()) continue;  // claimed: running now
+      // Under the claim: the lane's state is what its worker left it.
+      const bool take = lane->worker() == victim->index && !stopping_.load() &&
+                        lane->consumer()->owned.load() && lane->retry_at_ms() <= now_ms &&
+                        (!lane->in_flight() || lane->CanPipeline()) && lane->HasWork();
+      if (take) {
+        std::scoped_lock lock(victim->lanes_mutex, thief->lanes_mutex);
+        victim->lanes.erase(std::find(victim->lanes.begin(), victim->lanes.end(), lane));
+        thief->lanes.push_back(lane);
+        lane->set_completions(thief);
+        lane->set_worker(thief->index);  // after the sink: a completion forwarded here finds it
+      }
+      lane->ReleaseClaim();
+      if (take) {
+        steals_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void WorkerPool::WakeIdle(const Worker* busy) {
+  for (const auto& worker : workers_) {
+    if (worker.get() != busy && worker->idle.load(std::memory_order_relaxed)) {
+      worker->wake.signal();
+      return;
+    }
+  }
+}
+
 void WorkerPool::Loop(Worker* worker) {
   while (true) {
-    worker->ApplyCompletions();
+    ApplyCompletions(worker);
     if (stopping_.load()) break;
     if (ParkIfPaused(worker)) continue;
     const int64_t now_ms = SteadyMs();
     int64_t next_ms = INT64_MAX;  // the earliest deadline of this worker's lanes
-    if (!RunLanes(worker, now_ms, &next_ms)) {
-      worker->Wait(next_ms == INT64_MAX ? -1 : next_ms - now_ms);
-    }
+    if (RunLanes(worker, now_ms, &next_ms)) continue;
+    if (workers_.size() > 1 && Steal(worker, now_ms)) continue;
+    worker->idle.store(true, std::memory_order_relaxed);
+    worker->Wait(next_ms == INT64_MAX ? -1 : next_ms - now_ms);
+    worker->idle.store(false, std::memory_order_relaxed);
   }
   Finish(worker);
 }
@@ -194,17 +270,26 @@ void WorkerPool::Loop(Worker* worker) {
 void WorkerPool::Finish(Worker* worker) {
   // Stop: relays' publishes in progress are cancelled (bounded by their timeout_ms, whatever the
   // broker does), the batches in flight finish, then what a relay published in full is
-  // committed and what was skipped in memory persisted.
-  for (Lane* lane : worker->lanes) lane->StopPublishing();
-  while (worker->InFlight()) {
-    worker->Wait(1000);
-    worker->ApplyCompletions();
+  // committed and what was skipped in memory persisted. No lane moves any more (stopping_), but
+  // one may have moved just before: each is finished by the worker it belongs to.
+  for (Lane* lane : worker->Lanes()) {
+    if (!lane->movable()) lane->StopPublishing();  // relays' lanes never move
+  }
+  while (AnyInFlight()) {  // every worker's: see ParkIfPaused
+    worker->Wait(worker->InFlight() ? 1000 : 1);
+    ApplyCompletions(worker);
   }
   const bool orderly = core_->CheckOpen().ok() && !abandoned_->load();
-  for (Lane* lane : worker->lanes) {
+  for (Lane* lane : worker->Lanes()) {
+    ClaimLane(lane);
+    if (lane->worker() != worker->index) {  // stolen just before the stop: its thief finishes it
+      lane->ReleaseClaim();
+      continue;
+    }
     const bool owned = lane->consumer()->owned.load();
     lane->FinishPublished(orderly && owned);
     if (orderly && owned) lane->PersistIfDue(/*force=*/true, /*blocking=*/true);
+    lane->ReleaseClaim();
   }
 }
 

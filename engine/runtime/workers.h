@@ -1,6 +1,13 @@
-// WorkerPool: the threads that run lanes. Each lane belongs to one worker (assignment.h); a
-// worker runs its lanes' batches, applies their commits' completions, persists positions advanced
-// over skipped facts, and sleeps until something concerns it.
+// WorkerPool: the threads that run lanes. Each lane belongs to one worker at a time (assignment.h
+// places them); a worker runs its lanes' batches, applies their commits' completions, persists
+// positions advanced over skipped facts, and sleeps until something concerns it.
+//
+// Lanes follow the load: a worker that found nothing to do steals a lane with work from a worker
+// that ran batches of two or more lanes in its last pass (its other lanes waited meanwhile), and
+// such a busy worker wakes an idle one. A lane is run by one thread at a time (its claim,
+// Lane::TryClaim), so per-lane order holds; completions of batches committed before a move reach
+// the old worker, which forwards them to the lane's new one. Windowed and relay lanes stay where
+// they were placed (Lane::movable).
 //
 // A sleeping worker is woken for everything it must look at: a durable fact one of its lanes
 // takes (Notify), a commit completion (its CompletionSink), a lease acquisition (WakeAll), pause
@@ -50,11 +57,14 @@ class WorkerPool {
   void Stop();
   // Returns from waiting, summed over the workers (tests count them).
   uint64_t wakeups() const;
+  // Lanes moved to an idle worker so far.
+  uint64_t steals() const { return steals_.load(); }
 
  private:
   struct Worker : CompletionSink {
     uint32_t index = 0;
-    std::vector<Lane*> lanes;
+    std::mutex lanes_mutex;
+    std::vector<Lane*> lanes;  // guarded by lanes_mutex: a steal moves lanes between workers
     MpscQueue<LaneCompletion> completions;
     moodycamel::LightweightSemaphore wake{0, kWakeSpins};
     // SteadyMs when facts that none of its lanes takes first arrived since its last skip pass (0:
@@ -62,6 +72,9 @@ class WorkerPool {
     // advanced cursors by skip_since_ms + cursor_persist_ms.
     std::atomic<int64_t> skip_since_ms{0};
     std::atomic<uint64_t> wakeups{0};
+    // Lanes that ran a batch in its last pass: two or more, and an idle worker may take one.
+    std::atomic<uint32_t> busy_lanes{0};
+    std::atomic<bool> idle{false};  // waiting with nothing to run (a busy worker wakes it)
     std::thread thread;
 
     void Post(LaneCompletion completion) override {
@@ -69,18 +82,32 @@ class WorkerPool {
       wake.signal();
     }
     void Wake() override { wake.signal(); }
-    bool InFlight() const;
+    std::vector<Lane*> Lanes() {
+      std::lock_guard lock(lanes_mutex);
+      return lanes;
+    }
+    bool InFlight();
     void Wait(int64_t timeout_ms);  // < 0: no timeout
-    void ApplyCompletions();
   };
   void Loop(Worker* worker);
+  // Any lane of any worker has a batch in flight.
+  bool AnyInFlight() const;
+  // Applies the completions posted to the worker: its own lanes' under their claims; those of
+  // lanes that moved since their batch was committed go on to the lane's worker.
+  void ApplyCompletions(Worker* worker);
   // Parks the worker while a pause is requested (its batches in flight finished first); true
   // when it was parked.
   bool ParkIfPaused(Worker* worker);
   // One pass over the worker's lanes; returns whether it did work, and the earliest deadline.
   bool RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms);
+  // One lane of the pass (the worker holds its claim); returns whether it did work.
+  bool RunLane(Lane* lane, int64_t now_ms, int64_t skip_since_ms, int64_t* next_ms);
   // A windowed lane's pass (Lane::RunWindow), persisting skipped facts when due.
   bool RunWindowedLane(Lane* lane, int64_t now_ms, int64_t* next_ms);
+  // An idle worker takes a lane with work from a worker that is running several; true if it did.
+  bool Steal(Worker* thief, int64_t now_ms);
+  // A worker that ran several lanes in its pass wakes an idle one to take some.
+  void WakeIdle(const Worker* busy);
   void Finish(Worker* worker);
 
   EngineCore* const core_;
@@ -88,6 +115,7 @@ class WorkerPool {
   const std::atomic<bool>* const abandoned_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> steals_{0};
   std::mutex pause_mutex_;
   std::condition_variable pause_cv_;
   bool pause_requested_ = false;  // guarded by pause_mutex_
