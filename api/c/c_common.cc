@@ -9,6 +9,8 @@
 #include <iterator>
 #include <unordered_map>
 
+#include "engine/base/assert.h"
+
 namespace wharf::capi {
 
 static_assert(WHARF_OK == static_cast<int>(Status::Code::kOk));
@@ -126,45 +128,80 @@ void Register(const void* handle, Kind kind, std::shared_ptr<void> owner) {
   shard.slots[handle] = Slot{kind, true, std::move(owner)};
 }
 
-Status Lookup(const void* handle, Kind kind, std::string_view what, std::shared_ptr<void>* owner) {
-  if (handle == nullptr) return Status::InvalidArgument(std::string(what) + " is NULL");
-  Shard& shard = ShardOf(handle);
-  std::lock_guard lock(shard.mutex);
+namespace {
+
+struct LentHandle {
+  const void* handle;
+  Kind kind;
+  std::shared_ptr<void> owner;
+};
+// The handles lent to the callbacks running on this thread, innermost last (PushLent).
+thread_local std::vector<LentHandle> t_lent;
+
+Status WrongKind(Kind have, Kind want, std::string_view what) {
+  return Status::InvalidArgument(std::string(what) + " is a " + KindName(have) + ", not a " +
+                                 KindName(want));
+}
+
+// The slot of `handle` in `shard` (locked by the caller), or an error naming `what`.
+Status FindSlot(Shard& shard, const void* handle, Kind kind, std::string_view what, Slot** slot) {
   auto it = shard.slots.find(handle);
   if (it == shard.slots.end()) {
     return Status::InvalidArgument(std::string(what) + " is not a live " + KindName(kind) +
                                    " handle");
   }
-  const Slot& slot = it->second;
-  if (!Compatible(slot.kind, kind)) {
-    return Status::InvalidArgument(std::string(what) + " is a " + KindName(slot.kind) + ", not a " +
-                                   KindName(kind));
-  }
-  if (!slot.live) return RetiredStatus(slot.kind, what);
-  *owner = slot.owner;
+  if (!Compatible(it->second.kind, kind)) return WrongKind(it->second.kind, kind, what);
+  if (!it->second.live) return RetiredStatus(it->second.kind, what);
+  *slot = &it->second;
   return Status::OK();
 }
 
+}  // namespace
+
+void PushLent(const void* handle, Kind kind, std::shared_ptr<void> owner) {
+  t_lent.push_back(LentHandle{handle, kind, std::move(owner)});
+}
+
+void PopLent(const void* handle) {
+  auto it = std::find_if(t_lent.rbegin(), t_lent.rend(),
+                         [handle](const LentHandle& lent) { return lent.handle == handle; });
+  WHARF_DASSERT(it != t_lent.rend());
+  if (it != t_lent.rend()) t_lent.erase(std::next(it).base());
+}
+
+Status Lookup(const void* handle, Kind kind, std::string_view what, std::shared_ptr<void>* owner) {
+  if (handle == nullptr) return Status::InvalidArgument(std::string(what) + " is NULL");
+  for (auto it = t_lent.rbegin(); it != t_lent.rend(); ++it) {
+    if (it->handle != handle) continue;
+    if (!Compatible(it->kind, kind)) return WrongKind(it->kind, kind, what);
+    *owner = it->owner;  // live: only its scope on this thread retires it, after PopLent
+    return Status::OK();
+  }
+  Shard& shard = ShardOf(handle);
+  std::lock_guard lock(shard.mutex);
+  Slot* slot = nullptr;
+  Status s = FindSlot(shard, handle, kind, what, &slot);
+  if (s.ok()) *owner = slot->owner;
+  return s;
+}
+
 std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view what, Status* status) {
-  std::shared_ptr<void> owner;
-  *status = Lookup(handle, kind, what, &owner);
-  if (!status->ok()) return nullptr;
+  if (handle == nullptr) {
+    *status = Status::InvalidArgument(std::string(what) + " is NULL");
+    return nullptr;
+  }
   Shard& shard = ShardOf(handle);
   std::shared_ptr<void> evicted;  // freed after the lock is released
-
   std::lock_guard lock(shard.mutex);
-  auto it = shard.slots.find(handle);
-  if (it == shard.slots.end() || !it->second.live || it->second.owner != owner) {
-    // Another thread retired it between the lookup and now.
-    *status = RetiredStatus(kind, what);
+  Slot* slot = nullptr;
+  *status = FindSlot(shard, handle, kind, what, &slot);
+  if (!status->ok()) return nullptr;
+  if (slot->kind != kind) {
+    *status = WrongKind(slot->kind, kind, what);
     return nullptr;
   }
-  if (it->second.kind != kind) {
-    *status = Status::InvalidArgument(std::string(what) + " is a " + KindName(it->second.kind) +
-                                      ", not a " + KindName(kind));
-    return nullptr;
-  }
-  it->second.live = false;
+  std::shared_ptr<void> owner = slot->owner;
+  slot->live = false;
   shard.retired.push_back(handle);
   if (shard.retired.size() > kRetiredPerShardMax) {
     auto old = shard.slots.find(shard.retired.front());
@@ -305,9 +342,11 @@ ScopedFact::ScopedFact(const Fact& fact, uint32_t attempt)
     : handle_(MakeHandle<wharf_fact>(Kind::kFact)) {
   handle_->rep = &fact;
   handle_->attempt = attempt;
+  PushLent(handle_.get(), Kind::kFact, handle_);
 }
 
 ScopedFact::~ScopedFact() {
+  PopLent(handle_.get());
   Status ignored;
   Retire(handle_.get(), Kind::kFact, "fact", &ignored);
 }

@@ -162,6 +162,13 @@ Status Lookup(const void* handle, Kind kind, std::string_view what, std::shared_
 // The caller releases the handle's payload; the shell stays allocated while it is remembered.
 std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view what, Status* status);
 
+// Handles lent to a callback running on this thread (ScopedFact, ScopedLentTxn) are also kept in
+// a thread-local list while it runs: only their scope, on this thread, retires them, so Lookup
+// finds them there without the table's lock (a handler calls several accessors per fact). Taken
+// out (PopLent) before the handle is retired.
+void PushLent(const void* handle, Kind kind, std::shared_ptr<void> owner);
+void PopLent(const void* handle);
+
 template <typename T>
 std::shared_ptr<T> MakeHandle(Kind kind) {
   auto handle = std::make_shared<T>();
@@ -178,6 +185,7 @@ class ScopedLentTxn {
   ScopedLentTxn(T* rep, Kind kind, LentTxnText text);
   ~ScopedLentTxn() {
     lent_->Invalidate();
+    PopLent(handle_.get());
     Status ignored;
     Retire(handle_.get(), kind_, "txn", &ignored);
   }
@@ -205,6 +213,7 @@ ScopedLentTxn<T>::ScopedLentTxn(T* rep, Kind kind, LentTxnText text)
       lent_(std::make_shared<LentTxn<T>>(rep, text)),
       handle_(MakeHandle<wharf_txn>(kind)) {
   handle_->borrowed = lent_;
+  PushLent(handle_.get(), kind, handle_);
 }
 
 // Engine handle lookup that also answers WHARF_CLOSED once the engine is closed.
