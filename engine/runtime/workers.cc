@@ -138,7 +138,7 @@ bool WorkerPool::ParkIfPaused(Worker* worker) {
   return true;
 }
 
-bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
+bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms, bool* backlog) {
   const int64_t persist_ms = options_->cursor_persist_ms;
   const std::vector<Lane*> lanes = worker->Lanes();
   // Facts none of the lanes takes: skip them once their deadline is due (with their cursors
@@ -164,6 +164,7 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms) {
         did_work = true;
         ++busy_lanes;
       }
+      *backlog = *backlog || lane->HasWork();  // perhaps waiting for its batches in flight
     }
     lane->ReleaseClaim();
   }
@@ -258,9 +259,12 @@ void WorkerPool::Loop(Worker* worker) {
     if (ParkIfPaused(worker)) continue;
     const int64_t now_ms = SteadyMs();
     int64_t next_ms = INT64_MAX;  // the earliest deadline of this worker's lanes
-    if (RunLanes(worker, now_ms, &next_ms)) continue;
-    if (workers_.size() > 1 && Steal(worker, now_ms)) continue;
-    worker->idle.store(true, std::memory_order_relaxed);
+    bool backlog = false;         // a lane of the worker has facts to deliver
+    if (RunLanes(worker, now_ms, &next_ms, &backlog)) continue;
+    // Only a worker whose lanes are all caught up takes one: one merely waiting for its commits
+    // would take lanes back and forth, each move draining the lane's pipeline.
+    if (!backlog && workers_.size() > 1 && Steal(worker, now_ms)) continue;
+    worker->idle.store(!backlog, std::memory_order_relaxed);
     worker->Wait(next_ms == INT64_MAX ? -1 : next_ms - now_ms);
     worker->idle.store(false, std::memory_order_relaxed);
   }

@@ -2,12 +2,12 @@
 // places them); a worker runs its lanes' batches, applies their commits' completions, persists
 // positions advanced over skipped facts, and sleeps until something concerns it.
 //
-// Lanes follow the load: a worker that found nothing to do steals a lane with work from a worker
-// that ran batches of two or more lanes in its last pass (its other lanes waited meanwhile), and
-// such a busy worker wakes an idle one. A lane is run by one thread at a time (its claim,
-// Lane::TryClaim), so per-lane order holds; completions of batches committed before a move reach
-// the old worker, which forwards them to the lane's new one. Windowed and relay lanes stay where
-// they were placed (Lane::movable).
+// Lanes follow the load: a worker whose lanes are all caught up steals a lane with work from a
+// worker that ran batches of two or more lanes in its last pass (its other lanes waited
+// meanwhile), and such a busy worker wakes an idle one. A lane is run by one thread at a time (its
+// claim, Lane::TryClaim), so per-lane order holds; completions of batches committed before a move
+// reach the old worker, which forwards them to the lane's new one. Windowed and relay lanes stay
+// where they were placed (Lane::movable).
 //
 // A sleeping worker is woken for everything it must look at: a durable fact one of its lanes
 // takes (Notify), a commit completion (its CompletionSink), a lease acquisition (WakeAll), pause
@@ -98,8 +98,9 @@ class WorkerPool {
   // Parks the worker while a pause is requested (its batches in flight finished first); true
   // when it was parked.
   bool ParkIfPaused(Worker* worker);
-  // One pass over the worker's lanes; returns whether it did work, and the earliest deadline.
-  bool RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms);
+  // One pass over the worker's lanes; returns whether it did work, the earliest deadline, and
+  // whether a lane has facts to deliver (*backlog, also when it waits for its batches in flight).
+  bool RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms, bool* backlog);
   // One lane of the pass (the worker holds its claim); returns whether it did work.
   bool RunLane(Lane* lane, int64_t now_ms, int64_t skip_since_ms, int64_t* next_ms);
   // A windowed lane's pass (Lane::RunWindow), persisting skipped facts when due.
