@@ -47,6 +47,8 @@ struct Slot {
   Kind kind;
   bool live;
   std::shared_ptr<void> owner;  // kept once retired, so the address is not reused meanwhile
+  // A shell lent to callbacks (LentShells): live only while this is set.
+  const std::atomic<bool>* lent_live = nullptr;
 };
 
 struct Shard {
@@ -151,12 +153,31 @@ Status FindSlot(Shard& shard, const void* handle, Kind kind, std::string_view wh
                                    " handle");
   }
   if (!Compatible(it->second.kind, kind)) return WrongKind(it->second.kind, kind, what);
-  if (!it->second.live) return RetiredStatus(it->second.kind, what);
+  const bool lent_out =
+      it->second.lent_live != nullptr && !it->second.lent_live->load(std::memory_order_acquire);
+  if (!it->second.live || lent_out) return RetiredStatus(it->second.kind, what);
   *slot = &it->second;
   return Status::OK();
 }
 
 }  // namespace
+
+void RegisterLentShell(const void* handle, Kind kind, std::shared_ptr<void> owner,
+                       const std::atomic<bool>* live) {
+  Shard& shard = ShardOf(handle);
+  std::lock_guard lock(shard.mutex);
+  shard.slots[handle] = Slot{kind, true, std::move(owner), live};
+}
+
+void ForgetLentShell(const void* handle) {
+  Shard& shard = ShardOf(handle);
+  std::shared_ptr<void> owner;  // freed after the lock is released
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.slots.find(handle);
+  if (it == shard.slots.end()) return;
+  owner = std::move(it->second.owner);
+  shard.slots.erase(it);
+}
 
 void PushLent(const void* handle, Kind kind, std::shared_ptr<void> owner) {
   t_lent.push_back(LentHandle{handle, kind, std::move(owner)});
@@ -338,17 +359,18 @@ Status RefuseInCallback(std::string_view function) {
                                  " must not be called from a wharf callback (it would deadlock)");
 }
 
-ScopedFact::ScopedFact(const Fact& fact, uint32_t attempt)
-    : handle_(MakeHandle<wharf_fact>(Kind::kFact)) {
-  handle_->rep = &fact;
-  handle_->attempt = attempt;
-  PushLent(handle_.get(), Kind::kFact, handle_);
+ScopedFact::ScopedFact(const Fact& fact, uint32_t attempt) {
+  thread_local LentShells<wharf_fact> pool(Kind::kFact, [](wharf_fact&) {});
+  pool_ = &pool;
+  shell_ = pool.Take();
+  shell_->handle->rep = &fact;
+  shell_->handle->attempt = attempt;
+  pool.Lend(shell_);
 }
 
 ScopedFact::~ScopedFact() {
-  PopLent(handle_.get());
-  Status ignored;
-  Retire(handle_.get(), Kind::kFact, "fact", &ignored);
+  shell_->handle->rep = nullptr;
+  pool_->Return(shell_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -68,6 +69,11 @@ template <typename T>
 class LentTxn final : public BorrowedTxn {
  public:
   LentTxn(T* rep, LentTxnText text) : rep_(rep), text_(text) {}
+  // Lends it again, over `rep` (a shell of LentShells: invalidated since its last lending).
+  void Lend(T* rep) {
+    std::lock_guard lock(mutex_);
+    rep_ = rep;
+  }
   void Invalidate() {
     std::lock_guard lock(mutex_);
     rep_ = nullptr;
@@ -169,6 +175,78 @@ std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view wha
 void PushLent(const void* handle, Kind kind, std::shared_ptr<void> owner);
 void PopLent(const void* handle);
 
+// A shell lent to callbacks (below): registered once, live only while `live` is set.
+void RegisterLentShell(const void* handle, Kind kind, std::shared_ptr<void> owner,
+                       const std::atomic<bool>* live);
+// Removes a shell's registration (its pool's thread exits).
+void ForgetLentShell(const void* handle);
+
+// The handles one thread lends to its callbacks (ScopedFact, ScopedLentTxn), of one kind: a ring
+// of shells registered in the table once and lent in turn, so that lending one takes no
+// allocation and no lock (a worker lends two per fact). Out of its scope a shell is answered as
+// stale (the handle table reads `live`) until it is lent again, kLentShells scopes later; a
+// handle kept longer than that may then reach a later callback's object, as a handle forgotten by
+// the table may meet a new handle at its address. Not thread-safe: one per thread (thread_local);
+// its destruction (the thread's exit) removes the registrations.
+inline constexpr size_t kLentShells = 64;
+template <typename Handle>
+class LentShells {
+ public:
+  struct Shell {
+    std::shared_ptr<Handle> handle;
+    std::atomic<bool> live{false};
+    bool taken = false;  // by a scope of this thread (scopes nest: a callback in a callback)
+  };
+  // `init` prepares each new handle once (a lent transaction's BorrowedTxn).
+  LentShells(Kind kind, std::function<void(Handle&)> init) : kind_(kind), init_(std::move(init)) {
+    for (size_t i = 0; i < kLentShells; ++i) Add();
+  }
+  ~LentShells() {
+    for (const auto& shell : shells_) ForgetLentShell(shell->handle.get());
+  }
+  LentShells(const LentShells&) = delete;
+  LentShells& operator=(const LentShells&) = delete;
+
+  // The next shell not taken, in turn (its handle's fields are the caller's to set, then Lend).
+  Shell* Take() {
+    for (size_t step = 0; step < shells_.size(); ++step) {
+      Shell* shell = shells_[(next_ + step) % shells_.size()].get();
+      if (shell->taken) continue;
+      next_ = (next_ + step + 1) % shells_.size();
+      shell->taken = true;
+      return shell;
+    }
+    Add();  // scopes nested deeper than the ring: grow it
+    shells_.back()->taken = true;
+    return shells_.back().get();
+  }
+  // Makes the shell live (after its fields are set) and known to this thread's lookups.
+  void Lend(Shell* shell) {
+    shell->live.store(true, std::memory_order_release);
+    PushLent(shell->handle.get(), kind_, shell->handle);
+  }
+  // The scope ended: the handle is stale from now on.
+  void Return(Shell* shell) {
+    PopLent(shell->handle.get());
+    shell->live.store(false, std::memory_order_release);
+    shell->taken = false;
+  }
+
+ private:
+  void Add() {
+    auto shell = std::make_unique<Shell>();
+    shell->handle = std::make_shared<Handle>();
+    init_(*shell->handle);
+    RegisterLentShell(shell->handle.get(), kind_, shell->handle, &shell->live);
+    shells_.push_back(std::move(shell));
+  }
+
+  const Kind kind_;
+  std::function<void(Handle&)> init_;
+  std::vector<std::unique_ptr<Shell>> shells_;
+  size_t next_ = 0;
+};
+
 template <typename T>
 std::shared_ptr<T> MakeHandle(Kind kind) {
   auto handle = std::make_shared<T>();
@@ -176,27 +254,25 @@ std::shared_ptr<T> MakeHandle(Kind kind) {
   return handle;
 }
 
-// A LentTxn<T> registered as a wharf_txn handle of `kind` for the duration of one callback: on
-// destruction the transaction is invalidated and the handle retired (a kept pointer is then
-// answered as stale).
+// A LentTxn<T> lent as a wharf_txn handle of `kind` for the duration of one callback (a shell of
+// this thread's LentShells for T): on destruction the transaction is invalidated and the handle
+// is stale (a kept pointer is answered as such).
 template <typename T>
 class ScopedLentTxn {
  public:
   ScopedLentTxn(T* rep, Kind kind, LentTxnText text);
   ~ScopedLentTxn() {
-    lent_->Invalidate();
-    PopLent(handle_.get());
-    Status ignored;
-    Retire(handle_.get(), kind_, "txn", &ignored);
+    Lent()->Invalidate();
+    pool_->Return(shell_);
   }
   ScopedLentTxn(const ScopedLentTxn&) = delete;
   ScopedLentTxn& operator=(const ScopedLentTxn&) = delete;
-  wharf_txn* get() const { return handle_.get(); }
+  wharf_txn* get() const { return shell_->handle.get(); }
 
  private:
-  Kind kind_;
-  std::shared_ptr<LentTxn<T>> lent_;
-  std::shared_ptr<wharf_txn> handle_;
+  LentTxn<T>* Lent() const { return static_cast<LentTxn<T>*>(shell_->handle->borrowed.get()); }
+  LentShells<wharf_txn>* pool_;
+  typename LentShells<wharf_txn>::Shell* shell_;
 };
 
 template <typename T>
@@ -208,12 +284,15 @@ Status Find(const T* handle, Kind kind, std::string_view what, std::shared_ptr<T
 }
 
 template <typename T>
-ScopedLentTxn<T>::ScopedLentTxn(T* rep, Kind kind, LentTxnText text)
-    : kind_(kind),
-      lent_(std::make_shared<LentTxn<T>>(rep, text)),
-      handle_(MakeHandle<wharf_txn>(kind)) {
-  handle_->borrowed = lent_;
-  PushLent(handle_.get(), kind, handle_);
+ScopedLentTxn<T>::ScopedLentTxn(T* rep, Kind kind, LentTxnText text) {
+  // One pool per T: each T is lent as one kind, with one text.
+  thread_local LentShells<wharf_txn> pool(kind, [text](wharf_txn& handle) {
+    handle.borrowed = std::make_shared<LentTxn<T>>(nullptr, text);
+  });
+  pool_ = &pool;
+  shell_ = pool.Take();
+  Lent()->Lend(rep);
+  pool.Lend(shell_);
 }
 
 // Engine handle lookup that also answers WHARF_CLOSED once the engine is closed.
@@ -313,10 +392,11 @@ class ScopedFact {
   ~ScopedFact();
   ScopedFact(const ScopedFact&) = delete;
   ScopedFact& operator=(const ScopedFact&) = delete;
-  const wharf_fact* get() const { return handle_.get(); }
+  const wharf_fact* get() const { return shell_->handle.get(); }
 
  private:
-  std::shared_ptr<wharf_fact> handle_;
+  LentShells<wharf_fact>* pool_;
+  LentShells<wharf_fact>::Shell* shell_;
 };
 
 // The text of the exception being handled (inside a catch block). Never throws.

@@ -56,6 +56,45 @@ TEST_F(CAbiTest, ProjectionIsExactlyOnceAcrossReopen) {
   EXPECT_EQ(again.payloads, (std::vector<std::string>{"after-reopen"}));
 }
 
+// The handles a handler receives are lent from a ring the thread reuses: the previous call's
+// fact and effects are stale in the next call (refused, never acting on the new call's objects),
+// and the new call's work as usual.
+TEST_F(CAbiTest, HandlesKeptFromAnEarlierCallAreRefusedInTheNext) {
+  for (int i = 0; i < 5; ++i) Commit("A", "k", "p" + std::to_string(i));
+  struct Kept {
+    const wharf_fact* fact = nullptr;
+    wharf_txn* effects = nullptr;
+    std::vector<wharf_status> stale_puts;
+    std::vector<uint64_t> stale_ids;
+    int calls = 0;
+  } kept;
+  wharf_runtime* rt = nullptr;
+  const char* types[] = {"A"};
+  ASSERT_WHARF_OK(wharf_runtime_new(engine_, "workers=0", &rt));
+  ASSERT_WHARF_OK(wharf_runtime_project(
+      rt, "proj", types, 1,
+      [](void* ctx, const wharf_fact* fact, wharf_txn* effects) {
+        auto* k = static_cast<Kept*>(ctx);
+        if (k->calls++ > 0) {
+          k->stale_puts.push_back(wharf_txn_put(k->effects, "stale", "x", 1, "y", 1));
+          k->stale_ids.push_back(wharf_fact_id(k->fact));
+        }
+        k->fact = fact;
+        k->effects = effects;
+        const std::string key = std::to_string(wharf_fact_id(fact));
+        return wharf_txn_put(effects, "projected", key.data(), key.size(), "1", 1) == WHARF_OK
+                   ? WHARF_HANDLED
+                   : WHARF_FAILED;
+      },
+      &kept));
+  ASSERT_WHARF_OK(wharf_runtime_drain(rt));
+  wharf_runtime_free(rt);
+  EXPECT_EQ(kept.calls, 5);
+  EXPECT_EQ(kept.stale_puts, std::vector<wharf_status>(4, WHARF_INVALID_ARGUMENT));
+  EXPECT_EQ(kept.stale_ids, std::vector<uint64_t>(4, 0));  // 0: not a live fact
+  EXPECT_EQ(Get("stale", "x"), "<not found>");
+}
+
 TEST_F(CAbiTest, ReactionEmitsThroughEffects) {
   Commit("A", "k", "start");
   struct Depths {
