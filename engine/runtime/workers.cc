@@ -162,7 +162,7 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms, bool
       if (start_skipping && lane->HasUnscanned()) lane->set_skipping(true);
       if (RunLane(lane, now_ms, skip_since_ms, next_ms)) {
         did_work = true;
-        ++busy_lanes;
+        if (lane->movable()) ++busy_lanes;  // an idle worker could take this one
       }
       *backlog = *backlog || lane->HasWork();  // perhaps waiting for its batches in flight
     }

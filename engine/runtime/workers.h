@@ -72,7 +72,8 @@ class WorkerPool {
     // advanced cursors by skip_since_ms + cursor_persist_ms.
     std::atomic<int64_t> skip_since_ms{0};
     std::atomic<uint64_t> wakeups{0};
-    // Lanes that ran a batch in its last pass: two or more, and an idle worker may take one.
+    // Movable lanes that ran a batch in its last pass: two or more, and an idle worker may take
+    // one.
     std::atomic<uint32_t> busy_lanes{0};
     std::atomic<bool> idle{false};  // waiting with nothing to run (a busy worker wakes it)
     std::thread thread;
