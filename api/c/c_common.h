@@ -9,7 +9,9 @@
 // (a bounded FIFO per shard), so its address cannot be handed out again to a new handle and a
 // stale handle is answered with the right status (WHARF_CLOSED for engines and runtimes, "already
 // committed" for transactions) instead of acting on an unrelated new object. An address never
-// handed out, or forgotten, is "not a live handle".
+// handed out, or forgotten, is "not a live handle". The fact and effects handles a callback is
+// lent are the exception: each thread reuses a ring of registered shells (LentShells), live only
+// while their callback runs.
 //
 // Thread safety: the registry is thread-safe. The per-thread last error and the callback depth are
 // thread_local.
@@ -171,7 +173,7 @@ std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view wha
 // Handles lent to a callback running on this thread (ScopedFact, ScopedLentTxn) are also kept in
 // a thread-local list while it runs: only their scope, on this thread, retires them, so Lookup
 // finds them there without the table's lock (a handler calls several accessors per fact). Taken
-// out (PopLent) before the handle is retired.
+// out (PopLent) before the handle goes stale.
 void PushLent(const void* handle, Kind kind, std::shared_ptr<void> owner);
 void PopLent(const void* handle);
 
