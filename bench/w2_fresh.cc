@@ -6,13 +6,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "bench/producer_driver.h"
 #include "bench/w1_shape.h"
-#include "engine/store/codec.h"
+#include "bench/w2_project.h"
 #include "wharf.h"
 
 namespace wharf::bench {
@@ -23,25 +22,10 @@ std::string CallError(const char* what, wharf_status status) {
   return std::string(what) + ": " + wharf_errstr(status) + " (" + wharf_last_error() + ")";
 }
 
-class XorShift {
- public:
-  explicit XorShift(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    state_ ^= state_ << 13;
-    state_ ^= state_ >> 7;
-    state_ ^= state_ << 17;
-    return state_;
-  }
-  void Fill(char* out, size_t bytes) {
-    for (size_t i = 0; i < bytes; i += 8) {
-      const uint64_t word = Next();
-      std::memcpy(out + i, &word, std::min<size_t>(8, bytes - i));
-    }
-  }
-
- private:
-  uint64_t state_;
-};
+// The effect row's key of fact `id`: 8 bytes, big-endian.
+void EffectKey(uint64_t id, unsigned char (&key)[8]) {
+  for (int i = 0; i < 8; ++i) key[i] = static_cast<unsigned char>(id >> (56 - 8 * i));
+}
 
 // What the projection's handler shares with the thread waiting for it.
 struct Projection {
@@ -63,7 +47,7 @@ wharf_outcome ProjectFact(void* ctx, const wharf_fact* fact, wharf_txn* effects)
   size_t payload_len = 0;
   const void* payload = wharf_fact_payload(fact, &payload_len);
   unsigned char key[8];
-  for (int i = 0; i < 8; ++i) key[i] = static_cast<unsigned char>(id >> (56 - 8 * i));
+  EffectKey(id, key);
   if (payload_len < kW2FreshEffectValueBytes ||
       wharf_txn_put(effects, kW2StateTable, key, sizeof key, payload, kW2FreshEffectValueBytes) !=
           WHARF_OK) {
@@ -84,31 +68,28 @@ wharf_outcome ProjectFact(void* ctx, const wharf_fact* fact, wharf_txn* effects)
 
 // Commits `transactions` W2-fresh transactions; returns "" or an error.
 std::string CommitBacklog(wharf_engine* engine, uint64_t transactions) {
-  XorShift random(0x2545f4914f6cdd1dull);
+  // W1's draws: a uniform key index in [0, 64) names one of W2-fresh's keys.
+  static_assert(kW2FreshDistinctKeys == kW1DistinctKeys);
+  W1TxnSource source(0);
   std::vector<std::string> keys;
   for (int i = 0; i < kW2FreshDistinctKeys; ++i) keys.push_back(W2FreshKey(i));
-  char payload[kW1PayloadBytes];
-  char state_key[kW1StateKeyBytes];
-  char state_value[kW1StateValueBytes];
   for (uint64_t t = 0; t < transactions; ++t) {
     wharf_txn* txn = nullptr;
     wharf_status s = wharf_txn_begin(engine, &txn);
     if (s != WHARF_OK) return CallError("wharf_txn_begin", s);
     for (uint32_t f = 0; f < kW2FreshTxnFacts; ++f) {
-      const std::string& key = keys[random.Next() % keys.size()];
-      random.Fill(payload, sizeof payload);
-      s = wharf_txn_emit(txn, kW1FactType, key.data(), key.size(), payload, sizeof payload);
+      const std::string& key = keys[source.NextKeyIndex()];
+      const std::string_view payload = source.NextPayload();
+      s = wharf_txn_emit(txn, kW1FactType, key.data(), key.size(), payload.data(), payload.size());
       if (s != WHARF_OK) {
         wharf_txn_abort(txn);
         return CallError("wharf_txn_emit", s);
       }
     }
-    // "order-" + the transaction's number in 10 digits.
-    std::memcpy(state_key, "order-", 6);
-    for (uint64_t i = kW1StateKeyBytes, n = t; i-- > 6; n /= 10) state_key[i] = char('0' + n % 10);
-    random.Fill(state_value, sizeof state_value);
-    s = wharf_txn_put(txn, kW1StateTable, state_key, kW1StateKeyBytes, state_value,
-                      sizeof state_value);
+    const std::string_view state_key = source.NextStateKey();
+    const std::string_view state_value = source.NextStateValue();
+    s = wharf_txn_put(txn, kW1StateTable, state_key.data(), state_key.size(), state_value.data(),
+                      state_value.size());
     if (s != WHARF_OK) {
       wharf_txn_abort(txn);
       return CallError("wharf_txn_put", s);
@@ -181,7 +162,7 @@ void Consume(wharf_engine* engine, uint64_t committed, int workers,
 std::string CheckEffects(wharf_engine* engine, uint64_t committed) {
   for (const uint64_t id : {uint64_t{1}, committed}) {
     unsigned char key[8];
-    for (int i = 0; i < 8; ++i) key[i] = static_cast<unsigned char>(id >> (56 - 8 * i));
+    EffectKey(id, key);
     void* value = nullptr;
     size_t value_len = 0;
     const wharf_status s = wharf_get(engine, kW2StateTable, key, sizeof key, &value, &value_len);
@@ -228,11 +209,8 @@ W2Measurement RunW2FreshWharf(const std::string& dir, uint64_t facts, int worker
 }
 
 double W2FreshFullestPartitionShare() {
-  std::vector<double> share(kW1Partitions);
-  for (int i = 0; i < kW2FreshDistinctKeys; ++i) {
-    share[codec::PartitionOfKey(W2FreshKey(i), kW1Partitions)] += 1.0 / kW2FreshDistinctKeys;
-  }
-  return *std::max_element(share.begin(), share.end());
+  return FullestPartitionShare(kW2FreshDistinctKeys, W2FreshKey,
+                               [](int) { return 1.0 / kW2FreshDistinctKeys; });
 }
 
 }  // namespace wharf::bench

@@ -5,6 +5,7 @@
 #include <cassert>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -172,15 +173,24 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
   return result;
 }
 
-double W2FullestPartitionShare(KeyDistribution keys) {
+double FullestPartitionShare(int key_count, const std::function<std::string(int)>& key,
+                             const std::function<double(int)>& probability) {
   std::vector<double> share(kW1Partitions);
-  const bool zipf = keys == KeyDistribution::kZipf;
-  const int key_count = zipf ? kZipfKeyCount : kW1DistinctKeys;
   for (int i = 0; i < key_count; ++i) {
-    share[codec::PartitionOfKey(W1TxnSource::Key(i), kW1Partitions)] +=
-        zipf ? ZipfKeys::Skewed().Probability(i) : 1.0 / kW1DistinctKeys;
+    share[codec::PartitionOfKey(key(i), kW1Partitions)] += probability(i);
   }
   return *std::max_element(share.begin(), share.end());
+}
+
+double W2FullestPartitionShare(KeyDistribution keys) {
+  if (keys == KeyDistribution::kZipf) {
+    return FullestPartitionShare(
+        kZipfKeyCount, [](int i) { return std::string(W1TxnSource::Key(i)); },
+        [](int i) { return ZipfKeys::Skewed().Probability(i); });
+  }
+  return FullestPartitionShare(
+      kW1DistinctKeys, [](int i) { return std::string(W1TxnSource::Key(i)); },
+      [](int) { return 1.0 / kW1DistinctKeys; });
 }
 
 }  // namespace wharf::bench

@@ -2,6 +2,7 @@
 // consumer (batch 100) that writes one state row per fact; effects and cursor commit per batch.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "bench/w2_shape.h"
@@ -24,7 +25,10 @@ std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, KeyDistribu
 W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers);
 
 // The expected share of the facts in the fullest of the engine's kW1Partitions partitions when
-// their keys are drawn from `keys` (from the keys' probabilities and the engine's hash).
+// key i of `key_count` (`key`) is drawn with `probability` (the engine's hash places them).
+double FullestPartitionShare(int key_count, const std::function<std::string(int)>& key,
+                             const std::function<double(int)>& probability);
+// ... when their keys are drawn from `keys`.
 double W2FullestPartitionShare(KeyDistribution keys);
 
 }  // namespace wharf::bench

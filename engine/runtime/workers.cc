@@ -25,8 +25,7 @@ void WorkerPool::Worker::Wait(int64_t timeout_ms) {
 
 namespace {
 
-// Claims `lane`, waiting for the thread that holds it to let go (a thief holds it for a moment;
-// its worker, for at most one pass over it).
+// Claims a lane of the calling worker's, waiting for a thief that holds it for a moment.
 void ClaimLane(Lane* lane) {
   while (!lane->TryClaim()) std::this_thread::yield();
 }
@@ -37,13 +36,21 @@ void WorkerPool::ApplyCompletions(Worker* worker) {
   LaneCompletion completion;
   while (worker->completions.try_dequeue(completion)) {
     Lane* lane = completion.lane;
-    ClaimLane(lane);
-    const uint32_t owner = lane->worker();
-    if (owner == worker->index) lane->Complete(completion.batch, completion.status);
-    lane->ReleaseClaim();
-    // Committed before the lane moved: its worker now applies it (in batch order, whatever
-    // order completions arrive in).
-    if (owner != worker->index) workers_[owner]->Post(completion);
+    // Committed before the lane moved: its worker now applies it (in batch order, whatever order
+    // completions arrive in). Read without the claim, which that worker may hold for a whole
+    // batch; a lane moving back meanwhile gets it forwarded once more.
+    if (const uint32_t owner = lane->worker(); owner != worker->index) {
+      workers_[owner]->Post(completion);
+      continue;
+    }
+    ClaimLane(lane);  // ours: only a thief holds it, for a moment
+    if (lane->worker() == worker->index) {
+      lane->Complete(completion.batch, completion.status);
+      lane->ReleaseClaim();
+    } else {
+      lane->ReleaseClaim();
+      workers_[lane->worker()]->Post(completion);  // the thief took it just now
+    }
   }
 }
 
@@ -140,7 +147,7 @@ bool WorkerPool::ParkIfPaused(Worker* worker) {
 
 bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms, bool* backlog) {
   const int64_t persist_ms = options_->cursor_persist_ms;
-  const std::vector<Lane*> lanes = worker->Lanes();
+  worker->CopyLanes(&worker->pass_lanes);
   // Facts none of the lanes takes: skip them once their deadline is due (with their cursors
   // then persisted within cursor_persist_ms of the first one's arrival).
   int64_t skip_since_ms = worker->skip_since_ms.load();
@@ -156,7 +163,7 @@ bool WorkerPool::RunLanes(Worker* worker, int64_t now_ms, int64_t* next_ms, bool
   }
   bool did_work = false;
   uint32_t busy_lanes = 0;
-  for (Lane* lane : lanes) {
+  for (Lane* lane : worker->pass_lanes) {
     if (!lane->TryClaim()) continue;  // a thief is taking it
     if (lane->worker() == worker->index) {
       if (start_skipping && lane->HasUnscanned()) lane->set_skipping(true);

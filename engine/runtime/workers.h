@@ -83,9 +83,16 @@ class WorkerPool {
       wake.signal();
     }
     void Wake() override { wake.signal(); }
-    std::vector<Lane*> Lanes() {
+    // The worker thread's copy of `lanes` for one pass (reused: no allocation per pass).
+    std::vector<Lane*> pass_lanes;
+    void CopyLanes(std::vector<Lane*>* out) {
       std::lock_guard lock(lanes_mutex);
-      return lanes;
+      out->assign(lanes.begin(), lanes.end());
+    }
+    std::vector<Lane*> Lanes() {
+      std::vector<Lane*> copy;
+      CopyLanes(&copy);
+      return copy;
     }
     bool InFlight();
     void Wait(int64_t timeout_ms);  // < 0: no timeout
