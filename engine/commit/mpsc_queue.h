@@ -22,7 +22,7 @@ namespace wharf::internal {
 // Spins before a LightweightSemaphore waiting for a hand-off blocks in the kernel.
 inline constexpr int kWakeSpins = 100;
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHARF_TSAN)
 
 template <typename T>
 class MpscQueue {

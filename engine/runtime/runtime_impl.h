@@ -64,6 +64,7 @@ class RuntimeImpl : public DurableListener {
   // True in a process forked from the one that made the runtime (engine/base/process.h).
   bool InheritedByFork() const { return CurrentProcessId() != made_pid_; }
   const std::vector<std::unique_ptr<Consumer>>& consumers_for_testing() const { return consumers_; }
+  const std::vector<std::unique_ptr<Lane>>& lanes_for_testing() const { return lanes_; }
   // Returns from waiting, summed over the workers.
   uint64_t wakeups_for_testing() const { return workers_.wakeups(); }
   uint64_t steals_for_testing() const { return workers_.steals(); }

@@ -104,7 +104,7 @@ class AsyncKillTest : public ::testing::Test {
       if (fds[1] != 3) ::close(fds[1]);
       std::string seed = std::to_string(run_seed_ + static_cast<uint64_t>(run));
       std::string log = LogPath(run);
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHARF_TSAN)
       // A race in the child must end it (and so fail the test), not only print a report.
       std::string tsan = std::getenv("TSAN_OPTIONS") ? std::getenv("TSAN_OPTIONS") : "";
       ::setenv("TSAN_OPTIONS", (tsan + " halt_on_error=1").c_str(), 1);

@@ -172,7 +172,7 @@ bool RunAndKill(const std::string& db, std::mt19937_64& random, int run_within_m
     ::dup2(fds[1], 3);
     if (fds[0] != 3) ::close(fds[0]);
     if (fds[1] != 3) ::close(fds[1]);
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHARF_TSAN)
     // A race in the child must end it (and so fail the test), not only print a report.
     const char* tsan = std::getenv("TSAN_OPTIONS");
     ::setenv("TSAN_OPTIONS", (std::string(tsan ? tsan : "") + " halt_on_error=1").c_str(), 1);

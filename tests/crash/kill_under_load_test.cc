@@ -43,7 +43,7 @@ int Kills() {
     // ASan ~1.4 s a kill): 15 and 12 kills keep the run near a quarter of a minute there, while the
     // release build (and the soak target) carry 30 and 300. TSan keeps 15: with fewer, its check
     // that at least half the kills met a loaded child came close to failing on a busy machine.
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHARF_TSAN)
   return 15;
 #else
   return testing::kSanitized ? 12 : 30;
@@ -71,7 +71,7 @@ class KillUnderLoadTest : public ::testing::Test {
       if (fds[0] != 3) ::close(fds[0]);
       if (fds[1] != 3) ::close(fds[1]);
       std::string seed = std::to_string(run);
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHARF_TSAN)
       // A race in the child must end it (and so fail the test), not only print a report.
       std::string tsan = std::getenv("TSAN_OPTIONS") ? std::getenv("TSAN_OPTIONS") : "";
       ::setenv("TSAN_OPTIONS", (tsan + " halt_on_error=1").c_str(), 1);

@@ -43,7 +43,7 @@ using testing::Violations;
 
 constexpr uint32_t kPartitions = 4;
 constexpr int kKeys = 96;
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHARF_TSAN)
 constexpr int kCuts = 20;  // TSan delivers several times slower: keeps the run near half a minute
 #else
 constexpr int kCuts = 40;

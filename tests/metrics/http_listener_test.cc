@@ -434,7 +434,7 @@ TEST_F(HttpListenerTest, RangesEncodingsAndExpectationsAreIgnored) {
 // A flood of connections, idle and trickling partial requests (slowloris), does not keep a
 // well-formed scrape out (each is answered within a second), nor grow the process's memory.
 TEST_F(HttpListenerTest, AFloodOfIdleAndSlowConnectionsDoesNotStarveAScrape) {
-#if defined(__SANITIZE_THREAD__) || defined(WHARF_ASAN)
+#if defined(WHARF_TSAN) || defined(WHARF_ASAN)
   constexpr int kFlood = 100;
 #else
   constexpr int kFlood = 300;

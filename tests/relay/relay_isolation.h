@@ -86,7 +86,7 @@ class BlackHole {
 
 // The relay's timeout_ms in the scenario, and how much longer than it Stop() may take.
 inline constexpr uint32_t kIsolationTimeoutMs = 1000;
-#if defined(__SANITIZE_THREAD__) || defined(WHARF_ASAN)
+#if defined(WHARF_TSAN) || defined(WHARF_ASAN)
 inline constexpr int64_t kStopMarginMs = 1500;
 inline constexpr int64_t kProbeDelayBoundMs = 1500;  // p99 of the subscriber's deliveries
 #else

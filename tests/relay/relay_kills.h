@@ -95,7 +95,7 @@ inline ChildReport KillRelayChildRepeatedly(const std::string& db, const std::st
     bool killed = false;
     // The relay of a run's facts takes tens of milliseconds (several times that under the
     // sanitizers): most kills land inside it.
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHARF_TSAN)
     constexpr int64_t kKillWithinUs = 600'000;
 #elif defined(WHARF_ASAN)
     constexpr int64_t kKillWithinUs = 200'000;

@@ -40,7 +40,7 @@ constexpr uint64_t kMiB = 1u << 20;
 // 2.8 x the bound committed; a 90 s run only repeated those cycles. The sanitizers write (and
 // sample) less for less long, but long enough to commit 1.5 x the bound (KeepsTheBound runs on
 // until then, within 3 x as long).
-#if defined(__SANITIZE_THREAD__) || defined(WHARF_ASAN)
+#if defined(WHARF_TSAN) || defined(WHARF_ASAN)
 constexpr int kRunSeconds = 30;
 constexpr int kShortRunSeconds = 15;
 constexpr uint64_t kBytesPerSecond = 3'000'000;

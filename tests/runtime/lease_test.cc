@@ -225,7 +225,7 @@ TEST_F(LeaseTest, StalledHolderIsFencedByEpoch) {
 // (never lost, never taken by the other instance); the hand-over gives up on the batch within
 // lease_ms, and the abandoned batch's late commit is refused by the fence: no effect applied twice.
 TEST_F(LeaseTest, SlowHandlerDoesNotBlockHandOver) {
-#if defined(__SANITIZE_THREAD__) || defined(WHARF_ASAN)
+#if defined(WHARF_TSAN) || defined(WHARF_ASAN)
   constexpr uint32_t kLeaseMs = 1'200, kRenewMs = 60;
 #else
   constexpr uint32_t kLeaseMs = 400, kRenewMs = 40;

@@ -141,8 +141,9 @@ TEST_F(RuntimeTest, ProjectionDeliversInOrderPerPartitionExactlyOnce) {
   }
 }
 
-// The default assignment (consistent hash) spreads lanes evenly: each lane stays on one worker,
-// and each worker holds the same number of lanes (jump hashing alone often does not).
+// The default assignment (consistent hash) spreads lanes evenly: each worker starts with the same
+// number of lanes (jump hashing alone often does not), and a lane runs on another worker only
+// when a worker with nothing to do took it (a steal).
 TEST_F(RuntimeTest, ConsistentHashSpreadsLanesEvenly) {
   std::mutex mutex;
   std::map<std::pair<std::string, uint32_t>, std::set<std::thread::id>> threads_of_lane;
@@ -155,19 +156,26 @@ TEST_F(RuntimeTest, ConsistentHashSpreadsLanesEvenly) {
     }));
   }
   ASSERT_OK(runtime.Start());
+  // Nothing to deliver yet, so nothing was stolen: every lane is on the worker it was assigned.
+  const auto* impl = internal::RuntimeTestPeer::Impl(runtime);
+  std::map<uint32_t, int> lanes_of_worker;
+  for (const auto& lane : impl->lanes_for_testing()) ++lanes_of_worker[lane->worker()];
+  ASSERT_EQ(impl->lanes_for_testing().size(), 8u);  // 2 consumers x 4 partitions
+  ASSERT_EQ(lanes_of_worker.size(), 2u);
+  for (const auto& [worker, lanes] : lanes_of_worker) EXPECT_EQ(lanes, 4) << "worker " << worker;
+
   for (int i = 0; i < 64; ++i) Commit("A", "key-" + std::to_string(i), "p");
   ASSERT_TRUE(WaitFor([&] {
     std::lock_guard lock(mutex);
-    return threads_of_lane.size() == 8;  // 2 consumers x 4 partitions
+    return threads_of_lane.size() == 8;
   }));
   ASSERT_OK(runtime.Stop());
-  std::map<std::thread::id, int> lanes_of_thread;
+  size_t moved = 0;
   for (const auto& [lane, threads] : threads_of_lane) {
-    ASSERT_EQ(threads.size(), 1u) << lane.first << "/" << lane.second << " ran on two workers";
-    ++lanes_of_thread[*threads.begin()];
+    ASSERT_LE(threads.size(), 2u) << lane.first << "/" << lane.second;
+    moved += threads.size() - 1;
   }
-  ASSERT_EQ(lanes_of_thread.size(), 2u);
-  for (const auto& [thread, lanes] : lanes_of_thread) EXPECT_EQ(lanes, 4);
+  EXPECT_LE(moved, impl->steals_for_testing()) << "a lane changed workers without a steal";
 }
 
 // ordering=global: one order over every partition.

@@ -395,7 +395,7 @@ wharf_status IncrementFn(void* ctx, wharf_txn* txn) {
 }
 
 TEST_F(CAbiIsolationTest, TransactTwoThreadsOnOneCounterEndExact) {
-#if defined(__SANITIZE_THREAD__) || defined(WHARF_ASAN)
+#if defined(WHARF_TSAN) || defined(WHARF_ASAN)
   constexpr int kPerThread = 40;
 #else
   constexpr int kPerThread = 150;

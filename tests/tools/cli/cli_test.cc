@@ -1804,7 +1804,7 @@ TEST_F(CliTest, StateGetAndScan) {
       // Refused before any database is opened: once is enough (and under a sanitizer, where each
       // run of the CLI is slow, only the engine's refusals).
       if (!live && (args[1] != "scan" || problem != "table name")) continue;
-#if defined(WHARF_ASAN) || defined(__SANITIZE_THREAD__)
+#if defined(WHARF_ASAN) || defined(WHARF_TSAN)
       if (problem != "table name") continue;
 #endif
       r = RunDb(args);
