@@ -20,6 +20,7 @@
 #include "engine/admin/consumer_id.h"
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
+#include "engine/retention/retention.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
@@ -174,7 +175,7 @@ Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bo
                                    "' onto themselves");
   EngineCore& core = *internal::EngineInternal::Core(engine);
   // A cursor may move back: no retention pass may read the cursors until this commits.
-  auto rewinds = core.retention()->LockCursorRewinds();
+  auto rewinds = internal::RetentionOf(core)->LockCursorRewinds();
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -225,7 +226,7 @@ Status ChangeCursors(Engine& engine, std::string_view consumer, const Change& ch
   if (!s.ok()) return s;
   EngineCore& core = *internal::EngineInternal::Core(engine);
   // A cursor may move back: no retention pass may read the cursors until this commits.
-  auto rewinds = core.retention()->LockCursorRewinds();
+  auto rewinds = internal::RetentionOf(core)->LockCursorRewinds();
   TxnRep rep;
   {
     auto guard = core.ReadGuard();
@@ -459,31 +460,6 @@ Status PurgeDeadLetters(Engine& engine, std::string_view consumer,
   s = core.Commit(&rep);
   if (s.ok()) *purged = deleted;
   return s;
-}
-
-Status RecoverDamagedWal(const std::string& path, const EngineOptions& options,
-                         RecoverReport* report) {
-  if (report == nullptr) return Status::InvalidArgument("report output pointer is null");
-  *report = RecoverReport();
-  EngineOptions existing = options;
-  existing.create_if_missing = false;  // a salvage never creates
-  internal::WalSalvage salvage;
-  internal::StoreHooks hooks;
-  hooks.salvage = &salvage;
-  std::unique_ptr<Engine> engine;
-  Status s = EngineCore::Open(path, existing, hooks, &engine);
-  if (!s.ok()) return s;
-  s = engine->Close();
-  if (!s.ok()) return s;
-  report->damaged = salvage.damaged;
-  if (salvage.damaged) {
-    report->damage = salvage.damage.Where();
-    report->records_after = salvage.ids.lost_records;
-    report->facts_after = salvage.ids.lost_facts;
-    report->bytes_from_damage = salvage.damage.bytes_after;
-    report->id_floor = salvage.id_floor;
-  }
-  return Status::OK();
 }
 
 }  // namespace wharf

@@ -1,6 +1,7 @@
 // Trimming passed facts (wharf/admin.h TrimPassed): one retention pass without bounds
 // (engine/retention/retention.h), safe next to producers and runtimes.
 #include "engine/core/engine_core.h"
+#include "engine/retention/retention.h"
 #include "wharf/admin.h"
 
 namespace wharf {
@@ -11,7 +12,7 @@ Status TrimPassed(Engine& engine, TrimReport* report, const TrimOptions& options
   internal::RetentionPassOptions pass;
   pass.dry_run = options.dry_run;
   pass.progress = options.progress;
-  return core.retention()->Pass(pass, report);
+  return internal::RetentionOf(core)->Pass(pass, report);
 }
 
 }  // namespace wharf

@@ -60,6 +60,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/base/histogram.h"
 #include "engine/commit/conflict_window.h"
 #include "engine/commit/durable_listener.h"
 #include "engine/commit/group_sink.h"
@@ -67,7 +68,6 @@
 #include "engine/commit/read_snapshots.h"
 #include "engine/commit/ship_tracker.h"
 #include "engine/commit/txn_rep.h"
-#include "engine/metrics/histogram.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/metrics.h"

@@ -16,12 +16,6 @@ using internal::EngineCore;
 using internal::TxnRep;
 using internal::ValidateName;
 
-Status Engine::Open(const std::string& path, const EngineOptions& options,
-                    std::unique_ptr<Engine>* engine) {
-  if (engine == nullptr) return Status::InvalidArgument("engine output pointer is null");
-  return EngineCore::Open(path, options, internal::StoreHooks(), engine);
-}
-
 Engine::Engine(std::shared_ptr<EngineCore> core) : core_(std::move(core)) {}
 Engine::~Engine() {
   if (core_->InheritedByFork()) {

@@ -5,14 +5,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/admin/socket/address.h"
-#include "engine/admin/socket/server.h"
 #include "engine/base/assert.h"
 #include "engine/base/bytes_text.h"
 #include "engine/base/futex.h"
-#include "engine/metrics/http_listener.h"
-#include "engine/metrics/textfile_writer.h"
-#include "engine/replicate/replicator.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
@@ -51,7 +46,8 @@ Status ValidateStateKey(std::string_view key) {
 }
 
 Status EngineCore::Open(const std::string& path, const EngineOptions& options,
-                        const StoreHooks& hooks, std::unique_ptr<Engine>* engine) {
+                        const StoreHooks& hooks, const OpenSteps& steps,
+                        std::shared_ptr<EngineCore>* out) {
   if (options.queue_capacity == 0) return Status::InvalidArgument("queue_capacity must be >= 1");
   if (options.group_facts_max == 0) return Status::InvalidArgument("group_facts_max must be >= 1");
   if (options.conflict_window_bytes < (1u << 20)) {
@@ -69,16 +65,11 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   s = Store::Open(path, options, hooks, &core->store_);
   if (!s.ok()) return s;
   NoteEngineOpened();  // after RocksDB's first open registered its exit handlers (process.h)
-  ReplicateConfig replicate;
-  s = ReplicateConfigOf(options, &replicate);
-  if (!s.ok()) return s;
-  std::unique_ptr<Replicator> replicator;
-  for (int pass = 0; !options.replicate.empty(); ++pass) {
+  for (int pass = 0; steps.store_opened; ++pass) {
     bool reopen = false;
-    s = Replicator::Prepare(options, core->store_.get(), &replicator, &reopen);
+    s = steps.store_opened(core->store_.get(), &reopen);
     if (!s.ok() || !reopen) break;
-    // A copy caught up with its stream: the store reads again what it read at open.
-    WHARF_ASSERT(pass == 0);
+    WHARF_ASSERT(pass == 0);  // a reopened store reads what the step made it read
     s = core->store_->Close();
     core->store_.reset();
     if (s.ok()) s = Store::Open(path, options, hooks, &core->store_);
@@ -90,51 +81,20 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get());
-  if (replicator != nullptr) {
-    s = replicator->Attach(core->committer_.get());
+  if (steps.committer_made) {
+    s = steps.committer_made(core.get());
     if (!s.ok()) return s;
-    core->txn_bytes_max_ = std::min(kTxnBytesMax, replicator->txn_bytes_max());
-    core->replicator_ = std::move(replicator);
   }
   core->committer_->Start();
-  core->retention_ = std::make_unique<Retention>(core.get());
-  core->retention_->Start();
-  EngineCore* raw = core.get();
-  *engine = EngineInternal::NewEngine(std::move(core));
-  if (raw->replicator_ != nullptr) {
-    // The base snapshot, when the stream needs one, is uploaded before the engine is handed out.
-    s = raw->replicator_->Start(engine->get());
-    if (!s.ok()) {
-      engine->reset();  // closes it
-      return s;
-    }
-  }
-  const std::string socket_path = admin_socket::SocketPathFor(path, options.admin_socket);
-  if (!socket_path.empty()) {
-    s = admin_socket::AdminServer::Start(engine->get(), socket_path, admin_socket::ServerLimits(),
-                                         &raw->admin_server_);
-    if (!s.ok()) {
-      engine->reset();  // closes it
-      return s;
-    }
-  }
-  if (!options.metrics_textfile.empty()) {
-    s = TextfileWriter::Start(engine->get(), options.metrics_textfile, options.metrics_interval_ms,
-                              {}, &raw->metrics_textfile_);
-    if (!s.ok()) {
-      engine->reset();  // closes it
-      return s;
-    }
-  }
-  if (!options.metrics_listen.empty()) {
-    s = HttpListener::Start(engine->get(), options.metrics_listen, HttpListenerLimits(),
-                            &raw->metrics_listener_);
-    if (!s.ok()) {
-      engine->reset();  // closes it
-      return s;
-    }
-  }
+  *out = std::move(core);
   return Status::OK();
+}
+
+void EngineCore::Attach(ServiceSlot slot, std::unique_ptr<EngineService> service) {
+  auto& place = services_[static_cast<size_t>(slot)];
+  WHARF_ASSERT(place == nullptr && service != nullptr);
+  WHARF_ASSERT(!closing_.load());
+  place = std::move(service);
 }
 
 EngineCore::~EngineCore() { Close().PermitUncheckedError(); }
@@ -152,20 +112,18 @@ Status EngineCore::Close() {
     std::lock_guard lock(backup_mutex_);
     if (stop_backup_) stop_backup_();
   }
-  // The snapshot thread ends (its backup was just stopped) before anything it uses closes.
-  if (replicator_) replicator_->Stop();
-  // The textfile's last write reads the metrics of the engine still open.
-  if (metrics_textfile_) metrics_textfile_->Stop();
+  // The replicator's snapshot thread ends (its backup was just stopped) before anything it uses
+  // closes; the metrics textfile's last write reads the metrics of the engine still open.
+  StopServices(CloseStep::kEngineOpen);
   closed_.store(true);
-  // No scrape or admin request may run while the rest closes (one in progress finishes first).
-  if (metrics_listener_) metrics_listener_->Stop();
-  if (admin_server_) admin_server_->Stop();
-  // A retention pass commits and compacts: it ends first (a compaction it started is cancelled).
-  if (retention_) retention_->Stop();
+  // No scrape or admin request may run while the rest closes (one in progress finishes first); a
+  // retention pass commits and compacts, so it ends before the committer (a compaction it
+  // started is cancelled).
+  StopServices(CloseStep::kEngineClosed);
   // Queued commits finish first; then no reader may be inside the store while it closes.
   if (committer_) committer_->Stop();
-  // No group is written any more: the stream's acknowledgements and publishes end.
-  if (replicator_) replicator_->Close();
+  // No group is written any more: the replication stream's acknowledgements and publishes end.
+  StopServices(CloseStep::kCommitterStopped);
   std::unique_lock lock(close_mutex_);
   // Transactions still open keep their snapshots; no read is inside the store now.
   if (committer_) committer_->CloseSnapshots();
@@ -174,8 +132,10 @@ Status EngineCore::Close() {
   return s;
 }
 
-std::string EngineCore::metrics_listen_address() const {
-  return metrics_listener_ ? metrics_listener_->address() : std::string();
+void EngineCore::StopServices(CloseStep step) {
+  for (const auto& service : services_) {
+    if (service) service->OnClose(step);
+  }
 }
 
 Status EngineCore::CheckOpen() const {

@@ -5,6 +5,8 @@
 // queued commit; afterwards every call returns Closed.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -21,20 +23,13 @@
 #include "engine/commit/committer.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/core/engine_internal.h"
-#include "engine/retention/retention.h"
+#include "engine/core/engine_service.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/engine.h"
 #include "wharf/metrics.h"
 
 namespace wharf::internal {
-
-namespace admin_socket {
-class AdminServer;  // engine/admin/socket/server.h
-}  // namespace admin_socket
-class HttpListener;    // engine/metrics/http_listener.h
-class Replicator;      // engine/replicate/replicator.h
-class TextfileWriter;  // engine/metrics/textfile_writer.h
 
 struct StringHash {
   using is_transparent = void;
@@ -45,8 +40,17 @@ struct StringHash {
 // attached to it (runtimes).
 class EngineCore : public DurableListener, public std::enable_shared_from_this<EngineCore> {
  public:
+  // What the layers above take part in while the core opens (engine/open composes them).
+  struct OpenSteps {
+    // Once the store is open, before the committer exists. Setting *reopen asks for the store to
+    // be opened again (what it read at open changed: a copy caught up with its stream), once.
+    std::function<Status(Store* store, bool* reopen)> store_opened;
+    // Once the committer exists, before it starts (a group sink attaches to it here).
+    std::function<Status(EngineCore* core)> committer_made;
+  };
+  // Validates the options, opens the store and starts the committer; no service is attached yet.
   static Status Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
-                     std::unique_ptr<Engine>* engine);
+                     const OpenSteps& steps, std::shared_ptr<EngineCore>* core);
   ~EngineCore() override;
 
   // In a process forked from the one that opened the engine, Close abandons it instead: it counts
@@ -61,20 +65,22 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   Store* store() const { return store_.get(); }
   Committer* committer() const { return committer_.get(); }
-  Retention* retention() const { return retention_.get(); }
-  // Null unless the database is replicated (options.replicate).
-  Replicator* replicator() const { return replicator_.get(); }
+  // The services of the layers above (engine_service.h). Attach is called only while the engine
+  // opens (engine/open), each slot once, before any service that reads another starts; service()
+  // is null for a slot nothing attached to (an option that is off).
+  void Attach(ServiceSlot slot, std::unique_ptr<EngineService> service);
+  EngineService* service(ServiceSlot slot) const {
+    return services_[static_cast<size_t>(slot)].get();
+  }
   const EngineOptions& options() const { return options_; }
   const std::string& path() const { return path_; }
   const char* io_backend() const { return backend_->name(); }
   int64_t NowMs() const;
-  // The metrics listener's bound HOST:PORT (the actual port when metrics_listen asked for port
-  // 0); "" when there is none. For tests.
-  std::string metrics_listen_address() const;
-  // What one transaction may carry (kTxnBytesMax; tests lower it to exercise the limit without
-  // allocating 64 MiB objects, whose page faults take seconds on small VMs).
+  // What one transaction may carry: kTxnBytesMax, or less where a group sink takes less (a
+  // replicated engine; tests lower it to exercise the limit without allocating 64 MiB objects,
+  // whose page faults take seconds on small VMs).
   size_t txn_bytes_max() const { return txn_bytes_max_.load(std::memory_order_relaxed); }
-  void SetTxnBytesMaxForTesting(size_t bytes) { txn_bytes_max_.store(bytes); }
+  void LimitTxnBytes(size_t bytes) { txn_bytes_max_.store(std::min(bytes, kTxnBytesMax)); }
 
   // Hands a transaction to the committer and, unless it is async, waits for its outcome.
   Status Commit(TxnRep* rep);
@@ -138,6 +144,8 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
  private:
   EngineCore() = default;
+  // Tells every attached service that Close reached `step` (engine_service.h), in slot order.
+  void StopServices(CloseStep step);
 
   const pid_t open_pid_ = CurrentProcessId();
   std::string path_;
@@ -145,19 +153,11 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   std::unique_ptr<io::SyncBackend> backend_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Committer> committer_;
-  // Replication (option replicate; null when off): ships the committer's groups, so it is
-  // destroyed before the committer (declared after it) and closed after the committer stopped.
-  std::unique_ptr<Replicator> replicator_;
-  std::unique_ptr<Retention> retention_;  // after the committer: it commits through it
-  // The admin socket (option admin_socket; null when off): started once the engine is open,
-  // stopped first by Close() so that no request runs while the committer stops.
-  std::unique_ptr<admin_socket::AdminServer> admin_server_;
-  // The metrics listener (option metrics_listen; null when off): started and stopped like the
-  // admin server, stopped before it.
-  std::unique_ptr<HttpListener> metrics_listener_;
-  // The metrics textfile (option metrics_textfile; null when off): its last write happens in
-  // Close() before the engine counts as closed, so it needs its own once-only flag (closing_).
-  std::unique_ptr<TextfileWriter> metrics_textfile_;
+  // After the committer: a service commits through it (retention) or takes its groups
+  // (replication), so it is destroyed first. Close stops them step by step (CloseStep).
+  std::array<std::unique_ptr<EngineService>, kServiceSlots> services_;
+  // Close runs once: a service's last act (the metrics textfile's last write) happens before the
+  // engine counts as closed, so closed_ alone cannot tell.
   std::atomic<bool> closing_{false};
 
   std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};

@@ -22,7 +22,7 @@ struct TxnRep;
 struct EngineInternal {
   // The core an open (or closed) Engine is made of; never null.
   static const std::shared_ptr<EngineCore>& Core(const Engine& engine) { return engine.core_; }
-  // A public Engine over `core` (EngineCore::Open hands it to the caller).
+  // A public Engine over `core` (engine/open hands it to the caller).
   static std::unique_ptr<Engine> NewEngine(std::shared_ptr<EngineCore> core) {
     return std::unique_ptr<Engine>(new Engine(std::move(core)));
   }

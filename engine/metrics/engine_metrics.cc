@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/core/engine_core.h"
+#include "engine/retention/retention.h"
 #include "engine/store/directory_use.h"
 #include "engine/store/tables/retention.h"
 #include "io/wal/wal_fs.h"
@@ -35,7 +36,7 @@ Status ReadCommitMetrics(const EngineCore& core, CommitMetrics* metrics) {
 }
 
 Status ReadRetentionMetrics(const EngineCore& core, RetentionMetrics* metrics) {
-  core.retention()->ReadCounters(metrics);
+  RetentionOf(core)->ReadCounters(metrics);
   // The loss records ListRetentionLosses reads: over the database's life, not since the open.
   std::vector<RetentionLoss> losses;
   Status s = tables::retention::ListLosses(core.store()->db(), core.store()->cf(kMeta), &losses);

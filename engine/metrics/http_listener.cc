@@ -24,6 +24,7 @@
 
 #include "engine/base/assert.h"
 #include "engine/base/thread_name.h"
+#include "engine/core/engine_core.h"
 #include "engine/metrics/listen_address.h"
 #include "wharf/metrics.h"
 
@@ -687,6 +688,12 @@ Status HttpListener::Start(Engine* engine, const std::string& address,
 }
 
 HttpListener::~HttpListener() { Stop(); }
+
+std::string MetricsListenAddress(const EngineCore& core) {
+  const auto* listener =
+      static_cast<const HttpListener*>(core.service(ServiceSlot::kMetricsListener));
+  return listener != nullptr ? listener->address() : std::string();
+}
 
 void HttpListener::Stop() {
   if (!server_) return;

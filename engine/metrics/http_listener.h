@@ -37,10 +37,13 @@
 #include <memory>
 #include <string>
 
+#include "engine/core/engine_service.h"
 #include "wharf/engine.h"
 #include "wharf/status.h"
 
 namespace wharf::internal {
+
+class EngineCore;
 
 struct HttpListenerLimits {
   size_t threads = 2;
@@ -53,7 +56,7 @@ struct HttpListenerLimits {
   size_t reply_bytes_max = 16u << 20;
 };
 
-class HttpListener {
+class HttpListener : public EngineService {
  public:
   // Binds `address` (HOST:PORT, listen_address.h) and starts serving.
   //   InvalidArgument  `address` is not HOST:PORT
@@ -61,13 +64,16 @@ class HttpListener {
   //                    machine, a name that does not resolve)
   static Status Start(Engine* engine, const std::string& address, const HttpListenerLimits& limits,
                       std::unique_ptr<HttpListener>* listener);
-  ~HttpListener();
+  ~HttpListener() override;
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
 
   // Stops accepting, ends every connection (a request being answered finishes) and joins the
   // threads. Idempotent.
   void Stop();
+  void OnClose(CloseStep step) override {
+    if (step == CloseStep::kEngineClosed) Stop();
+  }
 
   // The address bound, HOST:PORT with the actual port (port 0 asked for any).
   const std::string& address() const { return address_; }
@@ -84,5 +90,9 @@ class HttpListener {
   std::unique_ptr<Server> server_;
   std::string address_;
 };
+
+// The metrics listener's bound HOST:PORT (the actual port when metrics_listen asked for port 0);
+// "" when the engine has none.
+std::string MetricsListenAddress(const EngineCore& core);
 
 }  // namespace wharf::internal

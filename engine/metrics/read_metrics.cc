@@ -16,7 +16,7 @@ namespace {
 // Reads atomics and the tracker's and replicator's own locks, never one the commit path waits on
 // for long (the tracker's is held for a few field reads).
 void ReadReplicationMetrics(const internal::EngineCore& core, ReplicationMetrics* metrics) {
-  const internal::Replicator* replicator = core.replicator();
+  const internal::Replicator* replicator = ReplicatorOf(core);
   const internal::Committer* committer = core.committer();
   if (replicator == nullptr || committer == nullptr) return;  // enabled=false
   const EngineOptions& options = core.options();

@@ -21,12 +21,13 @@
 #include <string>
 #include <thread>
 
+#include "engine/core/engine_service.h"
 #include "wharf/engine.h"
 #include "wharf/status.h"
 
 namespace wharf::internal {
 
-class TextfileWriter {
+class TextfileWriter : public EngineService {
  public:
   using Log = std::function<void(const std::string& line)>;
 
@@ -34,12 +35,15 @@ class TextfileWriter {
   // writes once and starts the thread. An empty `log` writes to stderr.
   static Status Start(Engine* engine, const std::string& path, uint32_t interval_ms, Log log,
                       std::unique_ptr<TextfileWriter>* writer);
-  ~TextfileWriter();
+  ~TextfileWriter() override;
   TextfileWriter(const TextfileWriter&) = delete;
   TextfileWriter& operator=(const TextfileWriter&) = delete;
 
   // Writes a last time and joins the thread. Idempotent.
   void Stop();
+  void OnClose(CloseStep step) override {
+    if (step == CloseStep::kEngineOpen) Stop();
+  }
 
   // Writes now (the thread's step; tests call it). OK, or the failure (already logged).
   Status WriteOnce();

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/runtime/tail_cache.h"
+#include "engine/base/fact_ptr.h"
 #include "wharf/relay.h"
 
 namespace wharf::internal {

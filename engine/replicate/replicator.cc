@@ -7,6 +7,7 @@
 
 #include "engine/backup/backup_internal.h"
 #include "engine/base/assert.h"
+#include "engine/core/engine_core.h"
 #include "engine/replicate/apply_groups.h"
 #include "engine/replicate/group_reader.h"
 #include "engine/replicate/group_stream.h"
@@ -230,6 +231,10 @@ Status Replicator::Prepare(const EngineOptions& options, Store* store,
   replicator->state_.term = replication::IdHex(replicator->term_);
   *out = std::move(replicator);
   return Status::OK();
+}
+
+Replicator* ReplicatorOf(const EngineCore& core) {
+  return static_cast<Replicator*>(core.service(ServiceSlot::kReplicator));
 }
 
 Replicator::~Replicator() {

@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "engine/commit/committer.h"
+#include "engine/core/engine_service.h"
 #include "engine/replicate/replicate_config.h"
 #include "engine/store/store.h"
 #include "wharf/options.h"
@@ -52,14 +53,14 @@ class GroupStream;
 // NATS does not take).
 Status ReplicateConfigOf(const EngineOptions& options, ReplicateConfig* config);
 
-class Replicator {
+class Replicator : public EngineService {
  public:
   // With the store open and before the committer exists: connects and decides (above). When it
   // applied groups to a copy, *reopen is set: the caller reopens the store (what it read at open
   // changed) and calls Prepare again.
   static Status Prepare(const EngineOptions& options, Store* store,
                         std::unique_ptr<Replicator>* replicator, bool* reopen);
-  ~Replicator();
+  ~Replicator() override;
 
   // Before the committer starts: opens the group stream and hands it to the committer.
   Status Attach(Committer* committer);
@@ -74,6 +75,10 @@ class Replicator {
   // Waits up to replicate_timeout_ms for the groups in flight to be stored, then closes the group
   // stream (no more publishes or acknowledgements). After the committer stopped.
   void Close();
+  void OnClose(CloseStep step) override {
+    if (step == CloseStep::kEngineOpen) Stop();
+    if (step == CloseStep::kCommitterStopped) Close();
+  }
 
   struct State {
     std::string stream;
@@ -111,5 +116,8 @@ class Replicator {
   State state_;
   std::thread thread_;
 };
+
+// The replicator of an open engine; null unless the database is replicated (option replicate).
+Replicator* ReplicatorOf(const EngineCore& core);
 
 }  // namespace wharf::internal

@@ -24,6 +24,12 @@ Retention::Retention(EngineCore* core) : core_(core) {}
 
 Retention::~Retention() { Stop(); }
 
+Retention* RetentionOf(const EngineCore& core) {
+  auto* retention = static_cast<Retention*>(core.service(ServiceSlot::kRetention));
+  WHARF_ASSERT(retention != nullptr);  // engine/open attaches one to every engine
+  return retention;
+}
+
 void Retention::Start() {
   if (core_->options().retention_interval_ms == 0) return;
   WHARF_ASSERT(!thread_.joinable());

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/core/engine_service.h"
 #include "wharf/admin.h"
 #include "wharf/metrics.h"
 #include "wharf/status.h"
@@ -68,10 +69,10 @@ struct RetentionPassOptions {
   TrimProgressFn progress;
 };
 
-class Retention {
+class Retention : public EngineService {
  public:
   explicit Retention(EngineCore* core);
-  ~Retention();
+  ~Retention() override;
   Retention(const Retention&) = delete;
   Retention& operator=(const Retention&) = delete;
 
@@ -79,6 +80,9 @@ class Retention {
   // end (a compaction it started is cancelled). Idempotent.
   void Start();
   void Stop();
+  void OnClose(CloseStep step) override {
+    if (step == CloseStep::kEngineClosed) Stop();
+  }
 
   // Counted in the metrics (ReadCounters) unless a dry run: as a pass, or as a failed one.
   Status Pass(const RetentionPassOptions& options, TrimReport* report);
@@ -136,5 +140,8 @@ class Retention {
   std::atomic<uint64_t> passes_{0}, failed_passes_{0}, facts_removed_{0}, bytes_removed_{0};
   std::thread thread_;
 };
+
+// The retention of an open engine (engine/open attaches one to every engine); never null.
+Retention* RetentionOf(const EngineCore& core);
 
 }  // namespace wharf::internal

@@ -40,11 +40,11 @@
 #include <vector>
 
 #include "engine/commit/txn_rep.h"
-#include "engine/relay/relay_batch.h"
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/consumer_metrics.h"
 #include "engine/runtime/delivery.h"
 #include "engine/runtime/key_window.h"
+#include "engine/runtime/relay_batch.h"
 #include "engine/runtime/tail_cache.h"
 #include "engine/runtime/trace.h"
 #include "wharf/engine.h"

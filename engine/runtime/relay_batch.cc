@@ -1,5 +1,5 @@
 // RelayBatch: publishing a relay lane's batch and reading back each fact's outcome.
-#include "engine/relay/relay_batch.h"
+#include "engine/runtime/relay_batch.h"
 
 #include <algorithm>
 

@@ -8,6 +8,7 @@
 
 #include "engine/base/assert.h"
 #include "engine/relay/relay_publisher.h"
+#include "engine/retention/retention.h"
 #include "engine/runtime/assignment.h"
 #include "engine/runtime/runtime_impl.h"
 #include "engine/store/codec.h"
@@ -281,7 +282,7 @@ Status RuntimeImpl::RegisterConsumers(std::set<std::string>* had_cursors) {
   constexpr int kAttempts = 3;
   Store* store = core_->store();
   for (int attempt = 1;; ++attempt) {
-    auto rewinds = core_->retention()->LockCursorRewinds();
+    auto rewinds = RetentionOf(*core_)->LockCursorRewinds();
     std::map<std::string, std::vector<std::string>> stored_types;
     std::vector<CursorInfo> cursors;
     Status s = tables::meta::ListConsumerTypes(store->db(), store->cf(kMeta), &stored_types);
@@ -371,7 +372,7 @@ void RuntimeImpl::ObserveRetention() {
     trace_(TraceEvent::Level::kError, "retention-failed", nullptr, 0,
            "retention pass failed (retried at the next interval): " + failure.ToString());
   };
-  core_->retention()->AddObserver(this, std::move(observer));
+  RetentionOf(*core_)->AddObserver(this, std::move(observer));
 }
 
 bool RuntimeImpl::WouldReplay(const Consumer& consumer) const {
@@ -598,7 +599,7 @@ Status RuntimeImpl::Stop() {
   if (leases_ && orderly) leases_->ReleaseAll();
   if (attached_) {
     core_->RemoveListener(this);
-    core_->retention()->RemoveObserver(this);
+    RetentionOf(*core_)->RemoveObserver(this);
     core_->DetachConsumers(ConsumerIds());
   }
   attached_ = false;

@@ -18,11 +18,10 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/base/fact_ptr.h"
 #include "wharf/fact.h"
 
 namespace wharf::internal {
-
-using FactPtr = std::shared_ptr<const Fact>;
 
 class TailCache {
  public:

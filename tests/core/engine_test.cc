@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "engine/store/codec.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/meta.h"
@@ -113,7 +114,7 @@ class EngineTest : public ::testing::TestWithParam<IoBackend> {
   // Opens on the fault-injecting file system, every WAL sync passing gate_.
   void OpenHooked(const EngineOptions& options) {
     internal::StoreHooks hooks{fs_, &gate_};
-    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"T"}));
   }
   // Commits t/k = "old", then t/k = "new" and a fact on writer_, and returns once the second

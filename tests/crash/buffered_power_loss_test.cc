@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "io/fault/fault_fs.h"
 #include "test_util.h"
 #include "tools/broker/broker_process.h"
@@ -58,7 +59,7 @@ class BufferedPowerLossTest : public ::testing::Test {
     options.memtable_bytes = 1u << 20;
     options.retention_interval_ms = 0;  // every fact stays readable for the checks
     internal::StoreHooks hooks{fs_, fs_.get()};
-    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A"}));
   }
 

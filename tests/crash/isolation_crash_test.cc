@@ -25,6 +25,7 @@
 #include "core/isolation_util.h"
 #include "crash/violations.h"
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "io/fault/fault_fs.h"
 #include "test_util.h"
 
@@ -91,7 +92,7 @@ class IsolationPowerLossTest : public ::testing::Test {
     options.retention_interval_ms = 0;
     options.memtable_bytes = 1u << 20;  // flushes happen under load
     internal::StoreHooks hooks{fs_, fs_.get()};
-    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({std::string(testing::kIncType)}));
     testing::ApplyReadValidationSwitch(*engine_);
   }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "engine/store/codec.h"
 #include "engine/store/store.h"
 #include "engine/store/tables/scan.h"
@@ -48,7 +49,7 @@ class PowerLossTest : public ::testing::TestWithParam<IoBackend> {
     // Small WAL spares: many WALs are zero-filled spares, and many grow past theirs.
     options.wal_prefill_bytes = 1u << 20;
     internal::StoreHooks hooks{fs_, fs_.get()};
-    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"T"}));
   }
 

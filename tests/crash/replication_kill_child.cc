@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   // Reports the snapshots the replicator stored (its state, polled: there is no notice).
   std::thread snapshots([&] {
     const wharf::internal::Replicator* replicator =
-        wharf::internal::EngineInternal::Core(*engine)->replicator();
+        wharf::internal::ReplicatorOf(*wharf::internal::EngineInternal::Core(*engine));
     uint64_t reported = 0;
     for (;;) {
       const wharf::internal::Replicator::State state = replicator->state();

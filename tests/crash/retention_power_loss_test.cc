@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "engine/store/codec.h"
 #include "engine/store/tables/retention.h"
 #include "engine/store/tables/scan.h"
@@ -49,7 +50,7 @@ class RetentionPowerLossTest : public ::testing::Test {
     options.memtable_bytes = 1u << 20;
     options.retention_interval_ms = retention ? 3 : 0;
     internal::StoreHooks hooks{fs_, fs_.get()};
-    ASSERT_OK(EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A"}));
   }
 

@@ -30,6 +30,7 @@
 
 #include "crash/violations.h"
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "io/fault/fault_fs.h"
 #include "test_util.h"
 #include "wharf/admin.h"
@@ -138,7 +139,7 @@ class RuntimeAsyncPowerLossTest : public ::testing::Test {
     options.memtable_bytes = 1u << 20;
     options.retention_interval_ms = 0;  // Verify reads every fact back
     internal::StoreHooks hooks{fs_, fs_.get()};
-    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B"}));
   }
 

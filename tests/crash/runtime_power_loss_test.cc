@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "engine/runtime/runtime_impl.h"
 #include "io/fault/fault_fs.h"
 #include "test_util.h"
@@ -44,7 +45,7 @@ class RuntimePowerLossTest : public ::testing::Test {
     // retention_power_loss_test).
     options.retention_interval_ms = 0;
     internal::StoreHooks hooks{fs_, fs_.get()};
-    ASSERT_OK(internal::EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B"}));
   }
 

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
+#include "engine/retention/retention.h"
 #include "engine/store/tables/cursors.h"
 #include "io/fault/fault_fs.h"
 #include "io/wal/wal_fs.h"
@@ -51,7 +53,7 @@ class EngineMetricsTest : public ::testing::Test {
     options.partitions = 4;
     options.retention_interval_ms = 0;  // passes only when a test asks
     internal::StoreHooks hooks{fs_, fs_.get()};
-    ASSERT_OK(EngineCore::Open(dir_.db(), options, hooks, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A"}));
   }
   EngineCore* core() { return EngineInternal::Core(*engine_).get(); }
@@ -310,7 +312,7 @@ TEST_F(EngineMetricsTest, RetentionCountsPassesRemovalsAndLosses) {
   ASSERT_OK(CommitFacts(10));  // young: kept
   internal::RetentionPassOptions bounded;
   bounded.bounded = true;
-  ASSERT_OK(core()->retention()->Pass(bounded, &report));
+  ASSERT_OK(RetentionOf(*core())->Pass(bounded, &report));
   ASSERT_EQ(report.fact_count, 20u);
   r = Read().retention;
   EXPECT_EQ(r.passes_total, 2u);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "engine/core/engine_core.h"
+#include "engine/metrics/http_listener.h"
 #include "test_util.h"
 #include "wharf/engine.h"
 
@@ -22,7 +23,7 @@ namespace wharf::testing {
 
 // The engine's metrics listener, HOST:PORT, and its port.
 inline std::string ListenAddressOf(const Engine& engine) {
-  return internal::EngineInternal::Core(engine)->metrics_listen_address();
+  return internal::MetricsListenAddress(*internal::EngineInternal::Core(engine));
 }
 inline int PortOf(const std::string& address) {
   return std::stoi(address.substr(address.rfind(':') + 1));

@@ -100,7 +100,7 @@ void KeepsTheBound(uint64_t bound_bytes, uint64_t bytes_per_second, int run_seco
   ASSERT_OK(Engine::Open(dir.db(), options, &engine));
   ASSERT_OK(engine->DeclareTypes({kType}));
 
-  auto* retention = EngineInternal::Core(*engine)->retention();
+  auto* retention = RetentionOf(*EngineInternal::Core(*engine));
   const int observer_owner = 0;
   internal::RetentionObserver observer;
   observer.on_drops = [&](const std::vector<internal::RetentionDrop>& drops) {

@@ -183,7 +183,7 @@ TEST_F(PipelineTest, RetriesAndRejectionsMidPipelineKeepOrder) {
 // fact at a time, and every effect is applied once.
 TEST_F(PipelineTest, ARefusedBatchAmongBatchesInFlight) {
   constexpr size_t kLimit = 64 << 10;
-  internal::EngineInternal::Core(*engine_)->SetTxnBytesMaxForTesting(kLimit);
+  internal::EngineInternal::Core(*engine_)->LimitTxnBytes(kLimit);
   // The huge fact is the sixth of its batch: the batch is refused, then run one fact at a time.
   std::vector<uint64_t> ids = CommitFacts(405, 100, "k");
   const uint64_t huge = CommitFacts(1, 1, "k", [](int) { return std::string(kLimit - 2, 'h'); })[0];

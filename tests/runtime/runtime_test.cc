@@ -287,7 +287,7 @@ TEST_F(RuntimeTest, BatchLimitAppliesToEmitsAndDeadLetters) {
   constexpr size_t kLimit = 64 << 10;
   constexpr int kFacts = 40;
   internal::EngineCore* core = internal::EngineInternal::Core(*engine_).get();
-  core->SetTxnBytesMaxForTesting(kLimit);
+  core->LimitTxnBytes(kLimit);
   const std::string chunk(kLimit / 8, 'v');  // 8 per transaction, at most
   std::vector<uint64_t> ids;
   for (int i = 0; i < kFacts; ++i) {
@@ -338,7 +338,7 @@ TEST_F(RuntimeTest, BatchLimitAppliesToEmitsAndDeadLetters) {
 // as store-rejected (poison), its dead letter intact.
 TEST_F(RuntimeTest, RefusedBatchFallsBackToSingleFacts) {
   constexpr size_t kLimit = 64 << 10;
-  internal::EngineInternal::Core(*engine_)->SetTxnBytesMaxForTesting(kLimit);
+  internal::EngineInternal::Core(*engine_)->LimitTxnBytes(kLimit);
   uint64_t small = Commit("A", "k", "fail");
   // A fact carrying exactly the limit: accepted, but its dead letter (with the record's framing
   // and the reason) is larger than any transaction may carry.

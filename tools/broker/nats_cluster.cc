@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -67,16 +69,22 @@ std::string HttpGet(int port, const std::string& path, int timeout_ms) {
 }
 
 NatsCluster::NatsCluster(std::string dir, int nodes) : dir_(std::move(dir)) {
-  std::vector<int> taken;
   for (int i = 0; i < nodes; ++i) {
     Node node;
     node.name = "n" + std::to_string(i);
+    node.process = std::make_unique<BrokerProcess>([this, i](int port) { return Argv(i, port); });
+    nodes_.push_back(std::move(node));
+  }
+  ChoosePorts();
+}
+
+void NatsCluster::ChoosePorts() {
+  std::vector<int> taken;
+  for (Node& node : nodes_) {
     node.cluster_port = FreePortNotIn(taken);
     taken.push_back(node.cluster_port);
     node.monitor_port = FreePortNotIn(taken);
     taken.push_back(node.monitor_port);
-    node.process = std::make_unique<BrokerProcess>([this, i](int port) { return Argv(i, port); });
-    nodes_.push_back(std::move(node));
   }
 }
 
@@ -104,14 +112,29 @@ std::vector<std::string> NatsCluster::Argv(int i, int port) {
 }
 
 bool NatsCluster::Start() {
-  for (int i = 0; i < size(); ++i) {
-    if (!nodes_[i].process->Start()) {
-      error_ = "nats-server " + nodes_[i].name + " did not start (config " + dir_ + "/" +
-               nodes_[i].name + ".conf)";
-      return false;
+  constexpr int kAttempts = 3;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    if (attempt > 1) {
+      // From scratch: new ports, empty stores (no node remembers the failed cluster's peers).
+      for (Node& node : nodes_) {
+        node.process->Kill();
+        std::filesystem::remove_all(dir_ + "/" + node.name);
+      }
+      ChoosePorts();
     }
+    bool started = true;
+    for (int i = 0; i < size() && started; ++i) {
+      started = nodes_[i].process->Start();
+      if (!started) {
+        error_ = "nats-server " + nodes_[i].name + " did not start (config " + dir_ + "/" +
+                 nodes_[i].name + ".conf)";
+      }
+    }
+    if (started && WaitForLeader(30000)) return true;
+    std::fprintf(stderr, "nats cluster: attempt %d of %d failed: %s\n", attempt, kAttempts,
+                 error_.c_str());
   }
-  return WaitForLeader(30000);
+  return false;
 }
 
 void NatsCluster::Kill(int i) { nodes_[i].process->Kill(); }

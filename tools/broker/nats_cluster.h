@@ -24,7 +24,9 @@ class NatsCluster {
   ~NatsCluster();  // kills every node
 
   // Starts every node and waits (at most 30 s) until each sees the same JetStream meta leader
-  // (asked of its monitoring port: GET /jsz, meta_cluster.leader).
+  // (asked of its monitoring port: GET /jsz, meta_cluster.leader). A cluster that does not come
+  // up (a port taken by another test between its choice and the bind, an election that stalls on
+  // a loaded machine) is started again from scratch on new ports, up to three times in all.
   // False (with error() saying why) if a node did not start or no leader was elected.
   bool Start();
   // SIGKILL node `i` (a crash); its store stays. No-op when it is not running.
@@ -51,6 +53,8 @@ class NatsCluster {
     int monitor_port = 0;
     std::unique_ptr<BrokerProcess> process;
   };
+  // Chooses every node's cluster and monitoring ports (client ports: BrokerProcess).
+  void ChoosePorts();
   // Writes node `i`'s config for client port `port`; its command line.
   std::vector<std::string> Argv(int i, int port);
   // Waits (at most `timeout_ms`) until every running node reports the same meta leader.

@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "engine/admin/socket/protocol.h"
+#include "engine/core/engine_service.h"
 #include "wharf/engine.h"
 #include "wharf/status.h"
 
@@ -41,7 +42,7 @@ struct ServerLimits {
   int64_t idle_ms = 5000;
 };
 
-class AdminServer {
+class AdminServer : public EngineService {
  public:
   // Binds `socket_path` and starts serving.
   //   InvalidArgument  a path that is not a socket is in the way, or the path cannot be used
@@ -49,13 +50,16 @@ class AdminServer {
   //                    process serves one at that path
   static Status Start(Engine* engine, const std::string& socket_path, const ServerLimits& limits,
                       std::unique_ptr<AdminServer>* server);
-  ~AdminServer();
+  ~AdminServer() override;
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
   // Waits for the request in progress and for a running backup to end (EngineCore::Close stops
   // the backup first), closes every connection and removes the socket file. Idempotent.
   void Stop();
+  void OnClose(CloseStep step) override {
+    if (step == CloseStep::kEngineClosed) Stop();
+  }
 
   const std::string& path() const { return path_; }
 
