@@ -318,7 +318,7 @@ wharf_status wharf_stat(wharf_engine* engine, wharf_stat_snapshot* snapshot,
         row.cursor_count = consumer.cursor_count;
         row.fact_id_min = consumer.fact_id_min;
         row.fact_id_max = consumer.fact_id_max;
-        row.fact_lag = consumer.fact_lag;
+        row.lag_facts = consumer.lag_facts;
         row.facts_behind = consumer.facts_behind;
         row.oldest_commit_ms = consumer.oldest_commit_ms;
         row.lost_fact_count = consumer.lost_fact_count;
@@ -343,7 +343,7 @@ wharf_status wharf_stat(wharf_engine* engine, wharf_stat_snapshot* snapshot,
         row.has_cursor = lane.has_cursor ? 1 : 0;
         row.fact_id = lane.fact_id;
         row.epoch = lane.epoch;
-        row.fact_lag = lane.fact_lag;
+        row.lag_facts = lane.lag_facts;
         row.facts_behind = lane.facts_behind;
         row.oldest_commit_ms = lane.oldest_commit_ms;
         on_lane(ctx, &row);

@@ -843,7 +843,7 @@ typedef struct wharf_stat_consumer {
   uint64_t cursor_count;      /* partitions where it has a cursor */
   uint64_t fact_id_min;       /* lowest and highest position over the partitions (a partition */
   uint64_t fact_id_max;       /*   without a cursor counts as 0) */
-  uint64_t fact_lag;          /* facts after its cursors that it takes */
+  uint64_t lag_facts;         /* facts after its cursors that it takes */
   uint64_t facts_behind;      /* all facts after its cursors */
   int64_t oldest_commit_ms;   /* commit time of the oldest fact it takes and has not passed; 0 */
   uint64_t lost_fact_count;   /* facts retention removed before it had passed them */
@@ -869,7 +869,7 @@ typedef struct wharf_stat_lane {
   uint8_t has_cursor;       /* 0: no cursor here (it is at the start) */
   uint64_t fact_id;         /* the last fact it passed here */
   uint64_t epoch;           /* lease epoch of the cursor's last writer */
-  uint64_t fact_lag;        /* facts after the cursor that it takes */
+  uint64_t lag_facts;       /* facts after the cursor that it takes */
   uint64_t facts_behind;    /* all facts after the cursor */
   int64_t oldest_commit_ms; /* of the oldest fact it takes after the cursor; 0 when none */
 } wharf_stat_lane;

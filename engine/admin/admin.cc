@@ -150,20 +150,10 @@ Status GetCursor(Engine& engine, std::string_view consumer, uint32_t partition, 
     return Status::InvalidArgument("partition " + std::to_string(partition) + " >= partitions " +
                                    std::to_string(core.options().partitions));
   }
-  std::string sealed;
-  rocksdb::Status read =
-      core.store()->db()->Get(rocksdb::ReadOptions(), core.store()->cf(internal::kCursors),
-                              tables::cursors::Key(consumer, partition), &sealed);
-  *fact_id = 0;
-  if (read.IsNotFound()) return Status::OK();
-  if (!read.ok()) return FromRocks(read, "read cursor");
-  uint64_t epoch = 0;
-  s = tables::cursors::DecodeValue(sealed, fact_id, &epoch);
-  if (!s.ok()) {
-    return Status::Corruption("cursor of " + std::string(consumer) + "/" +
-                              std::to_string(partition) + ": " + s.message());
-  }
-  return Status::OK();
+  tables::cursors::Stored cursor;
+  s = tables::cursors::Read(*core.store(), consumer, partition, &cursor);
+  *fact_id = cursor.fact_id;  // 0 when none is stored (or it failed)
+  return s;
 }
 
 Status CopyCursor(Engine& engine, std::string_view from, std::string_view to, bool force) {

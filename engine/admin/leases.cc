@@ -34,15 +34,12 @@ Status ReleaseLease(Engine& engine, std::string_view consumer) {
     s = core.CheckOpen();
     if (!s.ok()) return s;
     const std::string key = tables::leases::Key(consumer);
-    std::string sealed;
-    rocksdb::Status read = core.store()->db()->Get(
-        rocksdb::ReadOptions(), core.store()->cf(internal::kLeases), key, &sealed);
-    if (read.IsNotFound()) {
-      return Status::NotFound("consumer '" + std::string(consumer) + "' holds no lease");
-    }
-    if (!read.ok()) return internal::FromRocks(read, "read lease");
+    std::optional<std::string> sealed;
+    s = tables::leases::ReadSealed(*core.store(), consumer, &sealed);
+    if (!s.ok()) return s;
+    if (!sealed) return Status::NotFound("consumer '" + std::string(consumer) + "' holds no lease");
     rep.checks.push_back(
-        internal::CheckOp{internal::kLeases, key, sealed, "lease of " + std::string(consumer)});
+        internal::CheckOp{internal::kLeases, key, *sealed, "lease of " + std::string(consumer)});
     rep.writes.push_back(internal::WriteOp{internal::kLeases, true, key, ""});
   }
   WHARF_ASSERT(rep.writes.size() == 1 && rep.checks.size() == 1);

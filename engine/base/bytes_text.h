@@ -15,4 +15,9 @@ size_t FirstInvalidUtf8(std::string_view text);
 // that a binary key never cuts or garbles a C string or a terminal line).
 std::string DescribeBytes(std::string_view bytes);
 
+// Lower-case hex of `bytes` (no prefix), and back: false when `hex` is not an even number of hex
+// digits.
+std::string HexOf(std::string_view bytes);
+bool FromHex(std::string_view hex, std::string* bytes);
+
 }  // namespace wharf::internal

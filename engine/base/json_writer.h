@@ -45,9 +45,4 @@ class JsonWriter {
 // Appends `text` as a JSON string (quoted, escaped) to *out.
 void AppendJsonString(std::string* out, std::string_view text);
 
-// Lower-case hex of `bytes` (no prefix), and back: false when `hex` is not an even number of hex
-// digits.
-std::string HexOf(std::string_view bytes);
-bool FromHex(std::string_view hex, std::string* bytes);
-
 }  // namespace wharf::internal

@@ -79,10 +79,11 @@ struct Committer::Round {
 };
 
 Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
-                     DurableListener* listener)
+                     DurableListener* listener, std::function<int64_t()> clock_ms)
     : store_(store),
       backend_(backend),
       options_(options),
+      clock_ms_(std::move(clock_ms)),
       listener_(listener),
       queue_(options.queue_capacity + kDequeueMax),
       window_(options.conflict_window_bytes),
@@ -126,7 +127,7 @@ void Committer::Start() {
 
 bool Committer::IsEngineThread() const { return tls_engine_thread; }
 
-int64_t Committer::NowMs() const { return options_.clock_ms ? options_.clock_ms() : WallClockMs(); }
+int64_t Committer::NowMs() const { return clock_ms_ ? clock_ms_() : WallClockMs(); }
 
 // Marks the current thread as an engine thread while it runs engine callbacks (restored after).
 class EngineThreadScope {

@@ -86,8 +86,9 @@ struct CommitterStats {
 
 class Committer {
  public:
+  // `clock_ms`: the engine's wall clock (EngineHooks::clock_ms); empty: the system clock.
   Committer(Store* store, io::SyncBackend* backend, const EngineOptions& options,
-            DurableListener* listener);
+            DurableListener* listener, std::function<int64_t()> clock_ms = {});
   ~Committer();
 
   // Replication (options.replicate set): every group written from now on also goes to `sink`,
@@ -179,7 +180,7 @@ class Committer {
   struct Round;
 
   void Run();
-  // The engine's wall clock (EngineOptions::clock_ms, else the system clock).
+  // The engine's wall clock (clock_ms_, else the system clock).
   int64_t NowMs() const;
   // The fast path of Submit for a blocking commit when nothing else is in flight. True when it
   // took the transaction (written, and synced here or handed to the pipeline).
@@ -272,6 +273,7 @@ class Committer {
   Store* const store_;
   io::SyncBackend* const backend_;
   const EngineOptions options_;
+  const std::function<int64_t()> clock_ms_;
   DurableListener* const listener_;
 
   MpscQueue<TxnRep*> queue_;

@@ -46,7 +46,7 @@ Status ValidateStateKey(std::string_view key) {
 }
 
 Status EngineCore::Open(const std::string& path, const EngineOptions& options,
-                        const StoreHooks& hooks, const OpenSteps& steps,
+                        const EngineHooks& hooks, const OpenSteps& steps,
                         std::shared_ptr<EngineCore>* out) {
   if (options.queue_capacity == 0) return Status::InvalidArgument("queue_capacity must be >= 1");
   if (options.group_facts_max == 0) return Status::InvalidArgument("group_facts_max must be >= 1");
@@ -60,9 +60,10 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   std::shared_ptr<EngineCore> core(new EngineCore());
   core->path_ = path;
   core->options_ = options;
+  core->clock_ms_ = hooks.clock_ms;
   Status s = io::SyncBackend::Create(options.io, &core->backend_);
   if (!s.ok()) return s;
-  s = Store::Open(path, options, hooks, &core->store_);
+  s = Store::Open(path, options, hooks.store, &core->store_);
   if (!s.ok()) return s;
   NoteEngineOpened();  // after RocksDB's first open registered its exit handlers (process.h)
   for (int pass = 0; steps.store_opened; ++pass) {
@@ -72,15 +73,18 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
     WHARF_ASSERT(pass == 0);  // a reopened store reads what the step made it read
     s = core->store_->Close();
     core->store_.reset();
-    if (s.ok()) s = Store::Open(path, options, hooks, &core->store_);
+    if (s.ok()) s = Store::Open(path, options, hooks.store, &core->store_);
     if (!s.ok()) break;
   }
   if (!s.ok()) return s;
   core->options_.partitions = core->store_->partitions();
   core->options_.ordering = core->store_->ordering();  // always set once open
-  for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
+  {
+    WriterLock lock(&core->types_mutex_);
+    for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
+  }
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
-                                                 core->options_, core.get());
+                                                 core->options_, core.get(), core->clock_ms_);
   if (steps.committer_made) {
     s = steps.committer_made(core.get());
     if (!s.ok()) return s;
@@ -109,7 +113,7 @@ Status EngineCore::Close() {
   if (closing_.exchange(true)) return Status::OK();
   {
     // Before the admin server stops: it waits for a backup it runs.
-    std::lock_guard lock(backup_mutex_);
+    MutexLock lock(&backup_mutex_);
     if (stop_backup_) stop_backup_();
   }
   // The replicator's snapshot thread ends (its backup was just stopped) before anything it uses
@@ -149,7 +153,7 @@ Status EngineCore::CheckOpen() const {
 }
 
 int64_t EngineCore::NowMs() const {
-  if (options_.clock_ms) return options_.clock_ms();
+  if (clock_ms_) return clock_ms_();
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -182,18 +186,18 @@ Status EngineCore::DeclareTypes(const std::vector<std::string>& types) {
   if (txn->writes.empty()) return CheckOpen();
   Status s = Commit(txn.get());
   if (!s.ok()) return s;
-  std::unique_lock lock(types_mutex_);
+  WriterLock lock(&types_mutex_);
   for (const std::string& type : types) types_.insert(type);
   return Status::OK();
 }
 
 bool EngineCore::IsDeclared(std::string_view type) const {
-  std::shared_lock lock(types_mutex_);
+  ReaderLock lock(&types_mutex_);
   return types_.find(type) != types_.end();
 }
 
 std::vector<std::string> EngineCore::DeclaredTypes() const {
-  std::shared_lock lock(types_mutex_);
+  ReaderLock lock(&types_mutex_);
   std::vector<std::string> types(types_.begin(), types_.end());
   std::sort(types.begin(), types.end());
   return types;
@@ -263,19 +267,19 @@ Status EngineCore::GetState(std::string_view table, std::string_view key, std::s
 }
 
 void EngineCore::AddListener(DurableListener* listener) {
-  std::lock_guard lock(listeners_mutex_);
+  MutexLock lock(&listeners_mutex_);
   listeners_.push_back(listener);
   listener_count_.store(listeners_.size(), std::memory_order_release);
 }
 
 void EngineCore::RemoveListener(DurableListener* listener) {
-  std::lock_guard lock(listeners_mutex_);
+  MutexLock lock(&listeners_mutex_);
   std::erase(listeners_, listener);
   listener_count_.store(listeners_.size(), std::memory_order_release);
 }
 
 bool EngineCore::BeginBackup(std::function<void()> stop) {
-  std::lock_guard lock(backup_mutex_);
+  MutexLock lock(&backup_mutex_);
   if (stop_backup_) return false;
   stop_backup_ = std::move(stop);
   if (closing_.load()) stop_backup_();  // Close began meanwhile: it may have looked already
@@ -283,7 +287,7 @@ bool EngineCore::BeginBackup(std::function<void()> stop) {
 }
 
 void EngineCore::EndBackup(const LastBackup& outcome) {
-  std::lock_guard lock(backup_mutex_);
+  MutexLock lock(&backup_mutex_);
   stop_backup_ = nullptr;
   BackupMetrics& m = backup_metrics_;
   ++(outcome.ok ? m.backups_total : m.failed_total);
@@ -296,27 +300,27 @@ void EngineCore::EndBackup(const LastBackup& outcome) {
 }
 
 BackupMetrics EngineCore::backup_metrics() const {
-  std::lock_guard lock(backup_mutex_);
+  MutexLock lock(&backup_mutex_);
   return backup_metrics_;
 }
 
 void EngineCore::AddLeaseWaker(const void* owner, std::function<void()> wake) {
-  std::lock_guard lock(lease_wakers_mutex_);
+  MutexLock lock(&lease_wakers_mutex_);
   lease_wakers_.emplace_back(owner, std::move(wake));
 }
 
 void EngineCore::RemoveLeaseWaker(const void* owner) {
-  std::lock_guard lock(lease_wakers_mutex_);
+  MutexLock lock(&lease_wakers_mutex_);
   std::erase_if(lease_wakers_, [owner](const auto& waker) { return waker.first == owner; });
 }
 
 void EngineCore::AttachConsumers(const std::vector<std::string>& ids) {
-  std::lock_guard lock(attached_consumers_mutex_);
+  MutexLock lock(&attached_consumers_mutex_);
   attached_consumers_.insert(ids.begin(), ids.end());
 }
 
 void EngineCore::DetachConsumers(const std::vector<std::string>& ids) {
-  std::lock_guard lock(attached_consumers_mutex_);
+  MutexLock lock(&attached_consumers_mutex_);
   for (const std::string& id : ids) {
     auto it = attached_consumers_.find(id);
     WHARF_ASSERT(it != attached_consumers_.end());  // detached only what it attached
@@ -325,39 +329,39 @@ void EngineCore::DetachConsumers(const std::vector<std::string>& ids) {
 }
 
 std::multiset<std::string> EngineCore::AttachedConsumers() const {
-  std::lock_guard lock(attached_consumers_mutex_);
+  MutexLock lock(&attached_consumers_mutex_);
   return attached_consumers_;
 }
 
 void EngineCore::WakeLeaseHolders(const void* except) {
-  std::lock_guard lock(lease_wakers_mutex_);
+  MutexLock lock(&lease_wakers_mutex_);
   for (const auto& [owner, wake] : lease_wakers_) {
     if (owner != except) wake();
   }
 }
 
 void EngineCore::AddMetricsSource(const void* owner, ConsumerMetricsFn collect) {
-  std::lock_guard lock(metrics_sources_mutex_);
+  MutexLock lock(&metrics_sources_mutex_);
   metrics_sources_.emplace_back(owner, std::move(collect));
 }
 
 void EngineCore::RemoveMetricsSource(const void* owner) {
-  std::lock_guard lock(metrics_sources_mutex_);
+  MutexLock lock(&metrics_sources_mutex_);
   std::erase_if(metrics_sources_, [owner](const auto& source) { return source.first == owner; });
 }
 
 void EngineCore::CollectConsumerMetrics(std::vector<ConsumerMetrics>* consumers) const {
-  std::lock_guard lock(metrics_sources_mutex_);
+  MutexLock lock(&metrics_sources_mutex_);
   for (const auto& [owner, collect] : metrics_sources_) collect(consumers);
 }
 
 void EngineCore::OnFactsDurable(uint64_t durable_lsn, std::span<const DurableFact> facts) {
-  std::lock_guard lock(listeners_mutex_);
+  MutexLock lock(&listeners_mutex_);
   for (DurableListener* listener : listeners_) listener->OnFactsDurable(durable_lsn, facts);
 }
 
 void EngineCore::OnGap(uint64_t durable_lsn) {
-  std::lock_guard lock(listeners_mutex_);
+  MutexLock lock(&listeners_mutex_);
   for (DurableListener* listener : listeners_) listener->OnGap(durable_lsn);
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/base/bytes_text.h"
+#include "engine/base/mutex.h"
 #include "engine/base/process.h"
 #include "engine/commit/committer.h"
 #include "engine/commit/txn_rep.h"
@@ -30,6 +31,16 @@
 #include "wharf/metrics.h"
 
 namespace wharf::internal {
+
+// What an engine is opened with beyond its options (engine/open's OpenEngine; tests): the store's
+// hooks (a fault-injecting file system, the WAL salvage) and the wall clock.
+struct EngineHooks {
+  EngineHooks(StoreHooks store_hooks = {}) : store(std::move(store_hooks)) {}  // NOLINT: implicit
+  StoreHooks store;
+  // Wall clock in milliseconds since the epoch (commit times, timers, leases, retention ages);
+  // must be thread-safe. Empty: the system clock.
+  std::function<int64_t()> clock_ms;
+};
 
 struct StringHash {
   using is_transparent = void;
@@ -49,8 +60,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
     std::function<Status(EngineCore* core)> committer_made;
   };
   // Validates the options, opens the store and starts the committer; no service is attached yet.
-  static Status Open(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
-                     const OpenSteps& steps, std::shared_ptr<EngineCore>* core);
+  static Status Open(const std::string& path, const EngineOptions& options,
+                     const EngineHooks& hooks, const OpenSteps& steps,
+                     std::shared_ptr<EngineCore>* core);
   ~EngineCore() override;
 
   // In a process forked from the one that opened the engine, Close abandons it instead: it counts
@@ -150,6 +162,7 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   const pid_t open_pid_ = CurrentProcessId();
   std::string path_;
   EngineOptions options_;
+  std::function<int64_t()> clock_ms_;  // EngineHooks::clock_ms
   std::unique_ptr<io::SyncBackend> backend_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Committer> committer_;
@@ -165,27 +178,29 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   mutable std::shared_mutex close_mutex_;
   std::atomic<bool> closed_{false};
 
-  mutable std::shared_mutex types_mutex_;
-  std::unordered_set<std::string, StringHash, std::equal_to<>> types_;
+  mutable SharedMutex types_mutex_;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> types_ WHARF_GUARDED_BY(types_mutex_);
 
-  std::mutex listeners_mutex_;
-  std::vector<DurableListener*> listeners_;
+  Mutex listeners_mutex_;
+  std::vector<DurableListener*> listeners_ WHARF_GUARDED_BY(listeners_mutex_);
   // listeners_.size(), readable without listeners_mutex_ (Listening, on the commit path). A
   // listener added after a check misses nothing: it reads what was durable when it attached.
   std::atomic<size_t> listener_count_{0};
 
-  mutable std::mutex attached_consumers_mutex_;
-  std::multiset<std::string> attached_consumers_;  // guarded by attached_consumers_mutex_
+  mutable Mutex attached_consumers_mutex_;
+  std::multiset<std::string> attached_consumers_ WHARF_GUARDED_BY(attached_consumers_mutex_);
 
-  mutable std::mutex metrics_sources_mutex_;
-  std::vector<std::pair<const void*, ConsumerMetricsFn>> metrics_sources_;
+  mutable Mutex metrics_sources_mutex_;
+  std::vector<std::pair<const void*, ConsumerMetricsFn>> metrics_sources_
+      WHARF_GUARDED_BY(metrics_sources_mutex_);
 
-  std::mutex lease_wakers_mutex_;
-  std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_;
+  Mutex lease_wakers_mutex_;
+  std::vector<std::pair<const void*, std::function<void()>>> lease_wakers_
+      WHARF_GUARDED_BY(lease_wakers_mutex_);
 
-  mutable std::mutex backup_mutex_;
-  std::function<void()> stop_backup_;  // set while a backup runs (guarded by backup_mutex_)
-  BackupMetrics backup_metrics_;       // guarded by backup_mutex_
+  mutable Mutex backup_mutex_;
+  std::function<void()> stop_backup_ WHARF_GUARDED_BY(backup_mutex_);  // set while a backup runs
+  BackupMetrics backup_metrics_ WHARF_GUARDED_BY(backup_mutex_);
 };
 
 // Validation shared by Txn, the runtime and the admin functions.

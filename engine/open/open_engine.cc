@@ -13,7 +13,7 @@ namespace wharf {
 Status Engine::Open(const std::string& path, const EngineOptions& options,
                     std::unique_ptr<Engine>* engine) {
   if (engine == nullptr) return Status::InvalidArgument("engine output pointer is null");
-  return internal::OpenEngine(path, options, internal::StoreHooks(), engine);
+  return internal::OpenEngine(path, options, internal::EngineHooks(), engine);
 }
 
 namespace internal {
@@ -49,7 +49,7 @@ Status StartServing(Engine* engine, EngineCore* core, const EngineOptions& optio
 
 }  // namespace
 
-Status OpenEngine(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
+Status OpenEngine(const std::string& path, const EngineOptions& options, const EngineHooks& hooks,
                   std::unique_ptr<Engine>* engine) {
   ReplicateConfig replicate;
   Status s = ReplicateConfigOf(options, &replicate);

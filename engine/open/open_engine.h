@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/store/store.h"
+#include "engine/core/engine_core.h"
 #include "wharf/engine.h"
 #include "wharf/options.h"
 #include "wharf/status.h"
@@ -17,7 +17,7 @@
 namespace wharf::internal {
 
 // Errors: as Engine::Open (wharf/engine.h). On failure nothing stays open.
-Status OpenEngine(const std::string& path, const EngineOptions& options, const StoreHooks& hooks,
+Status OpenEngine(const std::string& path, const EngineOptions& options, const EngineHooks& hooks,
                   std::unique_ptr<Engine>* engine);
 
 }  // namespace wharf::internal

@@ -185,17 +185,10 @@ Status Retention::CommitFloors(const RetentionPlan& plan) const {
     auto [it, inserted] = losses.try_emplace(drop.consumer);
     RetentionLoss& loss = it->second;
     if (inserted) {
-      std::string sealed;
-      rocksdb::Status rs =
-          core_->store()->db()->Get(rocksdb::ReadOptions(), core_->store()->cf(kMeta),
-                                    tables::retention::LossKey(drop.consumer), &sealed);
-      if (rs.ok()) {
-        Status s = tables::retention::DecodeLoss(sealed, &loss);
-        if (!s.ok())
-          return Status::Corruption("retention loss of " + drop.consumer + ": " + s.message());
-      } else if (!rs.IsNotFound()) {
-        return FromRocks(rs, "read the retention loss of " + drop.consumer);
-      }
+      std::optional<RetentionLoss> stored;
+      Status s = tables::retention::ReadLoss(*core_->store(), drop.consumer, &stored);
+      if (!s.ok()) return s;
+      if (stored) loss = std::move(*stored);
       loss.last_from_id = drop.from_id;
       loss.last_to_id = drop.to_id;
     }
@@ -212,7 +205,7 @@ Status Retention::CommitFloors(const RetentionPlan& plan) const {
 }
 
 Status Retention::Pass(const RetentionPassOptions& options, TrimReport* report) {
-  std::lock_guard pass(pass_mutex_);
+  MutexLock pass(&pass_mutex_);
   Status s = RunPass(options, report);
   if (!options.dry_run) (s.ok() ? passes_ : failed_passes_).fetch_add(1, std::memory_order_relaxed);
   return s;
@@ -303,17 +296,17 @@ Status Retention::RunPass(const RetentionPassOptions& options, TrimReport* repor
 }
 
 void Retention::AddObserver(const void* owner, RetentionObserver observer) {
-  std::lock_guard lock(observers_mutex_);
+  MutexLock lock(&observers_mutex_);
   observers_.emplace_back(owner, std::move(observer));
 }
 
 void Retention::RemoveObserver(const void* owner) {
-  std::lock_guard lock(observers_mutex_);
+  MutexLock lock(&observers_mutex_);
   std::erase_if(observers_, [owner](const auto& entry) { return entry.first == owner; });
 }
 
 void Retention::Tell(const std::vector<RetentionDrop>& drops, const Status& failure) {
-  std::lock_guard lock(observers_mutex_);
+  MutexLock lock(&observers_mutex_);
   for (const auto& [owner, observer] : observers_) {
     if (!drops.empty() && observer.on_drops) observer.on_drops(drops);
     if (!failure.ok() && observer.on_failure) observer.on_failure(failure);

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/core/engine_service.h"
 #include "wharf/admin.h"
 #include "wharf/metrics.h"
@@ -99,10 +100,11 @@ class Retention : public EngineService {
 
  private:
   void Run();
-  Status RunPass(const RetentionPassOptions& options, TrimReport* report);
+  Status RunPass(const RetentionPassOptions& options, TrimReport* report)
+      WHARF_REQUIRES(pass_mutex_);
   Status ReadCursors(RetentionPlan* plan) const;
   Status ApplyAgeBound(RetentionPlan* plan) const;  // bounds.cc
-  Status ApplyBytesBound(RetentionPlan* plan);      // bounds.cc
+  Status ApplyBytesBound(RetentionPlan* plan) WHARF_REQUIRES(pass_mutex_);  // bounds.cc
   Status CountRemoved(RetentionPlan* plan, const TrimProgressFn& progress) const;
   Status CommitFloors(const RetentionPlan& plan) const;
   void Tell(const std::vector<RetentionDrop>& drops, const Status& failure);
@@ -121,21 +123,22 @@ class Retention : public EngineService {
   bool MemtableNearlyFull();
 
   EngineCore* const core_;
-  std::mutex pass_mutex_;    // one pass at a time
-  std::mutex rewind_mutex_;  // see LockCursorRewinds
+  Mutex pass_mutex_;         // one pass at a time
+  std::mutex rewind_mutex_;  // see LockCursorRewinds (handed out as a std::unique_lock)
 
-  std::mutex observers_mutex_;
-  std::vector<std::pair<const void*, RetentionObserver>> observers_;
+  Mutex observers_mutex_;
+  std::vector<std::pair<const void*, RetentionObserver>> observers_
+      WHARF_GUARDED_BY(observers_mutex_);
 
   std::mutex thread_mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by thread_mutex_
   std::atomic<bool> cancel_compaction_{false};
   uint64_t memtable_bytes_seen_ = 0;  // the active outbox memtable at the last look (Run only)
-  // At the last pass under a byte bound (bounds.cc; guarded by pass_mutex_): RocksDB's count of
-  // WAL bytes written, and when, for the rate at which the directory grows between passes.
-  uint64_t wal_bytes_at_bound_ = 0;
-  std::chrono::steady_clock::time_point bound_pass_time_{};
+  // At the last pass under a byte bound (bounds.cc): RocksDB's count of WAL bytes written, and
+  // when, for the rate at which the directory grows between passes.
+  uint64_t wal_bytes_at_bound_ WHARF_GUARDED_BY(pass_mutex_) = 0;
+  std::chrono::steady_clock::time_point bound_pass_time_ WHARF_GUARDED_BY(pass_mutex_){};
   // For ReadCounters: relaxed atomics, added to by Pass (removals once their floors are durable).
   std::atomic<uint64_t> passes_{0}, failed_passes_{0}, facts_removed_{0}, bytes_removed_{0};
   std::thread thread_;

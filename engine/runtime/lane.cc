@@ -833,19 +833,12 @@ Status Lane::LoadCursors() {
   WHARF_ASSERT(batches_.empty());  // the head is the durable position
   const std::vector<uint64_t> before = position_;
   for (size_t i = 0; i < partitions_.size(); ++i) {
-    std::string key = tables::cursors::Key(consumer_->id, partitions_[i]), stored;
-    rocksdb::Status s = context_.core->store()->db()->Get(
-        rocksdb::ReadOptions(), context_.core->store()->cf(kCursors), key, &stored);
-    uint64_t fact_id = 0, epoch = 0;
-    if (s.IsNotFound()) {
-      persisted_bytes_[i].reset();
-    } else if (!s.ok()) {
-      return FromRocks(s, "read cursor of " + consumer_->id);
-    } else {
-      Status decoded = tables::cursors::DecodeValue(stored, &fact_id, &epoch);
-      if (!decoded.ok()) return decoded;
-      persisted_bytes_[i] = std::move(stored);
-    }
+    tables::cursors::Stored cursor;
+    Status s =
+        tables::cursors::Read(*context_.core->store(), consumer_->id, partitions_[i], &cursor);
+    if (!s.ok()) return s;
+    const uint64_t fact_id = cursor.fact_id;
+    persisted_bytes_[i] = std::move(cursor.sealed);
     persisted_[i] = fact_id;
     position_[i] = fact_id;
     scanned_to_[i] = fact_id;
@@ -870,16 +863,13 @@ Status Lane::LoadCursors() {
 
 Status Lane::LoadRetryRecords() {
   for (size_t i = 0; i < partitions_.size(); ++i) {
-    std::string stored;
-    rocksdb::Status s = context_.core->store()->db()->Get(
-        rocksdb::ReadOptions(), context_.core->store()->cf(kMeta),
-        tables::retries::Key(consumer_->id, partitions_[i]), &stored);
+    std::optional<tables::retries::RetryRecord> stored;
+    Status s =
+        tables::retries::Read(*context_.core->store(), consumer_->id, partitions_[i], &stored);
+    if (!s.ok()) return s;
     stored_retry_[i] = 0;
-    if (s.IsNotFound()) continue;
-    if (!s.ok()) return FromRocks(s, "read retry record of " + consumer_->id);
-    tables::retries::RetryRecord record;
-    Status decoded = tables::retries::DecodeValue(stored, &record);
-    if (!decoded.ok()) return decoded;
+    if (!stored) continue;
+    const tables::retries::RetryRecord& record = *stored;
     stored_retry_[i] = record.fact_id;  // deleted when the cursor passes it, even if stale
     if (record.fact_id <= position_[i]) continue;
     // A fact this consumer kept failing before (another instance, or before a restart): its

@@ -138,9 +138,9 @@ class RuntimeImpl : public DurableListener {
   bool leases_paused_ = false;  // control thread
 };
 
-// Test access to a runtime's internals.
-class RuntimeTestPeer {
- public:
+// The library's own way into a public Runtime (as EngineInternal is into an Engine): the single
+// friend of wharf::Runtime, in a header users never see. Tests reach the implementation here.
+struct RuntimeInternal {
   static RuntimeImpl* Impl(Runtime& runtime) { return runtime.impl_.get(); }
 };
 

@@ -210,12 +210,12 @@ Status ReadConsumerStats(const StoreView& view, std::string_view consumer,
       s = ReadBacklog(view, lane.partition, lane.fact_id, first_ids[lane.partition],
                       filter ? &*filter : nullptr, &backlog);
       if (!s.ok()) return s;
-      lane.fact_lag = backlog.taken_count;
+      lane.lag_facts = backlog.taken_count;
       lane.facts_behind = backlog.fact_count;
       lane.oldest_commit_ms = backlog.oldest_commit_ms;
-      row.fact_lag += lane.fact_lag;
+      row.lag_facts += lane.lag_facts;
       row.facts_behind += lane.facts_behind;
-      if (lane.fact_lag > 0 &&
+      if (lane.lag_facts > 0 &&
           (row.oldest_commit_ms == 0 || lane.oldest_commit_ms < row.oldest_commit_ms)) {
         row.oldest_commit_ms = lane.oldest_commit_ms;
       }

@@ -95,7 +95,7 @@ void ExpectSameNumbers(const StatSnapshot& engine, const StatSnapshot& inspector
     EXPECT_EQ(a.cursor_count, b.cursor_count);
     EXPECT_EQ(a.fact_id_min, b.fact_id_min);
     EXPECT_EQ(a.fact_id_max, b.fact_id_max);
-    EXPECT_EQ(a.fact_lag, b.fact_lag) << a.consumer;
+    EXPECT_EQ(a.lag_facts, b.lag_facts) << a.consumer;
     EXPECT_EQ(a.facts_behind, b.facts_behind) << a.consumer;
     EXPECT_EQ(a.oldest_commit_ms, b.oldest_commit_ms);
     EXPECT_EQ(a.lost_fact_count, b.lost_fact_count);
@@ -103,7 +103,7 @@ void ExpectSameNumbers(const StatSnapshot& engine, const StatSnapshot& inspector
     ASSERT_EQ(a.partitions.size(), b.partitions.size());
     for (size_t p = 0; p < a.partitions.size(); ++p) {
       EXPECT_EQ(a.partitions[p].fact_id, b.partitions[p].fact_id);
-      EXPECT_EQ(a.partitions[p].fact_lag, b.partitions[p].fact_lag);
+      EXPECT_EQ(a.partitions[p].lag_facts, b.partitions[p].lag_facts);
       EXPECT_EQ(a.partitions[p].facts_behind, b.partitions[p].facts_behind);
     }
   }
@@ -163,15 +163,15 @@ TEST_F(AdminStatTest, SnapshotCountsFactsPositionsLagAndLosses) {
   EXPECT_EQ(alpha.cursor_count, 1u);
   EXPECT_EQ(alpha.fact_id_min, 0u);
   EXPECT_EQ(alpha.fact_id_max, first);
-  EXPECT_EQ(alpha.fact_lag, 4u);  // unregistered: every fact after its cursors
+  EXPECT_EQ(alpha.lag_facts, 4u);  // unregistered: every fact after its cursors
   EXPECT_EQ(alpha.facts_behind, 4u);
   EXPECT_GT(alpha.oldest_commit_ms, 0);
   ASSERT_EQ(alpha.partitions.size(), kPartitions);
   EXPECT_TRUE(alpha.partitions[0].has_cursor);
   EXPECT_EQ(alpha.partitions[0].epoch, 7u);
-  EXPECT_EQ(alpha.partitions[0].fact_lag, 2u);
+  EXPECT_EQ(alpha.partitions[0].lag_facts, 2u);
   EXPECT_FALSE(alpha.partitions[1].has_cursor);
-  EXPECT_EQ(alpha.partitions[1].fact_lag, 1u);
+  EXPECT_EQ(alpha.partitions[1].lag_facts, 1u);
   EXPECT_EQ(alpha.lost_fact_count, 0u);
 
   const ConsumerStat& beta = snapshot.consumers[1];
@@ -179,9 +179,9 @@ TEST_F(AdminStatTest, SnapshotCountsFactsPositionsLagAndLosses) {
   EXPECT_TRUE(beta.registered);
   EXPECT_EQ(beta.types, std::vector<std::string>{"T"});
   EXPECT_EQ(beta.cursor_count, 0u);
-  EXPECT_EQ(beta.fact_lag, 3u);  // the T facts only
+  EXPECT_EQ(beta.lag_facts, 3u);  // the T facts only
   EXPECT_EQ(beta.facts_behind, 5u);
-  EXPECT_EQ(beta.partitions[3].fact_lag, 0u);
+  EXPECT_EQ(beta.partitions[3].lag_facts, 0u);
   EXPECT_EQ(beta.partitions[3].facts_behind, 1u);
   EXPECT_EQ(beta.partitions[3].oldest_commit_ms, 0);
 
@@ -191,7 +191,7 @@ TEST_F(AdminStatTest, SnapshotCountsFactsPositionsLagAndLosses) {
   EXPECT_EQ(gamma.lost_last_ms, 1700000000000u);
   EXPECT_EQ(gamma.lost_last_from_id, 1u);
   EXPECT_EQ(gamma.lost_last_to_id, 20u);
-  EXPECT_EQ(gamma.fact_lag, 5u);
+  EXPECT_EQ(gamma.lag_facts, 5u);
 
   // The Inspector computes the same numbers from a secondary, but claims no durable LSN.
   StatSnapshot inspected = InspectorStat();
@@ -218,7 +218,7 @@ TEST_F(AdminStatTest, FactsBelowTheRetentionFloorAreNotCounted) {
   EXPECT_EQ(snapshot.fact_count, 2u);
   ASSERT_EQ(snapshot.consumers.size(), 1u);
   EXPECT_EQ(snapshot.consumers[0].partitions[0].facts_behind, 1u);
-  EXPECT_EQ(snapshot.consumers[0].fact_lag, 2u);
+  EXPECT_EQ(snapshot.consumers[0].lag_facts, 2u);
   ExpectSameNumbers(snapshot, InspectorStat());
 }
 

@@ -77,7 +77,9 @@ class EngineTest : public ::testing::TestWithParam<IoBackend> {
     options.io = GetParam();
     return options;
   }
-  void Open(const EngineOptions& options) { ASSERT_OK(Engine::Open(dir_.db(), options, &engine_)); }
+  void Open(const EngineOptions& options, const internal::EngineHooks& hooks = {}) {
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
+  }
   void Open() { Open(Options()); }
 
   // WAL spares of 4 MiB, and a memtable large enough that the outbox stays in the WAL.
@@ -716,9 +718,9 @@ TEST_P(EngineTest, BufferedDurabilityPersistsOnClose) {
 // time of each Emit.
 TEST_P(EngineTest, CommitMsIsStampedAtCommit) {
   auto now_ms = std::make_shared<std::atomic<int64_t>>(1'000);
-  EngineOptions options = Options();
-  options.clock_ms = [now_ms] { return now_ms->load(); };
-  Open(options);
+  internal::EngineHooks hooks;
+  hooks.clock_ms = [now_ms] { return now_ms->load(); };
+  Open(Options(), hooks);
   ASSERT_OK(engine_->DeclareTypes({"T"}));
   Txn txn = engine_->Begin();
   ASSERT_OK(txn.Emit("T", "k", "first"));

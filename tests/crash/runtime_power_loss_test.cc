@@ -188,7 +188,7 @@ TEST_F(RuntimePowerLossTest, EffectsAppliedExactlyOnceAcrossCuts) {
     runtime->Stop().PermitUncheckedError();
     most_in_flight =
         std::max(most_in_flight,
-                 internal::RuntimeTestPeer::Impl(*runtime)->max_batches_in_flight_for_testing());
+                 internal::RuntimeInternal::Impl(*runtime)->max_batches_in_flight_for_testing());
     runtime.reset();
     engine_->Close().PermitUncheckedError();
     engine_.reset();

@@ -49,10 +49,11 @@ void ExpectWellFormed(const Histogram& histogram) {
 
 class EngineMetricsTest : public ::testing::Test {
  protected:
-  void Open(EngineOptions options = {}) {
+  void Open(EngineOptions options = {}, std::function<int64_t()> clock_ms = {}) {
     options.partitions = 4;
     options.retention_interval_ms = 0;  // passes only when a test asks
-    internal::StoreHooks hooks{fs_, fs_.get()};
+    internal::EngineHooks hooks(internal::StoreHooks{fs_, fs_.get()});
+    hooks.clock_ms = std::move(clock_ms);
     ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A"}));
   }
@@ -283,9 +284,8 @@ TEST_F(EngineMetricsTest, WalSpareStateIsReported) {
 TEST_F(EngineMetricsTest, RetentionCountsPassesRemovalsAndLosses) {
   std::atomic<int64_t> now_ms{1'000'000};
   EngineOptions options;
-  options.clock_ms = [&now_ms] { return now_ms.load(); };
   options.retention_max_age_ms = 60'000;
-  Open(options);
+  Open(options, [&now_ms] { return now_ms.load(); });
   for (int i = 0; i < 4; ++i) ASSERT_OK(CommitFacts(10));  // facts 1..40
   SetAllCursors("a", 20);
   TrimReport report;

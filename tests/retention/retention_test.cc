@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/outbox.h"
 #include "test_util.h"
@@ -35,7 +36,7 @@ class RetentionTest : public ::testing::Test {
   void Open() {
     EngineOptions options = options_;
     options.partitions = kPartitions;
-    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks_, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B"}));
   }
   void Reopen() {
@@ -107,6 +108,7 @@ class RetentionTest : public ::testing::Test {
     o.retention_interval_ms = 0;  // passes only when a test asks, unless it sets an interval
     return o;
   }();
+  internal::EngineHooks hooks_;  // a test's clock
   TempDir dir_;
   std::unique_ptr<Engine> engine_;
 };
@@ -226,7 +228,7 @@ TEST_F(RetentionTest, NoConsumersNoRemovalWithoutABound) {
 // loss is recorded (counting only the types it takes) and traced by its runtime.
 TEST_F(RetentionTest, AgeBoundRemovesOldFactsAndRecordsTheLoss) {
   std::atomic<int64_t> now_ms{1'000'000};
-  options_.clock_ms = [&now_ms] { return now_ms.load(); };
+  hooks_.clock_ms = [&now_ms] { return now_ms.load(); };
   options_.retention_interval_ms = 10;
   options_.retention_max_age_ms = 60'000;
   Reopen();

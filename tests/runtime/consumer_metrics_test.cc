@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "engine/store/tables/retries.h"
 #include "test_util.h"
 #include "wharf/admin.h"
@@ -46,8 +47,9 @@ class ConsumerMetricsTest : public ::testing::Test {
   void SetUp() override {
     EngineOptions options;
     options.partitions = 4;
-    options.clock_ms = [this] { return now_ms_.load(); };
-    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+    internal::EngineHooks hooks;
+    hooks.clock_ms = [this] { return now_ms_.load(); };
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B"}));
   }
   RuntimeOptions Options(uint32_t workers) {

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/open/open_engine.h"
 #include "engine/runtime/runtime_impl.h"
 #include "test_util.h"
 #include "wharf/admin.h"
@@ -42,8 +43,9 @@ class LeaseTest : public ::testing::Test {
   void Open() {
     EngineOptions options;
     options.partitions = 4;
-    options.clock_ms = [this] { return now_ms_.load(); };
-    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+    internal::EngineHooks hooks;
+    hooks.clock_ms = [this] { return now_ms_.load(); };
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A"}));
   }
 
@@ -84,7 +86,7 @@ class LeaseTest : public ::testing::Test {
   }
 
   static bool Holds(Runtime& runtime, const std::string& consumer_id) {
-    for (const auto& consumer : internal::RuntimeTestPeer::Impl(runtime)->consumers_for_testing()) {
+    for (const auto& consumer : internal::RuntimeInternal::Impl(runtime)->consumers_for_testing()) {
       if (consumer->id == consumer_id) return consumer->owned.load();
     }
     return false;
@@ -92,7 +94,7 @@ class LeaseTest : public ::testing::Test {
 
   static int Held(Runtime& runtime) {
     int held = 0;
-    for (const auto& consumer : internal::RuntimeTestPeer::Impl(runtime)->consumers_for_testing()) {
+    for (const auto& consumer : internal::RuntimeInternal::Impl(runtime)->consumers_for_testing()) {
       held += consumer->owned.load();
     }
     return held;
@@ -166,7 +168,7 @@ TEST_F(LeaseTest, FairShareStopAndDeath) {
   EXPECT_GE(traces_.Count("lease-released"), 3);
   CommitFacts(30);
 
-  internal::RuntimeTestPeer::Impl(*c)->AbandonForTesting();  // dies: no release
+  internal::RuntimeInternal::Impl(*c)->AbandonForTesting();  // dies: no release
   int held_by_a = Held(*a);
   EXPECT_LT(held_by_a, 9);
   std::this_thread::sleep_for(std::chrono::milliseconds(5 * kRenewMs));
@@ -201,7 +203,7 @@ TEST_F(LeaseTest, StalledHolderIsFencedByEpoch) {
 
   // a stalls as a whole (its lease thread too, as in a paused process), and its lease and
   // heartbeat expire meanwhile.
-  internal::RuntimeTestPeer::Impl(*a)->PauseLeasesForTesting();
+  internal::RuntimeInternal::Impl(*a)->PauseLeasesForTesting();
   now_ms_ += 200'000;
   auto b = MakeInstance("b", 1, /*lease_ms=*/120'000, /*renew_ms=*/50);
   ASSERT_OK(b->Start());
@@ -314,7 +316,7 @@ TEST_F(LeaseTest, ReclaimAfterRestartAndApiOnlyInstance) {
     auto a = MakeInstance("a", 2, 120'000, 60'000);
     ASSERT_OK(a->Start());
     ASSERT_TRUE(WaitFor([&] { return Held(*a) == 2; }));
-    internal::RuntimeTestPeer::Impl(*a)->AbandonForTesting();  // the process "dies"
+    internal::RuntimeInternal::Impl(*a)->AbandonForTesting();  // the process "dies"
   }
   ASSERT_OK(engine_->Close());
   engine_.reset();

@@ -106,7 +106,7 @@ TEST_F(PipelineTest, ABacklogIsDeliveredWithSeveralBatchesInFlightInOrder) {
     EXPECT_EQ(seen, ids);  // every fact once, in id order
     for (uint64_t id : ids) ASSERT_EQ(State(name, std::to_string(id)), "p") << id;
     const uint32_t most =
-        internal::RuntimeTestPeer::Impl(runtime)->max_batches_in_flight_for_testing();
+        internal::RuntimeInternal::Impl(runtime)->max_batches_in_flight_for_testing();
     if (in_flight == 1) {
       EXPECT_EQ(most, 1u);
     } else {
@@ -138,7 +138,7 @@ TEST_F(PipelineTest, StateReadsSeeTheBatchesInFlight) {
   ASSERT_TRUE(WaitFor([&] { return Cursor("count", "k") == ids.back(); }));
   ASSERT_OK(runtime.Stop());
   EXPECT_EQ(State("counts", "k"), std::to_string(kFacts));
-  EXPECT_GE(internal::RuntimeTestPeer::Impl(runtime)->max_batches_in_flight_for_testing(), 2u);
+  EXPECT_GE(internal::RuntimeInternal::Impl(runtime)->max_batches_in_flight_for_testing(), 2u);
 }
 
 // Failures in the middle of the pipeline: a fact to retry stops its lane's pipeline until it is
@@ -176,7 +176,7 @@ TEST_F(PipelineTest, RetriesAndRejectionsMidPipelineKeepOrder) {
   ASSERT_OK(ListDeadLetters(*engine_, "sub", &dead));
   ASSERT_EQ(dead.size(), 1u);
   EXPECT_EQ(dead[0].fact.id, ids[900]);
-  EXPECT_GE(internal::RuntimeTestPeer::Impl(runtime)->max_batches_in_flight_for_testing(), 2u);
+  EXPECT_GE(internal::RuntimeInternal::Impl(runtime)->max_batches_in_flight_for_testing(), 2u);
 }
 
 // A batch the store refuses while earlier ones are in flight: they commit, it falls back to one
@@ -214,7 +214,7 @@ TEST_F(PipelineTest, ARefusedBatchAmongBatchesInFlight) {
   ASSERT_OK(ListDeadLetters(*engine_, "p", &dead));
   ASSERT_EQ(dead.size(), 1u);
   EXPECT_EQ(dead[0].fact.id, huge);
-  EXPECT_GE(internal::RuntimeTestPeer::Impl(runtime)->max_batches_in_flight_for_testing(), 2u);
+  EXPECT_GE(internal::RuntimeInternal::Impl(runtime)->max_batches_in_flight_for_testing(), 2u);
 }
 
 TEST_F(PipelineTest, BadOptionValuesAreRefused) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/core/engine_core.h"
+#include "engine/open/open_engine.h"
 #include "engine/runtime/runtime_impl.h"
 #include "test_util.h"
 #include "wharf/admin.h"
@@ -52,8 +53,9 @@ class RuntimeTest : public ::testing::Test {
   void Open() {
     EngineOptions options;
     options.partitions = 4;
-    options.clock_ms = [this] { return now_ms_.load(); };
-    ASSERT_OK(Engine::Open(dir_.db(), options, &engine_));
+    internal::EngineHooks hooks;
+    hooks.clock_ms = [this] { return now_ms_.load(); };
+    ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
     ASSERT_OK(engine_->DeclareTypes({"A", "B", "C"}));
   }
   void Reopen() {
@@ -157,7 +159,7 @@ TEST_F(RuntimeTest, ConsistentHashSpreadsLanesEvenly) {
   }
   ASSERT_OK(runtime.Start());
   // Nothing to deliver yet, so nothing was stolen: every lane is on the worker it was assigned.
-  const auto* impl = internal::RuntimeTestPeer::Impl(runtime);
+  const auto* impl = internal::RuntimeInternal::Impl(runtime);
   std::map<uint32_t, int> lanes_of_worker;
   for (const auto& lane : impl->lanes_for_testing()) ++lanes_of_worker[lane->worker()];
   ASSERT_EQ(impl->lanes_for_testing().size(), 8u);  // 2 consumers x 4 partitions
@@ -730,7 +732,7 @@ TEST_F(RuntimeTest, CommitsOfTypesNobodyTakesDoNotWakeWorkers) {
   ASSERT_OK(runtime.Start());
   Commit("A", "k", "x");
   ASSERT_TRUE(WaitFor([&] { return seen.load() == 1; }));
-  internal::RuntimeImpl* impl = internal::RuntimeTestPeer::Impl(runtime);
+  internal::RuntimeImpl* impl = internal::RuntimeInternal::Impl(runtime);
   const uint64_t before = impl->wakeups_for_testing();
   for (int i = 0; i < 100; ++i) Commit("B", "k" + std::to_string(i), "not taken");
   // One signal starts the skip period; a spurious return or two is tolerated, 100 is not.

@@ -97,7 +97,7 @@ TEST(WorkStealingTest, AnIdleWorkerTakesAHotLaneAndOrderHolds) {
       consumer_options));
   ASSERT_OK(runtime.Start());
   ASSERT_TRUE(WaitFor([&] { return handled.load() >= 2 * kFactsPerPartition; }));
-  const uint64_t steals = internal::RuntimeTestPeer::Impl(runtime)->steals_for_testing();
+  const uint64_t steals = internal::RuntimeInternal::Impl(runtime)->steals_for_testing();
   ASSERT_OK(runtime.Stop());
 
   EXPECT_GE(steals, 1u) << "worker 1 never took a lane";

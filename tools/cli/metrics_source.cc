@@ -76,7 +76,7 @@ int ReadStoredMetrics(const Context& context, MetricsSnapshot* snapshot) {
   for (const ConsumerStat& consumer : stat.consumers) {
     ConsumerMetrics& out = m.consumers.emplace_back();
     out.consumer = consumer.consumer;
-    out.lag_facts = consumer.fact_lag;
+    out.lag_facts = consumer.lag_facts;
     if (consumer.oldest_commit_ms != 0) {
       out.lag_seconds =
           static_cast<double>(std::max<int64_t>(0, m.taken_ms - consumer.oldest_commit_ms)) / 1000;
@@ -88,7 +88,7 @@ int ReadStoredMetrics(const Context& context, MetricsSnapshot* snapshot) {
     out.last_error = consumer.last_error;
     out.last_error_ms = consumer.last_error_ms;
     for (const ConsumerPartitionStat& lane : consumer.partitions) {
-      out.partitions.push_back({lane.partition, lane.fact_id, lane.fact_lag});
+      out.partitions.push_back({lane.partition, lane.fact_id, lane.lag_facts});
     }
     if (consumer.lost_fact_count > 0) {
       m.retention.dropped.push_back({consumer.consumer, consumer.lost_fact_count});

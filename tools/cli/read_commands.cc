@@ -68,7 +68,7 @@ void ConsumerJson(Json& json, const ConsumerStat& report, int64_t now_ms, bool l
   json.Key("types").BeginArray();
   for (const std::string& type : report.types) json.String(type);
   json.EndArray();
-  json.Key("fact_lag").Uint(report.fact_lag);
+  json.Key("lag_facts").Uint(report.lag_facts);
   json.Key("facts_behind").Uint(report.facts_behind);
   AgeJson(json, report.oldest_commit_ms, now_ms);
   // Facts retention removed before the consumer had passed them (under a bound), and when.
@@ -102,7 +102,7 @@ void ConsumerJson(Json& json, const ConsumerStat& report, int64_t now_ms, bool l
       json.Key("has_cursor").Bool(lane.has_cursor);
       json.Key("fact_id").Uint(lane.fact_id);
       json.Key("epoch").Uint(lane.epoch);
-      json.Key("fact_lag").Uint(lane.fact_lag);
+      json.Key("lag_facts").Uint(lane.lag_facts);
       json.Key("facts_behind").Uint(lane.facts_behind);
       AgeJson(json, lane.oldest_commit_ms, now_ms);
       json.EndObject();
@@ -124,7 +124,7 @@ Table ConsumerTable(const std::vector<ConsumerStat>& reports, int64_t now_ms) {
   for (const ConsumerStat& report : reports) {
     table.Add({report.consumer, std::to_string(report.cursor_count),
                std::to_string(report.fact_id_min), std::to_string(report.fact_id_max),
-               std::to_string(report.fact_lag), std::to_string(report.facts_behind),
+               std::to_string(report.lag_facts), std::to_string(report.facts_behind),
                Age(report.oldest_commit_ms, now_ms), std::to_string(report.lost_fact_count),
                LastLoss(report)});
   }
@@ -157,7 +157,7 @@ Table LaneTable(const std::vector<ConsumerStat>& reports, int64_t now_ms) {
       if (!lane.has_cursor && lane.facts_behind == 0) continue;
       table.Add({report.consumer, std::to_string(lane.partition),
                  lane.has_cursor ? std::to_string(lane.fact_id) : "-",
-                 lane.has_cursor ? std::to_string(lane.epoch) : "-", std::to_string(lane.fact_lag),
+                 lane.has_cursor ? std::to_string(lane.epoch) : "-", std::to_string(lane.lag_facts),
                  std::to_string(lane.facts_behind), Age(lane.oldest_commit_ms, now_ms)});
     }
   }
@@ -510,11 +510,11 @@ int CursorGet(const Context& context, const std::string& consumer) {
               {true, true, true, true, true, true});
   for (const ConsumerPartitionStat& lane : reports[0].partitions) {
     table.Add({std::to_string(lane.partition), lane.has_cursor ? std::to_string(lane.fact_id) : "-",
-               lane.has_cursor ? std::to_string(lane.epoch) : "-", std::to_string(lane.fact_lag),
+               lane.has_cursor ? std::to_string(lane.epoch) : "-", std::to_string(lane.lag_facts),
                std::to_string(lane.facts_behind), Age(lane.oldest_commit_ms, now_ms)});
   }
   Print(fmt::format("consumer {}: {} facts to deliver ({} facts behind in all)\n", consumer,
-                    reports[0].fact_lag, reports[0].facts_behind) +
+                    reports[0].lag_facts, reports[0].facts_behind) +
         table.Render());
   return kExitOk;
 }

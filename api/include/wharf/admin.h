@@ -163,7 +163,7 @@ struct ConsumerPartitionStat {
   bool has_cursor = false;       // false: no cursor here, it starts at the beginning (fact_id 0)
   uint64_t fact_id = 0;          // the last fact it passed here
   uint64_t epoch = 0;            // lease epoch of the cursor's last writer
-  uint64_t fact_lag = 0;         // facts after the cursor that it takes
+  uint64_t lag_facts = 0;        // facts after the cursor that it takes
   uint64_t facts_behind = 0;     // all facts after the cursor (taken or skipped)
   int64_t oldest_commit_ms = 0;  // commit time of the oldest fact it takes; 0 when none
 };
@@ -176,7 +176,7 @@ struct ConsumerStat {
   uint64_t cursor_count = 0;  // partitions with a cursor
   uint64_t fact_id_min = 0;   // lowest and highest position over every partition
   uint64_t fact_id_max = 0;   //   (a partition without a cursor counts as 0)
-  uint64_t fact_lag = 0;      // sums over the partitions
+  uint64_t lag_facts = 0;     // sums over the partitions
   uint64_t facts_behind = 0;
   int64_t oldest_commit_ms = 0;  // of the oldest fact it takes and has not passed; 0: caught up
   // Retention losses (RetentionLoss; all 0 when it lost nothing).

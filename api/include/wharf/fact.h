@@ -20,7 +20,7 @@ struct Fact {
   std::string source;  // producer or consumer that emitted it ("" for application commits)
   uint32_t v = 1;      // schema version of the payload
   uint32_t depth = 0;  // cascade depth: 0 for application commits, trigger depth + 1 in reactions
-  // Wall clock (EngineOptions::clock_ms) when the transaction that emitted it committed: read
+  // Wall clock (ms since the epoch) when the transaction that emitted it committed: read
   // once per transaction by the committer as it assigns the transaction its ids and writes it to
   // the log, just before the sync that makes it durable (so at most one sync round, typically
   // well under a millisecond, before Commit() returns). Not the time of Emit. A delayed fact

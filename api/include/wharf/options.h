@@ -43,11 +43,16 @@ enum class WhenFull : uint8_t {
   kError,  // "error": the commit returns Status::Busy at once
 };
 
-// `ordering` of an outbox: how facts without a key are placed.
+// `ordering`: of an outbox (EngineOptions::ordering), how facts without a key are placed (keyed
+// facts always go to their key's partition); of a consumer (ConsumerOptions::ordering), the order
+// it delivers in.
 enum class Ordering : uint8_t {
-  kPartition,  // "partition" (default): unkeyed facts go to partition 0
-  kGlobal,     // "global": unkeyed facts go to partition 0
-  kNone,       // "none": unkeyed facts are spread over all partitions
+  kPartition,  // "partition" (default): unkeyed facts go to partition 0; a consumer delivers in
+               // id order within each partition, the partitions in parallel
+  kGlobal,     // "global": unkeyed facts go to partition 0 as well; a consumer delivers in one id
+               // order over every partition (one lane)
+  kNone,       // "none": unkeyed facts are spread over all partitions; a consumer delivers as
+               // with partition
 };
 
 // Limits on what a transaction may carry. Inputs outside them are refused with InvalidArgument.
@@ -188,10 +193,6 @@ struct EngineOptions {
   uint64_t replicate_snapshot_bytes = 1ull << 30;
   // `replicate_snapshot_keep`: snapshots kept in the stream (>= 1).
   uint32_t replicate_snapshot_keep = 2;
-
-  // Wall clock in milliseconds since the epoch (commit times, timers, leases). Tests inject one.
-  // Must be thread-safe. Empty: the system clock.
-  std::function<int64_t()> clock_ms;
 
   // Keyed partitioning from the payload (the declarative runtime's `partitioning: keyed`): called
   // by Txn::Emit for every fact; returns true and sets *key to use that partition key instead of

@@ -74,7 +74,7 @@ namespace internal {
 class DeliveryState;
 class RuntimeImpl;
 class EffectsImpl;
-class RuntimeTestPeer;
+struct RuntimeInternal;
 }  // namespace internal
 
 // The transaction a projection or reaction handler writes its effects into. Valid only during
@@ -314,7 +314,7 @@ class Runtime {
   const std::string& instance() const;
 
  private:
-  friend class internal::RuntimeTestPeer;
+  friend struct internal::RuntimeInternal;
   std::unique_ptr<internal::RuntimeImpl> impl_;
 };
 

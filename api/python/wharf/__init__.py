@@ -332,7 +332,7 @@ class _StatConsumer(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("consumer", c_char_p), ("registered", c_uint8),
                 ("types", POINTER(c_char_p)), ("type_count", c_size_t),
                 ("cursor_count", c_uint64), ("fact_id_min", c_uint64), ("fact_id_max", c_uint64),
-                ("fact_lag", c_uint64), ("facts_behind", c_uint64),
+                ("lag_facts", c_uint64), ("facts_behind", c_uint64),
                 ("oldest_commit_ms", c_int64), ("lost_fact_count", c_uint64),
                 ("lost_last_ms", c_uint64), ("lost_last_from_id", c_uint64),
                 ("lost_last_to_id", c_uint64), ("retrying", c_uint8),
@@ -344,7 +344,7 @@ class _StatConsumer(ctypes.Structure):
 class _StatLane(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("consumer", c_char_p), ("partition", c_uint32),
                 ("has_cursor", c_uint8), ("fact_id", c_uint64), ("epoch", c_uint64),
-                ("fact_lag", c_uint64), ("facts_behind", c_uint64),
+                ("lag_facts", c_uint64), ("facts_behind", c_uint64),
                 ("oldest_commit_ms", c_int64)]
 
 
@@ -789,12 +789,12 @@ class PartitionStat:
 @dataclass(frozen=True)
 class ConsumerPartitionStat:
     """One consumer in one partition: its cursor (has_cursor False: at the start) and the facts
-    after it (fact_lag: those it takes; facts_behind: all)."""
+    after it (lag_facts: those it takes; facts_behind: all)."""
     partition: int
     has_cursor: bool
     fact_id: int
     epoch: int
-    fact_lag: int
+    lag_facts: int
     facts_behind: int
     oldest_commit_ms: int  # of the oldest fact it takes after the cursor; 0 when none
 
@@ -808,7 +808,7 @@ class ConsumerStat:
     cursor_count: int
     fact_id_min: int
     fact_id_max: int
-    fact_lag: int
+    lag_facts: int
     facts_behind: int
     oldest_commit_ms: int
     lost_fact_count: int

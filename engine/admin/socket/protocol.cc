@@ -10,6 +10,7 @@
 
 #include "engine/admin/consumer_id.h"
 #include "engine/base/assert.h"
+#include "engine/base/bytes_text.h"
 #include "engine/base/json_writer.h"
 #include "engine/core/engine_core.h"
 #include "wharf/engine.h"
@@ -436,7 +437,7 @@ void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
     json->EndArray().Key("cursor_count").Uint(consumer.cursor_count);
     json->Key("fact_id_min").Uint(consumer.fact_id_min);
     json->Key("fact_id_max").Uint(consumer.fact_id_max);
-    json->Key("fact_lag").Uint(consumer.fact_lag).Key("facts_behind").Uint(consumer.facts_behind);
+    json->Key("lag_facts").Uint(consumer.lag_facts).Key("facts_behind").Uint(consumer.facts_behind);
     json->Key("oldest_commit_ms").Int(consumer.oldest_commit_ms);
     json->Key("lost_fact_count").Uint(consumer.lost_fact_count);
     json->Key("lost_last_ms").Uint(consumer.lost_last_ms);
@@ -453,7 +454,7 @@ void WriteStat(const StatSnapshot& stat, JsonWriter* json) {
     for (const ConsumerPartitionStat& partition : consumer.partitions) {
       json->BeginObject().Key("partition").Uint(partition.partition);
       json->Key("has_cursor").Bool(partition.has_cursor).Key("fact_id").Uint(partition.fact_id);
-      json->Key("epoch").Uint(partition.epoch).Key("fact_lag").Uint(partition.fact_lag);
+      json->Key("epoch").Uint(partition.epoch).Key("lag_facts").Uint(partition.lag_facts);
       json->Key("facts_behind").Uint(partition.facts_behind);
       json->Key("oldest_commit_ms").Int(partition.oldest_commit_ms).EndObject();
     }
@@ -868,7 +869,7 @@ void ReadStat(Fields* result, StatSnapshot* stat) {
     consumer.cursor_count = fields.U64("cursor_count");
     consumer.fact_id_min = fields.U64("fact_id_min");
     consumer.fact_id_max = fields.U64("fact_id_max");
-    consumer.fact_lag = fields.U64("fact_lag");
+    consumer.lag_facts = fields.U64("lag_facts");
     consumer.facts_behind = fields.U64("facts_behind");
     consumer.oldest_commit_ms = fields.I64("oldest_commit_ms");
     consumer.lost_fact_count = fields.U64("lost_fact_count");
@@ -889,7 +890,7 @@ void ReadStat(Fields* result, StatSnapshot* stat) {
       partition.has_cursor = of.Bool("has_cursor");
       partition.fact_id = of.U64("fact_id");
       partition.epoch = of.U64("epoch");
-      partition.fact_lag = of.U64("fact_lag");
+      partition.lag_facts = of.U64("lag_facts");
       partition.facts_behind = of.U64("facts_behind");
       partition.oldest_commit_ms = of.I64("oldest_commit_ms");
       fields.Absorb(of);

@@ -58,6 +58,18 @@ Status DecodeValue(std::string_view sealed, uint64_t* fact_id, uint64_t* epoch) 
   return Status::OK();
 }
 
+Status Read(const internal::Store& store, std::string_view consumer, uint32_t partition,
+            Stored* cursor) {
+  const std::string name = std::string(consumer) + "/" + std::to_string(partition);
+  *cursor = Stored();
+  Status s = ReadOne(store.db(), store.cf(internal::kCursors), Key(consumer, partition),
+                     &cursor->sealed, "cursor of " + name);
+  if (!s.ok() || !cursor->sealed) return s;
+  s = DecodeValue(*cursor->sealed, &cursor->fact_id, &cursor->epoch);
+  if (!s.ok()) return Status::Corruption("cursor of " + name + ": " + s.message());
+  return Status::OK();
+}
+
 Status DecodeEntry(std::string_view key, std::string_view value, CursorInfo* info) {
   std::string_view consumer;
   if (!DecodeKey(key, &consumer, &info->partition)) {

@@ -7,6 +7,7 @@
 #include <rocksdb/db.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,16 @@ KeyRange Range(std::string_view consumer);
 
 std::string EncodeValue(uint64_t fact_id, uint64_t epoch);
 Status DecodeValue(std::string_view sealed, uint64_t* fact_id, uint64_t* epoch);
+
+// One stored cursor: its exact bytes (what a cursor write's check compares) and what they say.
+struct Stored {
+  std::optional<std::string> sealed;  // empty: none stored (the consumer starts at 0)
+  uint64_t fact_id = 0;               // the last fact passed
+  uint64_t epoch = 0;                 // the lease epoch it was written under
+};
+// Reads the cursor of `consumer` in `partition`. Corruption naming it when it does not decode.
+Status Read(const internal::Store& store, std::string_view consumer, uint32_t partition,
+            Stored* cursor);
 
 // Decodes one stored cursor; Corruption naming it.
 Status DecodeEntry(std::string_view key, std::string_view value, CursorInfo* info);

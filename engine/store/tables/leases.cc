@@ -1,25 +1,14 @@
 #include "engine/store/tables/leases.h"
 
 #include "engine/base/assert.h"
+#include "engine/base/bytes_text.h"
 #include "engine/store/codec.h"
+#include "engine/store/store.h"
 
 namespace wharf::tables::leases {
-namespace {
 
-std::string HexOf(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char c : bytes) {
-    out.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
-    out.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
-  }
-  return out;
-}
+using internal::HexOf;
 
-}  // namespace
-}  // namespace wharf::tables::leases
-
-namespace wharf::tables::leases {
 std::string FenceKey(std::string_view consumer) {
   WHARF_DASSERT(consumer.find('\0') == std::string_view::npos);
   std::string key(consumer);
@@ -112,6 +101,12 @@ Status List(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::vector<LeaseI
         }
         return Status::OK();
       });
+}
+
+Status ReadSealed(const internal::Store& store, std::string_view consumer,
+                  std::optional<std::string>* sealed) {
+  return ReadOne(store.db(), store.cf(internal::kLeases), Key(consumer), sealed,
+                 "lease of " + std::string(consumer));
 }
 
 }  // namespace wharf::tables::leases

@@ -10,6 +10,7 @@
 #include <rocksdb/db.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,9 @@ inline constexpr std::string_view kFenceSuffix{"\0e", 2};
 
 // A consumer's lease key is its id.
 inline std::string Key(std::string_view consumer) { return std::string(consumer); }
+// The stored lease of `consumer`, sealed as stored (what a check compares); empty when none.
+Status ReadSealed(const internal::Store& store, std::string_view consumer,
+                  std::optional<std::string>* sealed);
 std::string FenceKey(std::string_view consumer);
 std::string HeartbeatKey(std::string_view instance);
 

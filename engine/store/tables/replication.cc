@@ -3,6 +3,7 @@
 #include <random>
 
 #include "engine/base/assert.h"
+#include "engine/base/bytes_text.h"
 #include "engine/store/codec.h"
 
 namespace wharf::tables::replication {
@@ -17,30 +18,11 @@ std::string RandomId() {
   return id;
 }
 
-std::string IdHex(std::string_view id) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char c : id) {
-    hex.push_back(kDigits[c >> 4]);
-    hex.push_back(kDigits[c & 15]);
-  }
-  return hex;
-}
+std::string IdHex(std::string_view id) { return internal::HexOf(id); }
 
 Status IdFromHex(std::string_view hex, std::string_view what, std::string* id) {
-  auto nibble = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   std::string bytes;
-  for (size_t i = 0; hex.size() == 2 * kIdBytes && i < hex.size(); i += 2) {
-    const int high = nibble(hex[i]), low = nibble(hex[i + 1]);
-    if (high < 0 || low < 0) break;
-    bytes.push_back(static_cast<char>(high << 4 | low));
-  }
-  if (bytes.size() != kIdBytes) {
+  if (hex.size() != 2 * kIdBytes || !internal::FromHex(hex, &bytes)) {
     return Status::InvalidArgument(std::string(what) + " '" + std::string(hex) +
                                    "' is not 32 hex digits");
   }

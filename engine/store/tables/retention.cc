@@ -89,4 +89,20 @@ Status ListLosses(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
                  });
 }
 
+Status ReadLoss(const internal::Store& store, std::string_view consumer,
+                std::optional<RetentionLoss>* loss) {
+  std::optional<std::string> sealed;
+  loss->reset();
+  Status s = ReadOne(store.db(), store.cf(internal::kMeta), LossKey(consumer), &sealed,
+                     "the retention loss of " + std::string(consumer));
+  if (!s.ok() || !sealed) return s;
+  RetentionLoss read;
+  s = DecodeLoss(*sealed, &read);
+  if (!s.ok()) {
+    return Status::Corruption("retention loss of " + std::string(consumer) + ": " + s.message());
+  }
+  *loss = std::move(read);
+  return Status::OK();
+}
+
 }  // namespace wharf::tables::retention

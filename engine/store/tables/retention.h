@@ -18,6 +18,10 @@
 #include "wharf/admin.h"
 #include "wharf/status.h"
 
+namespace wharf::internal {
+class Store;
+}  // namespace wharf::internal
+
 namespace wharf::tables::retention {
 
 inline constexpr const char* kFloorKey = "retention_floor";
@@ -32,6 +36,9 @@ Status ReadFloors(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, uint32_t p
                   std::vector<uint64_t>* floors, std::optional<std::string>* sealed = nullptr);
 
 std::string LossKey(std::string_view consumer);
+// The loss record of `consumer`, if one is stored. Corruption naming it when it does not decode.
+Status ReadLoss(const internal::Store& store, std::string_view consumer,
+                std::optional<RetentionLoss>* loss);
 std::string EncodeLoss(const RetentionLoss& loss);
 // loss->consumer is left as it is.
 Status DecodeLoss(std::string_view sealed, RetentionLoss* loss);

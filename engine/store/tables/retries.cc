@@ -74,4 +74,21 @@ Status List(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, std::string_view
                  });
 }
 
+Status Read(const internal::Store& store, std::string_view consumer, uint32_t partition,
+            std::optional<RetryRecord>* record) {
+  const std::string name = std::string(consumer) + "/" + std::to_string(partition);
+  std::optional<std::string> sealed;
+  record->reset();
+  Status s = ReadOne(store.db(), store.cf(internal::kMeta), Key(consumer, partition), &sealed,
+                     "retry record of " + name);
+  if (!s.ok() || !sealed) return s;
+  RetryRecord read;
+  read.consumer = std::string(consumer);
+  read.partition = partition;
+  s = DecodeValue(*sealed, &read);
+  if (!s.ok()) return Status::Corruption("retry record of " + name + ": " + s.message());
+  *record = std::move(read);
+  return Status::OK();
+}
+
 }  // namespace wharf::tables::retries

@@ -13,11 +13,16 @@
 #include <rocksdb/db.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "wharf/status.h"
+
+namespace wharf::internal {
+class Store;
+}  // namespace wharf::internal
 
 namespace wharf::tables::retries {
 
@@ -39,6 +44,9 @@ std::string Prefix(std::string_view consumer);
 std::string EncodeValue(const RetryRecord& record);
 // The fields stored in the value (consumer and partition are left as they are).
 Status DecodeValue(std::string_view sealed, RetryRecord* record);
+// The record of `consumer` in `partition`, if one is stored (consumer and partition set).
+Status Read(const internal::Store& store, std::string_view consumer, uint32_t partition,
+            std::optional<RetryRecord>* record);
 // Every record of `consumer` (empty: of every consumer), by consumer then partition.
 Status List(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, std::string_view consumer,
             std::vector<RetryRecord>* records);

@@ -11,6 +11,17 @@ const std::string& KeysEnd() {
 
 KeyRange WholeFamily() { return KeyRange{std::string(), KeysEnd()}; }
 
+Status ReadOne(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
+               std::optional<std::string>* value, const std::string& what) {
+  std::string stored;
+  rocksdb::Status read = db->Get(rocksdb::ReadOptions(), cf, key, &stored);
+  value->reset();
+  if (read.IsNotFound()) return Status::OK();
+  if (!read.ok()) return internal::FromRocks(read, "read " + what);
+  *value = std::move(stored);
+  return Status::OK();
+}
+
 std::string PrefixEnd(std::string prefix) {
   WHARF_ASSERT(!prefix.empty());
   WHARF_ASSERT(static_cast<uint8_t>(prefix.back()) != 0xff);

@@ -10,6 +10,7 @@
 #include <rocksdb/db.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,11 @@ inline constexpr size_t kKeysEndBytes = 255 + 1 + 4096 + 1;
 const std::string& KeysEnd();
 // The range of a whole family.
 KeyRange WholeFamily();
+
+// Reads the stored bytes of one key (sealed: the exact bytes a check-and-set compares) into
+// *value; empty when the key is absent. An error from RocksDB is returned naming `what`.
+Status ReadOne(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
+               std::optional<std::string>* value, const std::string& what);
 
 // The smallest key greater than every key that starts with `prefix`.
 // REQUIRES: prefix is not empty and its last byte is not 0xff.

@@ -378,13 +378,13 @@ TEST_F(CAdminStatTest, StatReportsTotalsAndRows) {
   EXPECT_EQ(c1.registered, 0);
   EXPECT_TRUE(rows.types[0].empty());
   EXPECT_EQ(c1.cursor_count, 4u);
-  EXPECT_EQ(c1.fact_lag, 2u);  // unregistered: every fact after its cursors
+  EXPECT_EQ(c1.lag_facts, 2u);  // unregistered: every fact after its cursors
   EXPECT_EQ(c1.lost_fact_count, 0u);
   const wharf_stat_consumer& mailer = rows.consumer_rows[1];
   EXPECT_EQ(mailer.registered, 1);
   EXPECT_EQ(rows.types[1], std::vector<std::string>{"A"});
   EXPECT_EQ(mailer.facts_behind, 2u);
-  EXPECT_EQ(mailer.fact_lag, 1u);  // the B fact is not taken
+  EXPECT_EQ(mailer.lag_facts, 1u);  // the B fact is not taken
   EXPECT_EQ(mailer.lost_fact_count, 9u);
   EXPECT_EQ(mailer.lost_last_ms, 1700000000000u);
   EXPECT_EQ(mailer.lost_last_from_id, 1u);
@@ -397,9 +397,9 @@ TEST_F(CAdminStatTest, StatReportsTotalsAndRows) {
     EXPECT_EQ(rows.lanes[i].second.struct_size, sizeof(wharf_stat_lane));
     EXPECT_EQ(rows.lanes[i].second.partition, i);
     EXPECT_EQ(rows.lanes[i].second.has_cursor, 1);
-    lag += rows.lanes[i].second.fact_lag;
+    lag += rows.lanes[i].second.lag_facts;
   }
-  EXPECT_EQ(lag, c1.fact_lag);
+  EXPECT_EQ(lag, c1.lag_facts);
   EXPECT_EQ(rows.lanes[4].first, "mailer");
 
   // The C++ snapshot of the same engine: the same numbers.
@@ -408,7 +408,7 @@ TEST_F(CAdminStatTest, StatReportsTotalsAndRows) {
   StatSnapshot cc;
   ASSERT_TRUE(ReadStat(*state->engine, &cc).ok());
   EXPECT_EQ(cc.fact_bytes, snapshot.fact_bytes);
-  EXPECT_EQ(cc.consumers[1].fact_lag, mailer.fact_lag);
+  EXPECT_EQ(cc.consumers[1].lag_facts, mailer.lag_facts);
 
   // No snapshot, no callbacks: allowed (nothing to report).
   ASSERT_WHARF_OK(wharf_stat(engine_, nullptr, nullptr, nullptr, nullptr, nullptr));

@@ -667,12 +667,12 @@ TEST_F(CliTest, StatOnLiveDatabase) {
   EXPECT_EQ(consumer["consumer"].text, "store-requests");
   EXPECT_EQ(consumer["cursor_count"].u(), 2u);
   // Behind: partition 0 facts 3 and 6, partition 2 fact 4, partition 3 fact 5.
-  EXPECT_EQ(consumer["fact_lag"].u(), 4u);
+  EXPECT_EQ(consumer["lag_facts"].u(), 4u);
   EXPECT_GE(consumer["oldest_undelivered_age_ms"].i(), 0);
   EXPECT_EQ(consumer["partitions"][0]["fact_id"].u(), 1u);
   EXPECT_EQ(consumer["partitions"][0]["epoch"].u(), 3u);
-  EXPECT_EQ(consumer["partitions"][0]["fact_lag"].u(), 2u);
-  EXPECT_EQ(consumer["partitions"][1]["fact_lag"].u(), 0u);
+  EXPECT_EQ(consumer["partitions"][0]["lag_facts"].u(), 2u);
+  EXPECT_EQ(consumer["partitions"][1]["lag_facts"].u(), 0u);
   EXPECT_EQ(consumer["partitions"][1]["oldest_undelivered_age_ms"].kind, JsonValue::kNull);
   EXPECT_FALSE(consumer["partitions"][2]["has_cursor"].b());
 
@@ -681,7 +681,7 @@ TEST_F(CliTest, StatOnLiveDatabase) {
   ASSERT_EQ(r.code, 0) << r.err;
   stat = ParseJson(r.out);
   EXPECT_EQ(stat["last_lsn"].u(), 8u);
-  EXPECT_EQ(stat["consumers"][0]["fact_lag"].u(), 5u);
+  EXPECT_EQ(stat["consumers"][0]["lag_facts"].u(), 5u);
 }
 
 // stat shows, per consumer, the facts retention removed before it had passed them and when (the
@@ -704,7 +704,7 @@ TEST_F(CliTest, StatShowsRetentionLosses) {
   EXPECT_EQ(consumer["lost_last_ms"].u(), loss.last_ms);
   EXPECT_EQ(consumer["lost_last_from_id"].u(), 1u);
   EXPECT_EQ(consumer["lost_last_to_id"].u(), 3u);
-  EXPECT_EQ(consumer["fact_lag"].u(), 4u);  // unchanged by the record
+  EXPECT_EQ(consumer["lag_facts"].u(), 4u);  // unchanged by the record
 
   r = RunDb({"stat"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -789,7 +789,7 @@ TEST_F(CliTest, ReadsNextToRunningRuntime) {
   JsonValue get = ParseJson(r.out);
   EXPECT_EQ(get["partitions"][1]["fact_id"].u(), 2u);  // the rejected fact was passed
   EXPECT_EQ(get["partitions"][2]["fact_id"].u(), 4u);
-  EXPECT_LE(get["fact_lag"].u(), 1u);  // at most the skipped ReviewPosted, persisted lazily
+  EXPECT_LE(get["lag_facts"].u(), 1u);  // at most the skipped ReviewPosted, persisted lazily
 
   r = RunDb({"dead", "list", "order-totals", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -842,9 +842,9 @@ TEST_F(CliTest, LagCountsOnlyTakenFacts) {
   ASSERT_EQ(stat["consumers"].items.size(), 1u);
   const JsonValue& consumer = stat["consumers"][0];
   EXPECT_TRUE(consumer["registered"].b());
-  EXPECT_EQ(consumer["fact_lag"].u(), 2u);
+  EXPECT_EQ(consumer["lag_facts"].u(), 2u);
   EXPECT_EQ(consumer["facts_behind"].u(), 502u);
-  EXPECT_EQ(consumer["partitions"][0]["fact_lag"].u(), 1u);
+  EXPECT_EQ(consumer["partitions"][0]["lag_facts"].u(), 1u);
   r = RunDb({"cursor", "get", "shipping"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "2 facts to deliver (502 facts behind in all)");
@@ -862,7 +862,7 @@ TEST_F(CliTest, CursorListAndGet) {
   JsonValue list = ParseJson(r.out);
   ASSERT_EQ(list["consumers"].items.size(), 1u);
   EXPECT_EQ(list["consumers"][0]["fact_id_max"].u(), 2u);
-  EXPECT_EQ(list["consumers"][0]["fact_lag"].u(), 4u);
+  EXPECT_EQ(list["consumers"][0]["lag_facts"].u(), 4u);
 
   r = RunDb({"cursor", "get", "store-requests", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
