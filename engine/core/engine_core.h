@@ -179,7 +179,8 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   std::atomic<bool> closed_{false};
 
   mutable SharedMutex types_mutex_;
-  std::unordered_set<std::string, StringHash, std::equal_to<>> types_ WHARF_GUARDED_BY(types_mutex_);
+  std::unordered_set<std::string, StringHash, std::equal_to<>> types_
+      WHARF_GUARDED_BY(types_mutex_);
 
   Mutex listeners_mutex_;
   std::vector<DurableListener*> listeners_ WHARF_GUARDED_BY(listeners_mutex_);

@@ -103,7 +103,7 @@ class Retention : public EngineService {
   Status RunPass(const RetentionPassOptions& options, TrimReport* report)
       WHARF_REQUIRES(pass_mutex_);
   Status ReadCursors(RetentionPlan* plan) const;
-  Status ApplyAgeBound(RetentionPlan* plan) const;  // bounds.cc
+  Status ApplyAgeBound(RetentionPlan* plan) const;                          // bounds.cc
   Status ApplyBytesBound(RetentionPlan* plan) WHARF_REQUIRES(pass_mutex_);  // bounds.cc
   Status CountRemoved(RetentionPlan* plan, const TrimProgressFn& progress) const;
   Status CommitFloors(const RetentionPlan& plan) const;
