@@ -1,19 +1,23 @@
 // Unit tests of the table modules (engine/store/tables/): each family's keys round-trip, encoded
-// keys sort in numeric order, decoders refuse keys of another shape, and scans stop at their
-// bounds. The scans run on a real RocksDB database in a temporary directory.
+// keys sort in numeric order, decoders refuse keys of another shape, scans stop at their bounds,
+// and the point readers name what does not decode. Scans and reads run on a real RocksDB database
+// in a temporary directory.
 #include <rocksdb/db.h>
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/store/codec.h"
+#include "engine/store/store.h"
 #include "engine/store/tables/cursors.h"
 #include "engine/store/tables/dead_letters.h"
 #include "engine/store/tables/leases.h"
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/outbox.h"
+#include "engine/store/tables/retention.h"
 #include "engine/store/tables/retries.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/state.h"
@@ -342,6 +346,68 @@ TEST(TablesTest, KeysEndSortsAboveTheLongestKeys) {
   EXPECT_LT(cursors::Key(std::string(255, '\xff'), UINT32_MAX), KeysEnd());
   EXPECT_EQ(PrefixEnd("ab"), "ac");
   EXPECT_EQ(WholeFamily().lower, "");
+}
+
+// The point readers of the table modules read from a real store: nothing stored is no error (and
+// no bytes), what is stored comes back with its exact bytes, and bytes that do not decode are
+// Corruption naming whose record they are.
+TEST(TableReadTest, PointReadersReturnExactBytesAbsenceAndNamedCorruption) {
+  TempDir dir;
+  std::unique_ptr<internal::Store> store;
+  ASSERT_OK(internal::Store::Open(dir.db(), EngineOptions(), internal::StoreHooks(), &store));
+  auto put = [&](internal::Cf cf, const std::string& key, const std::string& value) {
+    ASSERT_TRUE(store->db()->Put(rocksdb::WriteOptions(), store->cf(cf), key, value).ok());
+  };
+
+  cursors::Stored cursor;
+  ASSERT_OK(cursors::Read(*store, "mailer", 3, &cursor));
+  EXPECT_FALSE(cursor.sealed.has_value());
+  EXPECT_EQ(cursor.fact_id, 0u);
+  const std::string sealed = cursors::EncodeValue(41, 7);
+  put(internal::kCursors, cursors::Key("mailer", 3), sealed);
+  ASSERT_OK(cursors::Read(*store, "mailer", 3, &cursor));
+  EXPECT_EQ(cursor.sealed, sealed);
+  EXPECT_EQ(cursor.fact_id, 41u);
+  EXPECT_EQ(cursor.epoch, 7u);
+  put(internal::kCursors, cursors::Key("mailer", 4), "not a cursor");
+  Status s = cursors::Read(*store, "mailer", 4, &cursor);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("cursor of mailer/4"), std::string::npos) << s.ToString();
+
+  std::optional<retries::RetryRecord> retry;
+  ASSERT_OK(retries::Read(*store, "mailer", 3, &retry));
+  EXPECT_FALSE(retry.has_value());
+  retries::RetryRecord written;
+  written.fact_id = 41;
+  written.attempts = 3;
+  written.last_error = "smtp down";
+  put(internal::kMeta, retries::Key("mailer", 3), retries::EncodeValue(written));
+  ASSERT_OK(retries::Read(*store, "mailer", 3, &retry));
+  ASSERT_TRUE(retry.has_value());
+  EXPECT_EQ(retry->consumer, "mailer");
+  EXPECT_EQ(retry->partition, 3u);
+  EXPECT_EQ(retry->attempts, 3u);
+  EXPECT_EQ(retry->last_error, "smtp down");
+  put(internal::kMeta, retries::Key("mailer", 5), "garbage");
+  s = retries::Read(*store, "mailer", 5, &retry);
+  EXPECT_TRUE(s.IsCorruption() && s.message().find("retry record of mailer/5") != std::string::npos)
+      << s.ToString();
+
+  std::optional<std::string> lease;
+  ASSERT_OK(leases::ReadSealed(*store, "mailer", &lease));
+  EXPECT_FALSE(lease.has_value());
+  put(internal::kLeases, leases::Key("mailer"), "sealed lease bytes");
+  ASSERT_OK(leases::ReadSealed(*store, "mailer", &lease));
+  EXPECT_EQ(lease, "sealed lease bytes");  // as stored: the check compares these bytes
+
+  std::optional<RetentionLoss> loss;
+  ASSERT_OK(retention::ReadLoss(*store, "mailer", &loss));
+  EXPECT_FALSE(loss.has_value());
+  put(internal::kMeta, retention::LossKey("mailer"), "garbage");
+  s = retention::ReadLoss(*store, "mailer", &loss);
+  EXPECT_TRUE(s.IsCorruption() && s.message().find("retention loss of mailer") != std::string::npos)
+      << s.ToString();
+  ASSERT_OK(store->Close());
 }
 
 }  // namespace
