@@ -117,7 +117,10 @@ ShipLag Committer::ReplicationLag() const {
 }
 
 void Committer::Start() {
-  last_sync_ = std::chrono::steady_clock::now();
+  {
+    MutexLock lock(&sync_mu_);  // no other thread runs yet; the analysis wants it all the same
+    last_sync_ = std::chrono::steady_clock::now();
+  }
   thread_ = std::thread([this] {
     io::NameThisThread("wharf-commit");
     tls_engine_thread = true;
@@ -156,7 +159,7 @@ bool Committer::TryCommitInline(TxnRep* rep) {
   {
     std::lock_guard write_lock(write_mu_, std::adopt_lock);
     WriteBatchOf(&rep, 1);
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     // A round still finishing (or a failure) keeps the group for the committer thread, which the
     // end of that round wakes.
     if (!sync_in_flight_.load() && !failed_.load()) round = TakeRoundLocked(/*force=*/true);
@@ -408,7 +411,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     if (failed_) {
       Status cause;
       {
-        std::lock_guard lock(sync_mu_);
+        MutexLock lock(&sync_mu_);
         cause = failure_;
       }
       rep->status = Status::IOError(
@@ -422,7 +425,7 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
       WriteBuilding();
       if (!failed_) SyncWrittenNow();
       if (failed_) {
-        std::lock_guard lock(sync_mu_);
+        MutexLock lock(&sync_mu_);
         rep->status =
             Status::IOError("a write before the durable point failed (" + failure_.message() + ")",
                             failure_.retryable());
@@ -559,7 +562,7 @@ bool Committer::WriteBuilding() {
   const bool written = s.ok();
   if (!written) {
     {
-      std::lock_guard lock(sync_mu_);
+      MutexLock lock(&sync_mu_);
       failed_ = true;
       failure_ = s;
       failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
@@ -592,7 +595,7 @@ bool Committer::WriteBuilding() {
       group.reps.clear();
     }
     {
-      std::lock_guard lock(sync_mu_);
+      MutexLock lock(&sync_mu_);
       unsynced_.push_back(std::move(group));
     }
   }
@@ -606,7 +609,7 @@ bool Committer::WriteBuilding() {
 void Committer::MaybeSubmitSync(bool force) {
   std::shared_ptr<Round> round;
   {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     if (failed_.load() || sync_in_flight_.load()) return;
     // A SyncNow request is taken only by a round that starts now: it covers every group written
     // before the request (buffered groups are written on this thread only).
@@ -618,7 +621,7 @@ void Committer::MaybeSubmitSync(bool force) {
 
 int64_t Committer::BufferedWaitUs() {
   const auto interval = std::chrono::milliseconds(options_.buffered_sync_ms);
-  std::lock_guard lock(sync_mu_);
+  MutexLock lock(&sync_mu_);
   // Nothing written since the last round: look again after an interval.
   if (unsynced_.empty()) {
     return std::chrono::duration_cast<std::chrono::microseconds>(interval).count();
@@ -656,7 +659,7 @@ bool Committer::WriteReservation(uint64_t reserve_to) {
   if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
   if (!s.ok()) {
     {
-      std::lock_guard lock(sync_mu_);
+      MutexLock lock(&sync_mu_);
       failed_ = true;
       failure_ = s;
       failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
@@ -672,7 +675,7 @@ void Committer::SyncWrittenNow() {
   std::shared_ptr<Round> round;
   while (true) {
     {
-      std::lock_guard lock(sync_mu_);
+      MutexLock lock(&sync_mu_);
       if (failed_.load()) return;
       if (!sync_in_flight_.load()) {
         round = TakeRoundLocked(/*force=*/true);
@@ -686,7 +689,7 @@ void Committer::SyncWrittenNow() {
 }
 
 int64_t Committer::GatherWaitUs() {
-  std::lock_guard lock(sync_mu_);
+  MutexLock lock(&sync_mu_);
   if (unsynced_.empty() || sync_in_flight_.load() || failed_.load()) return -1;
   const auto left = gather_deadline_ - std::chrono::steady_clock::now();
   return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(left).count());
@@ -746,7 +749,7 @@ bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) 
   if (s.ok()) return true;
   // The backend refused the round: nothing was synced.
   {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     failed_ = true;
     failure_ = s;
     failure_.PermitUncheckedError();  // a record: read when a later commit needs its cause
@@ -760,7 +763,7 @@ void Committer::EndRound(bool start_next) {
   std::shared_ptr<Round> next;
   bool committer_needed;
   {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     sync_in_flight_.store(false, std::memory_order_release);
     if (start_next && !failed_.load() && options_.durability != Durability::kBuffered) {
       next = TakeRoundLocked(/*force=*/false);
@@ -798,7 +801,7 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
   // backend's thread at the same time as these acknowledgements, and overtake them.
   std::shared_ptr<Round> next;
   {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     // Gather the next round until as many commits as this one acknowledges are written, for at
     // most about one sync's time (an estimate of what waiting could cost).
     const auto elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
@@ -967,7 +970,7 @@ Status Committer::Recover() {
   rocksdb::DB* db = store_->db();
   Status failure;
   {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     failure = failure_;
   }
   failure.PermitUncheckedError();  // read only to explain a recovery that fails
@@ -1007,7 +1010,7 @@ Status Committer::Recover() {
     return last_recover_failure_;
   }
   {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     failed_ = false;
     failure_ = Status::OK();
   }
@@ -1140,7 +1143,7 @@ void Committer::AnswerUnknownGroups() {
   std::vector<Group> unknown;
   Status cause;
   {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(&sync_mu_);
     unknown.swap(unsynced_);
     if (unknown.empty()) return;
     cause = failure_;

@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "engine/base/histogram.h"
+#include "engine/base/mutex.h"
 #include "engine/commit/conflict_window.h"
 #include "engine/commit/durable_listener.h"
 #include "engine/commit/group_sink.h"
@@ -223,7 +224,7 @@ class Committer {
   // Raises durable_lsn_ to `lsn` (never lowers it: a recovery may have raised it past a round
   // still in flight).
   void RaiseDurableLsn(uint64_t lsn);
-  std::shared_ptr<Round> TakeRoundLocked(bool force);
+  std::shared_ptr<Round> TakeRoundLocked(bool force) WHARF_REQUIRES(sync_mu_);
   // False when the backend refused the round (its groups were failed; the caller ends the round).
   bool StartRound(const std::shared_ptr<Round>& round, bool inline_ok);
   // Clears the in-flight flag; with `start_next`, starts a round of the groups written meanwhile.
@@ -322,16 +323,17 @@ class Committer {
   // The sync pipeline, shared by the committer (which adds written groups) and the round
   // completions (which start the next round). Flags are atomics so they can be peeked unlocked;
   // they change only with sync_mu_ held.
-  std::mutex sync_mu_;
-  std::vector<Group> unsynced_;
+  Mutex sync_mu_;
+  std::vector<Group> unsynced_ WHARF_GUARDED_BY(sync_mu_);
   // Round gathering (see TakeRoundLocked): the next round waits for this many commits, until
   // the deadline.
-  size_t gather_target_ = 0;
-  int rounds_without_gathering_ = 0;
-  std::chrono::steady_clock::time_point gather_deadline_;
-  int64_t sync_ewma_us_ = 0;  // moving average of sync round durations
-  std::chrono::steady_clock::time_point last_sync_;
-  Status failure_;  // the write or sync failure that set failed_, for later commits' errors
+  size_t gather_target_ WHARF_GUARDED_BY(sync_mu_) = 0;
+  int rounds_without_gathering_ WHARF_GUARDED_BY(sync_mu_) = 0;
+  std::chrono::steady_clock::time_point gather_deadline_ WHARF_GUARDED_BY(sync_mu_);
+  int64_t sync_ewma_us_ WHARF_GUARDED_BY(sync_mu_) = 0;  // moving average of round durations
+  std::chrono::steady_clock::time_point last_sync_ WHARF_GUARDED_BY(sync_mu_);
+  // The write or sync failure that set failed_, for later commits' errors.
+  Status failure_ WHARF_GUARDED_BY(sync_mu_);
   std::atomic<bool> failed_{false};  // a write or sync failed: recover before writing again
   std::atomic<bool> sync_in_flight_{false};
   std::atomic<bool> sync_requested_{false};  // SyncNow: start a round at once (buffered)

@@ -15,7 +15,7 @@ std::shared_ptr<const ReadSnapshot> ReadSnapshots::Take(bool validated, bool may
     word_.fetch_or(kTracking, std::memory_order_acq_rel);
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_) {
       if (validated) word_.fetch_sub(kOneReader, std::memory_order_acq_rel);
       return nullptr;
@@ -34,7 +34,7 @@ std::shared_ptr<const ReadSnapshot> ReadSnapshots::Take(bool validated, bool may
 
 void ReadSnapshots::Release(ReadSnapshot* snapshot) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (snapshot->rocks != nullptr) db_->ReleaseSnapshot(snapshot->rocks);
     open_.erase(snapshot);
   }
@@ -46,7 +46,7 @@ void ReadSnapshots::Release(ReadSnapshot* snapshot) {
 }
 
 void ReadSnapshots::CloseAll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   closed_ = true;
   for (ReadSnapshot* snapshot : open_) {
     db_->ReleaseSnapshot(snapshot->rocks);

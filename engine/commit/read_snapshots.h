@@ -23,6 +23,8 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "engine/base/mutex.h"
+
 namespace wharf::internal {
 
 struct ReadSnapshot {
@@ -70,9 +72,9 @@ class ReadSnapshots {
   const std::atomic<uint64_t>* const write_seq_;
   std::atomic<uint64_t> word_{0};  // validated snapshots open * kOneReader | kTracking
 
-  std::mutex mu_;
-  bool closed_ = false;                     // guarded by mu_
-  std::unordered_set<ReadSnapshot*> open_;  // guarded by mu_
+  Mutex mu_;
+  bool closed_ WHARF_GUARDED_BY(mu_) = false;
+  std::unordered_set<ReadSnapshot*> open_ WHARF_GUARDED_BY(mu_);
 };
 
 }  // namespace wharf::internal

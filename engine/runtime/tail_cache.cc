@@ -11,7 +11,7 @@ TailCache::TailCache(uint32_t partitions, uint32_t capacity_per_partition)
 
 void TailCache::Reset(uint64_t durable_lsn) {
   for (Partition& part : parts_) {
-    std::lock_guard lock(part.mutex);
+    MutexLock lock(&part.mutex);
     part.facts.clear();
     part.valid_from = durable_lsn + 1;
     // Unknown content up to durable_lsn: make every lane look once.
@@ -23,7 +23,7 @@ void TailCache::Reset(uint64_t durable_lsn) {
 void TailCache::Append(uint64_t durable_lsn, const std::vector<FactPtr>& facts) {
   for (const FactPtr& fact : facts) {
     Partition& part = parts_[fact->partition];
-    std::lock_guard lock(part.mutex);
+    MutexLock lock(&part.mutex);
     if (fact->id < part.valid_from) continue;  // announced before Reset's horizon
     WHARF_DASSERT(part.facts.empty() || part.facts.back()->id < fact->id);
     part.facts.push_back(fact);
@@ -42,7 +42,7 @@ bool TailCache::Read(uint32_t partition, uint64_t from_id, uint64_t to_id, size_
   // the partition lock taken below.
   uint64_t announced = announced_.load(std::memory_order_acquire);
   const Partition& part = parts_[partition];
-  std::lock_guard lock(part.mutex);
+  MutexLock lock(&part.mutex);
   if (from_id < part.valid_from || capacity_ == 0) return false;
   uint64_t limit = std::min(to_id, announced);
   auto it = std::lower_bound(part.facts.begin(), part.facts.end(), from_id,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/base/fact_ptr.h"
+#include "engine/base/mutex.h"
 #include "wharf/fact.h"
 
 namespace wharf::internal {
@@ -44,9 +45,9 @@ class TailCache {
 
  private:
   struct Partition {
-    mutable std::mutex mutex;
-    std::deque<FactPtr> facts;  // ids increasing
-    uint64_t valid_from = 1;
+    mutable Mutex mutex;
+    std::deque<FactPtr> facts WHARF_GUARDED_BY(mutex);  // ids increasing
+    uint64_t valid_from WHARF_GUARDED_BY(mutex) = 1;
     std::atomic<uint64_t> high{0};
   };
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/commit/mpsc_queue.h"  // kWakeSpins
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/tail_cache.h"
@@ -44,11 +45,11 @@ class Taps {
   class Inbox {
    public:
     void enqueue(FactPtr fact) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       facts_.push_back(std::move(fact));
     }
     bool try_dequeue(FactPtr& fact) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       if (facts_.empty()) return false;
       fact = std::move(facts_.front());
       facts_.pop_front();
@@ -56,8 +57,8 @@ class Taps {
     }
 
    private:
-    std::mutex mutex_;
-    std::deque<FactPtr> facts_;
+    Mutex mutex_;
+    std::deque<FactPtr> facts_ WHARF_GUARDED_BY(mutex_);
   };
   struct Tap {
     Consumer* consumer = nullptr;

@@ -101,7 +101,7 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
     {
       // RocksDB has switched: the newest WAL so far has its final size. An appended WAL that asked
       // for a spare stopped at the asking size, which says nothing about the sizes WALs reach.
-      std::lock_guard lock(mutex_);
+      internal::MutexLock lock(&mutex_);
       if (newest_ != nullptr && (newest_->prefilled_bytes > 0 || !newest_->switch_asked.load())) {
         spare_->ObserveWal(newest_->appended_bytes.load(), newest_->switch_asked.load());
       }
@@ -157,7 +157,7 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefil
   }
   std::string dir = fname.substr(0, fname.rfind('/'));
   {
-    std::lock_guard lock(mutex_);
+    internal::MutexLock lock(&mutex_);
     if (dir_fd_ < 0) {
       dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (dir_fd_ < 0) {
@@ -175,7 +175,7 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefil
 
 void WalFileSystem::PlanSync(SyncPlan* plan) {
   *plan = SyncPlan();
-  std::lock_guard lock(mutex_);
+  internal::MutexLock lock(&mutex_);
   for (const auto& wal : wals_) {
     uint64_t appended = wal->appended_bytes.load();
     if (appended <= wal->synced_bytes) continue;
@@ -191,7 +191,7 @@ void WalFileSystem::PlanSync(SyncPlan* plan) {
 }
 
 Status WalFileSystem::CompleteSync(const SyncPlan& plan, int errno_value) {
-  std::lock_guard lock(mutex_);
+  internal::MutexLock lock(&mutex_);
   Status status;
   if (errno_value != 0) {
     // A full disk (or quota) may clear; the committer then recovers (Committer::Recover).
@@ -224,14 +224,14 @@ Status WalFileSystem::CompleteSync(const SyncPlan& plan, int errno_value) {
 }
 
 uint64_t WalFileSystem::unsynced_bytes() const {
-  std::lock_guard lock(mutex_);
+  internal::MutexLock lock(&mutex_);
   uint64_t total = 0;
   for (const auto& wal : wals_) total += wal->appended_bytes.load() - wal->synced_bytes;
   return total;
 }
 
 std::map<std::string, uint64_t> WalFileSystem::AppendedBytes() const {
-  std::lock_guard lock(mutex_);
+  internal::MutexLock lock(&mutex_);
   std::map<std::string, uint64_t> sizes;
   for (const auto& wal : wals_) {
     const size_t slash = wal->path.find_last_of('/');

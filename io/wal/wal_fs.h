@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "io/sync/durability_observer.h"
 #include "io/sync/sync_backend.h"
 #include "io/wal/wal_spare.h"
@@ -101,12 +102,13 @@ class WalFileSystem : public rocksdb::FileSystemWrapper {
                           std::unique_ptr<rocksdb::FSWritableFile>* result);
 
   DurabilityObserver* const observer_;
-  mutable std::mutex mutex_;
-  std::vector<std::shared_ptr<WalState>> wals_;  // open WALs, or closed with unsynced bytes
-  std::shared_ptr<WalState> newest_;             // the WAL RocksDB writes to
-  std::string dir_;                              // directory of the WAL files
+  mutable internal::Mutex mutex_;
+  // Open WALs, or closed with unsynced bytes (their synced_bytes are guarded by mutex_ too).
+  std::vector<std::shared_ptr<WalState>> wals_ WHARF_GUARDED_BY(mutex_);
+  std::shared_ptr<WalState> newest_ WHARF_GUARDED_BY(mutex_);  // the WAL RocksDB writes to
+  std::string dir_;                                            // directory of the WAL files
   int dir_fd_ = -1;
-  bool dir_sync_pending_ = false;
+  bool dir_sync_pending_ WHARF_GUARDED_BY(mutex_) = false;
   std::unique_ptr<WalSpare> spare_;  // set before RocksDB opens, destroyed after it closed
   std::atomic<uint64_t> spare_wals_{0};
 };
