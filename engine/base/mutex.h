@@ -4,8 +4,8 @@
 // only be called with it held, and the compiler checks both, as leveldb's thread annotations and
 // abseil's Mutex do. GCC ignores the annotations.
 //
-// Thread safety: as std::mutex and std::shared_mutex, which they wrap. Lock()/lock() and their
-// pairs are the same (the lowercase ones make Mutex a Lockable for std::condition_variable_any).
+// Thread safety: as std::mutex and std::shared_mutex, which they wrap. (Locks waited on with a
+// condition variable stay std::mutex until a condition wrapper joins these.)
 #pragma once
 
 #include <mutex>
@@ -20,16 +20,11 @@
 #define WHARF_CAPABILITY(x) WHARF_THREAD_ANNOTATION(capability(x))
 #define WHARF_SCOPED_CAPABILITY WHARF_THREAD_ANNOTATION(scoped_lockable)
 #define WHARF_GUARDED_BY(x) WHARF_THREAD_ANNOTATION(guarded_by(x))
-#define WHARF_PT_GUARDED_BY(x) WHARF_THREAD_ANNOTATION(pt_guarded_by(x))
 #define WHARF_REQUIRES(...) WHARF_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
-#define WHARF_REQUIRES_SHARED(...) WHARF_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
 #define WHARF_ACQUIRE(...) WHARF_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define WHARF_ACQUIRE_SHARED(...) WHARF_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
 #define WHARF_RELEASE(...) WHARF_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define WHARF_RELEASE_SHARED(...) WHARF_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
-#define WHARF_RELEASE_GENERIC(...) WHARF_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
-#define WHARF_EXCLUDES(...) WHARF_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
-#define WHARF_NO_THREAD_SAFETY_ANALYSIS WHARF_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace wharf::internal {
 
@@ -41,8 +36,6 @@ class WHARF_CAPABILITY("mutex") Mutex {
 
   void Lock() WHARF_ACQUIRE() { mutex_.lock(); }
   void Unlock() WHARF_RELEASE() { mutex_.unlock(); }
-  void lock() WHARF_ACQUIRE() { mutex_.lock(); }
-  void unlock() WHARF_RELEASE() { mutex_.unlock(); }
 
  private:
   std::mutex mutex_;

@@ -118,6 +118,9 @@ class Committer {
   // Finishes every queued transaction, waits for the last sync, joins the thread. Idempotent.
   void Stop();
 
+  // The engine's wall clock in ms since the epoch (the `clock_ms` given, else the system clock):
+  // commit times, and through EngineCore::NowMs timers, leases and retention ages. Any thread.
+  int64_t NowMs() const;
   // The highest fact id a completed sync covers (in every durability mode): what consumers see.
   uint64_t durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
   // Groups handed to RocksDB so far (numbered from 1). Read it after reading the store: every
@@ -181,8 +184,6 @@ class Committer {
   struct Round;
 
   void Run();
-  // The engine's wall clock (clock_ms_, else the system clock).
-  int64_t NowMs() const;
   // The fast path of Submit for a blocking commit when nothing else is in flight. True when it
   // took the transaction (written, and synced here or handed to the pipeline).
   bool TryCommitInline(TxnRep* rep);

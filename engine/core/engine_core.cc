@@ -60,7 +60,6 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   std::shared_ptr<EngineCore> core(new EngineCore());
   core->path_ = path;
   core->options_ = options;
-  core->clock_ms_ = hooks.clock_ms;
   Status s = io::SyncBackend::Create(options.io, &core->backend_);
   if (!s.ok()) return s;
   s = Store::Open(path, options, hooks.store, &core->store_);
@@ -84,7 +83,7 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
     for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
   }
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
-                                                 core->options_, core.get(), core->clock_ms_);
+                                                 core->options_, core.get(), hooks.clock_ms);
   if (steps.committer_made) {
     s = steps.committer_made(core.get());
     if (!s.ok()) return s;
@@ -152,12 +151,7 @@ Status EngineCore::CheckOpen() const {
   return Status::OK();
 }
 
-int64_t EngineCore::NowMs() const {
-  if (clock_ms_) return clock_ms_();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t EngineCore::NowMs() const { return committer_->NowMs(); }
 
 Status EngineCore::Commit(TxnRep* rep) {
   // An async rep belongs to the committer once submitted (it may be deleted at once): decide

@@ -87,7 +87,7 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   const EngineOptions& options() const { return options_; }
   const std::string& path() const { return path_; }
   const char* io_backend() const { return backend_->name(); }
-  int64_t NowMs() const;
+  int64_t NowMs() const;  // the committer's clock (Committer::NowMs)
   // What one transaction may carry: kTxnBytesMax, or less where a group sink takes less (a
   // replicated engine; tests lower it to exercise the limit without allocating 64 MiB objects,
   // whose page faults take seconds on small VMs).
@@ -162,7 +162,6 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   const pid_t open_pid_ = CurrentProcessId();
   std::string path_;
   EngineOptions options_;
-  std::function<int64_t()> clock_ms_;  // EngineHooks::clock_ms
   std::unique_ptr<io::SyncBackend> backend_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Committer> committer_;

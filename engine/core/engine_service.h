@@ -20,7 +20,7 @@ enum class ServiceSlot : uint8_t {
   kAdminServer,      // option admin_socket
   kRetention,        // always
 };
-inline constexpr size_t kServiceSlots = 5;
+inline constexpr size_t kServiceSlots = static_cast<size_t>(ServiceSlot::kRetention) + 1;
 
 // The steps of EngineCore::Close, in order (a running backup was stopped before the first).
 enum class CloseStep : uint8_t {

@@ -226,16 +226,12 @@ bool LeaseKeeper::Tick() {
 
 bool LeaseKeeper::ReadLeases(int64_t now_ms, uint64_t open_epoch, std::vector<LeaseEntry>* mine,
                              std::vector<LeaseEntry>* handing, std::vector<LeaseEntry>* free) {
-  rocksdb::DB* db = core_->store()->db();
-  rocksdb::ColumnFamilyHandle* cf = core_->store()->cf(kLeases);
   for (Consumer* consumer : consumers_) {
     LeaseEntry entry{consumer, std::nullopt, {}};
-    std::string stored;
-    rocksdb::Status s =
-        db->Get(rocksdb::ReadOptions(), cf, tables::leases::Key(consumer->id), &stored);
-    if (!s.ok() && !s.IsNotFound()) return false;
-    if (s.ok()) {
-      if (!tables::leases::DecodeValue(stored, &entry.record).ok()) continue;
+    std::optional<std::string> stored;
+    if (!tables::leases::ReadSealed(*core_->store(), consumer->id, &stored).ok()) return false;
+    if (stored) {
+      if (!tables::leases::DecodeValue(*stored, &entry.record).ok()) continue;
       entry.bytes = std::move(stored);
     }
     const tables::leases::Record& lease = entry.record;
