@@ -2,7 +2,7 @@
 #include "engine/runtime/effects.h"
 
 #include "engine/base/assert.h"
-#include "engine/runtime/lane.h"
+#include "engine/runtime/cursor_chain.h"
 
 namespace wharf {
 
@@ -77,13 +77,13 @@ Status EffectsImpl::Get(std::string_view table, std::string_view key, std::strin
   // size), else its snapshot, without waiting for durability (the batch commits after what it
   // read, so its effects are never durable without it). The read is validated at commit: a row
   // another writer changed meanwhile refuses the batch, which the lane delivers again.
-  if (lane_ != nullptr) lane_->AwaitBatchesInFlight();
+  if (chain_ != nullptr) chain_->AwaitSettled();
   return txn_->Get(table, key, value);
 }
 
 Status EffectsImpl::Scan(std::string_view table, const KeyRange& range, size_t limit,
                          const RowFn& row, ScanResult* result) const {
-  if (lane_ != nullptr) lane_->AwaitBatchesInFlight();  // as Get
+  if (chain_ != nullptr) chain_->AwaitSettled();  // as Get
   return txn_->Scan(table, range, limit, row, result);
 }
 

@@ -14,7 +14,7 @@
 
 namespace wharf::internal {
 
-class Lane;
+class CursorChain;
 
 // Effects implementation: forwards to the batch's Txn and remembers refusals.
 //
@@ -27,12 +27,14 @@ class Lane;
 // other limit — value sizes, headers per fact — holds per operation whatever the batch holds).
 class EffectsImpl {
  public:
-  // `lane`: the lane running the batch (null outside one); reads wait for its batches in flight.
-  EffectsImpl(Txn* txn, const Consumer* consumer, const Fact* trigger, const Lane* lane = nullptr)
+  // `chain`: the cursor chain of the lane running the batch (null outside one); reads wait for
+  // its batches in flight.
+  EffectsImpl(Txn* txn, const Consumer* consumer, const Fact* trigger,
+              const CursorChain* chain = nullptr)
       : txn_(txn),
         consumer_(consumer),
         trigger_(trigger),
-        lane_(lane),
+        chain_(chain),
         batch_bytes_before_(EngineCore::RepOf(*txn)->bytes) {}
   Effects MakeEffects() { return Effects(this); }
 
@@ -59,7 +61,7 @@ class EffectsImpl {
   Txn* txn_;
   const Consumer* consumer_;
   const Fact* trigger_;
-  const Lane* lane_;
+  const CursorChain* chain_;
   const size_t batch_bytes_before_;  // what earlier facts of the batch put in the transaction
   std::string failure_name_;
   Status failure_;

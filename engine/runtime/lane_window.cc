@@ -80,7 +80,7 @@ void Lane::ExpireDeliveries(int64_t now_ms, int64_t* next_ms) {
     KeyWindow::Entry& entry = window_->at(seq);
     // A Done that came first is in the inbox: the next pass applies it.
     if (!entry.delivery->Expire()) continue;
-    counters_.failed.Add();
+    runner_.counters().failed.Add();
     FailWindowEntry(seq, "handler-timeout",
                     "not done within handler_timeout_ms (" +
                         std::to_string(consumer_->options.handler_timeout_ms) + " ms)");
@@ -91,8 +91,8 @@ bool Lane::FillWindow() {
   const uint32_t capacity = WindowFacts(consumer_->options);
   if (window_->size() >= capacity) return false;  // back-pressure: the handler is behind
   const uint64_t durable = context_.core->committer()->durable_lsn();
-  const uint64_t after = std::max(window_read_to_, position_[0]);
-  scanned_to_[0] = std::max(scanned_to_[0], after);
+  const uint64_t after = std::max(window_read_to_, chain_.head(0).position);
+  chain_.RaiseScanned(0, after);
   if (after >= durable || context_.cache->high(partitions_[0]) <= after) return false;
   std::vector<FactPtr> facts;
   uint64_t covered = 0;
@@ -100,17 +100,17 @@ bool Lane::FillWindow() {
   Status s = ReadAfter(0, after, durable, chunk, &facts, &covered);
   if (!s.ok()) {
     (*context_.trace)(TraceEvent::Level::kError, "read-failed", consumer_, 0, s.ToString());
-    retry_at_ms_ = SteadyMs() + context_.options->backoff_max_ms;
+    runner_.WaitAfterReadFailure();
     return false;
   }
   for (FactPtr& fact : facts) {
     if (fact->id > covered) break;
     const bool taken = consumer_->Takes(*fact);
-    const uint32_t attempts = taken ? AttemptsOf(fact->id) : 0;
+    const uint32_t attempts = taken ? runner_.AttemptsOf(fact->id) : 0;
     window_->Append(std::move(fact), taken, attempts);
   }
   window_read_to_ = std::max(after, covered);
-  scanned_to_[0] = std::max(scanned_to_[0], window_read_to_);
+  chain_.RaiseScanned(0, window_read_to_);
   return !facts.empty();
 }
 
@@ -124,8 +124,8 @@ bool Lane::DispatchWindow(int64_t now_ms) {
     KeyWindow::Entry& entry = window_->at(seq);
     auto delivery = std::make_shared<DeliveryState>(entry.fact, entry.attempt, seq, inbox_);
     entry.delivery = delivery;
-    counters_.delivered.Add();
-    if (entry.attempt > 1) counters_.retries.Add();
+    runner_.counters().delivered.Add();
+    if (entry.attempt > 1) runner_.counters().retries.Add();
     std::string given, threw;
     try {
       HandlerScope scope(&given, entry.attempt);
@@ -150,24 +150,24 @@ void Lane::ApplyDelivery(uint64_t seq, const DeliveryState& delivery) {
   const std::string& given = !delivery.reason().empty() ? delivery.reason() : delivery.given_reason;
   switch (delivery.outcome()) {
     case Outcome::kHandled:
-      counters_.handled.Add();
+      runner_.counters().handled.Add();
       window_->Finish(seq);
       return;
     case Outcome::kRejected: {
-      counters_.rejected.Add();
+      runner_.counters().rejected.Add();
       std::string reason = Bounded(given.empty() ? "rejected" : given);
-      failure_.Failed("handler-rejected: " + reason, context_.core->NowMs());
+      runner_.failure().Failed("handler-rejected: " + reason, context_.core->NowMs());
       (*context_.trace)(TraceEvent::Level::kWarning, "handler-rejected", consumer_, fact.id, reason,
                         delivery.attempt());
       window_->Finish(seq, "handler-rejected", std::move(reason));
       return;
     }
     case Outcome::kRetry:
-      counters_.retry.Add();
+      runner_.counters().retry.Add();
       FailWindowEntry(seq, "subscriber-failed", Bounded(given.empty() ? "retry" : given));
       return;
     case Outcome::kFailed:
-      counters_.failed.Add();
+      runner_.counters().failed.Add();
       FailWindowEntry(seq, "subscriber-failed", Bounded(given.empty() ? "failed" : given));
       return;
   }
@@ -176,23 +176,23 @@ void Lane::ApplyDelivery(uint64_t seq, const DeliveryState& delivery) {
 void Lane::FailWindowEntry(uint64_t seq, const char* name, std::string reason) {
   KeyWindow::Entry& entry = window_->at(seq);
   const Fact& fact = *entry.fact;
-  attempt_ = entry.attempt;
-  if (AttemptsExhausted()) {
-    std::string exhausted = ExhaustedReason(name, reason);
-    failure_.Failed("attempts-exhausted: " + exhausted, context_.core->NowMs());
+  const uint32_t attempt = entry.attempt;
+  if (runner_.AttemptsExhausted(attempt)) {
+    std::string exhausted = runner_.ExhaustedReason(attempt, name, reason);
+    runner_.failure().Failed("attempts-exhausted: " + exhausted, context_.core->NowMs());
     (*context_.trace)(TraceEvent::Level::kWarning, "attempts-exhausted", consumer_, fact.id,
-                      exhausted, attempt_);
+                      exhausted, attempt);
     window_->Finish(seq, "attempts-exhausted", std::move(exhausted));
     return;
   }
   // The oldest fact the lane keeps failing is the one its cursor waits for: its attempts are
   // stored with the next commit, so that a restart goes on counting.
-  if (retry_fact_id_ == 0 || fact.id <= retry_fact_id_) {
-    NoteRetry(fact, attempt_, std::string(name) + ": " + reason);
+  if (runner_.retry_fact_id() == 0 || fact.id <= runner_.retry_fact_id()) {
+    runner_.NoteRetry(fact, attempt, std::string(name) + ": " + reason);
     retry_record_due_ = true;
   }
   (*context_.trace)(TraceEvent::Level::kWarning, name, consumer_, fact.id, std::move(reason),
-                    attempt_);
+                    attempt);
   // Per fact, doubling from backoff_initial_ms up to backoff_max_ms.
   const uint32_t doublings = std::min<uint32_t>(entry.attempt - 1, 20);
   const uint64_t delay_ms =
@@ -202,62 +202,55 @@ void Lane::FailWindowEntry(uint64_t seq, const char* name, std::string reason) {
 }
 
 bool Lane::CommitWindow(bool blocking) {
-  if (!batches_.empty() && (blocking || !CanPipeline())) return false;
-  const uint64_t from_seq = window_->SeqAfter(position_[0]);
+  if (!chain_.empty() && (blocking || !CanPipeline())) return false;
+  const uint64_t from_seq = window_->SeqAfter(chain_.head(0).position);
   size_t count = window_->FinishedFrom(from_seq);
-  const bool store_retry = retry_record_due_ && retry_fact_id_ != 0;
+  const uint64_t retry_fact_id = runner_.retry_fact_id();
+  const bool store_retry = retry_record_due_ && retry_fact_id != 0;
   if (count == 0 && !store_retry) return false;
-  BeginBatch();
+  ChainBatch& draft = BeginBatch();
   Txn txn = context_.core->Begin();
   TxnRep* rep = EngineCore::RepOf(txn);
-  pending_position_ = position_;
-  pending_scanned_ = scanned_to_;
-  std::fill(pending_passed_.begin(), pending_passed_.end(), 0);
-  std::fill(pending_head_ms_.begin(), pending_head_ms_.end(), kHeadUnknown);
-  pending_dead_ = 0;
-  uint32_t taken = 0;
   for (uint64_t seq = from_seq; seq < from_seq + count; ++seq) {
     KeyWindow::Entry& entry = window_->at(seq);
-    if (entry.state == KeyWindow::State::kFinished) {
-      if (!entry.dead_name.empty()) {
-        attempt_ = entry.attempt;
-        // Only the earlier facts' dead letters leave no room: the rest goes next commit.
-        if (!AddDeadLetter(rep, *entry.fact, entry.dead_name, entry.dead_reason)) break;
+    const bool finished = entry.state == KeyWindow::State::kFinished;
+    // Only the earlier facts' dead letters leave no room: the rest goes next commit.
+    if (finished && !entry.dead_name.empty()) {
+      if (!runner_.AddDeadLetter(rep, *entry.fact, entry.attempt, entry.dead_name,
+                                 entry.dead_reason)) {
+        break;
       }
-      ++taken;
-      ++pending_passed_[0];
+      ++draft.dead;
     }
-    pending_position_[0] = entry.fact->id;
+    if (finished) ++draft.taken;
+    chain_.DraftPass(0, entry.fact->id, finished);
   }
+  BatchPartition& partition = draft.partitions[0];
   // The oldest fact still pending, when the window holds it.
-  for (uint64_t seq = window_->SeqAfter(pending_position_[0]); seq < window_->end_seq(); ++seq) {
+  for (uint64_t seq = window_->SeqAfter(partition.cursor.position); seq < window_->end_seq();
+       ++seq) {
     const KeyWindow::Entry& entry = window_->at(seq);
     if (entry.state == KeyWindow::State::kSkipped) continue;
-    pending_head_ms_[0] = entry.fact->commit_ms;
+    partition.head_ms = entry.fact->commit_ms;
     break;
   }
-  pending_taken_ = taken;
-  pending_last_id_ = pending_position_[0];
+  draft.last_id = partition.cursor.position;
   retry_record_due_ = false;
-  if (taken == 0 && !store_retry) {
+  if (draft.taken == 0 && !store_retry) {
     // Only skipped facts: advance in memory, persisted within cursor_persist_ms or on stop.
-    pending_stored_retry_ = stored_retry_;
-    PushBatch(/*commits=*/false, /*stopped=*/false);
-    Settle();
+    AdvanceInMemory();
     return true;
   }
   AddCursorWrites(rep);
-  if (store_retry && retry_fact_id_ > pending_position_[0]) {
+  if (store_retry && retry_fact_id > partition.cursor.position) {
     // The record carries the attempts of the fact the cursor now waits for.
-    const uint64_t retry_seq = window_->SeqAfter(retry_fact_id_ - 1);
-    if (window_->Holds(retry_seq) && window_->at(retry_seq).fact->id == retry_fact_id_) {
-      attempt_ = window_->at(retry_seq).attempt;
-      AddRetryRecord(rep);
+    const uint64_t retry_seq = window_->SeqAfter(retry_fact_id - 1);
+    if (window_->Holds(retry_seq) && window_->at(retry_seq).fact->id == retry_fact_id) {
+      AddRetryRecord(rep, window_->at(retry_seq).attempt);
     }
   }
   if (rep->writes.empty()) {
-    PushBatch(/*commits=*/false, /*stopped=*/false);
-    Settle();
+    AdvanceInMemory();
     return true;
   }
   CommitBatch(&txn, /*stopped=*/false, blocking).PermitUncheckedError();
@@ -266,7 +259,7 @@ bool Lane::CommitWindow(bool blocking) {
 
 void Lane::ResetWindow() {
   for (const auto& delivery : window_->Clear()) delivery->Abandon();
-  window_read_to_ = position_[0];
+  window_read_to_ = chain_.head(0).position;
   retry_record_due_ = false;
 }
 
@@ -280,7 +273,7 @@ bool Lane::DrainWindow(bool* stuck) {
     if (window_->empty() && !HasUnscanned()) return did;
     // A fact backs off (its retry is not due before next_ms), or the store failed: report,
     // don't spin.
-    bool backing_off = retry_at_ms_ > now_ms;
+    bool backing_off = runner_.retry_at_ms() > now_ms;
     for (uint64_t seq = window_->front_seq(); !backing_off && seq < window_->end_seq(); ++seq) {
       backing_off = window_->at(seq).state == KeyWindow::State::kBackoff;
     }
@@ -298,7 +291,7 @@ bool Lane::DrainWindow(bool* stuck) {
 
 void Lane::FinishWindow(bool commit) {
   TakeFinishedDeliveries();
-  if (commit && batches_.empty()) CommitWindow(/*blocking=*/true);
+  if (commit && chain_.empty()) CommitWindow(/*blocking=*/true);
   for (const auto& delivery : window_->Clear()) delivery->Abandon();
   inbox_->Close();
 }
