@@ -44,6 +44,7 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
       runner_(context_.core, context_.options, context_.trace, consumer_, &partitions_, &chain_,
               consumer_->relay != nullptr ? &relay_batch_ : nullptr) {
   WHARF_ASSERT(consumer_->durable() && !partitions_.empty());
+  WHARF_ASSERT(context_.core != nullptr && context_.cache != nullptr && context_.trace != nullptr);
   lag_ = std::make_unique<PartitionLag[]>(partitions_.size());
   collected_scanned_.assign(partitions_.size(), 0);
   if (consumer_->subscribe_async) InitWindow();
@@ -81,6 +82,7 @@ bool Lane::ReloadCursorsIfNeeded() {
     runner_.WaitAfterReadFailure();
     return false;
   }
+  WHARF_DASSERT(chain_.empty());  // loaded only with nothing in flight
   loaded_generation_ = generation;
   reload_needed_ = false;
   return true;
@@ -117,6 +119,7 @@ Status Lane::ReadAfter(size_t index, uint64_t after, uint64_t durable, size_t ch
   facts->reserve(chunk);
   Status s = context_.core->ReadFacts(partition, from, durable, chunk, facts.get());
   if (!s.ok()) return s;
+  WHARF_DASSERT(facts->size() <= chunk && (facts->empty() || facts->front().id >= from));
   for (const Fact& fact : *facts) entries->push_back(FactPtr(facts, &fact));
   *covered = facts->size() == chunk ? facts->back().id : durable;
   return Status::OK();
@@ -141,6 +144,8 @@ Status Lane::CollectBatch(uint32_t limit, std::vector<FactPtr>* entries) {
   auto end = std::find_if(entries->begin(), entries->end(),
                           [&](const FactPtr& fact) { return fact->id > cutoff; });
   entries->erase(end, entries->end());
+  WHARF_DASSERT(std::is_sorted(entries->begin(), entries->end(),
+                               [](const FactPtr& a, const FactPtr& b) { return a->id < b->id; }));
   // Stop after `limit` facts the consumer takes.
   uint32_t taken = 0;
   for (size_t i = 0; i < entries->size(); ++i) {
@@ -251,6 +256,7 @@ void Lane::FinishPublished(bool commit) {
 
 bool Lane::HandleBatch(const std::vector<FactPtr>& entries, bool blocking) {
   ChainBatch& draft = chain_.draft();
+  WHARF_DASSERT(draft.taken == 0 && draft.dead == 0);  // a fresh draft (BeginBatch)
   // A lane whose oldest pending fact is not known (it passed all it had read) learns it here.
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (lag_[i].head_commit_ms.load(std::memory_order_relaxed) != kHeadUnknown) continue;
@@ -296,11 +302,13 @@ bool Lane::HandleBatch(const std::vector<FactPtr>& entries, bool blocking) {
       partition.head_ms = fact.commit_ms;
     }
   }
+  WHARF_DASSERT(draft.dead <= draft.taken);  // each dead letter settles a fact taken
   if (stopped) runner_.BackOff();
   return FinishBatch(&txn, stopped, full, blocking);
 }
 
 bool Lane::FinishBatch(Txn* txn, bool stopped, bool full, bool blocking) {
+  WHARF_DASSERT(!(stopped && full));  // a batch ends for one reason
   ChainBatch& draft = chain_.draft();
   uint64_t last_id = 0;
   for (BatchPartition& partition : draft.partitions) {
@@ -327,6 +335,9 @@ bool Lane::FinishBatch(Txn* txn, bool stopped, bool full, bool blocking) {
 
 void Lane::AddRetryRecord(TxnRep* rep, uint32_t attempt) {
   const size_t index = runner_.retry_index();
+  // The fact waited for is not passed: the batch stops before it (the window's cursor too).
+  WHARF_DASSERT(runner_.retry_fact_id() != 0 && index < partitions_.size());
+  WHARF_DASSERT(runner_.retry_fact_id() > chain_.draft().partitions[index].cursor.position);
   rep->writes.push_back({kMeta, false, tables::retries::Key(consumer_->id, partitions_[index]),
                          tables::retries::EncodeValue(runner_.RetryRecord(attempt))});
   chain_.draft().partitions[index].cursor.stored_retry = runner_.retry_fact_id();
@@ -381,6 +392,7 @@ void Lane::Settle() {
 }
 
 void Lane::ApplySucceeded(const ChainBatch& batch) {
+  WHARF_DASSERT(batch.dead <= batch.taken && batch.partitions.size() == partitions_.size());
   if (batch.commits) {
     dirty_since_ms_ = 0;
     runner_.Committed(batch.last_id);
@@ -393,7 +405,8 @@ void Lane::ApplySucceeded(const ChainBatch& batch) {
 }
 
 void Lane::ApplyFailed(const ChainBatch& batch, bool successor_committed) {
-  // The head is back at the durable cursors.
+  // The head is back at the durable cursors: nothing is in flight.
+  WHARF_DASSERT(chain_.empty() && batch.outcome.has_value() && !batch.outcome->ok());
   if (runner_.OnBatchFailed(batch) == BatchRunner::Recovery::kReloadCursors) {
     Status loaded = LoadCursors();
     if (!loaded.ok()) runner_.WaitAfterReadFailure();
@@ -455,6 +468,7 @@ Status Lane::LoadCursors() {
 }
 
 Status Lane::LoadRetryRecords() {
+  WHARF_DASSERT(chain_.empty());  // read with the cursors
   for (size_t i = 0; i < partitions_.size(); ++i) {
     std::optional<tables::retries::RetryRecord> stored;
     Status s =
@@ -468,6 +482,7 @@ Status Lane::LoadRetryRecords() {
 }
 
 void Lane::PublishPassed(const ChainBatch& batch) {
+  WHARF_DASSERT(batch.partitions.size() == partitions_.size());
   runner_.counters().dead_letters.Add(batch.dead);
   for (size_t i = 0; i < partitions_.size(); ++i) {
     const BatchPartition& partition = batch.partitions[i];

@@ -42,12 +42,13 @@ uint32_t WindowFacts(const ConsumerOptions& options) {
 
 void Lane::InitWindow() {
   // One partition per lane: concurrent delivery is refused for ordering=global at registration.
-  WHARF_ASSERT(partitions_.size() == 1);
+  WHARF_ASSERT(partitions_.size() == 1 && consumer_->subscribe_async != nullptr);
   window_ = std::make_unique<KeyWindow>();
   inbox_ = std::make_shared<DeliveryInbox>();
 }
 
 bool Lane::RunWindow(bool blocking, int64_t now_ms, int64_t* next_ms) {
+  WHARF_DASSERT(window_ != nullptr && inbox_ != nullptr);
   bool did = TakeFinishedDeliveries();
   ExpireDeliveries(now_ms, next_ms);
   *next_ms = std::min(*next_ms, window_->ReleaseDue(now_ms));
@@ -109,6 +110,7 @@ bool Lane::FillWindow() {
     const uint32_t attempts = taken ? runner_.AttemptsOf(fact->id) : 0;
     window_->Append(std::move(fact), taken, attempts);
   }
+  WHARF_DASSERT(window_->size() <= capacity);  // the chunk left room for what was read
   window_read_to_ = std::max(after, covered);
   chain_.RaiseScanned(0, window_read_to_);
   return !facts.empty();
@@ -142,10 +144,12 @@ bool Lane::DispatchWindow(int64_t now_ms) {
     // facts may go at once.
     TakeFinishedDeliveries();
   }
+  WHARF_DASSERT(window_->running() <= options.key_concurrency);
   return did;
 }
 
 void Lane::ApplyDelivery(uint64_t seq, const DeliveryState& delivery) {
+  WHARF_DASSERT(window_->Holds(seq));  // TakeFinishedDeliveries checked it
   const Fact& fact = delivery.fact();
   const std::string& given = !delivery.reason().empty() ? delivery.reason() : delivery.given_reason;
   switch (delivery.outcome()) {
@@ -175,6 +179,7 @@ void Lane::ApplyDelivery(uint64_t seq, const DeliveryState& delivery) {
 
 void Lane::FailWindowEntry(uint64_t seq, const char* name, std::string reason) {
   KeyWindow::Entry& entry = window_->at(seq);
+  WHARF_DASSERT(entry.fact != nullptr && entry.attempt >= 1);  // it was handed over
   const Fact& fact = *entry.fact;
   const uint32_t attempt = entry.attempt;
   if (runner_.AttemptsExhausted(attempt)) {
@@ -234,6 +239,7 @@ bool Lane::CommitWindow(bool blocking) {
     partition.head_ms = entry.fact->commit_ms;
     break;
   }
+  WHARF_DASSERT(draft.dead <= draft.taken);  // each dead letter settles a finished fact
   draft.last_id = partition.cursor.position;
   retry_record_due_ = false;
   if (draft.taken == 0 && !store_retry) {
@@ -259,6 +265,7 @@ bool Lane::CommitWindow(bool blocking) {
 
 void Lane::ResetWindow() {
   for (const auto& delivery : window_->Clear()) delivery->Abandon();
+  WHARF_DASSERT(window_->empty() && window_->running() == 0);
   window_read_to_ = chain_.head(0).position;
   retry_record_due_ = false;
 }
