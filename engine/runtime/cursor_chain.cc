@@ -110,7 +110,7 @@ void CursorChain::AddCursorWrites(std::string_view consumer_id, TxnRep* rep) {
       }
       continue;
     }
-    WHARF_DASSERT(next.position > head.position);
+    WHARF_DASSERT(next.position >= head.position && next.position > head.persisted);
     if (head.stored_retry != 0 && next.position >= head.stored_retry) {
       // The advance passes the fact it was retrying: its record goes with it.
       rep->writes.push_back(
