@@ -180,7 +180,7 @@ int RefusedConflict(const Status& status) {
 void PrintPositions(const Context& context, const std::string& verb, const std::string& consumer,
                     const std::vector<CursorInfo>& cursors) {
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key(verb).Bool(true).Key("consumer").String(consumer);
     json.Key("partitions").BeginArray();
     for (const CursorInfo& info : cursors) {
@@ -201,7 +201,7 @@ void PrintPositions(const Context& context, const std::string& verb, const std::
 void PrintMoves(const Context& context, const std::string& consumer,
                 const std::vector<CursorMove>& moves) {
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
     json.Key("partitions").BeginArray();
     for (const CursorMove& move : moves) {
@@ -310,7 +310,7 @@ int CursorDelete(const Context& context, const std::string& consumer, bool yes) 
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("deleted").Bool(true).Key("consumer").String(consumer);
     Print(json.Key("cursor_count").Uint(cursors.size()).EndObject().str() + "\n");
   } else {
@@ -336,7 +336,7 @@ int DeadPurge(const Context& context, const std::string& consumer,
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("consumer").String(consumer).Key("purged").Uint(purged);
     Print(json.EndObject().str() + "\n");
   } else {
@@ -365,7 +365,7 @@ int DeadRetry(const Context& context, const std::string& consumer,
     return Fail(kExitError, (s.IsNotFound() ? s.message() : s.ToString()) + " (" + done + ")");
   }
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("consumer").String(consumer).Key("retried_count").Uint(retried.size());
     json.Key("retried").BeginArray();
     for (const RetriedLetter& letter : retried) {
@@ -413,7 +413,7 @@ int Trim(const Context& context, bool yes, bool dry_run) {
                             ? "no consumer has a cursor, so no fact is known to be passed"
                             : nullptr;
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(dry_run);
     json.Key("consumer_count").Uint(report.consumer_count);
     json.Key("fact_count").Uint(report.fact_count).Key("bytes").Uint(report.bytes);
@@ -463,7 +463,7 @@ int LeaseRelease(const Context& context, const std::string& consumer, bool yes) 
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     Print(json.BeginObject()
               .Key("released")
               .Bool(true)
@@ -490,7 +490,7 @@ int Recover(const Context& context, bool yes) {
   Status s = RecoverDamagedWal(context.db, options, &report);
   if (!s.ok()) return Fail(kExitCannotOpen, "cannot recover " + context.db + ": " + s.ToString());
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("damaged").Bool(report.damaged);
     json.Key("damage").String(report.damage);
     json.Key("records_after").Uint(report.records_after);
