@@ -143,10 +143,8 @@ bool InstanceAlive(const InstanceInfo& instance, const LeaseView& view, int64_t 
 void LeasesJson(wire::JsonWriter& json, const LeaseView& view, int64_t now_ms) {
   json.Key("leases").BeginArray();
   for (const auto& lease : view.leases) {
-    json.BeginObject().Key("consumer").String(lease.consumer);
-    json.Key("owner").String(lease.owner).Key("epoch").Uint(lease.epoch);
-    json.Key("expires_at_ms").Int(lease.expires_at_ms);
-    json.Key("open_epoch").Uint(lease.open_epoch);
+    json.BeginObject();
+    wire::WriteFields(json, lease);
     json.Key("state").String(LeaseState(lease, view, now_ms)).EndObject();
   }
   json.EndArray().Key("instances").BeginArray();
@@ -643,16 +641,9 @@ int DeadList(const Context& context, const std::string& consumer) {
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key("dead_letters").BeginArray();
-    for (const DeadLetter& letter : letters) {
-      json.BeginObject().Key("consumer").String(letter.consumer);
-      json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(Display(letter.reason));
-      // Which delivery settled it; 0 for letters written before attempts were recorded.
-      json.Key("attempt").Uint(letter.attempt);
-      json.Key("type").String(letter.fact.type).BytesField("key", letter.fact.key);
-      json.Key("partition").Uint(letter.fact.partition);
-      json.Key("commit_ms").Int(letter.fact.commit_ms);
-      json.BytesField("payload", letter.fact.payload).EndObject();
-    }
+    // As the admin socket's dead_list reply has them; attempt 0 for letters written before
+    // attempts were recorded.
+    for (const DeadLetter& letter : letters) wire::WriteObject(json, letter);
     PrintJson(json.EndArray().EndObject());
     return kExitOk;
   }

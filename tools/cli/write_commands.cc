@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "engine/wire/schema.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "wharf/admin.h"
@@ -183,10 +184,7 @@ void PrintPositions(const Context& context, const std::string& verb, const std::
     wire::JsonWriter json;
     json.BeginObject().Key(verb).Bool(true).Key("consumer").String(consumer);
     json.Key("partitions").BeginArray();
-    for (const CursorInfo& info : cursors) {
-      json.BeginObject().Key("partition").Uint(info.partition).Key("fact_id").Uint(info.fact_id);
-      json.EndObject();
-    }
+    for (const CursorInfo& info : cursors) wire::WriteObject(json, info);
     Print(json.EndArray().EndObject().str() + "\n");
     return;
   }
@@ -204,15 +202,7 @@ void PrintMoves(const Context& context, const std::string& consumer,
     wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
     json.Key("partitions").BeginArray();
-    for (const CursorMove& move : moves) {
-      json.BeginObject().Key("partition").Uint(move.partition).Key("from_fact_id");
-      if (move.existed) {
-        json.Uint(move.from_fact_id);
-      } else {
-        json.Null();
-      }
-      json.Key("to_fact_id").Uint(move.to_fact_id).EndObject();
-    }
+    for (const CursorMove& move : moves) wire::WriteObject(json, move);
     Print(json.EndArray().EndObject().str() + "\n");
     return;
   }
@@ -368,10 +358,7 @@ int DeadRetry(const Context& context, const std::string& consumer,
     wire::JsonWriter json;
     json.BeginObject().Key("consumer").String(consumer).Key("retried_count").Uint(retried.size());
     json.Key("retried").BeginArray();
-    for (const RetriedLetter& letter : retried) {
-      json.BeginObject().Key("dead_fact_id").Uint(letter.dead_fact_id);
-      json.Key("new_fact_id").Uint(letter.new_fact_id).EndObject();
-    }
+    for (const RetriedLetter& letter : retried) wire::WriteObject(json, letter);
     Print(json.EndArray().EndObject().str() + "\n");
     return kExitOk;
   }
@@ -415,22 +402,14 @@ int Trim(const Context& context, bool yes, bool dry_run) {
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(dry_run);
-    json.Key("consumer_count").Uint(report.consumer_count);
-    json.Key("fact_count").Uint(report.fact_count).Key("bytes").Uint(report.bytes);
     json.Key("skipped_reason");
     if (skipped) {
       json.String(skipped);
     } else {
       json.Null();
     }
-    json.Key("partitions").BeginArray();
-    for (const TrimPartition& partition : report.partitions) {
-      json.BeginObject().Key("partition").Uint(partition.partition);
-      json.Key("trim_point").Uint(partition.trim_point);
-      json.Key("fact_count").Uint(partition.fact_count).Key("bytes").Uint(partition.bytes);
-      json.EndObject();
-    }
-    Print(json.EndArray().EndObject().str() + "\n");
+    wire::WriteFields(json, report);
+    Print(json.EndObject().str() + "\n");
     return kExitOk;
   }
   if (skipped) {

@@ -798,8 +798,9 @@ TEST_F(CliTest, ReadsNextToRunningRuntime) {
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue dead = ParseJson(r.out);
   ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
-  EXPECT_EQ(dead["dead_letters"][0]["fact_id"].u(), 2u);
-  EXPECT_EQ(dead["dead_letters"][0]["reason"].text, "handler-rejected: order two was cancelled");
+  EXPECT_EQ(dead["dead_letters"][0]["fact"]["id"].u(), 2u);
+  EXPECT_EQ(dead["dead_letters"][0]["reason_hex"].text,
+            wire::Hex("handler-rejected: order two was cancelled"));
   EXPECT_EQ(dead["dead_letters"][0]["attempt"].u(), 1u);
   r = RunDb({"dead", "list"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -946,7 +947,9 @@ TEST_F(CliTest, CursorSet) {
   ASSERT_EQ(dry["partitions"].items.size(), kPartitions);
   EXPECT_EQ(dry["partitions"][0]["from_fact_id"].u(), 1u);
   EXPECT_EQ(dry["partitions"][0]["to_fact_id"].u(), 3u);
-  EXPECT_EQ(dry["partitions"][2]["from_fact_id"].kind, JsonValue::kNull);  // no cursor there
+  EXPECT_FALSE(dry["partitions"][2]["existed"].b());  // no cursor there
+  EXPECT_EQ(dry["partitions"][2]["from_fact_id"].u(), 0u);
+  EXPECT_TRUE(dry["partitions"][0]["existed"].b());
   EXPECT_EQ(dry["partitions"][2]["to_fact_id"].u(), 4u);
   r = RunDb({"cursor", "set", "store-requests", "--to-id", "4", "--dry-run"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -1083,7 +1086,8 @@ TEST_F(CliTest, TailWarnsOfUnknownTypes) {
 }
 
 // Keys and header values are bytes (NUL, terminal escapes, a big-endian integer): tail prints
-// them as hex, never raw, and --json stays valid JSON with `*_encoding: hex`; so does dead list.
+// them as hex, never raw, and --json stays valid JSON with `*_encoding: hex`; dead list --json
+// has them as the admin socket does, in *_hex fields.
 TEST_F(CliTest, BinaryKeysAreShownEscaped) {
   ASSERT_OK(engine_->DeclareTypes({"T"}));
   const std::string key("\0k\n\x1b[31m", 8);
@@ -1117,8 +1121,7 @@ TEST_F(CliTest, BinaryKeysAreShownEscaped) {
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue dead = ParseJson(r.out);
   ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
-  EXPECT_EQ(dead["dead_letters"][0]["key"].text, "006b0a1b5b33316d");
-  EXPECT_EQ(dead["dead_letters"][0]["key_encoding"].text, "hex");
+  EXPECT_EQ(dead["dead_letters"][0]["fact"]["key_hex"].text, "006b0a1b5b33316d");
 }
 
 // tail -f on a live database prints facts committed after it started, and exits 130 on SIGINT
@@ -1176,9 +1179,9 @@ TEST_F(CliTest, DeadList) {
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue dead = ParseJson(r.out);
   ASSERT_EQ(dead["dead_letters"].items.size(), 1u);
-  EXPECT_EQ(dead["dead_letters"][0]["fact_id"].u(), 3u);
-  EXPECT_EQ(dead["dead_letters"][0]["reason"].text, "handler-failed");
-  EXPECT_EQ(dead["dead_letters"][0]["payload"].text, "poison");
+  EXPECT_EQ(dead["dead_letters"][0]["fact"]["id"].u(), 3u);
+  EXPECT_EQ(dead["dead_letters"][0]["reason_hex"].text, wire::Hex("handler-failed"));
+  EXPECT_EQ(dead["dead_letters"][0]["fact"]["payload_hex"].text, wire::Hex("poison"));
   r = RunDb({"dead", "list", "nobody"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err,
