@@ -38,6 +38,10 @@ int OpenEngineOrClient(const Context& context, bool changes, std::unique_ptr<Eng
   client_options.timeout_ms = context.timeout_ms;
   s = AdminClient::Connect(socket, client_options, client);
   if (int code = FailIfUnavailable(context, s)) return code;
+  if (s.code() == Status::Code::kNotSupported) {
+    // An engine of another release: its message names both protocol versions and what to do.
+    return Fail(kExitError, s.message() + unchanged);
+  }
   if (!s.ok()) {
     return Fail(
         kExitCannotOpen,

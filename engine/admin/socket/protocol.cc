@@ -407,6 +407,7 @@ class FieldReader {
     if (!value) return;
     if (value->get_array().get(items)) return Fail(name, "an array");
     for (element item : items) {
+      if (!ok()) return;  // the first problem is the one reported
       FieldReader inner(item, where_ + "." + name + "[]");
       auto& [a, b] = pairs.emplace_back();
       inner.Hex(first, a);

@@ -349,6 +349,46 @@ TEST_F(CliMetricsTest, JsonHasTheSocketsFieldNames) {
   EXPECT_EQ(Difference(cli_stat, wire_stat), "") << r.out << "\nsocket: " << stat;
 }
 
+// An engine of another release (here a socket that answers every request in protocol version
+// 1): the CLI names both versions and what to do, for a read (metrics) and for a change (cursor
+// delete, which changes nothing).
+TEST_F(CliMetricsTest, AnEngineOfAnotherProtocolVersionIsNamed) {
+  const std::string socket_path = dir_.path() + "/v1.sock";
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  socket_path.copy(address.sun_path, sizeof(address.sun_path) - 1);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  std::thread old_engine([&] {
+    for (;;) {
+      const int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;  // the test shut the listener down
+      char c;
+      while (::recv(fd, &c, 1, 0) == 1 && c != '\n') {
+      }
+      const std::string reply =
+          "{\"v\":1,\"ok\":true,\"result\":{\"version\":1,\"path\":\"" + dir_.db() + "\"}}\n";
+      EXPECT_EQ(::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(reply.size()));
+      ::close(fd);
+    }
+  });
+  const std::string named =
+      "the engine's admin socket speaks protocol v1, this wharf speaks v2: use the wharf program";
+  Result r = RunDb({"metrics", "--admin-socket", socket_path});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, named);
+  r = RunDb({"cursor", "delete", "mailer", "--yes", "--admin-socket", socket_path});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, named);
+  EXPECT_CONTAINS(r.err, "(nothing was changed)");
+  EXPECT_LACKS(r.err, "admin_socket=off");  // not taken for a socket that serves nothing
+  ::shutdown(listener, SHUT_RDWR);
+  old_engine.join();
+  ::close(listener);
+}
+
 // Not live: nobody holds the database. What it records (LSN, consumers' positions, lag and stored
 // retry, retention losses, disk bytes), no counters; promtool accepts it; stderr says why.
 TEST_F(CliMetricsTest, NoEngineGivesWhatTheDatabaseRecords) {
