@@ -49,6 +49,32 @@ void Describe(V& v, Request& r) {
   v("rate_limit_bytes_per_s", r.rate_limit_bytes_per_s);
 }
 
+// An error reply's fields beside "ok": false (the names of kCodes and kSubCodes below).
+struct WireError {
+  std::string code, subcode;
+  bool retryable = false;
+  std::string message;
+};
+
+template <class V>
+void Describe(V& v, WireError& e) {
+  v("code", e.code);
+  v("subcode", e.subcode);
+  v("retryable", e.retryable);
+  v("message", e.message);
+}
+
+// A progress line's counts (trim: partitions; backup: bytes).
+struct Progress {
+  uint64_t done = 0, total = 0;
+};
+
+template <class V>
+void Describe(V& v, Progress& p) {
+  v("done", p.done);
+  v("total", p.total);
+}
+
 struct FieldSpec {
   const char* name;  // as Describe(Request) names it
   bool required;
@@ -298,10 +324,9 @@ Status MakeStatus(Status::Code code, const std::string& message, bool retryable)
 void WriteStatus(const Status& status, JsonWriter* json) {
   json->Key("ok").Bool(status.ok());
   if (status.ok()) return;
-  json->Key("code").String(NameIn(kCodes, status.code()));
-  json->Key("subcode").String(NameIn(kSubCodes, status.subcode()));
-  json->Key("retryable").Bool(status.retryable());
-  json->Key("message").String(status.message());
+  const WireError error{NameIn(kCodes, status.code()), NameIn(kSubCodes, status.subcode()),
+                        status.retryable(), status.message()};
+  wire::WriteFields(*json, error);
 }
 
 // ---- Results ----
@@ -473,7 +498,8 @@ class FieldReader {
       for (element item : items) Read(name + "[]", item, out.emplace_back());
     } else {
       FieldReader inner(value, where_ + "." + name);
-      wire::Describe(inner, out);
+      using wire::Describe;  // the public types' lists; this file's own (Progress) by ADL
+      Describe(inner, out);
       Absorb(inner);
     }
   }
@@ -609,8 +635,8 @@ std::string EncodeError(const Status& status) {
 
 std::string EncodeProgress(uint64_t done, uint64_t total) {
   JsonWriter json;
-  json.BeginObject().Key("v").Uint(kProtocolVersion).Key("progress").BeginObject();
-  json.Key("done").Uint(done).Key("total").Uint(total).EndObject();
+  json.BeginObject().Key("v").Uint(kProtocolVersion).Key("progress");
+  wire::WriteObject(json, Progress{done, total});
   std::string line = json.EndObject().Take();
   line.push_back('\n');
   return line;
@@ -651,32 +677,31 @@ Status DecodeReply(Op op, std::string_view line, bool* progress, uint64_t* done,
                                 "engine");
   }
   if (fields.Has("progress")) {
-    FieldReader counts(fields.At("progress"), "progress");
-    counts("done", *done);
-    counts("total", *total);
-    *progress = counts.ok();
-    return counts.status();
+    Progress counts;
+    fields("progress", counts);
+    if (!fields.ok()) return fields.status();
+    *done = counts.done;
+    *total = counts.total;
+    *progress = true;
+    return Status::OK();
   }
   bool ok = false;
   fields("ok", ok);
   if (!fields.ok()) return fields.status();
   if (!ok) {
-    std::string code_name, subcode_name, message;
-    bool retryable = false;
-    fields("code", code_name);
-    fields("subcode", subcode_name);
-    fields("retryable", retryable);
-    fields("message", message);
+    WireError error;
+    Describe(fields, error);
     if (!fields.ok()) return fields.status();
     auto code = std::find_if(std::begin(kCodes), std::end(kCodes),
-                             [&](const auto& entry) { return code_name == entry.second; });
+                             [&](const auto& entry) { return error.code == entry.second; });
     auto subcode = std::find_if(std::begin(kSubCodes), std::end(kSubCodes),
-                                [&](const auto& entry) { return subcode_name == entry.second; });
+                                [&](const auto& entry) { return error.subcode == entry.second; });
     if (code == std::end(kCodes) || code->first == Status::Code::kOk) {
-      return Malformed("unknown error code " + Named(code_name));
+      return Malformed("unknown error code " + Named(error.code));
     }
-    if (subcode == std::end(kSubCodes)) return Malformed("unknown subcode " + Named(subcode_name));
-    reply->status = MakeStatus(code->first, message, retryable).WithSubCode(subcode->first);
+    if (subcode == std::end(kSubCodes)) return Malformed("unknown subcode " + Named(error.subcode));
+    reply->status =
+        MakeStatus(code->first, error.message, error.retryable).WithSubCode(subcode->first);
   }
   if (HasResult(op) && fields.Has("result")) {
     Status s = ReadResult(op, fields.At("result"), reply);
