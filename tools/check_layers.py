@@ -12,6 +12,9 @@ import sys
 # Bottom up. Folders on one line are beside each other: neither may include the other.
 LAYERS = [
     ["api/include"],  # the public headers: the types every layer speaks
+    # The wire-format library (JSON writer, field tables): public headers only, so that the CLI
+    # may include it too (tools/check_cli_includes.sh).
+    ["engine/wire"],
     ["engine/base"],
     ["io/sync"],
     ["io/wal"],

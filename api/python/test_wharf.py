@@ -1835,7 +1835,7 @@ class TestFork(unittest.TestCase):
             with socket.socket(socket.AF_UNIX) as admin:
                 admin.settimeout(10)
                 admin.connect(os.path.join(db, "admin.sock"))
-                admin.sendall(b'{"v":1,"op":"hello"}\\n')
+                admin.sendall(b'{"v":2,"op":"hello"}\\n')
                 print("admin answers", json.loads(admin.makefile().readline())["ok"])
             with engine.begin() as txn:
                 txn.emit("A", b"y", key="k")

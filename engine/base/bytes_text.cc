@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "engine/wire/json_writer.h"
+
 namespace wharf::internal {
 
 // Offset of the first byte that does not start a well-formed UTF-8 sequence (overlong forms,
@@ -39,33 +41,9 @@ std::string DescribeBytes(std::string_view bytes) {
   return "0x" + HexOf(bytes);
 }
 
-std::string HexOf(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(bytes.size() * 2);
-  for (char c : bytes) {
-    hex.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
-    hex.push_back(kDigits[static_cast<uint8_t>(c) & 0xf]);
-  }
-  return hex;
-}
+// One hex codec in the tree: the wire format's (the CLI shares it).
+std::string HexOf(std::string_view bytes) { return wire::Hex(bytes); }
 
-bool FromHex(std::string_view hex, std::string* bytes) {
-  if (hex.size() % 2 != 0) return false;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  bytes->clear();
-  bytes->reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int high = digit(hex[i]), low = digit(hex[i + 1]);
-    if (high < 0 || low < 0) return false;
-    bytes->push_back(static_cast<char>(high << 4 | low));
-  }
-  return true;
-}
+bool FromHex(std::string_view hex, std::string* bytes) { return wire::FromHex(hex, bytes); }
 
 }  // namespace wharf::internal

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "engine/wire/schema.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "wharf/admin_client.h"
@@ -21,15 +22,6 @@
 #include "wharf/engine.h"
 
 namespace wharf::cli {
-
-void BackupInfoJson(Json& json, const BackupInfo& info) {
-  json.BeginObject().Key("id").Uint(info.id).Key("created_ms").Int(info.created_ms);
-  json.Key("duration_ms").Int(info.duration_ms).Key("last_fact_id").Uint(info.last_fact_id);
-  json.Key("durable_lsn").Uint(info.durable_lsn).Key("size_bytes").Uint(info.size_bytes);
-  json.Key("copied_bytes").Uint(info.copied_bytes).Key("files").Uint(info.files);
-  json.Key("format_version").Uint(info.format_version).Key("partitions").Uint(info.partitions);
-  json.Key("incarnation").Uint(info.incarnation).EndObject();
-}
 
 namespace {
 
@@ -137,8 +129,8 @@ int BackupDatabase(const Context& context, const BackupArgs& args) {
   if (int code = FailIfUnavailable(context, s)) return code;
   if (!s.ok()) return Fail(kExitError, "backup of " + context.db + " failed: " + s.ToString());
   if (context.json) {
-    Json json;
-    BackupInfoJson(json, info);
+    wire::JsonWriter json;
+    wire::WriteObject(json, info);
     Print(json.str() + "\n");
     return kExitOk;
   }
@@ -159,9 +151,9 @@ int ListBackupDirectory(const Context& context, const std::string& from) {
   }
   if (!s.ok()) return Fail(kExitError, "cannot list the backups in " + from + ": " + s.ToString());
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("target").String(from).Key("backups").BeginArray();
-    for (const BackupInfo& info : backups) BackupInfoJson(json, info);
+    for (const BackupInfo& info : backups) wire::WriteObject(json, info);
     Print(json.EndArray().EndObject().str() + "\n");
     return kExitOk;
   }
@@ -215,14 +207,14 @@ int RestoreBackup(const Context& context, const RestoreArgs& args) {
                 "restore from " + args.from + " into " + args.to + " failed: " + s.ToString());
   }
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject()
         .Key("destination")
         .String(args.to)
         .Key("incarnation")
         .Uint(report.incarnation);
     json.Key("backup");
-    BackupInfoJson(json, report.backup);
+    wire::WriteObject(json, report.backup);
     Print(json.EndObject().str() + "\n");
     return kExitOk;
   }
@@ -255,7 +247,7 @@ int Verify(const Context& context, const VerifyArgs& args) {
   }
   const bool damaged = s.IsCorruption();
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key(backup ? "backup_dir" : "path").String(what);
     if (backup) json.Key("backup_id").Uint(report.backup_id);
     json.Key("ok").Bool(!damaged).Key("files").Uint(report.files);

@@ -62,7 +62,7 @@ int Check(const Context& context, const std::string& file, const CheckOptions& o
       errors.empty() && asked ? FindUnproven(proofs, options) : std::vector<Unproven>();
 
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("file").String(file).Key("valid").Bool(errors.empty());
     json.Key("errors").BeginArray();
     for (const ConfigDiagnostic& error : errors) {

@@ -193,8 +193,5 @@ struct VerifyArgs {
 // Exit 0 when nothing is damaged, 1 when something is (every damaged place listed, up to
 // kVerifyDamageMax), 2 when it cannot be opened at all.
 int Verify(const Context& context, const VerifyArgs& args);
-class Json;
-// The fields of BackupInfo as one JSON object (backup, backups, restore, stat).
-void BackupInfoJson(Json& json, const BackupInfo& info);
 
 }  // namespace wharf::cli

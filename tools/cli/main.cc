@@ -138,7 +138,7 @@ int Version(const Context& context) {
   std::string rocksdb_version = std::to_string(ROCKSDB_MAJOR) + "." +
                                 std::to_string(ROCKSDB_MINOR) + "." + std::to_string(ROCKSDB_PATCH);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("version").String(WHARF_VERSION_STRING);
     json.Key("format_version").Uint(FormatVersion());
     json.Key("rocksdb_version").String(rocksdb_version).EndObject();

@@ -1,6 +1,8 @@
-// Output of the `wharf` CLI: a small JSON writer (stable field names, one document per command,
-// or one object per line for streams), aligned text tables, and byte formatting (text when it is
-// printable UTF-8, hex otherwise).
+// Output of the `wharf` CLI: aligned text tables, a progress bar and byte formatting (text when it
+// is printable UTF-8, hex otherwise). JSON (one document per command, or one object per line for
+// streams) is written with the library's one JSON writer, wire::JsonWriter, and the types that
+// also cross the admin socket with its field lists (engine/wire/schema.h): their --json output
+// has the socket's field names by construction.
 //
 // Thread safety: none needed (the CLI is single-threaded).
 #pragma once
@@ -10,36 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/wire/json_writer.h"
+
 namespace wharf::cli {
-
-// Builds one JSON value. Keys and string values are escaped; strings must be valid UTF-8 (use
-// BytesField for arbitrary bytes).
-class Json {
- public:
-  Json& BeginObject();
-  Json& EndObject();
-  Json& BeginArray();
-  Json& EndArray();
-  Json& Key(std::string_view key);
-  Json& String(std::string_view value);
-  Json& Uint(uint64_t value);
-  Json& Int(int64_t value);
-  Json& Bool(bool value);
-  Json& Null();
-  // The shortest text that reads back as exactly `value`; null when it is not finite.
-  Json& Double(double value);
-  // "name": text, "name_encoding": "text" | "hex" (hex when the bytes are not printable UTF-8).
-  Json& BytesField(std::string_view name, std::string_view bytes);
-
-  const std::string& str() const { return out_; }
-
- private:
-  void Separate();
-
-  std::string out_;
-  std::vector<bool> first_;  // per open container: no element written yet
-  bool after_key_ = false;
-};
 
 // An aligned text table: a header row, then rows; columns listed in `right` align right.
 class Table {
@@ -71,9 +46,10 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-// True when `bytes` are valid UTF-8 without control characters other than tab, CR and LF.
-bool IsPrintableText(std::string_view bytes);
-std::string Hex(std::string_view bytes);
+// True when `bytes` are valid UTF-8 without control characters other than tab, CR and LF; their
+// lower-case hex.
+using wire::Hex;
+using wire::IsPrintableText;
 // Text for a table cell: printable text with \n, \r, \t escaped, else "0x" + hex; cut to
 // `width_max` characters (0: no limit) with a trailing "...".
 std::string Display(std::string_view bytes, size_t width_max = 0);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "engine/wire/schema.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "tools/cli/replication_view.h"
@@ -43,73 +44,16 @@ void Print(const std::string& text) {
   std::fflush(stdout);
 }
 
-void PrintJson(const Json& json) { Print(json.str() + "\n"); }
+void PrintJson(const wire::JsonWriter& json) { Print(json.str() + "\n"); }
 
 std::string Age(int64_t oldest_commit_ms, int64_t now_ms) {
   if (oldest_commit_ms == 0) return "-";
   return std::to_string(std::max<int64_t>(0, now_ms - oldest_commit_ms));
 }
 
-void AgeJson(Json& json, int64_t oldest_commit_ms, int64_t now_ms) {
-  json.Key("oldest_undelivered_age_ms");
-  if (oldest_commit_ms == 0) {
-    json.Null();
-  } else {
-    json.Int(std::max<int64_t>(0, now_ms - oldest_commit_ms));
-  }
-}
-
-void ConsumerJson(Json& json, const ConsumerStat& report, int64_t now_ms, bool lanes) {
-  json.BeginObject().Key("consumer").String(report.consumer);
-  json.Key("cursor_count").Uint(report.cursor_count);
-  json.Key("fact_id_min").Uint(report.fact_id_min);
-  json.Key("fact_id_max").Uint(report.fact_id_max);
-  json.Key("registered").Bool(report.registered);
-  json.Key("types").BeginArray();
-  for (const std::string& type : report.types) json.String(type);
-  json.EndArray();
-  json.Key("lag_facts").Uint(report.lag_facts);
-  json.Key("facts_behind").Uint(report.facts_behind);
-  AgeJson(json, report.oldest_commit_ms, now_ms);
-  // Facts retention removed before the consumer had passed them (under a bound), and when.
-  json.Key("lost_facts").Uint(report.lost_fact_count);
-  json.Key("lost_last_ms");
-  if (report.lost_fact_count == 0) {
-    json.Null();
-  } else {
-    json.Uint(report.lost_last_ms);
-  }
-  json.Key("lost_last_from_id").Uint(report.lost_last_from_id);
-  json.Key("lost_last_to_id").Uint(report.lost_last_to_id);
-  // A fact it keeps failing, as its runtime stored it (null fields when it is not retrying).
-  json.Key("retrying").Bool(report.retrying);
-  json.Key("retrying_partition");
-  report.retrying ? json.Uint(report.retrying_partition) : json.Null();
-  json.Key("retrying_fact_id");
-  report.retrying ? json.Uint(report.retrying_fact_id) : json.Null();
-  json.Key("retrying_attempt");
-  report.retrying ? json.Uint(report.retrying_attempt) : json.Null();
-  json.Key("retrying_since_ms");
-  report.retrying ? json.Int(report.retrying_since_ms) : json.Null();
-  json.Key("last_error");
-  report.retrying ? json.String(Display(report.last_error)) : json.Null();
-  json.Key("last_error_ms");
-  report.retrying ? json.Int(report.last_error_ms) : json.Null();
-  if (lanes) {
-    json.Key("partitions").BeginArray();
-    for (const ConsumerPartitionStat& lane : report.partitions) {
-      json.BeginObject().Key("partition").Uint(lane.partition);
-      json.Key("has_cursor").Bool(lane.has_cursor);
-      json.Key("fact_id").Uint(lane.fact_id);
-      json.Key("epoch").Uint(lane.epoch);
-      json.Key("lag_facts").Uint(lane.lag_facts);
-      json.Key("facts_behind").Uint(lane.facts_behind);
-      AgeJson(json, lane.oldest_commit_ms, now_ms);
-      json.EndObject();
-    }
-    json.EndArray();
-  }
-  json.EndObject();
+// A consumer's stat, every field under the admin socket's name (engine/wire/schema.h).
+void ConsumerJson(wire::JsonWriter& json, const ConsumerStat& report) {
+  wire::WriteObject(json, report);
 }
 
 std::string LastLoss(const ConsumerStat& report) {
@@ -196,13 +140,11 @@ bool InstanceAlive(const InstanceInfo& instance, const LeaseView& view, int64_t 
 }
 
 // "leases": [...], "instances": [...]
-void LeasesJson(Json& json, const LeaseView& view, int64_t now_ms) {
+void LeasesJson(wire::JsonWriter& json, const LeaseView& view, int64_t now_ms) {
   json.Key("leases").BeginArray();
   for (const auto& lease : view.leases) {
-    json.BeginObject().Key("consumer").String(lease.consumer);
-    json.Key("owner").String(lease.owner).Key("epoch").Uint(lease.epoch);
-    json.Key("expires_at_ms").Int(lease.expires_at_ms);
-    json.Key("open_epoch").Uint(lease.open_epoch);
+    json.BeginObject();
+    wire::WriteFields(json, lease);
     json.Key("state").String(LeaseState(lease, view, now_ms)).EndObject();
   }
   json.EndArray().Key("instances").BeginArray();
@@ -284,63 +226,27 @@ Status ReadStatData(Inspector& inspector, StatData* data) {
   return Status::OK();
 }
 
+// The stat snapshot with every field under the admin socket's name (engine/wire/schema.h, as the
+// socket's stat reply has them), and besides them (docs/cli.md): the database's shape, its
+// declared types, leases and instances, and replication (null when no engine answered: only the
+// running engine knows it).
 void PrintStatJson(const Context& context, const Inspector& inspector, const StatData& data) {
-  Json json;
+  wire::JsonWriter json;
   json.BeginObject().Key("path").String(context.db);
   json.Key("format_version").Uint(inspector.format_version());
   json.Key("partition_count").Uint(inspector.partitions());
   json.Key("ordering").String(OrderingName(inspector.ordering()));
-  // A secondary sees what the engine wrote, which may be ahead of what it acknowledged as
-  // durable (a sync in flight); it cannot know the durable LSN, so it does not claim one.
-  const StatSnapshot& snapshot = data.snapshot;
-  json.Key("last_lsn").Uint(snapshot.last_lsn);
-  json.Key("fact_count").Uint(snapshot.fact_count);
-  json.Key("fact_bytes").Uint(snapshot.fact_bytes);
-  json.Key("partitions").BeginArray();
-  for (const auto& partition : snapshot.partitions) {
-    json.BeginObject().Key("partition").Uint(partition.partition);
-    json.Key("fact_count").Uint(partition.fact_count);
-    json.Key("bytes").Uint(partition.bytes);
-    json.Key("first_id").Uint(partition.first_id);
-    json.Key("last_id").Uint(partition.last_id);
-    json.EndObject();
-  }
-  json.EndArray().Key("declared_types").BeginArray();
+  json.Key("declared_types").BeginArray();
   for (const std::string& type : data.types) json.String(type);
-  json.EndArray().Key("consumers").BeginArray();
-  for (const ConsumerStat& report : snapshot.consumers) {
-    ConsumerJson(json, report, data.now_ms, true);
-  }
-  json.EndArray().Key("lease_count").Uint(data.lease_view.leases.size());
+  json.EndArray();
+  // Every field of the snapshot. A secondary sees what the engine wrote, which may be ahead of
+  // what it acknowledged as durable (a sync in flight): durable_lsn_known is false there.
+  wire::WriteFields(json, data.snapshot);
+  json.Key("lease_count").Uint(data.lease_view.leases.size());
   LeasesJson(json, data.lease_view, data.now_ms);
-  json.Key("timers_pending").Uint(snapshot.timer_count);
-  json.Key("next_timer_due_ms");
-  if (snapshot.timer_count == 0) {
-    json.Null();
-  } else {
-    json.Int(snapshot.next_timer_due_ms);
-  }
-  json.Key("dead_letter_count").Uint(snapshot.dead_letter_count);
-  json.Key("incarnation").Uint(snapshot.incarnation);
-  const LastBackup& last = snapshot.last_backup;
-  json.Key("last_backup");
-  if (!last.exists) {
-    json.Null();
-  } else {
-    json.BeginObject().Key("ok").Bool(last.ok).Key("finished_ms").Int(last.finished_ms);
-    json.Key("duration_ms").Int(last.duration_ms).Key("target").String(last.target);
-    if (last.ok) {
-      json.Key("backup");
-      BackupInfoJson(json, last.info);
-    } else {
-      json.BytesField("error", last.error);
-    }
-    json.EndObject();
-  }
-  // null: no engine answered (replication is the running engine's to know).
   json.Key("replication");
   if (data.replication) {
-    ReplicationJson(json, *data.replication);
+    wire::WriteObject(json, *data.replication);
   } else {
     json.Null();
   }
@@ -454,9 +360,9 @@ int CursorList(const Context& context) {
   if (!s.ok()) return DataError(s);
   int64_t now_ms = NowMs();
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("consumers").BeginArray();
-    for (const ConsumerStat& report : reports) ConsumerJson(json, report, now_ms, false);
+    for (const ConsumerStat& report : reports) ConsumerJson(json, report);
     PrintJson(json.EndArray().EndObject());
     return kExitOk;
   }
@@ -501,8 +407,8 @@ int CursorGet(const Context& context, const std::string& consumer) {
   }
   int64_t now_ms = NowMs();
   if (context.json) {
-    Json json;
-    ConsumerJson(json, reports[0], now_ms, true);
+    wire::JsonWriter json;
+    ConsumerJson(json, reports[0]);
     PrintJson(json);
     return kExitOk;
   }
@@ -587,7 +493,7 @@ bool Matches(const TailOptions& options, const Fact& fact) {
 
 void PrintFact(const Context& context, const Fact& fact) {
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("id").Uint(fact.id).Key("type").String(fact.type);
     json.BytesField("key", fact.key);
     json.Key("partition").Uint(fact.partition).Key("commit_ms").Int(fact.commit_ms);
@@ -733,18 +639,11 @@ int DeadList(const Context& context, const std::string& consumer) {
     }
   }
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("dead_letters").BeginArray();
-    for (const DeadLetter& letter : letters) {
-      json.BeginObject().Key("consumer").String(letter.consumer);
-      json.Key("fact_id").Uint(letter.fact.id).Key("reason").String(Display(letter.reason));
-      // Which delivery settled it; 0 for letters written before attempts were recorded.
-      json.Key("attempt").Uint(letter.attempt);
-      json.Key("type").String(letter.fact.type).BytesField("key", letter.fact.key);
-      json.Key("partition").Uint(letter.fact.partition);
-      json.Key("commit_ms").Int(letter.fact.commit_ms);
-      json.BytesField("payload", letter.fact.payload).EndObject();
-    }
+    // As the admin socket's dead_list reply has them; attempt 0 for letters written before
+    // attempts were recorded.
+    for (const DeadLetter& letter : letters) wire::WriteObject(json, letter);
     PrintJson(json.EndArray().EndObject());
     return kExitOk;
   }
@@ -773,7 +672,7 @@ int LeaseList(const Context& context) {
   if (!s.ok()) return DataError(s);
   int64_t now_ms = NowMs();
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject();
     LeasesJson(json, view, now_ms);
     PrintJson(json.EndObject());

@@ -12,20 +12,6 @@
 
 namespace wharf::cli {
 
-void ReplicationJson(Json& json, const ReplicationMetrics& r) {
-  json.BeginObject().Key("enabled").Bool(r.enabled).Key("mode").String(r.mode);
-  json.Key("stream").String(r.stream).Key("term").String(r.term);
-  json.Key("last_group").Uint(r.last_group).Key("shipped_group").Uint(r.shipped_group);
-  json.Key("shipped_bytes_total").Uint(r.shipped_bytes_total);
-  json.Key("lag_groups").Uint(r.lag_groups).Key("lag_facts").Uint(r.lag_facts);
-  json.Key("lag_bytes").Uint(r.lag_bytes).Key("lag_ms").Uint(r.lag_ms);
-  json.Key("fenced").Bool(r.fenced).Key("snapshots_total").Uint(r.snapshots_total);
-  json.Key("snapshot_failures_total").Uint(r.snapshot_failures_total);
-  json.Key("last_snapshot_group").Uint(r.last_snapshot_group);
-  json.Key("last_snapshot_ms").Int(r.last_snapshot_ms);
-  json.Key("last_snapshot_error").String(r.last_snapshot_error).EndObject();
-}
-
 std::string ReplicationText(const ReplicationMetrics& r, bool* fenced) {
   *fenced = r.fenced;
   std::string text;

@@ -1,5 +1,5 @@
-// Replication as the CLI shows it (wharf/metrics.h, ReplicationMetrics): the JSON object of
-// `wharf metrics --json` and `wharf stat --json`, and the one-line summary of `wharf stat` and
+// Replication as the CLI shows it (wharf/metrics.h, ReplicationMetrics; its JSON comes from
+// engine/wire/schema.h): the one-line summary of `wharf stat` and
 // `wharf top`. Replication is known only to the engine that replicates: `wharf stat` asks the
 // engine holding the database, if one answers (ReadLiveReplication).
 //
@@ -13,9 +13,6 @@
 #include "wharf/metrics.h"
 
 namespace wharf::cli {
-
-// Every field of `r` as one JSON object (the same names as the admin protocol's).
-void ReplicationJson(Json& json, const ReplicationMetrics& r);
 
 // "stream orders (sync, term 0123abcd): group 42 written, 41 stored; behind 1 group, 3 facts,
 // 1.2 KiB, 0.05 s; snapshots 2, last covers group 40 at 2026-...Z". *fenced set when another

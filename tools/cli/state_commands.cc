@@ -94,7 +94,7 @@ int StateGet(const Context& context, const StateArgs& args) {
   }
   if (!s.ok()) return ReadFailed(context, s);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("table").String(args.table).BytesField("key", key);
     json.BytesField("value", value).EndObject();
     Print(json.str() + "\n");
@@ -140,7 +140,7 @@ int StateScan(const Context& context, const StateArgs& args) {
   auto open_document = [&] {
     if (opened || !context.json) return;
     opened = true;
-    Json head;
+    wire::JsonWriter head;
     head.BeginObject().Key("table").String(args.table);
     Print(head.str() + ",\"rows\":[");
   };
@@ -152,7 +152,7 @@ int StateScan(const Context& context, const StateArgs& args) {
           if (context.json) {
             const bool first = !opened;
             open_document();
-            Json row;
+            wire::JsonWriter row;
             row.BeginObject().BytesField("key", key).BytesField("value", value).EndObject();
             Print((first ? "" : ",") + row.str());
           } else {
@@ -168,7 +168,7 @@ int StateScan(const Context& context, const StateArgs& args) {
   }
   if (context.json) {
     open_document();
-    Json tail;
+    wire::JsonWriter tail;
     tail.BeginObject().Key("row_count").Uint(result.rows).Key("more").Bool(result.more);
     if (result.more) {
       tail.BytesField("resume_from", result.resume_from);

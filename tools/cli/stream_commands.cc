@@ -106,7 +106,7 @@ int ExitFor(const Status& s) {
 }
 
 std::string StateJson(const Standby::State& state, int64_t now_ms) {
-  Json json;
+  wire::JsonWriter json;
   json.BeginObject().Key("taken_ms").Int(now_ms).Key("applied_group").Uint(state.applied_group);
   json.Key("stream_group").Uint(state.stream_group);
   json.Key("behind_groups")
@@ -162,7 +162,7 @@ int RestoreStream(const Context& context, const StreamSource& source, const std:
                                 " into " + to + " failed: " + s.ToString());
   }
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("destination").String(to).Key("stream").String(source.stream);
     json.Key("snapshot_id").String(report.snapshot_id);
     json.Key("snapshot_group").Uint(report.snapshot_group);
@@ -217,7 +217,7 @@ int StandbyStream(const Context& context, const StreamSource& source) {
     return Fail(kExitError, "stopping the standby in " + context.db + " failed: " + s.ToString());
   }
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("stopped").Bool(true).Key("applied_group").Uint(last.applied_group);
     json.Key("last_fact_id").Uint(last.last_fact_id);
     Print(json.EndObject().str() + "\n");

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "engine/wire/schema.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "wharf/admin.h"
@@ -37,6 +38,10 @@ int OpenEngineOrClient(const Context& context, bool changes, std::unique_ptr<Eng
   client_options.timeout_ms = context.timeout_ms;
   s = AdminClient::Connect(socket, client_options, client);
   if (int code = FailIfUnavailable(context, s)) return code;
+  if (s.code() == Status::Code::kNotSupported) {
+    // An engine of another release: its message names both protocol versions and what to do.
+    return Fail(kExitError, s.message() + unchanged);
+  }
   if (!s.ok()) {
     return Fail(
         kExitCannotOpen,
@@ -180,13 +185,10 @@ int RefusedConflict(const Status& status) {
 void PrintPositions(const Context& context, const std::string& verb, const std::string& consumer,
                     const std::vector<CursorInfo>& cursors) {
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key(verb).Bool(true).Key("consumer").String(consumer);
     json.Key("partitions").BeginArray();
-    for (const CursorInfo& info : cursors) {
-      json.BeginObject().Key("partition").Uint(info.partition).Key("fact_id").Uint(info.fact_id);
-      json.EndObject();
-    }
+    for (const CursorInfo& info : cursors) wire::WriteObject(json, info);
     Print(json.EndArray().EndObject().str() + "\n");
     return;
   }
@@ -201,18 +203,10 @@ void PrintPositions(const Context& context, const std::string& verb, const std::
 void PrintMoves(const Context& context, const std::string& consumer,
                 const std::vector<CursorMove>& moves) {
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
     json.Key("partitions").BeginArray();
-    for (const CursorMove& move : moves) {
-      json.BeginObject().Key("partition").Uint(move.partition).Key("from_fact_id");
-      if (move.existed) {
-        json.Uint(move.from_fact_id);
-      } else {
-        json.Null();
-      }
-      json.Key("to_fact_id").Uint(move.to_fact_id).EndObject();
-    }
+    for (const CursorMove& move : moves) wire::WriteObject(json, move);
     Print(json.EndArray().EndObject().str() + "\n");
     return;
   }
@@ -310,7 +304,7 @@ int CursorDelete(const Context& context, const std::string& consumer, bool yes) 
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("deleted").Bool(true).Key("consumer").String(consumer);
     Print(json.Key("cursor_count").Uint(cursors.size()).EndObject().str() + "\n");
   } else {
@@ -336,7 +330,7 @@ int DeadPurge(const Context& context, const std::string& consumer,
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("consumer").String(consumer).Key("purged").Uint(purged);
     Print(json.EndObject().str() + "\n");
   } else {
@@ -365,13 +359,10 @@ int DeadRetry(const Context& context, const std::string& consumer,
     return Fail(kExitError, (s.IsNotFound() ? s.message() : s.ToString()) + " (" + done + ")");
   }
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("consumer").String(consumer).Key("retried_count").Uint(retried.size());
     json.Key("retried").BeginArray();
-    for (const RetriedLetter& letter : retried) {
-      json.BeginObject().Key("dead_fact_id").Uint(letter.dead_fact_id);
-      json.Key("new_fact_id").Uint(letter.new_fact_id).EndObject();
-    }
+    for (const RetriedLetter& letter : retried) wire::WriteObject(json, letter);
     Print(json.EndArray().EndObject().str() + "\n");
     return kExitOk;
   }
@@ -413,24 +404,16 @@ int Trim(const Context& context, bool yes, bool dry_run) {
                             ? "no consumer has a cursor, so no fact is known to be passed"
                             : nullptr;
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(dry_run);
-    json.Key("consumer_count").Uint(report.consumer_count);
-    json.Key("fact_count").Uint(report.fact_count).Key("bytes").Uint(report.bytes);
     json.Key("skipped_reason");
     if (skipped) {
       json.String(skipped);
     } else {
       json.Null();
     }
-    json.Key("partitions").BeginArray();
-    for (const TrimPartition& partition : report.partitions) {
-      json.BeginObject().Key("partition").Uint(partition.partition);
-      json.Key("trim_point").Uint(partition.trim_point);
-      json.Key("fact_count").Uint(partition.fact_count).Key("bytes").Uint(partition.bytes);
-      json.EndObject();
-    }
-    Print(json.EndArray().EndObject().str() + "\n");
+    wire::WriteFields(json, report);
+    Print(json.EndObject().str() + "\n");
     return kExitOk;
   }
   if (skipped) {
@@ -463,7 +446,7 @@ int LeaseRelease(const Context& context, const std::string& consumer, bool yes) 
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     Print(json.BeginObject()
               .Key("released")
               .Bool(true)
@@ -490,7 +473,7 @@ int Recover(const Context& context, bool yes) {
   Status s = RecoverDamagedWal(context.db, options, &report);
   if (!s.ok()) return Fail(kExitCannotOpen, "cannot recover " + context.db + ": " + s.ToString());
   if (context.json) {
-    Json json;
+    wire::JsonWriter json;
     json.BeginObject().Key("damaged").Bool(report.damaged);
     json.Key("damage").String(report.damage);
     json.Key("records_after").Uint(report.records_after);

@@ -1,11 +1,11 @@
 // The admin socket's protocol (engine option `admin_socket`; the CLI's write commands on a live
 // database): one JSON object per line each way, versioned.
 //
-//   request   {"v":1,"op":"cursor_set","consumer":"mailer","fact_id":5,"dry_run":false}
-//   reply     {"v":1,"ok":true,"result":{"moves":[...]}}
-//             {"v":1,"ok":false,"code":"InvalidArgument","subcode":"None","retryable":false,
+//   request   {"v":2,"op":"cursor_set","consumer":"mailer","fact_id":5,"dry_run":false}
+//   reply     {"v":2,"ok":true,"result":{"moves":[...]}}
+//             {"v":2,"ok":false,"code":"InvalidArgument","subcode":"None","retryable":false,
 //              "message":"consumer id is empty","result":{...}}
-//   progress  {"v":1,"progress":{"done":3,"total":16}}   (trim and backup with
+//   progress  {"v":2,"progress":{"done":3,"total":16}}   (trim and backup with
 //                                                        "progress":true, before its reply)
 //
 // Each op mirrors one function of wharf/admin.h (metrics: wharf/metrics.h ReadMetrics; state_get
@@ -16,6 +16,8 @@
 // error, a runtime instance id, state keys and values) travel as lower-case hex in fields named
 // *_hex. Floating-point values (histogram bounds and sums, seconds) travel in their shortest exact
 // form and read back bit for bit; one that is not finite travels as null and reads back as NaN.
+// The fields of every result come from one list per type (engine/wire/schema.h), read and written
+// by the same code, and the CLI's --json output uses the same lists.
 // Every request field is checked like any other input: an unknown op or field, a missing or
 // ill-typed field, a number out of range, a bad consumer id, a duplicate field is InvalidArgument
 // naming it.
@@ -37,7 +39,9 @@
 
 namespace wharf::internal::admin_socket {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+// Version 2: the stat reply's `lag_facts` (was `fact_lag`), and both sides refuse a line of
+// another version, naming both (the engine: InvalidArgument; the client: NotSupported).
+inline constexpr uint32_t kProtocolVersion = 2;
 // A request line (without its newline) longer than this is refused.
 inline constexpr size_t kRequestBytesMax = 64 * 1024;
 
@@ -134,7 +138,8 @@ std::string EncodeProgress(uint64_t done, uint64_t total);
 // One line the engine sent in answer to a request of `op` (its newline removed). Exactly one of:
 // *progress true with done/total set, or *progress false and *reply filled (reply->status is the
 // engine's outcome, with its code, subcode, retryability and message). The returned Status is not
-// OK when the line itself is malformed (Internal naming the problem).
+// OK when the line itself is malformed (Internal naming the problem), or NotSupported when it is
+// of another protocol version (an engine of another release: the message names both versions).
 Status DecodeReply(Op op, std::string_view line, bool* progress, uint64_t* done, uint64_t* total,
                    Reply* reply);
 // The same for an op whose progress counts fit 32 bits (trim): larger ones are malformed.

@@ -1,6 +1,6 @@
 // The admin socket's metrics reply carries replication's metrics (wharf/metrics.h,
-// ReplicationMetrics) both ways, every field exactly; a reply without them (an engine from before
-// replication) reads as an engine that does not replicate; a mistyped field is refused by name.
+// ReplicationMetrics) both ways, every field exactly; a reply without them, or with a mistyped
+// field, is refused by name.
 #include <gtest/gtest.h>
 
 #include "engine/admin/socket/protocol.h"
@@ -69,8 +69,9 @@ TEST(AdminProtocolReplicationTest, EveryFieldRoundTrips) {
   EXPECT_EQ(g.last_snapshot_error, "replicate: snapshot \"x\"\nfailed");
 }
 
-// An engine from before replication sends no "replication" object: not replicating, not an error.
-TEST(AdminProtocolReplicationTest, AReplyWithoutReplicationReadsAsDisabled) {
+// Every engine that speaks this version sends "replication" (one from before replication spoke
+// version 1, refused as a whole): a reply without it is malformed, naming it.
+TEST(AdminProtocolReplicationTest, AReplyWithoutReplicationIsRefusedByName) {
   std::string line = Encoded(Replicating());
   const size_t at = line.find(",\"replication\":{");
   ASSERT_NE(at, std::string::npos) << line;
@@ -79,9 +80,10 @@ TEST(AdminProtocolReplicationTest, AReplyWithoutReplicationReadsAsDisabled) {
   line.erase(at, end + 1 - at);
   ASSERT_EQ(line.find("replication"), std::string::npos) << line;
   Reply decoded;
-  ASSERT_OK(Decode(line, &decoded));
-  EXPECT_FALSE(decoded.metrics.replication.enabled);
-  EXPECT_EQ(decoded.metrics.replication.stream, "");
+  Status s = Decode(line, &decoded);
+  EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
+  EXPECT_NE(s.message().find("field 'replication' is not present"), std::string::npos)
+      << s.ToString();
 }
 
 TEST(AdminProtocolReplicationTest, AMistypedFieldIsRefusedByName) {

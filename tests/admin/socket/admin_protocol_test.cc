@@ -50,7 +50,7 @@ TEST(AdminProtocolTest, RequestsRoundTrip) {
   EXPECT_EQ(parsed.partition, UINT32_MAX);
 
   // Optional fields may be left out; every op name maps back.
-  ASSERT_OK(ParseRequest(R"({"op":"trim","v":1})", &parsed));
+  ASSERT_OK(ParseRequest(R"({"op":"trim","v":2})", &parsed));
   EXPECT_EQ(parsed.op, Op::kTrim);
   EXPECT_FALSE(parsed.dry_run);
   for (int op = 0; op <= static_cast<int>(kLastOp); ++op) {
@@ -353,7 +353,9 @@ TEST(AdminProtocolTest, MetricsRoundTripEveryField) {
   line.replace(line.find("[0.5]"), 5, "[\"x\"]");
   s = DecodeReply(Op::kMetrics, line, &progress, &done, &total, &reply);
   EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
-  EXPECT_NE(s.message().find("sync_seconds upper bound"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("sync_seconds field 'upper_bounds[]' is not a number"),
+            std::string::npos)
+      << s.message();
 }
 
 BackupInfo SampleBackupInfo() {
@@ -407,17 +409,17 @@ TEST(AdminProtocolTest, BackupRoundTrips) {
   EXPECT_EQ(parsed.keep, UINT32_MAX);
   EXPECT_EQ(parsed.rate_limit_bytes_per_s, UINT64_MAX);
   EXPECT_TRUE(parsed.progress);
-  ASSERT_OK(ParseRequest(R"({"v":1,"op":"backup","target":"/b"})", &parsed));
+  ASSERT_OK(ParseRequest(R"({"v":2,"op":"backup","target":"/b"})", &parsed));
   EXPECT_EQ(parsed.keep, 0u);
   EXPECT_EQ(parsed.rate_limit_bytes_per_s, 0u);
   EXPECT_FALSE(parsed.progress);
 
   const std::pair<const char*, const char*> refused[] = {
-      {R"({"v":1,"op":"backup"})", "needs field 'target'"},
-      {R"({"v":1,"op":"backup","target":"backups"})", "must be an absolute path"},
-      {R"({"v":1,"op":"backup","target":""})", "must be an absolute path"},
-      {R"({"v":1,"op":"backup","target":"/b","keep":4294967296})", "'keep'"},
-      {R"({"v":1,"op":"backup","target":"/b","rate_limit_bytes_per_s":-1})",
+      {R"({"v":2,"op":"backup"})", "needs field 'target'"},
+      {R"({"v":2,"op":"backup","target":"backups"})", "must be an absolute path"},
+      {R"({"v":2,"op":"backup","target":""})", "must be an absolute path"},
+      {R"({"v":2,"op":"backup","target":"/b","keep":4294967296})", "'keep'"},
+      {R"({"v":2,"op":"backup","target":"/b","rate_limit_bytes_per_s":-1})",
        "'rate_limit_bytes_per_s'"},
   };
   for (const auto& [text, problem] : refused) {
@@ -499,18 +501,18 @@ TEST(AdminProtocolTest, StateReadsRoundTripAnyBytes) {
   EXPECT_EQ(parsed.key_to, request.key_to);
   EXPECT_EQ(parsed.limit, kScanLimitMax);
   // The bounds may be left out (open ends); the limit may not, nor pass the engine's bound.
-  ASSERT_OK(ParseRequest(R"({"v":1,"op":"state_scan","table":"t","limit":1})", &parsed));
+  ASSERT_OK(ParseRequest(R"({"v":2,"op":"state_scan","table":"t","limit":1})", &parsed));
   EXPECT_TRUE(parsed.key_from.empty());
   EXPECT_TRUE(parsed.key_to.empty());
-  Status s = ParseRequest(R"({"v":1,"op":"state_scan","table":"t"})", &parsed);
+  Status s = ParseRequest(R"({"v":2,"op":"state_scan","table":"t"})", &parsed);
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("needs field 'limit'"), std::string::npos) << s.message();
-  s = ParseRequest(R"({"v":1,"op":"state_scan","table":"t","limit":100001})", &parsed);
+  s = ParseRequest(R"({"v":2,"op":"state_scan","table":"t","limit":100001})", &parsed);
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("'limit' of op 'state_scan' must be a whole number in [0, 100000]"),
             std::string::npos)
       << s.message();
-  s = ParseRequest(R"({"v":1,"op":"state_get","table":"t","key_hex":"6g"})", &parsed);
+  s = ParseRequest(R"({"v":2,"op":"state_get","table":"t","key_hex":"6g"})", &parsed);
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("'key_hex' of op 'state_get' must be a string of hex digits"),
             std::string::npos)
@@ -559,15 +561,15 @@ TEST(AdminProtocolTest, MalformedRepliesAreRefused) {
   uint32_t done = 0, total = 0;
   Reply reply;
   for (const char* line :
-       {"", "nope", "[]", R"({"v":2,"ok":true})", R"({"v":1})",
-        R"({"v":1,"ok":false,"code":"Weird","subcode":"None","retryable":false,"message":""})",
-        R"({"v":1,"ok":true})", R"({"v":1,"ok":true,"result":{"cursors":7}})",
-        R"({"v":1,"progress":{"done":-1,"total":2}})"}) {
+       {"", "nope", "[]", R"({"ok":true})", R"({"v":2})",
+        R"({"v":2,"ok":false,"code":"Weird","subcode":"None","retryable":false,"message":""})",
+        R"({"v":2,"ok":true})", R"({"v":2,"ok":true,"result":{"cursors":7}})",
+        R"({"v":2,"progress":{"done":-1,"total":2}})"}) {
     Status s = DecodeReply(Op::kCursorList, line, &progress, &done, &total, &reply);
     EXPECT_EQ(s.code(), Status::Code::kInternal) << line << ": " << s.ToString();
     EXPECT_NE(s.message().find("malformed reply"), std::string::npos) << s.message();
   }
-  ASSERT_OK(DecodeReply(Op::kTrim, R"({"v":1,"progress":{"done":1,"total":4}})", &progress, &done,
+  ASSERT_OK(DecodeReply(Op::kTrim, R"({"v":2,"progress":{"done":1,"total":4}})", &progress, &done,
                         &total, &reply));
   EXPECT_TRUE(progress);
   EXPECT_EQ(done, 1u);

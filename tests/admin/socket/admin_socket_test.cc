@@ -449,33 +449,35 @@ TEST_F(AdminSocketTest, MalformedRequestsAreRefusedByName) {
       {"not json", "not valid JSON"},
       {"[1,2]", "not a JSON object"},
       {R"({"op":"hello"})", "no field 'v'"},
-      {R"({"v":2,"op":"hello"})", "protocol version 2 is not supported"},
-      {R"({"v":1})", "no field 'op'"},
-      {R"({"v":1,"op":7})", "field 'op' must be a string"},
-      {R"({"v":1,"op":"drop_everything"})", "unknown op 'drop_everything'"},
-      {R"({"v":1,"op":"cursor_set","consumer":"mailer"})", "needs field 'fact_id'"},
-      {R"({"v":1,"op":"cursor_set","consumer":"mailer","fact_id":-1})",
+      {R"({"v":1,"op":"hello"})",
+       "this request speaks protocol v1, this engine speaks v2: use the wharf program"},
+      {R"({"v":"2","op":"hello"})", "is not supported (this engine speaks version 2)"},
+      {R"({"v":2})", "no field 'op'"},
+      {R"({"v":2,"op":7})", "field 'op' must be a string"},
+      {R"({"v":2,"op":"drop_everything"})", "unknown op 'drop_everything'"},
+      {R"({"v":2,"op":"cursor_set","consumer":"mailer"})", "needs field 'fact_id'"},
+      {R"({"v":2,"op":"cursor_set","consumer":"mailer","fact_id":-1})",
        "'fact_id' of op 'cursor_set' must be a whole number"},
-      {R"({"v":1,"op":"cursor_set","consumer":"mailer","fact_id":1.5})", "must be a whole number"},
-      {R"({"v":1,"op":"cursor_get","consumer":"mailer","partition":4294967296})",
+      {R"({"v":2,"op":"cursor_set","consumer":"mailer","fact_id":1.5})", "must be a whole number"},
+      {R"({"v":2,"op":"cursor_get","consumer":"mailer","partition":4294967296})",
        "must be a whole number in [0, 4294967295]"},
-      {R"({"v":1,"op":"cursor_set","consumer":"mailer","fact_id":1,"force":true})",
+      {R"({"v":2,"op":"cursor_set","consumer":"mailer","fact_id":1,"force":true})",
        "op 'cursor_set' takes no field 'force'"},
-      {R"({"v":1,"op":"cursor_delete","consumer":"mailer","consumer":"x"})",
+      {R"({"v":2,"op":"cursor_delete","consumer":"mailer","consumer":"x"})",
        "field 'consumer' is given twice"},
-      {R"({"v":1,"op":"cursor_delete","consumer":""})", "consumer id is empty"},
-      {R"({"v":1,"op":"cursor_delete","consumer":"a\u0000b"})", "contains a NUL byte"},
-      {R"({"v":1,"op":"cursor_delete","consumer":7})", "field 'consumer' of op 'cursor_delete'"},
-      {R"({"v":1,"op":"dead_purge","consumer":"m","fact_ids":[1,"x"]})", "fact_ids[]"},
-      {R"({"v":1,"op":"trim","dry_run":"yes"})", "must be true or false"},
+      {R"({"v":2,"op":"cursor_delete","consumer":""})", "consumer id is empty"},
+      {R"({"v":2,"op":"cursor_delete","consumer":"a\u0000b"})", "contains a NUL byte"},
+      {R"({"v":2,"op":"cursor_delete","consumer":7})", "field 'consumer' of op 'cursor_delete'"},
+      {R"({"v":2,"op":"dead_purge","consumer":"m","fact_ids":[1,"x"]})", "fact_ids[]"},
+      {R"({"v":2,"op":"trim","dry_run":"yes"})", "must be true or false"},
       {"{\"v\":1,\"op\":\"cursor_delete\",\"consumer\":\"\xff\"}", "not valid JSON"},
-      {R"({"v":1,"op":"state_scan","table":"t","limit":100001})",
+      {R"({"v":2,"op":"state_scan","table":"t","limit":100001})",
        "'limit' of op 'state_scan' must be a whole number in [0, 100000]"},
-      {R"({"v":1,"op":"state_scan","table":"t","limit":0})", "limit"},
-      {R"({"v":1,"op":"state_scan","table":"t","from_hex":"b","to_hex":"a","limit":1})",
+      {R"({"v":2,"op":"state_scan","table":"t","limit":0})", "limit"},
+      {R"({"v":2,"op":"state_scan","table":"t","from_hex":"b","to_hex":"a","limit":1})",
        "must be a string of hex digits"},
-      {R"({"v":1,"op":"state_scan","table":"t","from_hex":"62","to_hex":"61","limit":1})", "from"},
-      {R"({"v":1,"op":"state_get","table":"a\u0000b","key_hex":"6b"})", "NUL"},
+      {R"({"v":2,"op":"state_scan","table":"t","from_hex":"62","to_hex":"61","limit":1})", "from"},
+      {R"({"v":2,"op":"state_get","table":"a\u0000b","key_hex":"6b"})", "NUL"},
   };
   for (const auto& [request, problem] : cases) {
     ASSERT_TRUE(raw.Send(request + "\n"));
@@ -485,7 +487,7 @@ TEST_F(AdminSocketTest, MalformedRequestsAreRefusedByName) {
     EXPECT_CONTAINS(reply, problem);
   }
   // Still served, and nothing changed.
-  ASSERT_TRUE(raw.Send(R"({"v":1,"op":"cursor_get","consumer":"mailer","partition":0})"
+  ASSERT_TRUE(raw.Send(R"({"v":2,"op":"cursor_get","consumer":"mailer","partition":0})"
                        "\n"));
   EXPECT_CONTAINS(raw.Line(), "\"ok\":true");
   uint64_t fact_id = 0;
@@ -550,7 +552,7 @@ TEST_F(AdminSocketTest, AThousandClientsAtOnce) {
   const uint64_t commits_before = commits.load();
   size_t served = 0, busy = 0;
   for (auto& client : clients) {
-    client->Send(R"({"v":1,"op":"cursor_list"})"
+    client->Send(R"({"v":2,"op":"cursor_list"})"
                  "\n");  // refused ones may be closed already
     std::string reply = client->Line();
     if (reply.find("\"ok\":true") != std::string::npos) {
@@ -639,13 +641,13 @@ TEST_F(AdminSocketTest, MetricsOverTheSocket) {
   Raw raw(Socket());
   ASSERT_TRUE(raw.connected());
   const std::pair<std::string, std::string> cases[] = {
-      {R"({"v":1,"op":"metrics")", "not valid JSON"},
-      {R"({"v":1,"op":"metrics","consumer":"mailer"})",
+      {R"({"v":2,"op":"metrics")", "not valid JSON"},
+      {R"({"v":2,"op":"metrics","consumer":"mailer"})",
        "op 'metrics' takes no field 'consumer' (its fields: none)"},
-      {R"({"v":1,"op":"metrics","live":true})", "op 'metrics' takes no field 'live'"},
-      {R"({"v":1,"op":"metrics","op":"metrics"})", "field 'op' is given twice"},
-      {R"({"v":1,"op":"Metrics"})", "unknown op 'Metrics'"},
-      {R"({"v":"1","op":"metrics"})", "is not supported (this engine speaks version 1)"},
+      {R"({"v":2,"op":"metrics","live":true})", "op 'metrics' takes no field 'live'"},
+      {R"({"v":2,"op":"metrics","op":"metrics"})", "field 'op' is given twice"},
+      {R"({"v":2,"op":"Metrics"})", "unknown op 'Metrics'"},
+      {R"({"v":"1","op":"metrics"})", "is not supported (this engine speaks version 2)"},
   };
   for (const auto& [request, problem] : cases) {
     ASSERT_TRUE(raw.Send(request + "\n"));
@@ -654,7 +656,7 @@ TEST_F(AdminSocketTest, MetricsOverTheSocket) {
     EXPECT_CONTAINS(reply, "\"code\":\"InvalidArgument\"");
     EXPECT_CONTAINS(reply, problem);
   }
-  ASSERT_TRUE(raw.Send(R"({"v":1,"op":"metrics"})"
+  ASSERT_TRUE(raw.Send(R"({"v":2,"op":"metrics"})"
                        "\n"));
   std::string reply = raw.Line();
   EXPECT_CONTAINS(reply, "\"ok\":true");
@@ -699,16 +701,16 @@ TEST_F(AdminSocketTest, BackupRequestAnsweredThenTheConnectionServesOn) {
   Build();
   Raw raw(Socket());
   ASSERT_TRUE(raw.connected());
-  ASSERT_TRUE(raw.Send(R"({"v":1,"op":"backup","progress":true,"target":")" + dir_.db() +
+  ASSERT_TRUE(raw.Send(R"({"v":2,"op":"backup","progress":true,"target":")" + dir_.db() +
                        "/inside\"}\n" +
-                       R"({"v":1,"op":"cursor_get","consumer":"mailer","partition":0})" + "\n"));
+                       R"({"v":2,"op":"cursor_get","consumer":"mailer","partition":0})" + "\n"));
   std::string line = raw.Line();
   while (line.find("\"progress\"") != std::string::npos) line = raw.Line();
   EXPECT_CONTAINS(line, "\"ok\":false");
   line = raw.Line();
   EXPECT_CONTAINS(line, "\"ok\":true");
   EXPECT_CONTAINS(line, "\"fact_id\":");
-  ASSERT_TRUE(raw.Send(R"({"v":1,"op":"backup","target":"relative/dir"})"
+  ASSERT_TRUE(raw.Send(R"({"v":2,"op":"backup","target":"relative/dir"})"
                        "\n"));
   line = raw.Line();
   EXPECT_CONTAINS(line, "\"code\":\"InvalidArgument\"");

@@ -5,6 +5,9 @@
 // name the problem; `wharf top` as plain frames and in a real terminal (tmux).
 #include <fcntl.h>
 #include <signal.h>
+#include <simdjson.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,12 +18,14 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "engine/commit/txn_rep.h"
 #include "engine/core/engine_core.h"
 #include "engine/store/tables/retention.h"
+#include "engine/wire/json_writer.h"
 #include "test_util.h"
 #include "wharf/admin.h"
 #include "wharf/metrics.h"
@@ -242,12 +247,146 @@ TEST_F(CliMetricsTest, LiveEngineThroughTheAdminSocket) {
   EXPECT_CONTAINS(r.out, "\"last_lsn\":30,");
   EXPECT_CONTAINS(r.out, "\"consumer\":\"notifier\",\"kind\":\"subscriber\"");
   EXPECT_CONTAINS(r.out, "\"retrying\":true,\"retrying_fact_id\":1,\"retrying_attempt\":2,");
-  EXPECT_CONTAINS(r.out, "\"last_error\":\"subscriber-failed: smtp 451 \\\"try later\\\"\"");
+  EXPECT_CONTAINS(r.out, "\"last_error_hex\":\"" +
+                             wire::Hex("subscriber-failed: smtp 451 \"try later\"") + "\"");
   EXPECT_CONTAINS(r.out, "\"sync_seconds\":{\"upper_bounds\":[");
   EXPECT_CONTAINS(r.out, "\"store\":{\"live_sst_bytes\":");
   EXPECT_CONTAINS(r.out,
                   "\"backups\":{\"backups_total\":0,\"failed_total\":0,\"last_ms\":0,"
                   "\"last_ok\":false,\"last_duration_seconds\":0,");
+}
+
+// Every field name in a JSON document, as paths ("consumers[].partitions[].lag_facts"); the
+// elements of an array all count (a field of any of them shows).
+void FieldPaths(simdjson::dom::element value, const std::string& path, std::set<std::string>* out) {
+  simdjson::dom::object fields;
+  simdjson::dom::array items;
+  if (!value.get_object().get(fields)) {
+    for (simdjson::dom::key_value_pair field : fields) {
+      const std::string name = (path.empty() ? "" : path + ".") + std::string(field.key);
+      out->insert(name);
+      FieldPaths(field.value, name, out);
+    }
+  } else if (!value.get_array().get(items)) {
+    for (simdjson::dom::element item : items) FieldPaths(item, path + "[]", out);
+  }
+}
+
+std::set<std::string> FieldPathsOf(const std::string& json, const char* under = nullptr) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element document;
+  EXPECT_EQ(parser.parse(json).get(document), simdjson::SUCCESS) << json;
+  if (under != nullptr) {
+    EXPECT_EQ(document[under].get(document), simdjson::SUCCESS) << json;
+  }
+  std::set<std::string> paths;
+  FieldPaths(document, "", &paths);
+  return paths;
+}
+
+// "only in a: x, y; only in b: z" (empty when the sets are equal).
+std::string Difference(const std::set<std::string>& a, const std::set<std::string>& b) {
+  std::string only_a, only_b;
+  for (const std::string& path : a) {
+    if (!b.contains(path)) only_a += " " + path;
+  }
+  for (const std::string& path : b) {
+    if (!a.contains(path)) only_b += " " + path;
+  }
+  if (only_a.empty() && only_b.empty()) return "";
+  return "only in the CLI's:" + only_a + "; only in the socket's:" + only_b;
+}
+
+// One request line to the engine's admin socket, raw; its reply line.
+std::string AskSocket(const std::string& socket_path, const std::string& request) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  socket_path.copy(address.sun_path, sizeof(address.sun_path) - 1);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    char c;
+    while (::recv(fd, &c, 1, 0) == 1 && c != '\n') reply.push_back(c);
+  }
+  ::close(fd);
+  return reply;
+}
+
+// `wharf metrics --json` and `wharf stat --json` name every field as the admin socket's replies
+// do (one field list for both: engine/wire/schema.h): the same field paths, nested ones included;
+// stat adds only the fields docs/cli.md lists as its own.
+TEST_F(CliMetricsTest, JsonHasTheSocketsFieldNames) {
+  StartRuntime();
+  Commit(4, 2);
+  EXPECT_TRUE(runtime_->Drain().IsBusy());  // notifier retries: every field has a value
+  const std::string socket_path = dir_.db() + "/admin.sock";
+
+  const std::string metrics = AskSocket(socket_path, "{\"v\":2,\"op\":\"metrics\"}\n");
+  ASSERT_NE(metrics.find("\"ok\":true"), std::string::npos) << metrics;
+  Result r = RunDb({"metrics", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::set<std::string> wire_metrics = FieldPathsOf(metrics, "result");
+  EXPECT_TRUE(wire_metrics.contains("consumers[].partitions[].lag_known")) << metrics;
+  EXPECT_TRUE(wire_metrics.contains("consumers[].instance_hex")) << metrics;
+  EXPECT_EQ(Difference(FieldPathsOf(r.out), wire_metrics), "") << r.out << "\nsocket: " << metrics;
+
+  const std::string stat = AskSocket(socket_path, "{\"v\":2,\"op\":\"stat\"}\n");
+  ASSERT_NE(stat.find("\"ok\":true"), std::string::npos) << stat;
+  r = RunDb({"stat", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::set<std::string> wire_stat = FieldPathsOf(stat, "result");
+  EXPECT_TRUE(wire_stat.contains("consumers[].partitions[].oldest_commit_ms")) << stat;
+  std::set<std::string> cli_stat = FieldPathsOf(r.out);
+  const std::set<std::string> extras = {"path",     "format_version", "partition_count",
+                                        "ordering", "declared_types", "lease_count",
+                                        "leases",   "instances",      "replication"};
+  std::erase_if(cli_stat, [&](const std::string& path) {
+    const std::string top = path.substr(0, path.find_first_of(".["));
+    return extras.contains(top);
+  });
+  EXPECT_EQ(Difference(cli_stat, wire_stat), "") << r.out << "\nsocket: " << stat;
+}
+
+// An engine of another release (here a socket that answers every request in protocol version
+// 1): the CLI names both versions and what to do, for a read (metrics) and for a change (cursor
+// delete, which changes nothing).
+TEST_F(CliMetricsTest, AnEngineOfAnotherProtocolVersionIsNamed) {
+  const std::string socket_path = dir_.path() + "/v1.sock";
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  socket_path.copy(address.sun_path, sizeof(address.sun_path) - 1);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  std::thread old_engine([&] {
+    for (;;) {
+      const int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;  // the test shut the listener down
+      char c;
+      while (::recv(fd, &c, 1, 0) == 1 && c != '\n') {
+      }
+      const std::string reply =
+          "{\"v\":1,\"ok\":true,\"result\":{\"version\":1,\"path\":\"" + dir_.db() + "\"}}\n";
+      EXPECT_EQ(::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(reply.size()));
+      ::close(fd);
+    }
+  });
+  const std::string named =
+      "the engine's admin socket speaks protocol v1, this wharf speaks v2: use the wharf program";
+  Result r = RunDb({"metrics", "--admin-socket", socket_path});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, named);
+  r = RunDb({"cursor", "delete", "mailer", "--yes", "--admin-socket", socket_path});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, named);
+  EXPECT_CONTAINS(r.err, "(nothing was changed)");
+  EXPECT_LACKS(r.err, "admin_socket=off");  // not taken for a socket that serves nothing
+  ::shutdown(listener, SHUT_RDWR);
+  old_engine.join();
+  ::close(listener);
 }
 
 // Not live: nobody holds the database. What it records (LSN, consumers' positions, lag and stored

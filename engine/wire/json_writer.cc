@@ -1,11 +1,10 @@
-#include "engine/base/json_writer.h"
+#include "engine/wire/json_writer.h"
 
+#include <cassert>
 #include <charconv>
 #include <cmath>
 
-#include "engine/base/assert.h"
-
-namespace wharf::internal {
+namespace wharf::wire {
 namespace {
 
 // Length of the UTF-8 sequence starting at `bytes[0]` when it is well formed, else 0.
@@ -99,7 +98,7 @@ JsonWriter& JsonWriter::BeginObject() {
 }
 
 JsonWriter& JsonWriter::EndObject() {
-  WHARF_DASSERT(!first_.empty() && !after_key_);
+  assert(!first_.empty() && !after_key_);
   out_.push_back('}');
   first_.pop_back();
   return *this;
@@ -113,7 +112,7 @@ JsonWriter& JsonWriter::BeginArray() {
 }
 
 JsonWriter& JsonWriter::EndArray() {
-  WHARF_DASSERT(!first_.empty() && !after_key_);
+  assert(!first_.empty() && !after_key_);
   out_.push_back(']');
   first_.pop_back();
   return *this;
@@ -159,12 +158,59 @@ JsonWriter& JsonWriter::Null() {
 
 JsonWriter& JsonWriter::Double(double value) {
   if (!std::isfinite(value)) return Null();
-  Separate();
   char text[32];
   auto [end, error] = std::to_chars(text, text + sizeof(text), value);
-  WHARF_ASSERT(error == std::errc());  // 32 bytes hold any double's shortest form
-  out_.append(text, end);
+  assert(error == std::errc());  // 32 bytes hold any double's shortest form
+  Separate();
+  out_.append(text, error == std::errc() ? end : text);
   return *this;
 }
 
-}  // namespace wharf::internal
+JsonWriter& JsonWriter::BytesField(std::string_view name, std::string_view bytes) {
+  const bool text = IsPrintableText(bytes);
+  Key(name).String(text ? std::string(bytes) : Hex(bytes));
+  return Key(std::string(name) + "_encoding").String(text ? "text" : "hex");
+}
+
+std::string Hex(std::string_view bytes) {
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (char c : bytes) {
+    hex.push_back(kHexDigits[static_cast<uint8_t>(c) >> 4]);
+    hex.push_back(kHexDigits[static_cast<uint8_t>(c) & 0xf]);
+  }
+  return hex;
+}
+
+bool FromHex(std::string_view hex, std::string* bytes) {
+  if (hex.size() % 2 != 0) return false;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  bytes->clear();
+  bytes->reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int high = digit(hex[i]), low = digit(hex[i + 1]);
+    if (high < 0 || low < 0) return false;
+    bytes->push_back(static_cast<char>(high << 4 | low));
+  }
+  return true;
+}
+
+bool IsPrintableText(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const size_t length = Utf8SequenceBytes(bytes);
+    if (length == 0) return false;
+    if (length == 1) {
+      const uint8_t c = static_cast<uint8_t>(bytes[0]);
+      if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f) return false;
+    }
+    bytes.remove_prefix(length);
+  }
+  return true;
+}
+
+}  // namespace wharf::wire
