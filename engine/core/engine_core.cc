@@ -1,7 +1,5 @@
 #include "engine/core/engine_core.h"
 
-#include <rocksdb/write_batch.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -127,7 +125,7 @@ Status EngineCore::Close() {
   if (committer_) committer_->Stop();
   // No group is written any more: the replication stream's acknowledgements and publishes end.
   StopServices(CloseStep::kCommitterStopped);
-  std::unique_lock lock(close_mutex_);
+  WriterLock lock(&close_mutex_);
   // Transactions still open keep their snapshots; no read is inside the store now.
   if (committer_) committer_->CloseSnapshots();
   Status s = store_ ? store_->Close() : Status::OK();

@@ -86,10 +86,7 @@ bool Retention::MemtableNearlyFull() {
     auto guard = core_->ReadGuard();
     if (!core_->CheckOpen().ok()) return false;
     Store* store = core_->store();
-    if (!store->db()->GetIntProperty(
-            store->cf(kOutbox), rocksdb::DB::Properties::kCurSizeActiveMemTable, &active_bytes)) {
-      return false;
-    }
+    if (!store->ActiveMemtableBytes(kOutbox, &active_bytes)) return false;
   }
   const uint64_t mark = SizesFor(core_->options()).outbox_memtable_bytes / 4 * 3;
   // A smaller memtable than at the last pass is a new one (the last was flushed).
