@@ -217,8 +217,8 @@ Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_i
   from_id = std::max(from_id, store_->floors()->Get(partition) + 1);
   if (from_id > to_id || count_max == 0) return Status::OK();
   // Bounded on both sides so removed facts and tombstones of old trims are never scanned.
-  tables::Scan scan(store_->db(), store_->cf(kOutbox),
-                    tables::outbox::Range(partition, from_id, to_id));
+  tables::Scan scan(*store_, kOutbox, tables::outbox::Range(partition, from_id, to_id),
+                    /*snapshot=*/nullptr);
   for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
     s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
     if (!s.ok()) return s;

@@ -65,8 +65,9 @@ Status Retention::ApplyAgeBound(RetentionPlan* plan) const {
   if (!s.ok()) return s;
   for (uint32_t p = 0; p < plan->partitions; ++p) {
     if (plan->floors[p] >= plan->durable_lsn) continue;
-    tables::Scan scan(store->db(), store->cf(kOutbox),
-                      tables::outbox::Range(p, plan->floors[p] + 1, plan->durable_lsn));
+    tables::Scan scan(*store, kOutbox,
+                      tables::outbox::Range(p, plan->floors[p] + 1, plan->durable_lsn),
+                      /*snapshot=*/nullptr);
     Fact fact;
     for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
       s = tables::outbox::DecodeEntry(scan.key(), scan.value(), p, &fact);

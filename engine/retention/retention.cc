@@ -142,8 +142,9 @@ Status Retention::CountRemoved(RetentionPlan* plan, const TrimProgressFn& progre
       auto guard = core_->ReadGuard();
       Status s = core_->CheckOpen();
       if (!s.ok()) return s;
-      tables::Scan scan(store->db(), store->cf(kOutbox),
-                        tables::outbox::Range(p, plan->old_floors[p] + 1, plan->floors[p]));
+      tables::Scan scan(*store, kOutbox,
+                        tables::outbox::Range(p, plan->old_floors[p] + 1, plan->floors[p]),
+                        /*snapshot=*/nullptr);
       Fact fact;
       for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
         ++removed.fact_count;
