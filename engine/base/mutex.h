@@ -26,6 +26,11 @@
 #define WHARF_RELEASE(...) WHARF_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define WHARF_RELEASE_SHARED(...) WHARF_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
 
+// Try-locks and the escape hatch (the committer's inline commit, the engine's read guard).
+#define WHARF_TRY_ACQUIRE(...) WHARF_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
+// Turns the analysis off for one function; each use says why it cannot follow the locking.
+#define WHARF_NO_THREAD_SAFETY_ANALYSIS WHARF_THREAD_ANNOTATION(no_thread_safety_analysis)
+
 namespace wharf::internal {
 
 class WHARF_CAPABILITY("mutex") Mutex {
@@ -39,6 +44,11 @@ class WHARF_CAPABILITY("mutex") Mutex {
 
  private:
   std::mutex mutex_;
+
+  // --- Try-locking (the committer's inline commit takes its write mutex only when free). ---
+ public:
+  // True when it took the mutex (then Unlock it); false, without waiting, when it is held.
+  bool TryLock() WHARF_TRY_ACQUIRE(true) { return mutex_.try_lock(); }
 };
 
 // Holds a Mutex for its scope.
@@ -89,6 +99,27 @@ class WHARF_SCOPED_CAPABILITY ReaderLock {
   ~ReaderLock() WHARF_RELEASE() { mutex_->UnlockShared(); }
   ReaderLock(const ReaderLock&) = delete;
   ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  SharedMutex* const mutex_;
+};
+
+// --- Holding the engine open (EngineCore::ReadGuard). ---
+
+// Holds a SharedMutex shared for its scope, like ReaderLock, but can be returned from a function
+// (EngineCore::ReadGuard hands one to each reader). The analysis cannot follow a capability
+// across a return, so this is not a scoped capability: use it only for a mutex that guards no
+// annotated data (it orders readers against a close, it does not protect members).
+class [[nodiscard]] SharedHold {
+ public:
+  // The analysis would see the shared lock still held at the end of the constructor: by design.
+  explicit SharedHold(SharedMutex* mutex) WHARF_NO_THREAD_SAFETY_ANALYSIS : mutex_(mutex) {
+    mutex_->LockShared();
+  }
+  // Releases what the constructor took, which the analysis does not know is held.
+  ~SharedHold() WHARF_NO_THREAD_SAFETY_ANALYSIS { mutex_->UnlockShared(); }
+  SharedHold(const SharedHold&) = delete;
+  SharedHold& operator=(const SharedHold&) = delete;
 
  private:
   SharedMutex* const mutex_;

@@ -1,8 +1,5 @@
 #include "engine/commit/committer.h"
 
-#include <rocksdb/write_batch.h>
-#include <sys/statvfs.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -50,18 +47,6 @@ std::string MiB(uint64_t bytes) {
   return text;
 }
 
-// What the file system of `db` has free for this process: the least of RocksDB's figure (which a
-// fault-injecting file system sets to 0) and statvfs's f_bavail. RocksDB counts f_bfree, which
-// also holds blocks ext4 keeps back (root's 5 %, and up to 16 MiB for its own metadata).
-bool UsableFreeBytes(rocksdb::DB* db, uint64_t* free_bytes) {
-  if (!db->GetEnv()->GetFreeSpace(db->GetName(), free_bytes).ok()) return false;
-  struct statvfs st {};
-  if (::statvfs(db->GetName().c_str(), &st) == 0) {
-    *free_bytes = std::min<uint64_t>(*free_bytes, uint64_t{st.f_bavail} * st.f_frsize);
-  }
-  return true;
-}
-
 int64_t WallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -87,7 +72,10 @@ Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions
       listener_(listener),
       queue_(options.queue_capacity + kDequeueMax),
       window_(options.conflict_window_bytes),
-      snapshots_(store->db(), &write_mu_, &write_seq_) {
+      building_(store),
+      snapshots_(store, &write_mu_, &write_seq_) {
+  WHARF_ASSERT(store != nullptr && backend != nullptr && listener != nullptr);
+  WHARF_ASSERT(options.queue_capacity >= 1);  // EngineOptions says so; Submit needs a slot
   if (!options.replicate.empty()) {
     tracker_ = std::make_unique<ShipTracker>(options.replicate_timeout_ms, options.replicate_stream,
                                              [this] { wake_.signal(); });
@@ -98,6 +86,8 @@ Committer::Committer(Store* store, io::SyncBackend* backend, const EngineOptions
   last_lsn_ = store->recovered_last_lsn();
   durable_lsn_ = store->recovered_last_lsn();
   lsn_reserved_ = store->recovered_lsn_reserved();
+  // The store starts ids above the reservation it read (Store::recovered_last_lsn).
+  WHARF_ASSERT(lsn_reserved_ <= next_lsn_ - 1);
 }
 
 Committer::~Committer() { Stop(); }
@@ -113,10 +103,14 @@ void Committer::SetGroupSink(GroupSink* sink, std::string term, uint64_t last_gr
 }
 
 ShipLag Committer::ReplicationLag() const {
+  WHARF_DASSERT((tracker_ != nullptr) == !options_.replicate.empty());
+  WHARF_DASSERT(sink_ == nullptr || tracker_ != nullptr);
   return tracker_ == nullptr ? ShipLag() : tracker_->Lag(last_lsn());
 }
 
 void Committer::Start() {
+  WHARF_ASSERT(!thread_.joinable());  // started once
+  WHARF_ASSERT(!stopping_.load() && accepting_.load());
   {
     MutexLock lock(&sync_mu_);  // no other thread runs yet; the analysis wants it all the same
     last_sync_ = std::chrono::steady_clock::now();
@@ -143,6 +137,7 @@ class EngineThreadScope {
 };
 
 bool Committer::TryCommitInline(TxnRep* rep) {
+  WHARF_DASSERT(rep != nullptr && !rep->at_durable_point);  // Submit sends those to the queue
   if (rep->callback || options_.durability != Durability::kSync) return false;
   if (failed_.load(std::memory_order_relaxed) || sync_in_flight_.load(std::memory_order_relaxed)) {
     return false;
@@ -150,20 +145,27 @@ bool Committer::TryCommitInline(TxnRep* rep) {
   // Alone: no transaction queued, written or syncing (each holds a slot until it is done).
   uint32_t idle = 0;
   if (!outstanding_.compare_exchange_strong(idle, 1)) return false;
-  if (!accepting_.load() || !write_mu_.try_lock()) {
+  if (!accepting_.load()) {
+    ReleaseSlot();
+    return false;
+  }
+  // Taken only when free: a committer thread holding it is writing, so this commit queues.
+  if (!write_mu_.TryLock()) {
     ReleaseSlot();
     return false;
   }
   // From here on the transaction is taken: whatever happens, it ends through Finish.
   std::shared_ptr<Round> round;
+  WHARF_DASSERT(outstanding_.load() >= 1);  // our slot, held until Finish
+  WriteBatchOf(&rep, 1);
+  WHARF_DASSERT(building_.group.reps.empty() && building_.batch.Count() == 0);  // written
   {
-    std::lock_guard write_lock(write_mu_, std::adopt_lock);
-    WriteBatchOf(&rep, 1);
     MutexLock lock(&sync_mu_);
     // A round still finishing (or a failure) keeps the group for the committer thread, which the
     // end of that round wakes.
     if (!sync_in_flight_.load() && !failed_.load()) round = TakeRoundLocked(/*force=*/true);
   }
+  write_mu_.Unlock();
   if (round != nullptr) {
     EngineThreadScope engine_thread;  // durable-fact listeners run here
     if (!StartRound(round, /*inline_ok=*/true)) EndRound(/*start_next=*/false);
@@ -172,11 +174,15 @@ bool Committer::TryCommitInline(TxnRep* rep) {
 }
 
 void Committer::ReleaseSlot() {
-  outstanding_.fetch_sub(1);
+  [[maybe_unused]] const uint32_t before = outstanding_.fetch_sub(1);
+  WHARF_DASSERT(before > 0);  // every release matches a slot taken
+  // Submit takes slots below queue_capacity only; an inline commit takes the first one.
+  WHARF_DASSERT(before <= std::max<uint32_t>(options_.queue_capacity, 1));
   if (space_waiters_.load() > 0 || stopping_.load()) outstanding_.notify_all();
 }
 
 Status Committer::Submit(TxnRep* rep) {
+  WHARF_DASSERT(rep != nullptr && rep->done.load(std::memory_order_relaxed) == 0);  // not answered
   // The start of its commit latency (CommitMetrics::commit_seconds): its one clock reading.
   rep->submitted = std::chrono::steady_clock::now();
   // Nothing else in flight: write and sync on this thread, as RocksDB's write leader does. It
@@ -200,6 +206,7 @@ Status Committer::Submit(TxnRep* rep) {
     }
     if (outstanding_.compare_exchange_weak(current, current + 1)) break;
   }
+  WHARF_DASSERT(current < options_.queue_capacity);  // the slot taken was free
   // Seen after our increment in the seq_cst order, Stop() keeps running until we are processed.
   if (!accepting_.load()) {
     ReleaseSlot();
@@ -216,6 +223,9 @@ void Committer::Stop() {
   stopping_ = true;
   wake_.signal();
   if (thread_.joinable()) thread_.join();
+  WHARF_ASSERT(!thread_.joinable() && !accepting_.load());
+  // Read in this order: durable_lsn_ never exceeds last_lsn_, which only grows.
+  WHARF_ASSERT(durable_lsn() <= last_lsn());
   if (tracker_ != nullptr) tracker_->Abandon();  // every commit was answered
   // Readers still waiting for a group that never became durable (a failed sync) must not sleep
   // through the close.
@@ -255,16 +265,19 @@ void Committer::ReadMetrics(CommitMetrics* metrics) const {
   // The durable LSN first: read after it, the last LSN is never below it.
   metrics->durable_lsn = durable_lsn();
   metrics->last_lsn = std::max(last_lsn(), metrics->durable_lsn);
+  WHARF_DASSERT(metrics->queue_depth <= std::max<uint32_t>(options_.queue_capacity, 1));
 }
 
 void Committer::Run() {
   std::vector<TxnRep*> batch(kDequeueMax);
+  WHARF_ASSERT(tls_engine_thread);  // set by Start's thread: Submit never blocks it
   while (true) {
     if (failed_.load() && !sync_in_flight_.load()) AnswerUnknownGroups();
     size_t count = 0;
     {
-      std::lock_guard write_lock(write_mu_);  // shared with inline commits (TryCommitInline)
+      MutexLock write_lock(&write_mu_);  // shared with inline commits (TryCommitInline)
       count = queue_.try_dequeue_bulk(batch.data(), kDequeueMax);
+      WHARF_DASSERT(count <= kDequeueMax && count <= outstanding_.load());
       if (count > 0) WriteBatchOf(batch.data(), count);
       if (!failed_.load()) MaybeSubmitSync(/*force=*/false);
     }
@@ -300,7 +313,7 @@ void Committer::Run() {
     while (sync_in_flight_.load()) wake_.wait();
     // Closed cleanly: every id handed out is synced, so the reservation comes down to the last
     // one and the next open continues without a gap.
-    std::lock_guard write_lock(write_mu_);
+    MutexLock write_lock(&write_mu_);
     if (!failed_.load() && lsn_reserved_ > last_lsn_.load()) {
       if (WriteReservation(last_lsn_.load())) lsn_reserved_ = last_lsn_.load();
     }
@@ -308,11 +321,20 @@ void Committer::Run() {
 }
 
 std::shared_ptr<const ReadSnapshot> Committer::TakeSnapshot(bool validated) {
-  return snapshots_.Take(validated, /*may_lock=*/!IsEngineThread());
+  std::shared_ptr<const ReadSnapshot> snapshot =
+      snapshots_.Take(validated, /*may_lock=*/!IsEngineThread());
+  // Groups are numbered before they reach the store: one the snapshot sees is numbered by now.
+  WHARF_DASSERT(snapshot == nullptr || snapshot->write_seq <= write_seq());
+  WHARF_DASSERT(snapshot == nullptr || snapshot->validated == validated);
+  return snapshot;
 }
 
 Status Committer::ValidateReads(const ReadSet& reads) const {
   if (reads.empty() || !validate_reads_.load(std::memory_order_relaxed)) return Status::OK();
+  // Read validation needs tracking from before the snapshot (read_snapshots.h): while a
+  // transaction that read is open, the committer tracks, or its group is marked untracked.
+  WHARF_DASSERT(snapshots_.tracking() || building_untracked_ || building_state_keys_.empty());
+  WHARF_DASSERT(!building_untracked_ || !building_.group.reps.empty());
   // A transaction with a validated snapshot keeps tracking on from before its snapshot until it
   // is answered, and tracking starts only between groups (read_snapshots.h): the group being
   // built was tracked from its first transaction on. Should that ever not hold, refusing is safe.
@@ -341,6 +363,8 @@ Status Committer::ValidateReads(const ReadSet& reads) const {
 void Committer::RecordBuildingWrites(uint64_t seq) {
   // The keys are views into the group's WriteOps (alive until its transactions are answered,
   // after this); the window copies what it keeps.
+  WHARF_DASSERT(seq <= store_->LatestSequence());  // the store's sequence only grows
+  WHARF_DASSERT(building_state_keys_.empty() || snapshots_.tracking());  // recorded only then
   for (std::string_view key : building_state_keys_) window_.Record(key, seq);
   if (building_untracked_) window_.Skip(seq);
   building_state_keys_.clear();
@@ -350,15 +374,18 @@ void Committer::RecordBuildingWrites(uint64_t seq) {
 }
 
 Status Committer::CheckPreconditions(const TxnRep& rep) {
+  WHARF_DASSERT(!rep.at_durable_point);  // WriteBatchOf runs those without checks
+  // A check on a key the group writes was preceded by writing the group (WriteBatchOf).
+#ifndef NDEBUG
+  for (const CheckOp& check : rep.checks) WHARF_DASSERT(batch_checked_keys_.count(check.key) == 0);
+#endif
   Status valid = ValidateReads(rep.reads);
   if (!valid.ok()) return valid;
   for (const CheckOp& check : rep.checks) {
-    std::string stored;
-    rocksdb::Status s =
-        store_->db()->Get(rocksdb::ReadOptions(), store_->cf(check.cf), check.key, &stored);
-    if (!s.ok() && !s.IsNotFound()) return FromRocks(s, "check " + check.what);
     std::optional<std::string> actual;
-    if (s.ok()) actual = std::move(stored);
+    Status read = store_->ReadStored(check.cf, check.key, &actual,
+                                     [&check] { return "check " + check.what; });
+    if (!read.ok()) return read;
     if (actual != check.expected) {
       // A changed fence is a lost lease; a changed cursor, a cursor moved meanwhile (lanes reload).
       const Status::SubCode why = check.cf == kLeases    ? Status::SubCode::kLeaseFenced
@@ -372,6 +399,8 @@ Status Committer::CheckPreconditions(const TxnRep& rep) {
 }
 
 void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
+  WHARF_DASSERT(reps != nullptr && count > 0 && count <= kDequeueMax);
+  WHARF_DASSERT(last_lsn_.load() == next_lsn_ - 1);  // between groups: every id handed out
   if (failed_) {
     Status recovered = Recover();
     if (!recovered.ok()) {
@@ -446,17 +475,22 @@ void Committer::WriteBatchOf(TxnRep* const* reps, size_t count) {
     // Replicated: a group is one stream message, whose size the servers bound. The engine keeps
     // a transaction below half of it (EngineCore), so one always fits an empty group.
     if (group_bytes_max_ > 0 &&
-        building_.batch.GetDataSize() + 2 * rep->bytes + kGroupOverheadBytes > group_bytes_max_) {
+        building_.batch.DataSize() + 2 * rep->bytes + kGroupOverheadBytes > group_bytes_max_) {
       WriteBuilding();
     }
     AddToBuilding(rep);
     if (building_.facts >= options_.group_facts_max) WriteBuilding();
+    WHARF_DASSERT(building_.facts < std::max<size_t>(options_.group_facts_max, 1));
   }
   WriteBuilding();
+  WHARF_DASSERT(building_.group.reps.empty() && building_.batch.Count() == 0);
+  WHARF_DASSERT(outbox_puts_.empty() && batch_checked_keys_.empty());
 }
 
 void Committer::AddToBuilding(TxnRep* rep) {
-  rocksdb::WriteBatch& batch = building_.batch;
+  StoreBatch& batch = building_.batch;
+  WHARF_DASSERT(rep->status.ok() && !rep->at_durable_point);  // checked, not answered
+  WHARF_DASSERT(building_.next_lsn >= next_lsn_);  // ids of the group follow the last group's
   if (!rep->facts.empty()) {
     rep->result.first_fact_id = building_.next_lsn;
     // The moment it commits: one clock reading per transaction, when it takes its place in the
@@ -466,7 +500,7 @@ void Committer::AddToBuilding(TxnRep* rep) {
       if (fact.stamp_commit_ms) codec::StampCommitMs(&fact.record, commit_ms);
       const uint64_t lsn = building_.next_lsn++;
       if (fact.deliver_at_ms > 0) {
-        batch.Put(store_->cf(kTimers), tables::timers::Key(fact.deliver_at_ms, lsn), fact.record);
+        batch.Put(kTimers, tables::timers::Key(fact.deliver_at_ms, lsn), fact.record);
       } else {
         outbox_puts_.push_back({fact.partition, lsn, &fact.record});
       }
@@ -486,11 +520,11 @@ void Committer::AddToBuilding(TxnRep* rep) {
       // RocksDB 7.8 would mix a range tombstone into a hinted family's point-key hints
       // (store.cc).
       WHARF_ASSERT(write.cf == kOutbox);
-      batch.DeleteRange(store_->cf(write.cf), write.key, write.range_end);
+      batch.DeleteRange(write.cf, write.key, write.range_end);
     } else if (write.is_delete) {
-      batch.Delete(store_->cf(write.cf), write.key);
+      batch.Delete(write.cf, write.key);
     } else {
-      batch.Put(store_->cf(write.cf), write.key, write.value);
+      batch.Put(write.cf, write.key, write.value);
     }
     if (write.cf == kCursors || write.cf == kLeases) batch_checked_keys_.insert(write.key);
     if (write.cf == kState) {
@@ -503,6 +537,7 @@ void Committer::AddToBuilding(TxnRep* rep) {
   }
   rep->stored_bytes = stored_bytes;
   building_.group.reps.push_back(rep);
+  WHARF_DASSERT(building_.next_lsn - next_lsn_ >= building_.facts);  // a fact, an id
 }
 
 // Outbox records go into the batch in key order, just before it is written (or before a trim's
@@ -510,51 +545,52 @@ void Committer::AddToBuilding(TxnRep* rep) {
 // insert hint, where arrival order (16 partitions interleaved) makes the skip list search again.
 // Keys are unique (LSNs), so the order changes nothing else.
 void Committer::AppendOutboxPuts() {
+  WHARF_DASSERT(outbox_puts_.size() <= building_.facts);  // each fact is a put or a timer
   std::sort(outbox_puts_.begin(), outbox_puts_.end(), [](const OutboxPut& a, const OutboxPut& b) {
     return a.partition != b.partition ? a.partition < b.partition : a.lsn < b.lsn;
   });
   for (const OutboxPut& put : outbox_puts_) {
-    building_.batch.Put(store_->cf(kOutbox), tables::outbox::Key(put.partition, put.lsn),
-                        *put.record);
+    WHARF_DASSERT(put.lsn >= next_lsn_ && put.lsn < building_.next_lsn);  // this group's ids
+    building_.batch.Put(kOutbox, tables::outbox::Key(put.partition, put.lsn), *put.record);
   }
   outbox_puts_.clear();
 }
 
 bool Committer::WriteBuilding() {
   Group& group = building_.group;
-  rocksdb::WriteBatch& batch = building_.batch;
+  StoreBatch& batch = building_.batch;
   const uint64_t next_lsn = building_.next_lsn;
   if (group.reps.empty()) return true;
-  WHARF_ASSERT(next_lsn >= next_lsn_);  // LSNs only grow
+  WHARF_ASSERT(next_lsn >= next_lsn_);                     // LSNs only grow
+  WHARF_DASSERT(building_.facts == next_lsn - next_lsn_);  // one id per fact, no gap
   AppendOutboxPuts();
   if (next_lsn != next_lsn_) {
-    batch.Put(store_->cf(kMeta), tables::meta::kLastLsn, tables::meta::EncodeU64(next_lsn - 1));
+    batch.Put(kMeta, tables::meta::kLastLsn, tables::meta::EncodeU64(next_lsn - 1));
   }
   // Replicated: the group carries its number, so a copy knows which groups it holds.
   const uint64_t ship_number = sink_ != nullptr ? last_group_.load() + 1 : 0;
   if (sink_ != nullptr) {
-    batch.Put(store_->cf(kMeta), tables::replication::kReplicationKey,
+    batch.Put(kMeta, tables::replication::kReplicationKey,
               tables::replication::EncodePosition({ship_term_, ship_number}));
   }
   // Numbered before RocksDB sees it: a reader that saw any of its writes reads write_seq_
   // afterwards and waits for this group (WaitDurable).
   group.seq = write_seq_.fetch_add(1, std::memory_order_seq_cst) + 1;
-  rocksdb::WriteOptions write_options;
-  write_options.sync = false;
-  Status s = FromRocks(store_->db()->Write(write_options, &batch), "write group");
+  WHARF_DASSERT(group.seq > acked_seq_.load());  // a new group is not acknowledged yet
+  Status s = store_->Write(&batch, "write group");
   if (s.ok() && sink_ != nullptr) {
     // In the memtables now (even if pushing the WAL buffer fails below: a recovery flushes the
     // memtables), so the stream must have it too, or a copy would miss what this database holds.
     last_group_.store(ship_number, std::memory_order_release);
     group.ship_number = ship_number;
-    tracker_->Shipping(ship_number, next_lsn - 1, batch.GetDataSize());
+    tracker_->Shipping(ship_number, next_lsn - 1, batch.DataSize());
     sink_->Ship(ship_number, batch.Data(), next_lsn - 1);
   }
   // The committer is the store's only writer while it runs: the latest sequence number is this
   // group's last (what a snapshot must have reached to see it). Also when the write failed: what
   // it wrote, if anything, is at most that.
-  RecordBuildingWrites(store_->db()->GetLatestSequenceNumber());
-  if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
+  RecordBuildingWrites(store_->LatestSequence());
+  if (s.ok()) s = store_->PushWal();
   // LSNs are never reused, even when the write failed: its outcome is unknown.
   next_lsn_ = next_lsn;
   last_lsn_.store(next_lsn - 1, std::memory_order_release);
@@ -599,6 +635,7 @@ bool Committer::WriteBuilding() {
       unsynced_.push_back(std::move(group));
     }
   }
+  WHARF_DASSERT(last_lsn_.load() == next_lsn_ - 1);
   building_.group = Group();
   batch.Clear();
   batch_checked_keys_.clear();
@@ -611,17 +648,25 @@ void Committer::MaybeSubmitSync(bool force) {
   {
     MutexLock lock(&sync_mu_);
     if (failed_.load() || sync_in_flight_.load()) return;
+    // No round in flight: every group acknowledged after its sync was synced.
+    WHARF_DASSERT(options_.durability == Durability::kBuffered ||
+                  durable_seq_.load() <= acked_seq_.load());
     // A SyncNow request is taken only by a round that starts now: it covers every group written
     // before the request (buffered groups are written on this thread only).
     if (sync_requested_.exchange(false)) force = true;
     round = TakeRoundLocked(force);
+    WHARF_DASSERT(round == nullptr || sync_in_flight_.load());
   }
   if (round != nullptr && !StartRound(round, /*inline_ok=*/true)) EndRound(/*start_next=*/false);
 }
 
 int64_t Committer::BufferedWaitUs() {
+  WHARF_DASSERT(options_.durability == Durability::kBuffered);
   const auto interval = std::chrono::milliseconds(options_.buffered_sync_ms);
   MutexLock lock(&sync_mu_);
+  // Buffered groups were answered when written: the pipeline keeps no transaction.
+  WHARF_DASSERT(std::all_of(unsynced_.begin(), unsynced_.end(),
+                            [](const Group& group) { return group.reps.empty(); }));
   // Nothing written since the last round: look again after an interval.
   if (unsynced_.empty()) {
     return std::chrono::duration_cast<std::chrono::microseconds>(interval).count();
@@ -644,6 +689,8 @@ int64_t Committer::BufferedWaitUs() {
 // max(last stored id, reservation). A clean close lowers R to the last id (everything synced then):
 // a crash after it finds nothing above. Gaps in ids after a power cut are the price; reuse never.
 void Committer::ReserveIds(uint64_t last_needed) {
+  WHARF_ASSERT(options_.durability == Durability::kBuffered);
+  WHARF_ASSERT(last_needed > lsn_reserved_);  // called only for an id above the reservation
   WriteBuilding();  // the groups built so far: their ids are within the current reservation
   if (failed_.load()) return;
   const uint64_t reserve_to = last_needed + kLsnReserveStep;
@@ -651,12 +698,15 @@ void Committer::ReserveIds(uint64_t last_needed) {
 }
 
 bool Committer::WriteReservation(uint64_t reserve_to) {
-  rocksdb::WriteBatch batch;
-  batch.Put(store_->cf(kMeta), tables::meta::kLsnReserved, tables::meta::EncodeU64(reserve_to));
-  rocksdb::WriteOptions write_options;
-  write_options.sync = false;  // synced below, with everything written before it
-  Status s = FromRocks(store_->db()->Write(write_options, &batch), "write id reservation");
-  if (s.ok()) s = FromRocks(store_->db()->FlushWAL(/*sync=*/false), "write WAL");
+  WHARF_ASSERT(options_.durability == Durability::kBuffered);
+  // Never below an id handed out (a clean close lowers it to the last one, no further).
+  WHARF_ASSERT(reserve_to >= last_lsn_.load());
+  WHARF_ASSERT(building_.group.reps.empty());  // written before the reservation
+  StoreBatch batch(store_);
+  batch.Put(kMeta, tables::meta::kLsnReserved, tables::meta::EncodeU64(reserve_to));
+  // Unsynced (Store::Write): synced below, with everything written before it.
+  Status s = store_->Write(&batch, "write id reservation");
+  if (s.ok()) s = store_->PushWal();
   if (!s.ok()) {
     {
       MutexLock lock(&sync_mu_);
@@ -672,6 +722,8 @@ bool Committer::WriteReservation(uint64_t reserve_to) {
 }
 
 void Committer::SyncWrittenNow() {
+  WHARF_ASSERT(tls_engine_thread);             // the committer thread (or a durable point on it)
+  WHARF_ASSERT(building_.group.reps.empty());  // syncs what was written, nothing half built
   std::shared_ptr<Round> round;
   while (true) {
     {
@@ -690,12 +742,18 @@ void Committer::SyncWrittenNow() {
 
 int64_t Committer::GatherWaitUs() {
   MutexLock lock(&sync_mu_);
+  WHARF_DASSERT(rounds_without_gathering_ >= 0 &&
+                rounds_without_gathering_ <= kRoundsWithoutGathering);
+  WHARF_DASSERT(sync_ewma_us_ >= 0);  // an average of durations
   if (unsynced_.empty() || sync_in_flight_.load() || failed_.load()) return -1;
   const auto left = gather_deadline_ - std::chrono::steady_clock::now();
   return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(left).count());
 }
 
 std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
+  // failed_ changes only under sync_mu_, and every caller found it clear: a failed committer
+  // starts no round until it recovered.
+  WHARF_DASSERT(!failed_.load());
   const auto now = std::chrono::steady_clock::now();
   const bool buffered = options_.durability == Durability::kBuffered;
   if (!force) {
@@ -725,6 +783,9 @@ std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
     last_sync_ = std::chrono::steady_clock::now();
     return nullptr;
   }
+  // Groups are taken in the order they were written.
+  WHARF_DASSERT(std::is_sorted(unsynced_.begin(), unsynced_.end(),
+                               [](const Group& a, const Group& b) { return a.seq < b.seq; }));
   round->groups = std::move(unsynced_);
   unsynced_.clear();
   round->commits = unsynced_commits;
@@ -736,6 +797,9 @@ std::shared_ptr<Committer::Round> Committer::TakeRoundLocked(bool force) {
 }
 
 bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) {
+  WHARF_DASSERT(round != nullptr && sync_in_flight_.load());  // TakeRoundLocked raised the flag
+  WHARF_DASSERT(round->groups.empty() ||
+                round->groups.back().seq <= write_seq_.load(std::memory_order_relaxed));
   if (inline_ok && round->groups.size() == 1 && round->groups[0].reps.size() == 1 &&
       outstanding_.load() == 1) {
     // A lone commit and nothing behind it: there is nothing to pipeline, so sync right here and
@@ -762,6 +826,7 @@ bool Committer::StartRound(const std::shared_ptr<Round>& round, bool inline_ok) 
 void Committer::EndRound(bool start_next) {
   std::shared_ptr<Round> next;
   bool committer_needed;
+  WHARF_DASSERT(sync_in_flight_.load());  // ends the round in flight
   {
     MutexLock lock(&sync_mu_);
     sync_in_flight_.store(false, std::memory_order_release);
@@ -778,6 +843,7 @@ void Committer::EndRound(bool start_next) {
     EndRound(/*start_next=*/false);
     return;
   }
+  WHARF_DASSERT(!committer_needed || next == nullptr);
   if (committer_needed) wake_.signal();
   // Readers waiting for groups of a failed round try the recovery themselves (WaitDurable).
   if (failed_.load()) NotifyReaders();
@@ -785,6 +851,9 @@ void Committer::EndRound(bool start_next) {
 
 void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value, bool on_backend) {
   EngineThreadScope engine_thread;
+  WHARF_DASSERT(round != nullptr && sync_in_flight_.load());
+  WHARF_DASSERT(round->commits >= round->groups.size() ||
+                options_.durability == Durability::kBuffered);
   Status status = store_->wal_fs()->CompleteSync(round->plan, errno_value);
   auto elapsed = std::chrono::steady_clock::now() - round->started;
   counters_.sync_rounds.fetch_add(1, std::memory_order_relaxed);
@@ -838,6 +907,8 @@ void Committer::OnRoundDone(const std::shared_ptr<Round>& round, int errno_value
 }
 
 void Committer::ParkRound(const std::shared_ptr<Round>& round, const Status& status) {
+  WHARF_DASSERT(options_.durability == Durability::kReplicated && tracker_ != nullptr);
+  WHARF_DASSERT(round->groups.empty() || round->groups.back().last_lsn <= last_lsn_.load());
   if (round->groups.empty()) {
     status.PermitUncheckedError();  // nothing to answer either way
     return;
@@ -862,6 +933,9 @@ void Committer::ParkRound(const std::shared_ptr<Round>& round, const Status& sta
 }
 
 void Committer::AcknowledgeRound(const Round& round, const Status& status) {
+  // Groups in write order: the last one's LSN and sequence cover the round.
+  WHARF_DASSERT(round.groups.empty() || round.groups.front().seq <= round.groups.back().seq);
+  WHARF_DASSERT(round.groups.empty() || round.groups.back().last_lsn <= last_lsn_.load());
   // The whole round is durable: the durable LSN covers it before waiting readers are told (once,
   // not once per group), so a read that returns never sees a durable LSN below what it read.
   if (status.ok() && !round.groups.empty()) {
@@ -883,6 +957,8 @@ void Committer::AcknowledgeRound(const Round& round, const Status& status) {
 }
 
 void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status) {
+  WHARF_DASSERT(!status.ok() || reps.empty());  // answers failures only (Finish answers success)
+  WHARF_DASSERT(reps.size() <= outstanding_.load());  // each holds a slot until answered
   // Buffered groups were answered when written: nobody is left to tell.
   if (reps.empty()) status.PermitUncheckedError();
   for (TxnRep* rep : reps) {
@@ -894,16 +970,21 @@ void Committer::FinishAll(const std::vector<TxnRep*>& reps, const Status& status
 
 size_t Committer::AnnounceUnlisted(const Round& round) {
   if (options_.durability != Durability::kBuffered || !listener_->Listening()) return 0;
+  WHARF_DASSERT(options_.durability == Durability::kBuffered);
   size_t after_unlisted = 0;
   for (size_t i = 0; i < round.groups.size(); ++i) {
     if (!round.groups[i].listed) after_unlisted = i + 1;
   }
   // A listener attached after these groups were written: it must look in the store for them.
   if (after_unlisted > 0) listener_->OnGap(round.groups[after_unlisted - 1].last_lsn);
+  WHARF_DASSERT(after_unlisted <= round.groups.size());
   return after_unlisted;
 }
 
 void Committer::AnnounceDurable(const Group& group) {
+  // Announced only once durable: consumers never see a fact a power cut can take back.
+  WHARF_DASSERT(group.seq <= durable_seq_.load());
+  WHARF_DASSERT(group.last_lsn <= durable_lsn_.load());
   if (!listener_->Listening()) return;  // no runtime attached: nothing to list
   // Per thread: announcements come from the backend's thread, the committer's or an inline
   // committer's, never two at once on one thread.
@@ -931,6 +1012,9 @@ void Committer::AnnounceDurable(const Group& group) {
 }
 
 void Committer::CountAnswer(const TxnRep& rep, std::chrono::steady_clock::time_point acked) {
+  WHARF_DASSERT(!rep.at_durable_point);  // a durable point is no commit
+  WHARF_DASSERT(!rep.status.ok() || rep.facts.empty() ||
+                rep.result.last_fact_id - rep.result.first_fact_id + 1 == rep.facts.size());
   if (rep.status.ok()) {
     WHARF_DASSERT(acked != std::chrono::steady_clock::time_point{});
     counters_.transactions.fetch_add(1, std::memory_order_relaxed);
@@ -950,6 +1034,9 @@ void Committer::CountAnswer(const TxnRep& rep, std::chrono::steady_clock::time_p
 }
 
 void Committer::Finish(TxnRep* rep, std::chrono::steady_clock::time_point acked) {
+  WHARF_DASSERT(rep != nullptr && rep->done.load(std::memory_order_relaxed) == 0);  // once
+  // Acknowledged ids were handed out: at most the last LSN.
+  WHARF_DASSERT(!rep->status.ok() || rep->facts.empty() || rep->result.last_fact_id <= last_lsn());
   if (!rep->at_durable_point) CountAnswer(*rep, acked);
   // Free the slot before waking the producer: it may commit again at once and must find room.
   ReleaseSlot();
@@ -967,7 +1054,8 @@ Status Committer::Recover() {
   // After a failed WAL write or sync, what the WAL holds is unknown. Clear RocksDB's background
   // error and flush the memtables to synced SST files: everything written so far (including
   // transactions whose commit reported an unknown outcome) is then durable, whole.
-  rocksdb::DB* db = store_->db();
+  WHARF_ASSERT(failed_.load());                // only a failed committer recovers
+  WHARF_ASSERT(building_.group.reps.empty());  // between groups
   Status failure;
   {
     MutexLock lock(&sync_mu_);
@@ -985,9 +1073,7 @@ Status Committer::Recover() {
   if (now - last_recover_at_ < kResumeInterval) return last_recover_failure_;
   last_recover_at_ = now;
   uint64_t free_bytes = 0, memtable_bytes = 0;
-  if (UsableFreeBytes(db, &free_bytes) &&
-      db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables,
-                                   &memtable_bytes) &&
+  if (store_->UsableFreeBytes(&free_bytes) && store_->MemtableBytes(&memtable_bytes) &&
       free_bytes < memtable_bytes + kResumeHeadroomBytes) {
     last_recover_failure_.PermitUncheckedError();  // a record, replaced
     last_recover_failure_ =
@@ -995,18 +1081,10 @@ Status Committer::Recover() {
                       MiB(memtable_bytes + kResumeHeadroomBytes) + " MiB: free more space");
     return last_recover_failure_;
   }
-  // Busy: RocksDB's own recovery is running (Wharf declines it: store.cc).
-  rocksdb::Status s = db->Resume();
-  if (s.ok() || s.IsNotSupported()) {
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    for (int cf = 0; cf < kCfCount; ++cf) handles.push_back(store_->cf(static_cast<Cf>(cf)));
-    rocksdb::FlushOptions flush_options;
-    flush_options.wait = true;
-    s = db->Flush(flush_options, handles);
-  }
-  if (!s.ok()) {
+  std::string why;
+  if (!store_->ResumeAndFlush(&why)) {
     last_recover_failure_.PermitUncheckedError();  // a record, replaced
-    last_recover_failure_ = still_failing(s.ToString());
+    last_recover_failure_ = still_failing(why);
     return last_recover_failure_;
   }
   {
@@ -1015,6 +1093,7 @@ Status Committer::Recover() {
     failure_ = Status::OK();
   }
   last_recover_at_ = {};
+  WHARF_ASSERT(next_lsn_ - 1 == last_lsn_.load());
   RaiseDurableLsn(last_lsn_.load());
   const uint64_t written_seq = write_seq_.load();
   PublishDurable(written_seq);  // every group written so far is in synced tables now
@@ -1026,14 +1105,20 @@ Status Committer::Recover() {
 void Committer::RaiseDurableLsn(uint64_t lsn) {
   WHARF_DASSERT(lsn <= last_lsn_.load());
   RaiseAtomic(durable_lsn_, lsn);
+  WHARF_DASSERT(durable_lsn_.load() >= lsn);  // raised, never lowered
 }
 
 void Committer::PublishAnnounced(uint64_t seq) {
+  // announced <= durable <= acked <= written (the header's invariant).
+  WHARF_DASSERT(seq <= durable_seq_.load());
+  WHARF_DASSERT(seq <= write_seq_.load());
   RaiseAtomic(announced_seq_, seq);
   NotifyReaders();
 }
 
 void Committer::PublishAcknowledged(uint64_t seq) {
+  WHARF_DASSERT(options_.durability == Durability::kBuffered);  // acked before durable only there
+  WHARF_DASSERT(seq <= write_seq_.load());
   RaiseAtomic(acked_seq_, seq);
   NotifyReaders();
 }
@@ -1043,6 +1128,7 @@ void Committer::PublishDurable(uint64_t seq) {
   // Acknowledged first: a reader never finds a group durable but not acknowledged.
   RaiseAtomic(acked_seq_, seq);
   RaiseAtomic(durable_seq_, seq);
+  WHARF_DASSERT(durable_seq_.load() >= seq);
   // Bump the word after the sequence, then look for sleepers: a reader counts itself in
   // read_waiters_ before it reads the word, so either it sees the new word or we see it (both
   // sequentially consistent).
@@ -1050,16 +1136,31 @@ void Committer::PublishDurable(uint64_t seq) {
 }
 
 void Committer::NotifyReaders() {
+  // Read in this order: announced_seq_ never exceeds durable_seq_, which only grows.
+  WHARF_DASSERT(announced_seq_.load() <= durable_seq_.load());
+  WHARF_DASSERT(durable_seq_.load() <= write_seq_.load());
   durable_word_.fetch_add(1, std::memory_order_seq_cst);
   if (read_waiters_.load(std::memory_order_seq_cst) > 0) FutexWakeAll(&durable_word_);
 }
 
-Status Committer::WaitDurable(uint64_t seq) { return WaitSeq(durable_seq_, seq); }
+Status Committer::WaitDurable(uint64_t seq) {
+  WHARF_DASSERT(seq <= write_seq());  // a sequence a read noted (write_seq()), never ahead
+  // Read in this order (each only grows): a group is acknowledged before it counts as durable.
+  WHARF_DASSERT(durable_seq_.load() <= acked_seq_.load());
+  return WaitSeq(durable_seq_, seq);
+}
 
-Status Committer::WaitAcknowledged(uint64_t seq) { return WaitSeq(acked_seq_, seq); }
+Status Committer::WaitAcknowledged(uint64_t seq) {
+  WHARF_DASSERT(seq <= write_seq());
+  WHARF_DASSERT(acked_seq_.load() <= write_seq());  // read in this order: each only grows
+  return WaitSeq(acked_seq_, seq);
+}
 
 Status Committer::SyncNow() {
   const uint64_t seq = write_seq();
+  // Read in this order (each only grows): announced <= durable <= written.
+  WHARF_DASSERT(announced_seq_.load() <= write_seq());
+  WHARF_DASSERT(durable_seq_.load() <= write_seq());
   if (announced_seq_.load(std::memory_order_acquire) >= seq) return Status::OK();
   if (options_.durability == Durability::kBuffered) {
     sync_requested_.store(true);
@@ -1074,16 +1175,20 @@ Status Committer::RunAtDurablePoint(std::function<Status()> fn) {
     return Status::InvalidArgument(
         "a durable point cannot be taken on an engine thread (it waits for the committer)");
   }
+  WHARF_ASSERT(fn != nullptr);
   TxnRep rep;
   rep.at_durable_point = std::move(fn);
   Status s = Submit(&rep);
   if (!s.ok()) return s;
   FutexWait(&rep.done, 0);
+  WHARF_ASSERT(rep.done.load(std::memory_order_acquire) == 1);  // answered through Finish
   return rep.status;
 }
 
 Status Committer::WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq) {
   WHARF_DASSERT(seq <= write_seq_.load());
+  WHARF_DASSERT(&reached == &durable_seq_ || &reached == &acked_seq_ ||
+                &reached == &announced_seq_);
   // The common case: nothing the read could have seen is in flight. Two loads, no syscall.
   if (reached.load(std::memory_order_acquire) >= seq) return Status::OK();
   if (tls_engine_thread) {
@@ -1146,6 +1251,10 @@ void Committer::AnswerUnknownGroups() {
     MutexLock lock(&sync_mu_);
     unknown.swap(unsynced_);
     if (unknown.empty()) return;
+    // Written in order, after every group a round took.
+    WHARF_DASSERT(std::is_sorted(unknown.begin(), unknown.end(),
+                                 [](const Group& a, const Group& b) { return a.seq < b.seq; }));
+    WHARF_DASSERT(unknown.back().seq <= write_seq_.load());
     cause = failure_;
   }
   for (const Group& group : unknown) {
@@ -1157,9 +1266,11 @@ void Committer::AnswerUnknownGroups() {
 }
 
 Status Committer::RecoverForRead() {
-  std::lock_guard write_lock(write_mu_);
+  MutexLock write_lock(&write_mu_);
   // Only when nothing is in flight: the round's completion decides what it made durable.
   if (!failed_.load() || sync_in_flight_.load()) return Status::OK();
+  WHARF_ASSERT(building_.group.reps.empty());  // no group half built outside write_mu_
+  WHARF_ASSERT(next_lsn_ - 1 == last_lsn_.load());
   // As the committer thread does before it recovers (Run): groups written after the failure have
   // an unknown outcome and are answered so, never acknowledged by a later round (which would also
   // move durable_lsn_ back below what the recovery raises it to).

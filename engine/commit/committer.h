@@ -1,6 +1,7 @@
 // Committer: the single writer. Producers hand TxnReps over a lock-free queue; one committer thread
 // checks each transaction's preconditions, stamps LSNs, writes whole groups as one RocksDB
-// WriteBatch (sync=false) and pushes the WAL buffer to its file (FlushWAL(false)); then it submits
+// WriteBatch (StoreBatch, Store::Write, sync=false) and pushes the WAL buffer to its file
+// (Store::PushWal); then it submits
 // one sync round (fdatasync of the WAL files, via io::SyncBackend) covering every group written so
 // far. While that round is in flight the committer keeps writing the next groups; the round's
 // completion, on the backend's thread, starts the next round, then raises the durable LSN and
@@ -49,13 +50,11 @@
 
 #include <concurrentqueue/concurrentqueue.h>  // before the semaphore: it needs its macros
 #include <concurrentqueue/lightweightsemaphore.h>
-#include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -70,6 +69,7 @@
 #include "engine/commit/ship_tracker.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/store/store.h"
+#include "engine/store/store_batch.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/metrics.h"
 
@@ -190,20 +190,20 @@ class Committer {
   void ReleaseSlot();
   // Writes `reps` as one or more groups (a group ends at group_facts_max facts, or before a
   // transaction that checks a key the group writes). REQUIRES: write_mu_ held.
-  void WriteBatchOf(TxnRep* const* reps, size_t count);
+  void WriteBatchOf(TxnRep* const* reps, size_t count) WHARF_REQUIRES(write_mu_);
   // Adds a transaction whose preconditions hold to the group being built (its LSNs stamped).
-  void AddToBuilding(TxnRep* rep);
-  void AppendOutboxPuts();
+  void AddToBuilding(TxnRep* rep) WHARF_REQUIRES(write_mu_);
+  void AppendOutboxPuts() WHARF_REQUIRES(write_mu_);
   // Writes the group being built to RocksDB and the WAL file; false when the write failed (its
   // transactions then have an unknown outcome and the committer is failed).
-  bool WriteBuilding();
-  Status CheckPreconditions(const TxnRep& rep);
+  bool WriteBuilding() WHARF_REQUIRES(write_mu_);
+  Status CheckPreconditions(const TxnRep& rep) WHARF_REQUIRES(write_mu_);
   // The read-set part of CheckPreconditions: OK when nothing `reads` covers was written after its
   // snapshot, in the group being built or in the ConflictWindow.
-  Status ValidateReads(const ReadSet& reads) const;
+  Status ValidateReads(const ReadSet& reads) const WHARF_REQUIRES(write_mu_);
   // After the group being built was written (or failed) as RocksDB sequence number `seq`: records
   // its state keys in the window (or raises its floor when they were not tracked).
-  void RecordBuildingWrites(uint64_t seq);
+  void RecordBuildingWrites(uint64_t seq) WHARF_REQUIRES(write_mu_);
   // Starts a round when one is due (or `force`, or SyncNow asked) and none is in flight.
   void MaybeSubmitSync(bool force);
   // durability=buffered: how long the committer may sleep before the interval's round is due.
@@ -211,15 +211,15 @@ class Committer {
   // durability=buffered: before an id above the synced reservation is handed out, writes the
   // groups built so far and a reservation above `last_needed`, and syncs them (SyncWrittenNow).
   // On failure the committer is failed (failed_). REQUIRES: write_mu_ held, committer thread.
-  void ReserveIds(uint64_t last_needed);
+  void ReserveIds(uint64_t last_needed) WHARF_REQUIRES(write_mu_);
   // Writes the id reservation `reserve_to` and syncs it with everything written before it.
   // False (and the committer failed) when the write or the sync failed. REQUIRES: as ReserveIds.
-  bool WriteReservation(uint64_t reserve_to);
+  bool WriteReservation(uint64_t reserve_to) WHARF_REQUIRES(write_mu_);
   // Waits for the round in flight (in durability=sync also for the rounds its completions start),
   // then syncs every WAL byte written so far on this thread (a round: its groups become durable
   // and are announced). REQUIRES: as ReserveIds (only the committer thread starts buffered rounds,
   // and with write_mu_ held no group is written meanwhile, so the rounds come to an end).
-  void SyncWrittenNow();
+  void SyncWrittenNow() WHARF_REQUIRES(write_mu_);
   // Waits until `reached` (durable_seq_ or acked_seq_) covers `seq`: WaitDurable's loop.
   Status WaitSeq(const std::atomic<uint64_t>& reached, uint64_t seq);
   // Raises durable_lsn_ to `lsn` (never lowers it: a recovery may have raised it past a round
@@ -270,7 +270,7 @@ class Committer {
   void FinishAll(const std::vector<TxnRep*>& reps, const Status& status);
   // After a failure: resumes RocksDB and flushes every memtable (at most every 100 ms, and only
   // while the disk has room for the flush); OK once writes may go on. REQUIRES: write_mu_ held.
-  Status Recover();
+  Status Recover() WHARF_REQUIRES(write_mu_);
 
   Store* const store_;
   io::SyncBackend* const backend_;
@@ -290,12 +290,14 @@ class Committer {
 
   // Whoever writes groups holds write_mu_: the committer thread, or a producer committing
   // inline (TryCommitInline) while the committer is idle.
-  std::mutex write_mu_;
-  std::unordered_set<std::string> batch_checked_keys_;  // written in the batch being built
+  Mutex write_mu_;
+  // Written in the batch being built.
+  std::unordered_set<std::string> batch_checked_keys_ WHARF_GUARDED_BY(write_mu_);
   // State keys written by the group being built, when tracked (in its transactions' WriteOps).
-  std::unordered_set<std::string_view> building_state_keys_;
-  bool building_untracked_ = false;        // the group holds state writes that were not tracked
-  ConflictWindow window_;                  // guarded by write_mu_
+  std::unordered_set<std::string_view> building_state_keys_ WHARF_GUARDED_BY(write_mu_);
+  // The group holds state writes that were not tracked.
+  bool building_untracked_ WHARF_GUARDED_BY(write_mu_) = false;
+  ConflictWindow window_ WHARF_GUARDED_BY(write_mu_);
   std::atomic<uint64_t> window_bytes_{0};  // window_.bytes(), for ReadMetrics (lock-free)
   std::atomic<bool> validate_reads_{true};
   struct OutboxPut {
@@ -303,23 +305,24 @@ class Committer {
     uint64_t lsn;
     const std::string* record;  // in a TxnRep of the group
   };
-  std::vector<OutboxPut> outbox_puts_;  // of the batch being built, added in key order
-  uint64_t next_lsn_ = 1;
+  // Of the batch being built, added in key order.
+  std::vector<OutboxPut> outbox_puts_ WHARF_GUARDED_BY(write_mu_);
+  uint64_t next_lsn_ WHARF_GUARDED_BY(write_mu_) = 1;
   // durability=buffered: ids up to this are covered by a synced reservation (meta
-  // "lsn_reserved") and may be handed out. Guarded by write_mu_.
-  uint64_t lsn_reserved_ = 0;
-  // The group being built by WriteBatchOf (guarded by write_mu_).
+  // "lsn_reserved") and may be handed out.
+  uint64_t lsn_reserved_ WHARF_GUARDED_BY(write_mu_) = 0;
+  // The group being built by WriteBatchOf.
   struct Building {
-    rocksdb::WriteBatch batch;
+    explicit Building(const Store* store) : batch(store) {}
+    StoreBatch batch;
     Group group;
     uint64_t next_lsn = 0;  // the LSN its next fact gets
     size_t facts = 0;
   };
-  Building building_;
+  Building building_ WHARF_GUARDED_BY(write_mu_);
   // The last recovery attempt (Recover) and its outcome, returned until the next attempt is due.
-  // Guarded by write_mu_.
-  std::chrono::steady_clock::time_point last_recover_at_{};
-  Status last_recover_failure_;
+  std::chrono::steady_clock::time_point last_recover_at_ WHARF_GUARDED_BY(write_mu_){};
+  Status last_recover_failure_ WHARF_GUARDED_BY(write_mu_);
 
   // The sync pipeline, shared by the committer (which adds written groups) and the round
   // completions (which start the next round). Flags are atomics so they can be peeked unlocked;

@@ -29,7 +29,7 @@ class GroupSink {
   virtual ~GroupSink() = default;
   // Called by the committer in group order (number = the previous call's + 1), with its write
   // lock held: queues the publish and returns (never waits for the stream). `bytes`: the group's
-  // WriteBatch (rocksdb::WriteBatch::Data()), valid only during the call. `last_fact_id`: the
+  // WriteBatch (StoreBatch::Data()), valid only during the call. `last_fact_id`: the
   // highest fact id written once this group is in. The sink keeps publishing a group until the
   // stream stores it (a retry carries the same message id, so it is never stored twice) or
   // refuses it for good.

@@ -15,7 +15,8 @@
 
 #include <cstddef>
 #include <deque>
-#include <mutex>
+
+#include "engine/base/mutex.h"
 
 namespace wharf::internal {
 
@@ -29,19 +30,19 @@ class MpscQueue {
  public:
   explicit MpscQueue(size_t /*capacity_hint*/ = 0) {}
   bool enqueue(T item) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     items_.push_back(std::move(item));
     return true;
   }
   bool try_dequeue(T& item) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (items_.empty()) return false;
     item = std::move(items_.front());
     items_.pop_front();
     return true;
   }
   size_t try_dequeue_bulk(T* items, size_t count_max) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     size_t count = 0;
     while (count < count_max && !items_.empty()) {
       items[count++] = std::move(items_.front());
@@ -51,8 +52,8 @@ class MpscQueue {
   }
 
  private:
-  std::mutex mutex_;
-  std::deque<T> items_;
+  Mutex mutex_;
+  std::deque<T> items_ WHARF_GUARDED_BY(mutex_);
 };
 
 #else

@@ -10,18 +10,24 @@ std::shared_ptr<const ReadSnapshot> ReadSnapshots::Take(bool validated, bool may
   // Counted before the snapshot is taken, so that the committer cannot stop tracking between the
   // two; when tracking was off, it starts under the write mutex (see the header).
   if (validated && (word_.fetch_add(kOneReader, std::memory_order_acq_rel) & kTracking) == 0) {
-    std::unique_lock write_lock(*write_mu_, std::defer_lock);
-    if (may_lock) write_lock.lock();
-    word_.fetch_or(kTracking, std::memory_order_acq_rel);
+    // Two branches rather than one conditional lock, which the analysis cannot follow.
+    if (may_lock) {
+      MutexLock write_lock(write_mu_);
+      StartTracking();
+    } else {
+      StartTracking();
+    }
   }
+  // Counted while it lives: the committer cannot stop tracking under it.
+  WHARF_DASSERT(!validated || word_.load(std::memory_order_acquire) >= kOneReader);
   {
     MutexLock lock(&mu_);
     if (closed_) {
       if (validated) word_.fetch_sub(kOneReader, std::memory_order_acq_rel);
       return nullptr;
     }
-    snapshot->rocks = db_->GetSnapshot();
-    snapshot->seq = snapshot->rocks->GetSequenceNumber();
+    snapshot->handle = store_->TakeSnapshot();
+    snapshot->seq = Store::SnapshotSequence(snapshot->handle);
     // After the snapshot: every group it sees is numbered at most this (groups are numbered before
     // they reach RocksDB).
     snapshot->write_seq = write_seq_->load(std::memory_order_seq_cst);
@@ -35,7 +41,7 @@ std::shared_ptr<const ReadSnapshot> ReadSnapshots::Take(bool validated, bool may
 void ReadSnapshots::Release(ReadSnapshot* snapshot) {
   {
     MutexLock lock(&mu_);
-    if (snapshot->rocks != nullptr) db_->ReleaseSnapshot(snapshot->rocks);
+    if (snapshot->handle != nullptr) store_->ReleaseSnapshot(snapshot->handle);
     open_.erase(snapshot);
   }
   if (snapshot->validated) {
@@ -49,8 +55,8 @@ void ReadSnapshots::CloseAll() {
   MutexLock lock(&mu_);
   closed_ = true;
   for (ReadSnapshot* snapshot : open_) {
-    db_->ReleaseSnapshot(snapshot->rocks);
-    snapshot->rocks = nullptr;
+    store_->ReleaseSnapshot(snapshot->handle);
+    snapshot->handle = nullptr;
   }
   open_.clear();
 }

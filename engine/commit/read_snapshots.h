@@ -1,5 +1,5 @@
-// ReadSnapshots: the RocksDB snapshots transactions and scans read from, and whether the committer
-// must record the keys it writes for validating them (ConflictWindow).
+// ReadSnapshots: the store snapshots (Store::TakeSnapshot) transactions and scans read from, and
+// whether the committer must record the keys it writes for validating them (ConflictWindow).
 //
 // Tracking: the committer records written keys only while a snapshot that will be validated is
 // open. One atomic word holds the count of those snapshots and a tracking bit. A snapshot that
@@ -10,26 +10,24 @@
 // if a snapshot was opened meanwhile).
 //
 // Lifetime: a snapshot is released when the last reference to it goes, or by CloseAll (the engine
-// closing; readers are excluded then), after which its `rocks` is null.
+// closing; readers are excluded then), after which its `handle` is null.
 //
 // Thread safety: thread-safe.
 #pragma once
 
-#include <rocksdb/db.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_set>
 
 #include "engine/base/mutex.h"
+#include "engine/store/store.h"
 
 namespace wharf::internal {
 
 struct ReadSnapshot {
-  const rocksdb::Snapshot* rocks = nullptr;  // null once the engine closed
-  uint64_t seq = 0;        // RocksDB's sequence number: the snapshot sees every group up to it
+  SnapshotHandle handle = nullptr;  // null once the engine closed
+  uint64_t seq = 0;        // the store's sequence number: the snapshot sees every group up to it
   uint64_t write_seq = 0;  // the committer's write_seq() after it was taken (groups it may see)
   bool validated = false;  // counted in the tracking word while it lives
 };
@@ -38,8 +36,8 @@ class ReadSnapshots {
  public:
   // `write_mu`: the committer's write mutex (held while it builds and writes groups);
   // `write_seq`: its count of groups begun (Committer::write_seq).
-  ReadSnapshots(rocksdb::DB* db, std::mutex* write_mu, const std::atomic<uint64_t>* write_seq)
-      : db_(db), write_mu_(write_mu), write_seq_(write_seq) {}
+  ReadSnapshots(const Store* store, Mutex* write_mu, const std::atomic<uint64_t>* write_seq)
+      : store_(store), write_mu_(write_mu), write_seq_(write_seq) {}
   ReadSnapshots(const ReadSnapshots&) = delete;
   ReadSnapshots& operator=(const ReadSnapshots&) = delete;
 
@@ -66,9 +64,11 @@ class ReadSnapshots {
   static constexpr uint64_t kOneReader = 2;
 
   void Release(ReadSnapshot* snapshot);
+  // Sets the tracking bit (Take, when it found it clear).
+  void StartTracking() { word_.fetch_or(kTracking, std::memory_order_acq_rel); }
 
-  rocksdb::DB* const db_;
-  std::mutex* const write_mu_;
+  const Store* const store_;
+  Mutex* const write_mu_;
   const std::atomic<uint64_t>* const write_seq_;
   std::atomic<uint64_t> word_{0};  // validated snapshots open * kOneReader | kTracking
 

@@ -10,14 +10,14 @@ ShipTracker::ShipTracker(uint64_t timeout_ms, std::string stream, std::function<
     : timeout_ms_(timeout_ms), stream_(std::move(stream)), wake_(std::move(wake)) {}
 
 void ShipTracker::Shipping(uint64_t number, uint64_t last_fact_id, uint64_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   WHARF_ASSERT(unshipped_.empty() || unshipped_.back().number + 1 == number);
   unshipped_.push_back({number, last_fact_id, bytes, Clock::now()});
   unshipped_bytes_ += bytes;
 }
 
 Status ShipTracker::Refusal(uint64_t pending_bytes_max) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (fenced_) return refused_;
   if (unshipped_bytes_ > pending_bytes_max) {
     return Status::IOError("replication: " + std::to_string(unshipped_bytes_ >> 20) +
@@ -34,7 +34,7 @@ void ShipTracker::Park(uint64_t last_number, Status sync_status,
                        std::function<void(const Status&)> acknowledge,
                        std::function<void(const Status&)> time_out) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     parked_.push_back({last_number, std::move(sync_status), std::move(acknowledge),
                        std::move(time_out), Clock::now() + std::chrono::milliseconds(timeout_ms_)});
   }
@@ -43,7 +43,7 @@ void ShipTracker::Park(uint64_t last_number, Status sync_status,
 }
 
 ShipTracker::Clock::time_point ShipTracker::NextDeadline() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (const Parked& parked : parked_) {
     if (!parked.timed_out) return parked.deadline;
   }
@@ -51,7 +51,7 @@ ShipTracker::Clock::time_point ShipTracker::NextDeadline() const {
 }
 
 ShipLag ShipTracker::Lag(uint64_t last_fact_id_written) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ShipLag lag;
   lag.groups = unshipped_.size();
   lag.bytes = unshipped_bytes_;
@@ -68,23 +68,23 @@ ShipLag ShipTracker::Lag(uint64_t last_fact_id_written) const {
 }
 
 Status ShipTracker::Fenced() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return fenced_ ? refused_ : Status::OK();
 }
 
 void ShipTracker::Abandon() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   parked_.clear();
 }
 
 uint64_t ShipTracker::shipped_group() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return shipped_group_;
 }
 
 void ShipTracker::OnGroupsShipped(uint64_t number) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     while (!unshipped_.empty() && unshipped_.front().number <= number) {
       shipped_fact_id_ = unshipped_.front().last_fact_id;
       unshipped_bytes_ -= unshipped_.front().bytes;
@@ -98,7 +98,7 @@ void ShipTracker::OnGroupsShipped(uint64_t number) {
 
 void ShipTracker::OnShipRefused(uint64_t number, const Status& why) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!fenced_) {
       fenced_ = true;
       refused_ = why;
@@ -118,9 +118,12 @@ Status ShipTracker::TimedOut() const {
 }
 
 void ShipTracker::Drain() {
-  std::unique_lock lock(mu_);
+  // Locked by hand, not by a scoped lock: the callbacks run with mu_ released (they answer
+  // commits, which may call back into the tracker).
+  mu_.Lock();
   if (draining_) {
     drain_again_ = true;
+    mu_.Unlock();
     return;
   }
   draining_ = true;
@@ -128,6 +131,7 @@ void ShipTracker::Drain() {
     drain_again_ = false;
     while (!parked_.empty()) {
       Parked& head = parked_.front();
+      WHARF_DASSERT(head.last_number > 0);
       Status status = head.sync_status;
       if (status.ok() && fenced_) {
         status = refused_;
@@ -137,30 +141,31 @@ void ShipTracker::Drain() {
         if (head.timed_out || Clock::now() < head.deadline) break;
         head.timed_out = true;
         auto time_out = head.time_out;
-        lock.unlock();
+        mu_.Unlock();
         time_out(TimedOut());
-        lock.lock();
+        mu_.Lock();
         continue;
       }
       Parked done = std::move(head);
       parked_.pop_front();
-      lock.unlock();
+      mu_.Unlock();
       done.acknowledge(status);
-      lock.lock();
+      mu_.Lock();
     }
     // A timed-out head may block rounds behind it whose own deadlines pass: answer them too.
     for (Parked& parked : parked_) {
       if (parked.timed_out || Clock::now() < parked.deadline) continue;
       parked.timed_out = true;
       auto time_out = parked.time_out;
-      lock.unlock();
+      mu_.Unlock();
       time_out(TimedOut());
-      lock.lock();
+      mu_.Lock();
       drain_again_ = true;  // the FIFO may have changed while unlocked
       break;
     }
   } while (drain_again_);
   draining_ = false;
+  mu_.Unlock();
 }
 
 }  // namespace wharf::internal

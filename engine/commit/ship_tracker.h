@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 
+#include "engine/base/mutex.h"
 #include "engine/commit/group_sink.h"
 #include "wharf/status.h"
 
@@ -91,17 +91,17 @@ class ShipTracker final : public GroupSinkListener {
   const uint64_t timeout_ms_;
   const std::string stream_;
   const std::function<void()> wake_;
-  mutable std::mutex mu_;
-  std::deque<Record> unshipped_;  // in number order
-  uint64_t unshipped_bytes_ = 0;
-  uint64_t shipped_group_ = 0;
-  uint64_t shipped_fact_id_ = 0;
-  uint64_t shipped_bytes_ = 0;
-  Status refused_;  // set once: fenced
-  bool fenced_ = false;
-  std::deque<Parked> parked_;
-  bool draining_ = false;
-  bool drain_again_ = false;
+  mutable Mutex mu_;
+  std::deque<Record> unshipped_ WHARF_GUARDED_BY(mu_);  // in number order
+  uint64_t unshipped_bytes_ WHARF_GUARDED_BY(mu_) = 0;
+  uint64_t shipped_group_ WHARF_GUARDED_BY(mu_) = 0;
+  uint64_t shipped_fact_id_ WHARF_GUARDED_BY(mu_) = 0;
+  uint64_t shipped_bytes_ WHARF_GUARDED_BY(mu_) = 0;
+  Status refused_ WHARF_GUARDED_BY(mu_);  // set once: fenced
+  bool fenced_ WHARF_GUARDED_BY(mu_) = false;
+  std::deque<Parked> parked_ WHARF_GUARDED_BY(mu_);
+  bool draining_ WHARF_GUARDED_BY(mu_) = false;
+  bool drain_again_ WHARF_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace wharf::internal

@@ -1,7 +1,5 @@
 #include "engine/core/engine_core.h"
 
-#include <rocksdb/write_batch.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -127,7 +125,7 @@ Status EngineCore::Close() {
   if (committer_) committer_->Stop();
   // No group is written any more: the replication stream's acknowledgements and publishes end.
   StopServices(CloseStep::kCommitterStopped);
-  std::unique_lock lock(close_mutex_);
+  WriterLock lock(&close_mutex_);
   // Transactions still open keep their snapshots; no read is inside the store now.
   if (committer_) committer_->CloseSnapshots();
   Status s = store_ ? store_->Close() : Status::OK();
@@ -219,8 +217,8 @@ Status EngineCore::ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_i
   from_id = std::max(from_id, store_->floors()->Get(partition) + 1);
   if (from_id > to_id || count_max == 0) return Status::OK();
   // Bounded on both sides so removed facts and tombstones of old trims are never scanned.
-  tables::Scan scan(store_->db(), store_->cf(kOutbox),
-                    tables::outbox::Range(partition, from_id, to_id));
+  tables::Scan scan(*store_, kOutbox, tables::outbox::Range(partition, from_id, to_id),
+                    /*snapshot=*/nullptr);
   for (scan.SeekToFirst(); scan.Valid() && count_max > 0; scan.Next(), --count_max) {
     s = tables::outbox::DecodeEntry(scan.key(), scan.value(), partition, &facts->emplace_back());
     if (!s.ok()) return s;

@@ -10,9 +10,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -73,7 +71,8 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   Status CheckOpen() const;
   // True in a process forked from the one that opened the engine: it must leave it alone.
   bool InheritedByFork() const { return CurrentProcessId() != open_pid_; }
-  std::shared_lock<std::shared_mutex> ReadGuard() const { return std::shared_lock(close_mutex_); }
+  // Holds the engine open (Close waits for it to go) while the caller reads the store.
+  SharedHold ReadGuard() const { return SharedHold(&close_mutex_); }
 
   Store* store() const { return store_.get(); }
   Committer* committer() const { return committer_.get(); }
@@ -174,7 +173,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   std::atomic<size_t> txn_bytes_max_{kTxnBytesMax};
 
-  mutable std::shared_mutex close_mutex_;
+  // Readers hold it shared (ReadGuard), Close exclusively once the committer stopped. It guards
+  // no member: it keeps readers out of a closing store.
+  mutable SharedMutex close_mutex_;
   std::atomic<bool> closed_{false};
 
   mutable SharedMutex types_mutex_;

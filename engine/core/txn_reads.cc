@@ -1,7 +1,5 @@
 #include "engine/core/txn_reads.h"
 
-#include <rocksdb/db.h>
-
 #include <map>
 #include <optional>
 #include <vector>
@@ -9,6 +7,7 @@
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
 #include "engine/store/codec.h"
+#include "engine/store/tables/scan.h"
 #include "engine/store/tables/state.h"
 
 namespace wharf {
@@ -88,28 +87,28 @@ Status ReadChunk(EngineCore* core, const ReadSnapshot& snapshot, const std::stri
   auto guard = core->ReadGuard();
   Status s = core->CheckOpen();
   if (!s.ok()) return s;
-  if (snapshot.rocks == nullptr) return Status::Closed("engine is closed");
-  rocksdb::ReadOptions read_options;
-  read_options.snapshot = snapshot.rocks;
-  const rocksdb::Slice upper(end);
-  read_options.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(
-      core->store()->db()->NewIterator(read_options, core->store()->cf(kState)));
+  if (snapshot.handle == nullptr) return Status::Closed("engine is closed");
+  // An empty range holds no row (and a scan's bounds must be ordered).
+  if (from >= end) {
+    *exhausted = true;
+    return Status::OK();
+  }
+  tables::Scan scan(*core->store(), kState, tables::KeyRange{from, end}, snapshot.handle);
   size_t bytes = 0;
-  for (it->Seek(from); it->Valid(); it->Next()) {
+  for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     if (rows->size() >= kScanChunkRows || bytes >= kScanChunkBytes) break;
     std::string_view body;
-    const rocksdb::Slice key = it->key();
-    s = codec::Unseal(std::string_view(it->value().data(), it->value().size()), &body);
+    const std::string_view key = scan.key();
+    s = codec::Unseal(scan.value(), &body);
     if (!s.ok()) {
-      return Status::Corruption("state record " + DescribeBytes(key.ToStringView()) + ": " +
-                                s.message());
+      return Status::Corruption("state record " + DescribeBytes(key) + ": " + s.message());
     }
-    rows->emplace_back(key.ToString(), std::string(body));
+    rows->emplace_back(std::string(key), std::string(body));
     bytes += key.size() + body.size();
   }
-  if (!it->status().ok()) return FromRocks(it->status(), "scan state");
-  *exhausted = !it->Valid();
+  s = scan.Checked("scan state");
+  if (!s.ok()) return s;
+  *exhausted = !scan.Valid();
   return Status::OK();
 }
 
@@ -264,8 +263,8 @@ Status TxnGet(EngineCore* core, TxnRep* rep, std::string_view table, std::string
     auto guard = core->ReadGuard();
     s = core->CheckOpen();
     if (!s.ok()) return s;
-    if (rep->snapshot->rocks == nullptr) return Status::Closed("engine is closed");
-    s = core->store()->Get(kState, state_key, value, rep->snapshot->rocks);
+    if (rep->snapshot->handle == nullptr) return Status::Closed("engine is closed");
+    s = core->store()->Get(kState, state_key, value, rep->snapshot->handle);
   }
   if (!s.ok() && !s.IsNotFound()) return s;
   rep->reads.keys.push_back(std::move(state_key));

@@ -11,7 +11,7 @@ namespace wharf::internal {
 
 struct Group {
   uint64_t number = 0;        // 1, 2, ... over the database's life (== the stream sequence)
-  std::string bytes;          // the WriteBatch (rocksdb::WriteBatch::Data())
+  std::string bytes;          // the WriteBatch (StoreBatch::Data())
   uint64_t last_fact_id = 0;  // the highest fact id written once this group is in
   std::string database_id;    // 32 hex digits
   uint64_t format_version = 0;

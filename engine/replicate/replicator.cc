@@ -225,7 +225,7 @@ Status Replicator::Prepare(const EngineOptions& options, Store* store,
   // A new term wherever the numbering or the writer changes; else the stream's own.
   const bool same_writer = !copy && !tail.empty && !replicator->snapshot_due_;
   replicator->term_ = same_writer ? local.term : replication::RandomId();
-  replicator->path_ = store->db()->GetName();
+  replicator->path_ = store->path();
   replicator->staging_dir_ = replicator->path_ + "-snapshots";
   replicator->state_.stream = stream;
   replicator->state_.term = replication::IdHex(replicator->term_);

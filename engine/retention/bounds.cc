@@ -19,9 +19,6 @@
 // without end while the space is not back yet: each pass reclaims what it removed (reclaim.cc:
 // under a bound removed ranges are compacted once they hold an outbox memtable's worth), so what
 // is left is at most that much plus the small files that straddle a floor.
-#include <rocksdb/db.h>
-#include <rocksdb/statistics.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -38,17 +35,7 @@ namespace wharf::internal {
 
 Status OutboxFileBytes(Store* store, const std::vector<tables::KeyRange>& ranges,
                        std::vector<uint64_t>* sizes) {
-  std::vector<rocksdb::Range> rocks_ranges;
-  rocks_ranges.reserve(ranges.size());
-  for (const tables::KeyRange& range : ranges) rocks_ranges.emplace_back(range.lower, range.upper);
-  sizes->assign(ranges.size(), 0);
-  rocksdb::SizeApproximationOptions options;
-  options.include_files = true;
-  options.include_memtables = false;
-  return FromRocks(
-      store->db()->GetApproximateSizes(options, store->cf(kOutbox), rocks_ranges.data(),
-                                       static_cast<int>(rocks_ranges.size()), sizes->data()),
-      "estimate outbox bytes");
+  return store->ApproximateFileBytes(kOutbox, ranges, sizes);
 }
 
 namespace {
@@ -78,8 +65,9 @@ Status Retention::ApplyAgeBound(RetentionPlan* plan) const {
   if (!s.ok()) return s;
   for (uint32_t p = 0; p < plan->partitions; ++p) {
     if (plan->floors[p] >= plan->durable_lsn) continue;
-    tables::Scan scan(store->db(), store->cf(kOutbox),
-                      tables::outbox::Range(p, plan->floors[p] + 1, plan->durable_lsn));
+    tables::Scan scan(*store, kOutbox,
+                      tables::outbox::Range(p, plan->floors[p] + 1, plan->durable_lsn),
+                      /*snapshot=*/nullptr);
     Fact fact;
     for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
       s = tables::outbox::DecodeEntry(scan.key(), scan.value(), p, &fact);
@@ -116,7 +104,7 @@ Status Retention::ApplyBytesBound(RetentionPlan* plan) {
   // last pass may have been an interval ago) and at most the WAL's own bound. Without it the
   // directory passed the bound by about that much at its peaks.
   constexpr double kArrivingWindowS = 3.0;
-  const uint64_t wal_written = store->statistics()->getTickerCount(rocksdb::WAL_FILE_BYTES);
+  const uint64_t wal_written = store->WalBytesWritten();
   const auto now = std::chrono::steady_clock::now();
   const double elapsed_s = std::chrono::duration<double>(now - bound_pass_time_).count();
   const double window_share = elapsed_s > kArrivingWindowS ? kArrivingWindowS / elapsed_s : 1.0;

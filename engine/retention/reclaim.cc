@@ -11,8 +11,6 @@
 //      rewrites level 0 with the live facts only. A stuck consumer keeps most of the outbox live;
 //      its old facts leave by whole files, so this compaction is rare then.
 // Compactions started here are cancelled by Stop() (engine close).
-#include <rocksdb/convenience.h>
-#include <rocksdb/db.h>
 
 #include "engine/core/engine_core.h"
 #include "engine/retention/plan.h"
@@ -41,17 +39,7 @@ Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
     if (floors[p] > 0) ranges.push_back(tables::outbox::Range(p, 0, floors[p]));
   }
   if (ranges.empty()) return Status::OK();
-  std::vector<rocksdb::Range> rocks_ranges;
-  std::vector<rocksdb::RangePtr> range_ptrs;
-  rocks_ranges.reserve(ranges.size());
-  for (const tables::KeyRange& range : ranges) {
-    rocks_ranges.emplace_back(range.lower, range.upper);
-  }
-  for (const rocksdb::Range& range : rocks_ranges)
-    range_ptrs.emplace_back(&range.start, &range.limit);
-  s = FromRocks(rocksdb::DeleteFilesInRanges(store->db(), store->cf(kOutbox), range_ptrs.data(),
-                                             range_ptrs.size(), /*include_end=*/false),
-                "delete outbox files below the retention floors");
+  s = store->DeleteFilesInRanges(kOutbox, ranges, "delete outbox files below the retention floors");
   if (!s.ok()) return s;
 
   std::vector<uint64_t> removed;
@@ -59,8 +47,7 @@ Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
   if (!s.ok()) return s;
   uint64_t removed_bytes = 0, file_bytes = 0;
   for (uint64_t bytes : removed) removed_bytes += bytes;
-  store->db()->GetIntProperty(store->cf(kOutbox), rocksdb::DB::Properties::kLiveSstFilesSize,
-                              &file_bytes);
+  file_bytes = store->LiveFileBytes(kOutbox);
   // Under a byte bound the removed bytes count against the facts kept (bounds.cc), and every
   // compaction is small (StoreSizes): they are compacted once they reach a memtable's worth.
   const uint64_t bound = core_->options().retention_max_bytes;
@@ -68,15 +55,13 @@ Status Retention::Reclaim(const std::vector<uint64_t>& floors) {
       bound > 0 ? removed_bytes >= SizesFor(core_->options()).outbox_memtable_bytes
                 : removed_bytes >= kCompactBytesMin && removed_bytes * kCompactShare >= file_bytes;
   if (!due) return Status::OK();
-  rocksdb::CompactRangeOptions compact;
-  compact.canceled = &cancel_compaction_;
-  compact.exclusive_manual_compaction = false;
-  for (size_t i = 0; i < rocks_ranges.size(); ++i) {
+  for (size_t i = 0; i < ranges.size(); ++i) {
     if (removed[i] == 0) continue;
-    rocksdb::Status rs = store->db()->CompactRange(compact, store->cf(kOutbox),
-                                                   &rocks_ranges[i].start, &rocks_ranges[i].limit);
-    if (cancel_compaction_.load()) break;  // closing
-    s = FromRocks(rs, "compact removed facts");
+    s = store->CompactRange(kOutbox, ranges[i], &cancel_compaction_);
+    if (cancel_compaction_.load()) {  // closing: whatever RocksDB said, the pass ends here
+      s.PermitUncheckedError();
+      break;
+    }
     if (!s.ok()) return s;
   }
   return Status::OK();
@@ -90,14 +75,10 @@ void Retention::FlushOldWals() {
   auto guard = core_->ReadGuard();
   if (!core_->CheckOpen().ok()) return;
   Store* store = core_->store();
-  std::vector<rocksdb::ColumnFamilyHandle*> families;
-  for (int cf = 0; cf < kCfCount; ++cf) families.push_back(store->cf(static_cast<Cf>(cf)));
-  rocksdb::FlushOptions flush;
-  flush.wait = false;  // the next pass sees the space back
-  flush.allow_write_stall = true;
-  // Best effort: a failed flush leaves the WAL for the next pass, and RocksDB's own error
-  // handling (the committer's next write) reports a real I/O problem.
-  store->db()->Flush(flush, families).PermitUncheckedError();
+  // Best effort, not waited for: the next pass sees the space back; a failed flush leaves the
+  // WAL for it, and RocksDB's own error handling (the committer's next write) reports a real I/O
+  // problem.
+  store->StartFlushAll();
 }
 
 }  // namespace wharf::internal

@@ -86,10 +86,7 @@ bool Retention::MemtableNearlyFull() {
     auto guard = core_->ReadGuard();
     if (!core_->CheckOpen().ok()) return false;
     Store* store = core_->store();
-    if (!store->db()->GetIntProperty(
-            store->cf(kOutbox), rocksdb::DB::Properties::kCurSizeActiveMemTable, &active_bytes)) {
-      return false;
-    }
+    if (!store->ActiveMemtableBytes(kOutbox, &active_bytes)) return false;
   }
   const uint64_t mark = SizesFor(core_->options()).outbox_memtable_bytes / 4 * 3;
   // A smaller memtable than at the last pass is a new one (the last was flushed).
@@ -145,8 +142,9 @@ Status Retention::CountRemoved(RetentionPlan* plan, const TrimProgressFn& progre
       auto guard = core_->ReadGuard();
       Status s = core_->CheckOpen();
       if (!s.ok()) return s;
-      tables::Scan scan(store->db(), store->cf(kOutbox),
-                        tables::outbox::Range(p, plan->old_floors[p] + 1, plan->floors[p]));
+      tables::Scan scan(*store, kOutbox,
+                        tables::outbox::Range(p, plan->old_floors[p] + 1, plan->floors[p]),
+                        /*snapshot=*/nullptr);
       Fact fact;
       for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
         ++removed.fact_count;

@@ -8,9 +8,11 @@
 #include <rocksdb/db.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/store/outbox_floors.h"
@@ -26,7 +28,17 @@ class WalFileSystem;
 class DurabilityObserver;
 }  // namespace wharf::io
 
+namespace wharf::tables {
+struct KeyRange;
+}  // namespace wharf::tables
+
 namespace wharf::internal {
+
+class StoreBatch;  // engine/store/store_batch.h
+
+// A consistent view of the store to read from (Store::TakeSnapshot): RocksDB's snapshot, handed
+// around by pointer and only ever dereferenced inside engine/store/.
+using SnapshotHandle = const rocksdb::Snapshot*;
 
 enum Cf : uint8_t { kOutbox = 0, kCursors, kLeases, kTimers, kDead, kState, kMeta, kCfCount };
 const char* CfName(Cf cf);
@@ -139,7 +151,89 @@ class Store {
   // Reads and unseals a value (as of `snapshot` when given). NotFound when absent; Corruption on
   // a bad envelope.
   Status Get(Cf cf, const rocksdb::Slice& key, std::string* value,
-             const rocksdb::Snapshot* snapshot = nullptr) const;
+             SnapshotHandle snapshot = nullptr) const;
+
+  // The committer's writes and check reads. Inline: every group and every checked key passes
+  // through them, and the store layer must cost nothing there.
+  //
+  // Writes `batch` whole (sync=false: the WAL bytes stay in RocksDB's buffer until PushWal, and
+  // reach the disk with the next sync round). Errors name `what`. Defined in store_batch.h.
+  Status Write(StoreBatch* batch, const char* what);
+  // Pushes RocksDB's WAL buffer to the WAL file (FlushWAL(false)): unsynced, but a round can
+  // sync it from then on.
+  Status PushWal() { return FromRocks(db_->FlushWAL(/*sync=*/false), "write WAL"); }
+  // RocksDB's latest sequence number: with a single writer, the last write's (what a snapshot
+  // must have reached to see it).
+  uint64_t LatestSequence() const { return db_->GetLatestSequenceNumber(); }
+  // Reads the stored (sealed) bytes of `key` into *value, empty when absent: the exact bytes a
+  // check-and-set compares. On a RocksDB error returns FromRocks(error, context()): `context` is
+  // called only then, so the common case builds no message.
+  template <typename Context>
+  Status ReadStored(Cf cf, std::string_view key, std::optional<std::string>* value,
+                    const Context& context) const {
+    std::string stored;
+    const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[cf], key, &stored);
+    value->reset();
+    if (s.IsNotFound()) return Status::OK();
+    if (!s.ok()) return FromRocks(s, context());
+    *value = std::move(stored);
+    return Status::OK();
+  }
+
+  // Snapshots (engine/commit/read_snapshots.h holds them). A snapshot must be released before
+  // the store closes.
+  SnapshotHandle TakeSnapshot() const { return db_->GetSnapshot(); }
+  static uint64_t SnapshotSequence(SnapshotHandle snapshot) {
+    return snapshot->GetSequenceNumber();
+  }
+  void ReleaseSnapshot(SnapshotHandle snapshot) const { db_->ReleaseSnapshot(snapshot); }
+
+  // Recovery after a failed write or sync (Committer::Recover), engine/store/store_ops.cc.
+  //
+  // What the file system holding the database has free for this process: the least of RocksDB's
+  // figure (which a fault-injecting file system sets to 0) and statvfs's f_bavail. RocksDB counts
+  // f_bfree, which also holds blocks ext4 keeps back (root's 5 %, and up to 16 MiB for its own
+  // metadata). False when it cannot tell.
+  bool UsableFreeBytes(uint64_t* free_bytes) const;
+  // The bytes every family's memtables hold (false when RocksDB cannot tell).
+  bool MemtableBytes(uint64_t* bytes) const;
+  // Clears RocksDB's background error and flushes every memtable, waiting: everything written
+  // so far is then in synced table files. False, with RocksDB's reason in *why, when either step
+  // failed (Busy: RocksDB's own recovery is running; Wharf declines it, store.cc).
+  bool ResumeAndFlush(std::string* why);
+
+  // Retention's view of the files (engine/retention/*), engine/store/store_ops.cc.
+  //
+  // The approximate bytes each range of `cf` takes in table files (memtables not counted).
+  Status ApproximateFileBytes(Cf cf, const std::vector<tables::KeyRange>& ranges,
+                              std::vector<uint64_t>* sizes) const;
+  // Deletes the table files of `cf` that lie wholly inside one of `ranges` (their ends
+  // excluded). Errors name `what`.
+  Status DeleteFilesInRanges(Cf cf, const std::vector<tables::KeyRange>& ranges,
+                             const std::string& what);
+  // Compacts `range` of `cf`, sharing the compaction threads with RocksDB's own (not exclusive);
+  // returns early, with whatever status RocksDB gives, once *canceled is set.
+  Status CompactRange(Cf cf, const tables::KeyRange& range, std::atomic<bool>* canceled);
+  // The bytes of the live table files of `cf` (0 when RocksDB cannot tell).
+  uint64_t LiveFileBytes(Cf cf) const;
+  // The bytes of the active memtable of `cf` (false when RocksDB cannot tell).
+  bool ActiveMemtableBytes(Cf cf, uint64_t* bytes) const;
+  // Starts a flush of every family without waiting for it, even if writes stall meanwhile: the
+  // WAL files the memtables hold back can then go. Best effort (a failure leaves them).
+  void StartFlushAll();
+  // The bytes RocksDB wrote to WAL files since it opened.
+  uint64_t WalBytesWritten() const;
+
+  // Replication (engine/replicate/*), engine/store/store_ops.cc.
+  //
+  // The database's directory.
+  const std::string& path() const { return db_->GetName(); }
+  // Writes `bytes`, another store's WriteBatch (replicated group `number`), whole or not at all:
+  // Corruption, naming `which`, when they are not a batch of Wharf's families (checked before
+  // anything is written: RocksDB writes a batch's WAL record before its memtable inserts, so a
+  // batch failing half way would be half applied).
+  Status WriteShipped(const std::string& bytes, uint64_t number, bool sync,
+                      const std::string& which) const;
 
   // Makes RocksDB start a new WAL file (which takes the ready WAL spare) by flushing the meta
   // family. Called on the spares' thread (and by tests). Returns false when it cannot now: the

@@ -36,10 +36,22 @@ KeyRange PrefixRange(std::string prefix) {
 
 Scan::Scan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, KeyRange range)
     : range_(std::move(range)), lower_slice_(range_.lower), upper_slice_(range_.upper) {
+  Open(db, cf, /*snapshot=*/nullptr);
+}
+
+Scan::Scan(const internal::Store& store, internal::Cf cf, KeyRange range,
+           internal::SnapshotHandle snapshot)
+    : range_(std::move(range)), lower_slice_(range_.lower), upper_slice_(range_.upper) {
+  Open(store.db(), store.cf(cf), snapshot);
+}
+
+void Scan::Open(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                internal::SnapshotHandle snapshot) {
   WHARF_ASSERT(db != nullptr && cf != nullptr);
   WHARF_ASSERT(range_.lower <= range_.upper);
   WHARF_ASSERT(!range_.upper.empty());
   rocksdb::ReadOptions read_options;
+  read_options.snapshot = snapshot;
   read_options.iterate_lower_bound = &lower_slice_;
   read_options.iterate_upper_bound = &upper_slice_;
   it_.reset(db->NewIterator(read_options, cf));

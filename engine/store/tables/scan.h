@@ -49,6 +49,10 @@ class Scan {
  public:
   // `db` and `cf` must outlive the scan. Reads the latest state (no snapshot).
   Scan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, KeyRange range);
+  // Reads family `cf` of `store` as of `snapshot` (the latest state when null); `store` and
+  // `snapshot` must outlive the scan.
+  Scan(const internal::Store& store, internal::Cf cf, KeyRange range,
+       internal::SnapshotHandle snapshot);
   Scan(const Scan&) = delete;
   Scan& operator=(const Scan&) = delete;
 
@@ -64,12 +68,18 @@ class Scan {
   std::string_view value() const { return it_->value().ToStringView(); }
   // The iterator's error, if any (check after the loop, as with any RocksDB iterator).
   rocksdb::Status status() const { return it_->status(); }
+  // status() as a Wharf Status: OK, or FromRocks(error, context).
+  Status Checked(const std::string& context) const {
+    return internal::FromRocks(it_->status(), context);
+  }
   const KeyRange& range() const { return range_; }
 
  private:
   const KeyRange range_;
   const rocksdb::Slice lower_slice_, upper_slice_;  // RocksDB keeps pointers to them
   std::unique_ptr<rocksdb::Iterator> it_;
+
+  void Open(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, internal::SnapshotHandle snapshot);
 };
 
 // Calls visit(key, value) for every entry of `range` in key order; a non-OK Status from visit ends
