@@ -31,6 +31,7 @@
 #define WHARF_ACQUIRE_SHARED(...) WHARF_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
 #define WHARF_RELEASE(...) WHARF_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define WHARF_RELEASE_SHARED(...) WHARF_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
+#define WHARF_TRY_ACQUIRE(...) WHARF_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 #define WHARF_NO_THREAD_SAFETY_ANALYSIS WHARF_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace wharf::internal {
@@ -43,6 +44,8 @@ class WHARF_CAPABILITY("mutex") Mutex {
 
   void Lock() WHARF_ACQUIRE() { mutex_.lock(); }
   void Unlock() WHARF_RELEASE() { mutex_.unlock(); }
+  // True when it took the lock (then Unlock it); false, at once, when another thread holds it.
+  bool TryLock() WHARF_TRY_ACQUIRE(true) { return mutex_.try_lock(); }
 
  private:
   friend class CondVar;  // waits on mutex_ itself
@@ -59,6 +62,27 @@ class WHARF_SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex* const mutex_;
+};
+
+// Holds two distinct Mutexes for its scope, taken in address order: two threads locking the same
+// pair, each naming its own first, cannot deadlock (as std::scoped_lock, but checked).
+class WHARF_SCOPED_CAPABILITY MutexLockPair {
+ public:
+  MutexLockPair(Mutex* a, Mutex* b) WHARF_ACQUIRE(a, b)
+      : first_(a < b ? a : b), second_(a < b ? b : a) {
+    first_->Lock();
+    second_->Lock();
+  }
+  ~MutexLockPair() WHARF_RELEASE() {
+    second_->Unlock();
+    first_->Unlock();
+  }
+  MutexLockPair(const MutexLockPair&) = delete;
+  MutexLockPair& operator=(const MutexLockPair&) = delete;
+
+ private:
+  Mutex* const first_;
+  Mutex* const second_;
 };
 
 // Waits for a condition on data a Mutex guards; every wait is entered and left with it held. A

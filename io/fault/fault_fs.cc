@@ -309,7 +309,7 @@ IOStatus FaultInjectionFileSystem::BeginSync(const std::string& path, uint64_t* 
 
 void FaultInjectionFileSystem::Cut() {
   internal::MutexLock lock(&mu_);
-  const uint64_t before = cuts_.load();
+  [[maybe_unused]] const uint64_t before = cuts_.load();
   if (!cut_) cuts_.fetch_add(1);
   cut_ = true;
   WHARF_DASSERT(cuts_.load() >= before && cuts_.load() <= before + 1);  // idempotent

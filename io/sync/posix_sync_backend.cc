@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -46,7 +47,7 @@ PosixSyncBackend::~PosixSyncBackend() {
 
 Status PosixSyncBackend::Submit(std::vector<SyncOp> ops, RoundCallback callback) {
   if (!callback) return Status::InvalidArgument("SyncBackend::Submit: empty callback");
-  for (const SyncOp& op : ops) WHARF_DASSERT(op.fd >= 0);
+  WHARF_DASSERT(std::all_of(ops.begin(), ops.end(), [](const SyncOp& op) { return op.fd >= 0; }));
   internal::MutexLock lock(&mu_);
   if (stopping_) return Status::Closed("posix sync backend is shutting down");
   if (in_flight_) return Status::Internal("SyncBackend::Submit while a round is in flight");

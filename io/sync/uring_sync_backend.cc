@@ -6,6 +6,7 @@
 // <linux/fs.h>, pulled in by liburing.h, defines BLOCK_SIZE; keep it from leaking any further.
 #undef BLOCK_SIZE
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -354,7 +355,7 @@ UringSyncBackend::~UringSyncBackend() {
 
 Status UringSyncBackend::Submit(std::vector<SyncOp> ops, RoundCallback callback) {
   if (!callback) return Status::InvalidArgument("SyncBackend::Submit: empty callback");
-  for (const SyncOp& op : ops) WHARF_DASSERT(op.fd >= 0);
+  WHARF_DASSERT(std::all_of(ops.begin(), ops.end(), [](const SyncOp& op) { return op.fd >= 0; }));
   auto round = std::make_unique<Impl::Round>();
   Impl::Round* r = round.get();
   r->callback = std::move(callback);

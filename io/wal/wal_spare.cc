@@ -40,7 +40,8 @@ void LowerThisThreadsIoPriority() {
   constexpr int kWhoProcess = 1, kClassIdle = 3, kClassShift = 13;  // <linux/ioprio.h>
   static_assert(kClassIdle < 8, "the class is 3 bits above the 13-bit level");
   // Who 0 with IOPRIO_WHO_PROCESS is the calling thread: never another one's priority.
-  const long rc = ::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassIdle << kClassShift);
+  [[maybe_unused]] const long rc =
+      ::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassIdle << kClassShift);
   WHARF_DASSERT(rc == 0 || rc == -1);
 }
 
