@@ -91,6 +91,7 @@ class FaultWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
   // Forwarded but never recorded: sync_file_range only starts writeback (see header).
   IOStatus RangeSync(uint64_t offset, uint64_t n, const IOOptions& o,
                      IODebugContext* dbg) override {
+    WHARF_ASSERT(offset <= UINT64_MAX - n);  // a range of the file, not one that wraps
     return fs_->UnlessCut([&] { return target()->RangeSync(offset, n, o, dbg); });
   }
   // The base file is always closed so descriptors are not leaked by a simulated crash.
@@ -168,6 +169,7 @@ class FaultRandomRWFile : public rocksdb::FSRandomRWFileOwnerWrapper {
 
   IOStatus Write(uint64_t offset, const Slice& data, const IOOptions& o,
                  IODebugContext* dbg) override {
+    WHARF_ASSERT(offset <= UINT64_MAX - data.size());
     return fs_->UnlessCut([&] { return FSRandomRWFileOwnerWrapper::Write(offset, data, o, dbg); });
   }
   IOStatus Flush(const IOOptions& o, IODebugContext* dbg) override {
