@@ -236,11 +236,14 @@ void UringSyncBackend::Impl::RunFinished(std::optional<Finished> finished) {
 }
 
 void UringSyncBackend::Impl::OnCompletion(Op* op, int res) {
-  WHARF_ASSERT(op != nullptr && op->round != nullptr);
+  WHARF_ASSERT(op != nullptr);
   std::optional<Finished> finished;
   {
+    // op->round is read under mu: Submit wrote it before issuing under mu (the ring's own ordering
+    // is invisible to ThreadSanitizer).
     internal::MutexLock lock(&mu);
     Round* r = op->round;
+    WHARF_ASSERT(r != nullptr);
     if (r->finished) return;  // an entry given up when the ring broke, submitted after all
     // The op is one of the round's own: the SQE's user_data pointed into r->ops.
     WHARF_DASSERT(op >= r->ops.data() && op < r->ops.data() + r->ops.size());
