@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/base/assert.h"
 #include "io/wal/log_scan.h"
 
 namespace wharf::io {
@@ -23,6 +24,8 @@ bool AllDigits(std::string_view text) {
 
 // `<digits><suffix>`, RocksDB's numbered files.
 bool IsNumbered(std::string_view name, std::string_view suffix) {
+  WHARF_DASSERT(!suffix.empty() && suffix.front() == '.');  // an extension, dot included
+  WHARF_DASSERT(name.find('/') == std::string_view::npos);  // a directory entry, not a path
   return name.size() > suffix.size() && name.ends_with(suffix) &&
          AllDigits(name.substr(0, name.size() - suffix.size()));
 }
@@ -30,15 +33,24 @@ bool IsNumbered(std::string_view name, std::string_view suffix) {
 // Files that hold (or name) data: their presence without CURRENT is damage, not an empty
 // directory.
 bool IsDataFileName(std::string_view name) {
+  WHARF_DASSERT(!name.empty());
+  WHARF_DASSERT(name.find('/') == std::string_view::npos);
   return name.starts_with("MANIFEST-") || IsNumbered(name, ".sst") || IsNumbered(name, ".log") ||
          IsNumbered(name, ".blob") || IsNumbered(name, ".ldb");
 }
 
-std::string Join(const std::string& dir, const std::string& name) { return dir + "/" + name; }
+std::string Join(const std::string& dir, const std::string& name) {
+  WHARF_DASSERT(!dir.empty());
+  WHARF_DASSERT(!name.empty() && name.find('/') == std::string::npos);  // one entry of `dir`
+  return dir + "/" + name;
+}
 
 // With `missing_ok`, a file deleted since it was listed (RocksDB removes an obsolete MANIFEST or
 // OPTIONS file in the background) is fine: a file that is gone needs no sync.
 Status FsyncPath(const std::string& path, bool directory, bool missing_ok = false) {
+  WHARF_ASSERT(!path.empty());
+  // A directory always exists (it is ours or its parent): only listed files may vanish.
+  WHARF_ASSERT(!(directory && missing_ok));
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
   if (fd < 0 && missing_ok && errno == ENOENT) return Status::OK();
   if (fd < 0) return Status::IOError("open " + path + " to sync it: " + std::strerror(errno));
@@ -50,12 +62,16 @@ Status FsyncPath(const std::string& path, bool directory, bool missing_ok = fals
 }
 
 Status FromIo(const rocksdb::IOStatus& s, const std::string& what) {
+  WHARF_DASSERT(!what.empty());  // the error names the operation
   if (s.ok()) return Status::OK();
+  WHARF_DASSERT(!s.ToString().empty());
   return Status::IOError(what + ": " + s.ToString(), s.IsNoSpace());
 }
 
 // Writes `data` to `path` and syncs it.
 Status WriteSynced(rocksdb::FileSystem* fs, const std::string& path, const std::string& data) {
+  WHARF_ASSERT(fs != nullptr && !path.empty());
+  WHARF_DASSERT(!data.empty());  // markers and listings always say something
   const rocksdb::IOOptions io_options;
   std::unique_ptr<rocksdb::FSWritableFile> file;
   rocksdb::IOStatus s = fs->NewWritableFile(path, rocksdb::FileOptions(), &file, nullptr);
@@ -71,6 +87,8 @@ Status WriteSynced(rocksdb::FileSystem* fs, const std::string& path, const std::
 }  // namespace
 
 bool IsDatabaseFileName(const std::string& name) {
+  WHARF_DASSERT(!name.empty());
+  WHARF_DASSERT(name.find('/') == std::string::npos);  // a name in the directory, not a path
   return name == "CURRENT" || name == "IDENTITY" || name == "LOCK" || name == "LOG" ||
          name.starts_with("LOG.old.") || name.starts_with("OPTIONS-") || name.ends_with(".dbtmp") ||
          name.starts_with("WHARF-WAL-SPARE-") || name.starts_with(kCleanCloseName) ||
@@ -78,6 +96,8 @@ bool IsDatabaseFileName(const std::string& name) {
 }
 
 DbDir::Contents DbDir::Classify(rocksdb::FileSystem* fs, const std::string& path) {
+  WHARF_ASSERT(fs != nullptr);
+  WHARF_ASSERT(!path.empty());
   std::vector<std::string> children;
   if (!fs->GetChildren(path, rocksdb::IOOptions(), &children, nullptr).ok()) {
     return Contents::kNone;
@@ -92,9 +112,13 @@ DbDir::Contents DbDir::Classify(rocksdb::FileSystem* fs, const std::string& path
 }
 
 DbDir::DbDir(rocksdb::FileSystem* fs, std::string path, int fd, bool created_dir)
-    : fs_(fs), path_(std::move(path)), fd_(fd), created_dir_(created_dir) {}
+    : fs_(fs), path_(std::move(path)), fd_(fd), created_dir_(created_dir) {
+  WHARF_ASSERT(fs_ != nullptr && !path_.empty());
+  WHARF_ASSERT(fd_ >= 0);  // the locked directory: held until destroyed
+}
 
 DbDir::~DbDir() {
+  WHARF_DASSERT(fd_ >= 0);
   if (fd_ >= 0) {
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
@@ -103,6 +127,8 @@ DbDir::~DbDir() {
 
 Status DbDir::Lock(rocksdb::FileSystem* fs, const std::string& path, bool create_if_missing,
                    std::unique_ptr<DbDir>* out) {
+  WHARF_ASSERT(fs != nullptr && out != nullptr);
+  WHARF_ASSERT(!path.empty());
   // A creator that fails removes the directory it made: a directory opened just before that is
   // no longer `path`. Bounded: each retry follows another process's removal.
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -142,6 +168,8 @@ Status DbDir::Lock(rocksdb::FileSystem* fs, const std::string& path, bool create
       ::close(fd);
       continue;
     }
+    // The descriptor is the directory now named `path`, locked by us alone.
+    WHARF_DASSERT(held.st_ino == named.st_ino && S_ISDIR(held.st_mode));
     out->reset(new DbDir(fs, path, fd, created_dir));
     (*out)->contents_ = Classify(fs, path);
     return Status::OK();
@@ -150,13 +178,17 @@ Status DbDir::Lock(rocksdb::FileSystem* fs, const std::string& path, bool create
 }
 
 Status DbDir::SyncDir() {
+  WHARF_ASSERT(fd_ >= 0);  // only the holder of the lock syncs what it changed
   std::unique_ptr<rocksdb::FSDirectory> dir;
   rocksdb::IOStatus s = fs_->NewDirectory(path_, rocksdb::IOOptions(), &dir, nullptr);
+  WHARF_DASSERT(!s.ok() || dir != nullptr);
   if (s.ok()) s = dir->Fsync(rocksdb::IOOptions(), nullptr);
   return FromIo(s, "sync directory " + path_);
 }
 
 Status DbDir::RemoveDatabaseFiles() {
+  WHARF_ASSERT(fd_ >= 0);  // never removes files of a directory another engine may hold
+  WHARF_DASSERT(!path_.empty());
   std::vector<std::string> children;
   rocksdb::IOStatus s = fs_->GetChildren(path_, rocksdb::IOOptions(), &children, nullptr);
   for (const std::string& name : children) {
@@ -170,6 +202,8 @@ Status DbDir::RemoveDatabaseFiles() {
 Status DbDir::BeginCreation() {
   // Nothing in an unfinished creation was ever acknowledged (the marker goes only once the
   // database is complete and durable): start again from nothing.
+  WHARF_ASSERT(contents_ == Contents::kNone || contents_ == Contents::kInterruptedCreation);
+  WHARF_ASSERT(fd_ >= 0);
   Status s = RemoveDatabaseFiles();
   if (s.ok()) s = WriteSynced(fs_, Join(path_, kCreatingMarkerName), "wharf: creating\n");
   if (s.ok()) s = SyncDir();
@@ -187,6 +221,9 @@ Status DbDir::BeginCreation() {
 }
 
 Status DbDir::FinishCreation() {
+  // BeginCreation wrote the marker this removes.
+  WHARF_ASSERT(contents_ == Contents::kInterruptedCreation);
+  WHARF_ASSERT(fd_ >= 0);
   std::vector<std::string> children;
   Status s =
       FromIo(fs_->GetChildren(path_, rocksdb::IOOptions(), &children, nullptr), "list " + path_);
@@ -207,6 +244,8 @@ Status DbDir::FinishCreation() {
 }
 
 void DbDir::AbandonCreation() {
+  WHARF_ASSERT(fd_ >= 0);  // still locked: no other engine opened it meanwhile
+  WHARF_DASSERT(fs_ != nullptr);
   RemoveDatabaseFiles().PermitUncheckedError();
   fs_->DeleteFile(Join(path_, kCreatingMarkerName), rocksdb::IOOptions(), nullptr)
       .PermitUncheckedError();
@@ -215,6 +254,8 @@ void DbDir::AbandonCreation() {
 }
 
 Status DbDir::RecordCleanClose() {
+  WHARF_ASSERT(fd_ >= 0);
+  WHARF_DASSERT(contents_ == Contents::kDatabase);  // a clean close is of an open database
   std::vector<std::string> children;
   Status s =
       FromIo(fs_->GetChildren(path_, rocksdb::IOOptions(), &children, nullptr), "list " + path_);
@@ -237,6 +278,7 @@ Status DbDir::RecordCleanClose() {
 }
 
 std::map<std::string, uint64_t> DbDir::ReadCleanClose() {
+  WHARF_ASSERT(fs_ != nullptr && fd_ >= 0);
   std::string text;
   std::map<std::string, uint64_t> wals;
   if (!rocksdb::ReadFileToString(fs_, Join(path_, kCleanCloseName), &text).ok()) return wals;
@@ -246,17 +288,22 @@ std::map<std::string, uint64_t> DbDir::ReadCleanClose() {
   while (lines >> name) {
     if (name == "end") return wals;  // complete
     if (!(lines >> bytes) || !IsNumbered(name, ".log")) break;
+    WHARF_DASSERT(IsDatabaseFileName(name));  // a WAL's name, as RecordCleanClose listed
     wals[name] = bytes;
   }
   return {};  // unreadable: claim nothing
 }
 
 void DbDir::RemoveCleanClose() {
+  WHARF_ASSERT(fd_ >= 0);  // the lock holder alone may say the last close was not clean
+  WHARF_DASSERT(!path_.empty());
   fs_->DeleteFile(Join(path_, kCleanCloseName), rocksdb::IOOptions(), nullptr)
       .PermitUncheckedError();
 }
 
 Status DiagnoseManifest(rocksdb::FileSystem* fs, const std::string& path) {
+  WHARF_ASSERT(fs != nullptr);
+  WHARF_ASSERT(!path.empty());
   std::string current;
   const std::string current_path = Join(path, "CURRENT");
   rocksdb::IOStatus read = rocksdb::ReadFileToString(fs, current_path, &current);
@@ -267,6 +314,7 @@ Status DiagnoseManifest(rocksdb::FileSystem* fs, const std::string& path) {
     return Status::Corruption(current_path + " is damaged: it does not name a MANIFEST file");
   }
   name.remove_suffix(1);
+  WHARF_DASSERT(name.size() > 9 && AllDigits(name.substr(9)));  // "MANIFEST-<number>", checked
   const std::string manifest = Join(path, std::string(name));
   if (!fs->FileExists(manifest, rocksdb::IOOptions(), nullptr).ok()) {
     return Status::Corruption(current_path + " is damaged or " + manifest + " was lost: it names " +

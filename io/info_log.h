@@ -20,7 +20,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
+
+#include "engine/base/mutex.h"
 
 namespace wharf::io {
 
@@ -41,12 +42,12 @@ class StderrInfoLog : public rocksdb::Logger {
  private:
   void Write(const char* level_name, const char* format, va_list ap);
 
-  mutable std::mutex mutex_;
-  std::chrono::steady_clock::time_point window_start_{};
-  int lines_in_window_ = 0;
-  uint64_t dropped_since_last_line_ = 0;
-  uint64_t lines_written_ = 0;
-  uint64_t lines_dropped_ = 0;
+  mutable internal::Mutex mutex_;
+  std::chrono::steady_clock::time_point window_start_ WHARF_GUARDED_BY(mutex_){};
+  int lines_in_window_ WHARF_GUARDED_BY(mutex_) = 0;
+  uint64_t dropped_since_last_line_ WHARF_GUARDED_BY(mutex_) = 0;
+  uint64_t lines_written_ WHARF_GUARDED_BY(mutex_) = 0;
+  uint64_t lines_dropped_ WHARF_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace wharf::io

@@ -2,7 +2,6 @@
 // wharf/backup.h).
 #include <atomic>
 #include <cstring>
-#include <mutex>
 
 #include "api/c/c_common.h"
 #include "wharf/backup.h"
@@ -45,7 +44,7 @@ class Progress {
 
   // The call's status: the callback's failure when it failed, else `s`.
   Status Outcome(Status s) {
-    std::lock_guard lock(mutex_);
+    wharf::internal::MutexLock lock(&mutex_);
     if (!failed_) return s;
     s.PermitUncheckedError();
     return failure_;
@@ -53,7 +52,7 @@ class Progress {
 
  private:
   void Call(uint64_t copied_bytes, uint64_t total_bytes) noexcept {
-    std::lock_guard lock(mutex_);
+    wharf::internal::MutexLock lock(&mutex_);
     if (failed_) return;
     // On the copying thread: calls into wharf that would deadlock are refused there.
     wharf::capi::CallbackScope scope;
@@ -80,16 +79,16 @@ class Progress {
         std::string("the progress callback returned ") + wharf::capi::StatusName(returned)));
   }
 
-  void Fail(Status failure) noexcept {
+  void Fail(Status failure) noexcept WHARF_REQUIRES(mutex_) {
     failed_ = true;
     failure_ = std::move(failure);
   }
 
   const wharf_progress_fn fn_;
   void* const ctx_;
-  std::mutex mutex_;
-  bool failed_ = false;  // guarded by mutex_
-  Status failure_;       // guarded by mutex_
+  wharf::internal::Mutex mutex_;
+  bool failed_ WHARF_GUARDED_BY(mutex_) = false;
+  Status failure_ WHARF_GUARDED_BY(mutex_);
 };
 
 wharf_backup_info ToC(const wharf::BackupInfo& info) {

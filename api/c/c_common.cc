@@ -52,9 +52,9 @@ struct Slot {
 };
 
 struct Shard {
-  std::mutex mutex;
-  std::unordered_map<const void*, Slot> slots;  // guarded by mutex
-  std::deque<const void*> retired;              // guarded by mutex; FIFO of retired addresses
+  internal::Mutex mutex;
+  std::unordered_map<const void*, Slot> slots WHARF_GUARDED_BY(mutex);
+  std::deque<const void*> retired WHARF_GUARDED_BY(mutex);  // FIFO of retired addresses
 };
 
 Shard& ShardOf(const void* handle) {
@@ -124,7 +124,7 @@ thread_local int t_callback_depth = 0;
 
 void Register(const void* handle, Kind kind, std::shared_ptr<void> owner) {
   Shard& shard = ShardOf(handle);
-  std::lock_guard lock(shard.mutex);
+  internal::MutexLock lock(&shard.mutex);
   // Retired shells stay allocated until forgotten, so a new handle never reuses a remembered
   // address; replacing a forgotten one is fine.
   shard.slots[handle] = Slot{kind, true, std::move(owner)};
@@ -146,7 +146,8 @@ Status WrongKind(Kind have, Kind want, std::string_view what) {
 }
 
 // The slot of `handle` in `shard` (locked by the caller), or an error naming `what`.
-Status FindSlot(Shard& shard, const void* handle, Kind kind, std::string_view what, Slot** slot) {
+Status FindSlot(Shard& shard, const void* handle, Kind kind, std::string_view what, Slot** slot)
+    WHARF_REQUIRES(shard.mutex) {
   auto it = shard.slots.find(handle);
   if (it == shard.slots.end()) {
     return Status::InvalidArgument(std::string(what) + " is not a live " + KindName(kind) +
@@ -165,14 +166,14 @@ Status FindSlot(Shard& shard, const void* handle, Kind kind, std::string_view wh
 void RegisterLentShell(const void* handle, Kind kind, std::shared_ptr<void> owner,
                        const std::atomic<bool>* live) {
   Shard& shard = ShardOf(handle);
-  std::lock_guard lock(shard.mutex);
+  internal::MutexLock lock(&shard.mutex);
   shard.slots[handle] = Slot{kind, true, std::move(owner), live};
 }
 
 void ForgetLentShell(const void* handle) {
   Shard& shard = ShardOf(handle);
   std::shared_ptr<void> owner;  // freed after the lock is released
-  std::lock_guard lock(shard.mutex);
+  internal::MutexLock lock(&shard.mutex);
   auto it = shard.slots.find(handle);
   if (it == shard.slots.end()) return;
   owner = std::move(it->second.owner);
@@ -199,7 +200,7 @@ Status Lookup(const void* handle, Kind kind, std::string_view what, std::shared_
     return Status::OK();
   }
   Shard& shard = ShardOf(handle);
-  std::lock_guard lock(shard.mutex);
+  internal::MutexLock lock(&shard.mutex);
   Slot* slot = nullptr;
   Status s = FindSlot(shard, handle, kind, what, &slot);
   if (s.ok()) *owner = slot->owner;
@@ -213,7 +214,7 @@ std::shared_ptr<void> Retire(const void* handle, Kind kind, std::string_view wha
   }
   Shard& shard = ShardOf(handle);
   std::shared_ptr<void> evicted;  // freed after the lock is released
-  std::lock_guard lock(shard.mutex);
+  internal::MutexLock lock(&shard.mutex);
   Slot* slot = nullptr;
   *status = FindSlot(shard, handle, kind, what, &slot);
   if (!status->ok()) return nullptr;

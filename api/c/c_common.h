@@ -23,7 +23,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "engine/base/exception_text.h"
+#include "engine/base/mutex.h"
 #include "wharf.h"
 #include "wharf/engine.h"
 #include "wharf/fact.h"
@@ -73,33 +73,33 @@ class LentTxn final : public BorrowedTxn {
   LentTxn(T* rep, LentTxnText text) : rep_(rep), text_(text) {}
   // Lends it again, over `rep` (a shell of LentShells: invalidated since its last lending).
   void Lend(T* rep) {
-    std::lock_guard lock(mutex_);
+    internal::RecursiveMutexLock lock(&mutex_);
     rep_ = rep;
   }
   void Invalidate() {
-    std::lock_guard lock(mutex_);
+    internal::RecursiveMutexLock lock(&mutex_);
     rep_ = nullptr;
   }
   Status Put(std::string_view table, std::string_view key, std::string_view value) override {
-    std::lock_guard lock(mutex_);
+    internal::RecursiveMutexLock lock(&mutex_);
     return rep_ ? rep_->Put(table, key, value) : Gone();
   }
   Status Delete(std::string_view table, std::string_view key) override {
-    std::lock_guard lock(mutex_);
+    internal::RecursiveMutexLock lock(&mutex_);
     return rep_ ? rep_->Delete(table, key) : Gone();
   }
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
               const EmitOptions& options) override {
-    std::lock_guard lock(mutex_);
+    internal::RecursiveMutexLock lock(&mutex_);
     return rep_ ? rep_->Emit(type, key, payload, options) : Gone();
   }
   Status Get(std::string_view table, std::string_view key, std::string* value) override {
-    std::lock_guard lock(mutex_);
+    internal::RecursiveMutexLock lock(&mutex_);
     return rep_ ? rep_->Get(table, key, value) : Gone();
   }
   Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
               ScanResult* result) override {
-    std::lock_guard lock(mutex_);
+    internal::RecursiveMutexLock lock(&mutex_);
     return rep_ ? rep_->Scan(table, range, limit, row, result) : Gone();
   }
   Status Refuse(bool commit) const override {
@@ -108,8 +108,8 @@ class LentTxn final : public BorrowedTxn {
 
  private:
   Status Gone() const { return Status::InvalidArgument(text_.gone); }
-  std::recursive_mutex mutex_;
-  T* rep_;  // guarded by mutex_; null once invalidated
+  internal::RecursiveMutex mutex_;
+  T* rep_ WHARF_GUARDED_BY(mutex_);  // null once invalidated
   const LentTxnText text_;
 };
 
@@ -123,8 +123,8 @@ class Attached {
 struct EngineState {
   std::unique_ptr<Engine> engine;  // set at open; closed (not reset) by wharf_close
   std::atomic<bool> closed{false};
-  std::mutex attached_mutex;
-  std::vector<std::weak_ptr<Attached>> attached;  // guarded by attached_mutex
+  internal::Mutex attached_mutex;
+  std::vector<std::weak_ptr<Attached>> attached WHARF_GUARDED_BY(attached_mutex);
 };
 
 }  // namespace wharf::capi

@@ -2,8 +2,9 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <unordered_map>
+
+#include "engine/base/mutex.h"
 
 namespace wharf::capi {
 namespace {
@@ -12,9 +13,9 @@ constexpr size_t kShards = 16;
 constexpr size_t kSweepMin = 1024;  // a shard smaller than this is never swept
 
 struct Shard {
-  std::mutex mutex;
-  std::unordered_map<uint64_t, Delivery> deliveries;  // guarded by mutex
-  size_t sweep_at = kSweepMin;                        // guarded by mutex
+  internal::Mutex mutex;
+  std::unordered_map<uint64_t, Delivery> deliveries WHARF_GUARDED_BY(mutex);
+  size_t sweep_at WHARF_GUARDED_BY(mutex) = kSweepMin;
 };
 
 struct Table {
@@ -34,7 +35,7 @@ uint64_t IssueDelivery(Delivery delivery) {
   Table& table = Deliveries();
   const uint64_t number = table.next.fetch_add(1, std::memory_order_relaxed);
   Shard& shard = table.ShardOf(number);
-  std::lock_guard lock(shard.mutex);
+  internal::MutexLock lock(&shard.mutex);
   if (shard.deliveries.size() >= shard.sweep_at) {
     // Forget what the runtime settled without a wharf_delivery_done (timed out, abandoned).
     std::erase_if(shard.deliveries, [](const auto& entry) { return !entry.second.pending(); });
@@ -46,7 +47,7 @@ uint64_t IssueDelivery(Delivery delivery) {
 
 bool TakeDelivery(uint64_t number, Delivery* delivery) {
   Shard& shard = Deliveries().ShardOf(number);
-  std::lock_guard lock(shard.mutex);
+  internal::MutexLock lock(&shard.mutex);
   auto it = shard.deliveries.find(number);
   if (it == shard.deliveries.end()) return false;
   *delivery = std::move(it->second);

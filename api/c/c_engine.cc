@@ -317,7 +317,7 @@ wharf_status wharf_close(wharf_engine* engine) {
     state->closed.store(true);
     std::vector<std::shared_ptr<wharf::capi::Attached>> attached;
     {
-      std::lock_guard lock(state->attached_mutex);
+      wharf::internal::MutexLock lock(&state->attached_mutex);
       for (const auto& weak : state->attached) {
         if (auto strong = weak.lock()) attached.push_back(std::move(strong));
       }

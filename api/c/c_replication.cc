@@ -8,7 +8,6 @@
 // address is not handed out again) for the last kRetiredMax frees.
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <unordered_map>
 
 #include "api/c/c_common.h"
@@ -25,10 +24,10 @@ using wharf::capi::RefuseInCallback;
 
 struct wharf_standby {
   // Serializes Stop against itself (two joins of the following thread) and against free.
-  std::mutex mutex;
-  std::unique_ptr<wharf::Standby> rep;  // guarded by mutex; reset once freed
-  bool stopped = false;                 // guarded by mutex
-  wharf::Standby::State last;           // guarded by mutex; the state when it stopped
+  wharf::internal::Mutex mutex;
+  std::unique_ptr<wharf::Standby> rep WHARF_GUARDED_BY(mutex);  // reset once freed
+  bool stopped WHARF_GUARDED_BY(mutex) = false;
+  wharf::Standby::State last WHARF_GUARDED_BY(mutex);  // the state when it stopped
 };
 
 namespace {
@@ -43,13 +42,13 @@ class StandbyTable {
   }
 
   void Add(std::shared_ptr<wharf_standby> standby) {
-    std::lock_guard lock(mutex_);
+    wharf::internal::MutexLock lock(&mutex_);
     const wharf_standby* key = standby.get();
     slots_[key] = Slot{true, std::move(standby)};
   }
 
   Status Find(const wharf_standby* handle, std::shared_ptr<wharf_standby>* out) {
-    std::lock_guard lock(mutex_);
+    wharf::internal::MutexLock lock(&mutex_);
     return FindLocked(handle, out);
   }
 
@@ -57,7 +56,7 @@ class StandbyTable {
   std::shared_ptr<wharf_standby> Retire(const wharf_standby* handle, Status* status) {
     std::shared_ptr<wharf_standby> found;
     std::shared_ptr<wharf_standby> evicted;  // released after the lock
-    std::lock_guard lock(mutex_);
+    wharf::internal::MutexLock lock(&mutex_);
     *status = FindLocked(handle, &found);
     if (!status->ok()) return nullptr;
     slots_[handle].live = false;
@@ -81,7 +80,8 @@ class StandbyTable {
     std::shared_ptr<wharf_standby> owner;  // kept once freed, so the address is not reused
   };
 
-  Status FindLocked(const wharf_standby* handle, std::shared_ptr<wharf_standby>* out) {
+  Status FindLocked(const wharf_standby* handle, std::shared_ptr<wharf_standby>* out)
+      WHARF_REQUIRES(mutex_) {
     if (handle == nullptr) return Status::InvalidArgument("standby is NULL");
     auto it = slots_.find(handle);
     if (it == slots_.end()) {
@@ -92,9 +92,9 @@ class StandbyTable {
     return Status::OK();
   }
 
-  std::mutex mutex_;
-  std::unordered_map<const wharf_standby*, Slot> slots_;  // guarded by mutex_
-  std::deque<const wharf_standby*> retired_;              // guarded by mutex_; FIFO
+  wharf::internal::Mutex mutex_;
+  std::unordered_map<const wharf_standby*, Slot> slots_ WHARF_GUARDED_BY(mutex_);
+  std::deque<const wharf_standby*> retired_ WHARF_GUARDED_BY(mutex_);  // FIFO
 };
 
 // The last state's error text, lent by wharf_standby_state until its next call on this thread.
@@ -106,8 +106,8 @@ Status StreamOptions(const char* text, wharf::EngineOptions* options) {
   return wharf::ParseEngineOptions(text, options);
 }
 
-// Stops `standby` once (the caller holds its mutex), keeping its last state.
-Status StopLocked(wharf_standby* standby) {
+// Stops `standby` once, keeping its last state.
+Status StopLocked(wharf_standby* standby) WHARF_REQUIRES(standby->mutex) {
   if (standby->stopped || standby->rep == nullptr) return Status::OK();
   Status s = standby->rep->Stop();
   standby->last = standby->rep->state();
@@ -161,9 +161,14 @@ wharf_status wharf_standby_start(const char* options, const char* path, wharf_st
     if (s.ok()) s = CheckOut(out, "out");
     if (s.ok()) s = StreamOptions(options, &source);
     if (!s.ok()) return s;
-    auto handle = std::make_shared<wharf_standby>();
-    s = wharf::Standby::Start(source, std::string(path_view), &handle->rep);
+    std::unique_ptr<wharf::Standby> rep;
+    s = wharf::Standby::Start(source, std::string(path_view), &rep);
     if (!s.ok()) return s;
+    auto handle = std::make_shared<wharf_standby>();
+    {
+      wharf::internal::MutexLock lock(&handle->mutex);
+      handle->rep = std::move(rep);
+    }
     StandbyTable::Get().Add(handle);
     *out = handle.get();
     return s;
@@ -179,7 +184,7 @@ wharf_status wharf_standby_state(wharf_standby* standby, wharf_standby_info* sta
     if (!s.ok()) return s;
     wharf::Standby::State now;
     {
-      std::lock_guard lock(found->mutex);
+      wharf::internal::MutexLock lock(&found->mutex);
       if (found->rep == nullptr) return Status::InvalidArgument("standby was already freed");
       now = found->stopped ? found->last : found->rep->state();
     }
@@ -202,7 +207,7 @@ wharf_status wharf_standby_stop(wharf_standby* standby) {
     Status s = RefuseInCallback("wharf_standby_stop");
     if (s.ok()) s = StandbyTable::Get().Find(standby, &found);
     if (!s.ok()) return s;
-    std::lock_guard lock(found->mutex);
+    wharf::internal::MutexLock lock(&found->mutex);
     return StopLocked(found.get());
   });
 }
@@ -214,7 +219,7 @@ void wharf_standby_free(wharf_standby* standby) {
     std::shared_ptr<wharf_standby> found = StandbyTable::Get().Retire(standby, &s);
     if (found == nullptr) return s;
     // The shell stays allocated while the table remembers it; the standby itself goes now.
-    std::lock_guard lock(found->mutex);
+    wharf::internal::MutexLock lock(&found->mutex);
     s = StopLocked(found.get());
     found->rep.reset();
     return s;

@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "api/c/c_common.h"
@@ -41,11 +40,12 @@ namespace wharf::capi {
 // Serializes the calls on one runtime (the C++ Runtime expects one thread at a time).
 class RuntimeState : public Attached {
  public:
-  std::mutex mutex;
-  std::shared_ptr<EngineState> engine;  // guarded by mutex; taken by wharf_runtime_free
-  std::unique_ptr<Runtime> runtime;     // guarded by mutex; null once freed
-  std::string instance;                 // immutable after creation
-  bool stopped_by_close = false;        // guarded by mutex
+  internal::Mutex mutex;
+  // Taken by wharf_runtime_free.
+  std::shared_ptr<EngineState> engine WHARF_GUARDED_BY(mutex);
+  std::unique_ptr<Runtime> runtime WHARF_GUARDED_BY(mutex);  // null once freed
+  std::string instance;                                      // immutable after creation
+  bool stopped_by_close WHARF_GUARDED_BY(mutex) = false;
   // Set by a wharf_runtime_free called from inside a callback: from then on no handler of this
   // runtime is called (every registration's handler is wrapped by Halting), until the free,
   // deferred to a thread of its own, completes. Shared with the wrapped handlers.
@@ -55,7 +55,7 @@ class RuntimeState : public Attached {
   std::shared_ptr<internal::Tracer> trace;
 
   void StopForClose() override {
-    std::lock_guard lock(mutex);
+    internal::MutexLock lock(&mutex);
     if (runtime) runtime->Stop().PermitUncheckedError();
     stopped_by_close = true;
   }
@@ -276,25 +276,26 @@ Status FindRuntime(const wharf_runtime* rt, std::shared_ptr<RuntimeState>* state
 }
 
 // Runs `body(state)` under the runtime's lock, refusing from callbacks and after engine close;
-// state.runtime is set.
+// the body gets the runtime the lock guards (state.runtime, set) as `runtime`.
 template <typename Body>
 Status WithRuntimeState(const wharf_runtime* rt, const char* function, Body&& body) {
   std::shared_ptr<RuntimeState> state;
   Status s = wharf::capi::RefuseInCallback(function);
   if (s.ok()) s = FindRuntime(rt, &state);
   if (!s.ok()) return s;
-  std::lock_guard lock(state->mutex);
+  wharf::internal::MutexLock lock(&state->mutex);
   if (state->runtime == nullptr) return Status::Closed("rt was freed");
   if (state->stopped_by_close || state->engine->closed.load()) {
     return Status::Closed("the runtime's engine was closed");
   }
-  return body(*state);
+  return body(*state, *state->runtime);
 }
 
 // Runs `body(runtime)` as WithRuntimeState does.
 template <typename Body>
 Status WithRuntime(const wharf_runtime* rt, const char* function, Body&& body) {
-  return WithRuntimeState(rt, function, [&](RuntimeState& state) { return body(*state.runtime); });
+  return WithRuntimeState(rt, function,
+                          [&](RuntimeState&, wharf::Runtime& runtime) { return body(runtime); });
 }
 
 // What a handler of a runtime being freed answers (see RuntimeState::halted): the fact keeps its
@@ -359,9 +360,8 @@ Status RegisterProject(wharf_runtime* rt, ProjectKind kind, const ConsumerArgs& 
   if (!s.ok()) return s;
   const char* function =
       kind == ProjectKind::kProjection ? "wharf_runtime_project" : "wharf_runtime_react";
-  return WithRuntimeState(rt, function, [&](RuntimeState& state) {
+  return WithRuntimeState(rt, function, [&](RuntimeState& state, wharf::Runtime& runtime) {
     wharf::ProjectFn handler = Halting(state.halted, ProjectTrampoline(fn, std::move(reg)));
-    wharf::Runtime& runtime = *state.runtime;
     return kind == ProjectKind::kProjection
                ? runtime.Project(std::move(name), std::move(types), std::move(handler),
                                  std::move(options))
@@ -377,11 +377,13 @@ Status RegisterSubscribeAsync(wharf_runtime* rt, const ConsumerArgs& args,
   ConsumerOptions options;
   Status s = CheckConsumer(args, false, fn != nullptr, &name, &types, &options);
   if (!s.ok()) return s;
-  return WithRuntimeState(rt, "wharf_runtime_subscribe_async", [&](RuntimeState& state) {
-    return state.runtime->SubscribeAsync(
-        std::move(name), std::move(types),
-        Halting(state.halted, AsyncSubscribeTrampoline(fn, std::move(reg))), std::move(options));
-  });
+  return WithRuntimeState(rt, "wharf_runtime_subscribe_async",
+                          [&](RuntimeState& state, wharf::Runtime& runtime) {
+                            return runtime.SubscribeAsync(
+                                std::move(name), std::move(types),
+                                Halting(state.halted, AsyncSubscribeTrampoline(fn, std::move(reg))),
+                                std::move(options));
+                          });
 }
 
 Status RegisterSubscribe(wharf_runtime* rt, const ConsumerArgs& args, wharf_subscribe_fn fn,
@@ -391,11 +393,12 @@ Status RegisterSubscribe(wharf_runtime* rt, const ConsumerArgs& args, wharf_subs
   ConsumerOptions options;
   Status s = CheckConsumer(args, false, fn != nullptr, &name, &types, &options);
   if (!s.ok()) return s;
-  return WithRuntimeState(rt, "wharf_runtime_subscribe", [&](RuntimeState& state) {
-    return state.runtime->Subscribe(std::move(name), std::move(types),
-                                    Halting(state.halted, SubscribeTrampoline(fn, std::move(reg))),
-                                    std::move(options));
-  });
+  return WithRuntimeState(
+      rt, "wharf_runtime_subscribe", [&](RuntimeState& state, wharf::Runtime& runtime) {
+        return runtime.Subscribe(std::move(name), std::move(types),
+                                 Halting(state.halted, SubscribeTrampoline(fn, std::move(reg))),
+                                 std::move(options));
+      });
 }
 
 // wharf_runtime_free called from inside a callback (a handler of this runtime, possibly on the
@@ -414,7 +417,7 @@ Status FreeAfterCallback(std::shared_ptr<RuntimeState> state) {
     std::shared_ptr<EngineState> engine_state;  // outlives the runtime (it holds Engine*)
     {
       // Waits for a drain in progress (it holds the lock and ends soon: nothing is delivered).
-      std::lock_guard lock(state->mutex);
+      wharf::internal::MutexLock lock(&state->mutex);
       runtime = std::move(state->runtime);
       engine_state = std::move(state->engine);
     }
@@ -445,13 +448,16 @@ wharf_status wharf_runtime_new_v2(wharf_engine* engine, const char* options, wha
     if (trace != nullptr) runtime_options.trace = TraceTrampoline(trace, trace_ctx);
     auto state = std::make_shared<RuntimeState>();
     state->trace = std::make_shared<wharf::internal::Tracer>(runtime_options.trace);
-    state->engine = engine_state;
-    state->runtime =
-        std::make_unique<wharf::Runtime>(engine_state->engine.get(), std::move(runtime_options));
-    state->instance = state->runtime->instance();
+    {
+      wharf::internal::MutexLock lock(&state->mutex);  // uncontended: not shared yet
+      state->engine = engine_state;
+      state->runtime =
+          std::make_unique<wharf::Runtime>(engine_state->engine.get(), std::move(runtime_options));
+      state->instance = state->runtime->instance();
+    }
     {
       // Checked under the lock wharf_close takes to collect runtimes: none is missed.
-      std::lock_guard lock(engine_state->attached_mutex);
+      wharf::internal::MutexLock lock(&engine_state->attached_mutex);
       if (engine_state->closed.load()) return Status::Closed("engine was closed");
       auto& attached = engine_state->attached;
       std::erase_if(attached, [](const auto& weak) { return weak.expired(); });
@@ -572,11 +578,12 @@ wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name, const char* 
       }
     };
     reg.reset();  // the handlers hold it now
-    return WithRuntimeState(rt, "wharf_runtime_tap", [&](RuntimeState& state) {
-      return state.runtime->Tap(std::move(consumer), std::move(type_list),
-                                Halting(state.halted, std::move(handler)),
-                                std::move(consumer_options));
-    });
+    return WithRuntimeState(rt, "wharf_runtime_tap",
+                            [&](RuntimeState& state, wharf::Runtime& runtime) {
+                              return runtime.Tap(std::move(consumer), std::move(type_list),
+                                                 Halting(state.halted, std::move(handler)),
+                                                 std::move(consumer_options));
+                            });
   });
 }
 
@@ -630,7 +637,7 @@ wharf_status wharf_runtime_stop(wharf_runtime* rt) {
     Status s = wharf::capi::RefuseInCallback("wharf_runtime_stop");
     if (s.ok()) s = FindRuntime(rt, &state);
     if (!s.ok()) return s;
-    std::lock_guard lock(state->mutex);
+    wharf::internal::MutexLock lock(&state->mutex);
     if (state->runtime == nullptr) return Status::Closed("rt was freed");
     if (state->stopped_by_close) return Status::OK();  // wharf_close stopped it already
     return state->runtime->Stop();
@@ -678,7 +685,7 @@ void wharf_runtime_free(wharf_runtime* rt) {
     std::unique_ptr<wharf::Runtime> runtime;
     std::shared_ptr<EngineState> engine_state;  // outlives the runtime (it holds Engine*)
     {
-      std::lock_guard lock(state->mutex);
+      wharf::internal::MutexLock lock(&state->mutex);
       runtime = std::move(state->runtime);
       engine_state = std::move(state->engine);  // the retired shell keeps nothing
     }

@@ -15,10 +15,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -26,6 +24,7 @@
 #include "engine/backup/backup_internal.h"
 #include "engine/backup/backup_metadata.h"
 #include "engine/backup/backup_point.h"
+#include "engine/base/mutex.h"
 #include "engine/core/engine_core.h"
 #include "engine/store/tables/backups.h"
 #include "io/db_dir.h"
@@ -202,21 +201,21 @@ Status ChooseBackup(const rocksdb::BackupEngineReadOnly& reader, const std::stri
 class Stopper {
  public:
   void Stop() {
-    std::lock_guard lock(mutex_);
+    internal::MutexLock lock(&mutex_);
     stopped_ = true;
     if (engine_ != nullptr) engine_->StopBackup();
   }
   // The BackupEngine from now on (null: none); false when Stop came first.
   bool Attach(rocksdb::BackupEngine* engine) {
-    std::lock_guard lock(mutex_);
+    internal::MutexLock lock(&mutex_);
     engine_ = engine;
     return !stopped_;
   }
 
  private:
-  std::mutex mutex_;
-  bool stopped_ = false;
-  rocksdb::BackupEngine* engine_ = nullptr;
+  internal::Mutex mutex_;
+  bool stopped_ WHARF_GUARDED_BY(mutex_) = false;
+  rocksdb::BackupEngine* engine_ WHARF_GUARDED_BY(mutex_) = nullptr;
 };
 
 Status RunBackup(EngineCore* core, const std::string& target, const BackupOptions& options,
@@ -277,11 +276,11 @@ Status RunBackup(EngineCore* core, const std::string& target, const BackupOption
 
   const uint64_t bytes_before = DataBytes(target);
   // The copying threads (kCopyThreads) call this; the caller's function is called by one at a time.
-  std::mutex progress_mutex;
-  uint64_t steps = 0;  // guarded by progress_mutex
+  internal::Mutex progress_mutex;
+  uint64_t steps = 0;  // under progress_mutex (a local: the analysis only checks members)
   rocksdb::CreateBackupOptions create;
   create.progress_callback = [&] {
-    std::lock_guard progress_lock(progress_mutex);
+    internal::MutexLock progress_lock(&progress_mutex);
     ++steps;
     if (options.progress) {
       options.progress(std::min(steps * kProgressStepBytes, point.total_bytes), point.total_bytes);
@@ -418,29 +417,33 @@ class DirectoryProgress {
   }
   ~DirectoryProgress() {
     {
-      std::lock_guard lock(mutex_);
+      internal::MutexLock lock(&mutex_);
       done_ = true;
     }
-    wake_.notify_all();
+    wake_.SignalAll();
     if (thread_.joinable()) thread_.join();
   }
 
  private:
   void Run() {
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; })) {
-      lock.unlock();
+    while (true) {
+      {
+        internal::MutexLock lock(&mutex_);
+        if (wake_.WaitFor(&mutex_, std::chrono::milliseconds(100),
+                          [this]() WHARF_REQUIRES(mutex_) { return done_; })) {
+          return;
+        }
+      }
       progress_(std::min(DirectoryBytes(dir_), total_bytes_), total_bytes_);
-      lock.lock();
     }
   }
 
   const CopyProgressFn& progress_;
   const std::string dir_;
   const uint64_t total_bytes_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
+  internal::Mutex mutex_;
+  internal::CondVar wake_;
+  bool done_ WHARF_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

@@ -6,8 +6,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <mutex>
 #include <vector>
+
+#include "engine/base/mutex.h"
 
 namespace wharf::internal {
 namespace {
@@ -47,9 +48,9 @@ void NoteEngineOpened() {
 
 void KeepForever(std::shared_ptr<void> object) {
   // Leaked on purpose, with what it holds: nothing kept here may ever be destroyed.
-  static std::mutex* mutex = new std::mutex();
-  static auto* kept = new std::vector<std::shared_ptr<void>>();
-  std::lock_guard lock(*mutex);
+  static Mutex* mutex = new Mutex();
+  static auto* kept = new std::vector<std::shared_ptr<void>>();  // under *mutex
+  MutexLock lock(mutex);
   kept->push_back(std::move(object));
 }
 

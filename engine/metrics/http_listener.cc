@@ -13,16 +13,15 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "engine/base/assert.h"
+#include "engine/base/mutex.h"
 #include "engine/base/thread_name.h"
 #include "engine/core/engine_core.h"
 #include "engine/metrics/listen_address.h"
@@ -351,10 +350,10 @@ class HttpListener::Server final : public httplib::Server {
 
   void BeginStop() {
     {
-      std::lock_guard lock(ready_mutex_);
+      MutexLock lock(&ready_mutex_);
       stopping_.store(true);
     }
-    ready_cv_.notify_all();
+    ready_cv_.SignalAll();
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof(one));  // stays readable
   }
@@ -366,9 +365,9 @@ class HttpListener::Server final : public httplib::Server {
     for (std::thread& worker : workers_) {
       if (worker.joinable()) worker.join();
     }
-    std::lock_guard inbox_lock(inbox_mutex_);
+    MutexLock inbox_lock(&inbox_mutex_);
     inbox_.clear();
-    std::lock_guard ready_lock(ready_mutex_);
+    MutexLock ready_lock(&ready_mutex_);
     ready_.clear();
   }
 
@@ -404,7 +403,7 @@ class HttpListener::Server final : public httplib::Server {
   // Hands `connection` to the reader; false (and `connection` kept) if its inbox is full.
   bool ToReader(std::unique_ptr<Connection>& connection) {
     {
-      std::lock_guard lock(inbox_mutex_);
+      MutexLock lock(&inbox_mutex_);
       if (inbox_.size() >= limits_.connections_max) return false;
       inbox_.push_back(std::move(connection));
     }
@@ -474,7 +473,7 @@ class HttpListener::Server final : public httplib::Server {
   void TakeInbox(std::vector<std::unique_ptr<Connection>>& waiting) {
     std::vector<std::unique_ptr<Connection>> arrived;
     {
-      std::lock_guard lock(inbox_mutex_);
+      MutexLock lock(&inbox_mutex_);
       arrived.swap(inbox_);
     }
     const auto now = Clock::now();
@@ -520,10 +519,10 @@ class HttpListener::Server final : public httplib::Server {
   void ToWorkers(std::unique_ptr<Connection> connection) {
     connection->fresh = false;
     {
-      std::lock_guard lock(ready_mutex_);
+      MutexLock lock(&ready_mutex_);
       ready_.push_back(std::move(connection));
     }
-    ready_cv_.notify_one();
+    ready_cv_.Signal();
   }
 
   void Work() {
@@ -531,8 +530,10 @@ class HttpListener::Server final : public httplib::Server {
     for (;;) {
       std::unique_ptr<Connection> connection;
       {
-        std::unique_lock lock(ready_mutex_);
-        ready_cv_.wait(lock, [this] { return stopping_.load() || !ready_.empty(); });
+        MutexLock lock(&ready_mutex_);
+        ready_cv_.Wait(&ready_mutex_, [this]() WHARF_REQUIRES(ready_mutex_) {
+          return stopping_.load() || !ready_.empty();
+        });
         if (stopping_.load()) return;
         connection = std::move(ready_.front());
         ready_.pop_front();
@@ -634,11 +635,11 @@ class HttpListener::Server final : public httplib::Server {
 
   std::thread reader_;
   std::vector<std::thread> workers_;
-  std::mutex inbox_mutex_;
-  std::vector<std::unique_ptr<Connection>> inbox_;  // guarded by inbox_mutex_
-  std::mutex ready_mutex_;
-  std::condition_variable ready_cv_;
-  std::deque<std::unique_ptr<Connection>> ready_;  // guarded by ready_mutex_
+  Mutex inbox_mutex_;
+  std::vector<std::unique_ptr<Connection>> inbox_ WHARF_GUARDED_BY(inbox_mutex_);
+  Mutex ready_mutex_;
+  CondVar ready_cv_;
+  std::deque<std::unique_ptr<Connection>> ready_ WHARF_GUARDED_BY(ready_mutex_);
 };
 
 Status HttpListener::Start(Engine* engine, const std::string& address,

@@ -53,35 +53,36 @@ TextfileWriter::~TextfileWriter() { Stop(); }
 
 void TextfileWriter::Stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (stopping_) return;
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
   WriteOnce().PermitUncheckedError();
 }
 
 uint64_t TextfileWriter::writes() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return writes_;
 }
 
 void TextfileWriter::Run() {
   io::NameThisThread("wharf-textfile");
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stopping_; });
-    if (stopping_) break;
-    lock.unlock();
+  while (true) {
+    {
+      MutexLock lock(&mutex_);
+      wake_.WaitFor(&mutex_, std::chrono::milliseconds(interval_ms_),
+                    [this]() WHARF_REQUIRES(mutex_) { return stopping_; });
+      if (stopping_) return;
+    }
     WriteOnce().PermitUncheckedError();
-    lock.lock();
   }
 }
 
 void TextfileWriter::Report(const std::string& kind, const std::string& message) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!reported_.insert(kind).second) return;
   }
   log_("wharf: metrics textfile '" + path_ + "': " + message +
@@ -89,7 +90,7 @@ void TextfileWriter::Report(const std::string& kind, const std::string& message)
 }
 
 Status TextfileWriter::WriteOnce() {
-  std::lock_guard write_lock(write_mutex_);
+  MutexLock write_lock(&write_mutex_);
   MetricsSnapshot snapshot;
   Status s = ReadMetrics(*engine_, &snapshot);
   if (!s.ok()) {
@@ -128,7 +129,7 @@ Status TextfileWriter::WriteOnce() {
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) return fail("rename over the file", errno);
   bool recovered = false;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     ++writes_;
     recovered = !reported_.empty();
     reported_.clear();

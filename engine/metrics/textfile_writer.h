@@ -12,15 +12,14 @@
 // the engine is still open, for the last write). Thread safety: Start/Stop from one thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "engine/base/mutex.h"
 #include "engine/core/engine_service.h"
 #include "wharf/engine.h"
 #include "wharf/status.h"
@@ -61,12 +60,13 @@ class TextfileWriter : public EngineService {
   uint32_t interval_ms_ = 0;
   Log log_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;           // guarded by mutex_
-  uint64_t writes_ = 0;             // guarded by mutex_
-  std::set<std::string> reported_;  // failure kinds logged since the last success; mutex_
-  std::mutex write_mutex_;          // one write at a time (the thread, Stop, tests)
+  mutable Mutex mutex_;
+  CondVar wake_;
+  bool stopping_ WHARF_GUARDED_BY(mutex_) = false;
+  uint64_t writes_ WHARF_GUARDED_BY(mutex_) = 0;
+  // Failure kinds logged since the last success.
+  std::set<std::string> reported_ WHARF_GUARDED_BY(mutex_);
+  Mutex write_mutex_;  // one write at a time (the thread, Stop, tests)
   std::thread thread_;
 };
 

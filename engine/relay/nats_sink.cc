@@ -75,12 +75,12 @@ void NatsJetStreamSink::SetIncarnations(const Incarnations& incarnations) {
 RelaySink::Counters NatsJetStreamSink::counters() const { return counters_.Get(); }
 
 uint64_t NatsJetStreamSink::cancels() const {
-  std::lock_guard lock(waiting_mutex_);
+  MutexLock lock(&waiting_mutex_);
   return cancels_;
 }
 
 void NatsJetStreamSink::Cancel() {
-  std::lock_guard lock(waiting_mutex_);
+  MutexLock lock(&waiting_mutex_);
   ++cancels_;
   // Their NextMsg returns at once; their owners unsubscribe (again) and destroy them.
   for (natsSubscription* subscription : waiting_) natsSubscription_Unsubscribe(subscription);
@@ -89,7 +89,7 @@ void NatsJetStreamSink::Cancel() {
 natsConnection* NatsJetStreamSink::Connection(uint64_t cancels, std::string* error) {
   // A call waiting here while another connects gives up once cancelled, rather than connecting
   // again after it (a broker that never answers would hold each for timeout_ms).
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (connection_ != nullptr) return connection_;
   if (this->cancels() != cancels) {
     *error = kCancelled;
@@ -140,7 +140,7 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
   bool healthy = s == NATS_OK;
   std::string error = healthy ? "" : "nats subscribe: " + NatsStatusText(s);
   if (healthy) {
-    std::lock_guard lock(waiting_mutex_);
+    MutexLock lock(&waiting_mutex_);
     if (cancels_ == cancels) {
       waiting_.push_back(subscription);  // from here on, Cancel closes it
     } else {
@@ -254,7 +254,7 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
   }
   if (subscription != nullptr) {
     {
-      std::lock_guard lock(waiting_mutex_);
+      MutexLock lock(&waiting_mutex_);
       std::erase(waiting_, subscription);
     }
     natsSubscription_Unsubscribe(subscription);

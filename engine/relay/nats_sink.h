@@ -27,10 +27,10 @@
 // timeout, and the calls waiting for it then give up.
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/relay/outcome_counters.h"
 #include "engine/relay/relay_config.h"
 #include "engine/replicate/nats_link.h"
@@ -73,11 +73,12 @@ class NatsJetStreamSink : public RelaySink {
   const RelayConfig config_;
   std::string id_prefix_;
   Incarnations incarnations_;  // set before any Publish, then only read
-  std::mutex mutex_;
-  __natsConnection* connection_ = nullptr;  // guarded by mutex_ until set
-  mutable std::mutex waiting_mutex_;
-  std::vector<__natsSubscription*> waiting_;  // inboxes awaiting acks; guarded by waiting_mutex_
-  uint64_t cancels_ = 0;                      // Cancel calls so far; guarded by waiting_mutex_
+  Mutex mutex_;                // one connect at a time
+  __natsConnection* connection_ WHARF_GUARDED_BY(mutex_) = nullptr;
+  mutable Mutex waiting_mutex_;
+  // Inboxes awaiting acks.
+  std::vector<__natsSubscription*> waiting_ WHARF_GUARDED_BY(waiting_mutex_);
+  uint64_t cancels_ WHARF_GUARDED_BY(waiting_mutex_) = 0;  // Cancel calls so far
   OutcomeCounters counters_;
 };
 

@@ -134,7 +134,7 @@ RelaySink::Counters RedisStreamsSink::counters() const { return counters_.Get();
 
 redisContext* RedisStreamsSink::Acquire(uint64_t cancels, std::string* error) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (cancels_ != cancels) {
       *error = kCancelled;
       return nullptr;
@@ -155,15 +155,16 @@ redisContext* RedisStreamsSink::Acquire(uint64_t cancels, std::string* error) {
     return nullptr;
   }
   redisSetTimeout(context, Timeval(config_.timeout_ms));
+  bool cancelled = false;
   {
-    std::unique_lock lock(mutex_);
-    if (cancels_ != cancels) {
-      lock.unlock();
-      redisFree(context);
-      *error = kCancelled;
-      return nullptr;
-    }
-    busy_.push_back(context);  // from here on, Cancel shuts it down
+    MutexLock lock(&mutex_);
+    cancelled = cancels_ != cancels;
+    if (!cancelled) busy_.push_back(context);  // from here on, Cancel shuts it down
+  }
+  if (cancelled) {
+    redisFree(context);
+    *error = kCancelled;
+    return nullptr;
   }
   if (!config_.password.empty()) {
     std::vector<const char*> argv{"AUTH"};
@@ -187,19 +188,20 @@ redisContext* RedisStreamsSink::Acquire(uint64_t cancels, std::string* error) {
 }
 
 void RedisStreamsSink::Release(redisContext* context, uint64_t cancels, bool healthy) {
-  std::unique_lock lock(mutex_);
-  std::erase(busy_, context);
-  // A connection Cancel shut down (or may have) is of no further use.
-  if (healthy && cancels_ == cancels) {
-    idle_.push_back(context);
-    return;
+  {
+    MutexLock lock(&mutex_);
+    std::erase(busy_, context);
+    // A connection Cancel shut down (or may have) is of no further use.
+    if (healthy && cancels_ == cancels) {
+      idle_.push_back(context);
+      return;
+    }
   }
-  lock.unlock();
   redisFree(context);  // a broken, timed-out or cancelled context cannot be reused
 }
 
 void RedisStreamsSink::Cancel() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   ++cancels_;
   // Blocked reads and writes on these fail at once; their owners then free them (Release).
   for (redisContext* context : busy_) ::shutdown(context->fd, SHUT_RDWR);
@@ -367,7 +369,7 @@ void RedisStreamsSink::Publish(std::span<const Fact* const> facts,
   std::string error;
   uint64_t cancels = 0;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     cancels = cancels_;
   }
   redisContext* context = Acquire(cancels, &error);

@@ -25,10 +25,10 @@
 // its timeout, then the call gives up.
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/relay/outcome_counters.h"
 #include "engine/relay/relay_config.h"
 #include "wharf/relay.h"
@@ -71,10 +71,10 @@ class RedisStreamsSink : public RelaySink {
   std::string host_;
   int port_ = 0;
   Incarnations incarnations_;  // set before any Publish, then only read
-  std::mutex mutex_;
-  std::vector<redisContext*> idle_;  // guarded by mutex_
-  std::vector<redisContext*> busy_;  // in use by Publish calls; guarded by mutex_
-  uint64_t cancels_ = 0;             // Cancel calls so far; guarded by mutex_
+  Mutex mutex_;
+  std::vector<redisContext*> idle_ WHARF_GUARDED_BY(mutex_);
+  std::vector<redisContext*> busy_ WHARF_GUARDED_BY(mutex_);  // in use by Publish calls
+  uint64_t cancels_ WHARF_GUARDED_BY(mutex_) = 0;             // Cancel calls so far
   OutcomeCounters counters_;
 };
 

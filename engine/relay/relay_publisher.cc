@@ -15,14 +15,14 @@ constexpr auto kCancelAgainEvery = std::chrono::milliseconds(20);
 }  // namespace
 
 void RelayPublisher::Job::Wait() {
-  std::unique_lock lock(mutex_);
-  cv_.wait(lock, [this] { return finished(); });
+  MutexLock lock(&mutex_);
+  cv_.Wait(&mutex_, [this] { return finished(); });
 }
 
 void RelayPublisher::Job::Finish() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   finished_.store(true, std::memory_order_release);
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void RelayPublisher::FinishUnpublished(Job* job) {
@@ -38,7 +38,7 @@ void RelayPublisher::Complete(Job* job) {
 
 void RelayPublisher::Submit(std::shared_ptr<Job> job) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!stopping_) {
       queue_.push_back(std::move(job));
       if (idle_ < queue_.size() && threads_.size() < kRelayThreadsMax) {
@@ -47,7 +47,7 @@ void RelayPublisher::Submit(std::shared_ptr<Job> job) {
           Loop();
         });
       } else {
-        work_.notify_one();
+        work_.Signal();
       }
       return;
     }
@@ -56,43 +56,47 @@ void RelayPublisher::Submit(std::shared_ptr<Job> job) {
 }
 
 void RelayPublisher::Loop() {
-  std::unique_lock lock(mutex_);
+  // Held but across a Publish (explicit Lock/Unlock: the analysis checks that they pair up).
+  mutex_.Lock();
   while (true) {
     ++idle_;
-    work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    work_.Wait(&mutex_, [this]() WHARF_REQUIRES(mutex_) { return stopping_ || !queue_.empty(); });
     --idle_;
     if (stopping_) break;
     std::shared_ptr<Job> job = std::move(queue_.front());
     queue_.pop_front();
     ++running_;
-    lock.unlock();
+    mutex_.Unlock();
     sink_->Publish(job->facts, &job->outcomes);
     Complete(job.get());
-    lock.lock();
+    mutex_.Lock();
     --running_;
-    publish_ended_.notify_all();
+    publish_ended_.SignalAll();
   }
+  mutex_.Unlock();
 }
 
 void RelayPublisher::Stop() {
-  std::lock_guard stop_lock(stop_mutex_);
+  MutexLock stop_lock(&stop_mutex_);
   std::deque<std::shared_ptr<Job>> waiting;
-  std::unique_lock lock(mutex_);
-  stopping_ = true;
-  waiting.swap(queue_);
-  work_.notify_all();
-  lock.unlock();
-  for (const auto& job : waiting) FinishUnpublished(job.get());
-  lock.lock();
-  while (running_ > 0) {
-    lock.unlock();
-    sink_->Cancel();
-    lock.lock();
-    publish_ended_.wait_for(lock, kCancelAgainEvery, [this] { return running_ == 0; });
+  {
+    MutexLock lock(&mutex_);
+    stopping_ = true;
+    waiting.swap(queue_);
+    work_.SignalAll();
   }
+  for (const auto& job : waiting) FinishUnpublished(job.get());
   std::vector<std::thread> threads;
+  mutex_.Lock();
+  while (running_ > 0) {
+    mutex_.Unlock();
+    sink_->Cancel();
+    mutex_.Lock();
+    publish_ended_.WaitFor(&mutex_, kCancelAgainEvery,
+                           [this]() WHARF_REQUIRES(mutex_) { return running_ == 0; });
+  }
   threads.swap(threads_);
-  lock.unlock();
+  mutex_.Unlock();
   for (std::thread& thread : threads) thread.join();
 }
 

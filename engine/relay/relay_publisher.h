@@ -18,16 +18,15 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/base/fact_ptr.h"
+#include "engine/base/mutex.h"
 #include "wharf/relay.h"
 
 namespace wharf::internal {
@@ -56,8 +55,8 @@ class RelayPublisher {
     void Finish();
 
     std::atomic<bool> finished_{false};
-    std::mutex mutex_;
-    std::condition_variable cv_;
+    Mutex mutex_;  // orders Finish's signal after a Wait's check
+    CondVar cv_;
   };
 
   explicit RelayPublisher(std::shared_ptr<RelaySink> sink) : sink_(std::move(sink)) {}
@@ -79,15 +78,15 @@ class RelayPublisher {
   static void Complete(Job* job);
 
   const std::shared_ptr<RelaySink> sink_;
-  std::mutex mutex_;
-  std::condition_variable work_;
-  std::deque<std::shared_ptr<Job>> queue_;  // guarded by mutex_
-  std::vector<std::thread> threads_;        // guarded by mutex_ (grown by Submit)
-  uint32_t idle_ = 0;                       // threads waiting for a job; guarded by mutex_
-  uint32_t running_ = 0;                    // threads in the sink's Publish; guarded by mutex_
-  std::condition_variable publish_ended_;   // running_ went down
-  bool stopping_ = false;                   // guarded by mutex_
-  std::mutex stop_mutex_;                   // one Stop joins the threads; the others wait
+  Mutex mutex_;
+  CondVar work_;
+  std::deque<std::shared_ptr<Job>> queue_ WHARF_GUARDED_BY(mutex_);
+  std::vector<std::thread> threads_ WHARF_GUARDED_BY(mutex_);  // grown by Submit
+  uint32_t idle_ WHARF_GUARDED_BY(mutex_) = 0;                 // threads waiting for a job
+  uint32_t running_ WHARF_GUARDED_BY(mutex_) = 0;              // threads in the sink's Publish
+  CondVar publish_ended_;                                      // running_ went down
+  bool stopping_ WHARF_GUARDED_BY(mutex_) = false;
+  Mutex stop_mutex_;  // one Stop joins the threads; the others wait
 };
 
 }  // namespace wharf::internal

@@ -44,7 +44,7 @@ uint64_t LagHorizon::Cut(const std::atomic<int64_t>& facts, int64_t* at_cut) con
 
 void FailureCell::Retrying(uint64_t fact_id, uint32_t attempt, int64_t since_ms, std::string error,
                            int64_t now_ms) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   state_.retrying = true;
   state_.retrying_fact_id = fact_id;
   state_.retrying_attempt = attempt;
@@ -54,13 +54,13 @@ void FailureCell::Retrying(uint64_t fact_id, uint32_t attempt, int64_t since_ms,
 }
 
 void FailureCell::Failed(std::string error, int64_t now_ms) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   state_.last_error = std::move(error);
   state_.last_error_ms = now_ms;
 }
 
 void FailureCell::ClearRetrying() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   state_.retrying = false;
   state_.retrying_fact_id = 0;
   state_.retrying_attempt = 0;
@@ -68,7 +68,7 @@ void FailureCell::ClearRetrying() {
 }
 
 FailureState FailureCell::Get() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return state_;
 }
 

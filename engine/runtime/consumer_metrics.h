@@ -40,8 +40,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
+
+#include "engine/base/mutex.h"
 
 namespace wharf::internal {
 
@@ -126,8 +127,8 @@ class FailureCell {
   FailureState Get() const;
 
  private:
-  mutable std::mutex mutex_;
-  FailureState state_;
+  mutable Mutex mutex_;
+  FailureState state_ WHARF_GUARDED_BY(mutex_);
 };
 
 }  // namespace wharf::internal

@@ -24,46 +24,46 @@ Status Delivery::Done(Outcome outcome, std::string_view reason) const {
 namespace internal {
 
 void DeliveryInbox::set_waker(CompletionSink* waker) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   waker_ = waker;
 }
 
 bool DeliveryInbox::Post(std::shared_ptr<DeliveryState> state) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (!open_) return false;
   // Only the first post since the lane last took its inbox wakes the worker: the pass that wake
   // leads to takes every post made until then, so more signals would only cost the worker empty
   // passes over all its lanes (its semaphore counts each one).
   const bool first = done_.empty();
   done_.push_back(std::move(state));
-  posted_.notify_all();
+  posted_.SignalAll();
   if (first && waker_ != nullptr) waker_->Wake();
   return true;
 }
 
 void DeliveryInbox::TakeAll(std::vector<std::shared_ptr<DeliveryState>>* out) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   for (auto& state : done_) out->push_back(std::move(state));
   done_.clear();
 }
 
 bool DeliveryInbox::empty() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return done_.empty();
 }
 
 void DeliveryInbox::WaitForPost(int64_t timeout_ms) {
-  std::unique_lock lock(mutex_);
-  posted_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                   [this] { return !done_.empty() || !open_; });
+  MutexLock lock(&mutex_);
+  posted_.WaitFor(&mutex_, std::chrono::milliseconds(timeout_ms),
+                  [this]() WHARF_REQUIRES(mutex_) { return !done_.empty() || !open_; });
 }
 
 void DeliveryInbox::Close() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   open_ = false;
   waker_ = nullptr;
   done_.clear();
-  posted_.notify_all();
+  posted_.SignalAll();
 }
 
 Status DeliveryState::Done(Outcome outcome, std::string_view reason) {

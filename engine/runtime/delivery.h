@@ -14,14 +14,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/runtime/tail_cache.h"
 #include "wharf/runtime.h"
 #include "wharf/status.h"
@@ -48,11 +47,11 @@ class DeliveryInbox {
   void Close();
 
  private:
-  mutable std::mutex mutex_;
-  std::condition_variable posted_;
-  bool open_ = true;                                  // guarded by mutex_
-  CompletionSink* waker_ = nullptr;                   // guarded by mutex_
-  std::vector<std::shared_ptr<DeliveryState>> done_;  // guarded by mutex_
+  mutable Mutex mutex_;
+  CondVar posted_;
+  bool open_ WHARF_GUARDED_BY(mutex_) = true;
+  CompletionSink* waker_ WHARF_GUARDED_BY(mutex_) = nullptr;
+  std::vector<std::shared_ptr<DeliveryState>> done_ WHARF_GUARDED_BY(mutex_);
 };
 
 class DeliveryState : public std::enable_shared_from_this<DeliveryState> {

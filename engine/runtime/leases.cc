@@ -38,34 +38,35 @@ void LeaseKeeper::Start() {
 
 void LeaseKeeper::Stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
 }
 
 void LeaseKeeper::Loop() {
   core_->AddLeaseWaker(this, [this] {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     nudged_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   });
-  std::unique_lock lock(mutex_);
+  // Held but across a tick (explicit Lock/Unlock: the analysis checks that they pair up).
+  mutex_.Lock();
   bool first = true;
   while (!stopping_.load()) {
     nudged_ = false;
-    lock.unlock();
+    mutex_.Unlock();
     const bool look_again_soon = Tick();
     // A new instance tells the others, which hand their excess over now, not at their renewal.
     if (first) core_->WakeLeaseHolders(this);
     first = false;
-    lock.lock();
+    mutex_.Lock();
     uint32_t wait_ms = look_again_soon ? std::max(1u, options_->renew_ms / 4) : options_->renew_ms;
-    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                 [this] { return stopping_.load() || nudged_; });
+    cv_.WaitFor(&mutex_, std::chrono::milliseconds(wait_ms),
+                [this]() WHARF_REQUIRES(mutex_) { return stopping_.load() || nudged_; });
   }
-  lock.unlock();
+  mutex_.Unlock();
   core_->RemoveLeaseWaker(this);
 }
 

@@ -25,9 +25,7 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/commit/txn_rep.h"
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/trace.h"
@@ -116,9 +115,9 @@ class LeaseKeeper {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> paused_{false};
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool nudged_ = false;  // guarded by mutex_: another instance released or joined
+  Mutex mutex_;
+  CondVar cv_;
+  bool nudged_ WHARF_GUARDED_BY(mutex_) = false;  // another instance released or joined
   // The lease record bytes this instance last wrote, per consumer (lease thread only; the control
   // thread after Stop).
   std::unordered_map<const Consumer*, std::string> lease_bytes_;

@@ -468,10 +468,11 @@ void RuntimeImpl::RecountRequestedLanes() {
     return;
   }
   // Not waiting: a drain may run (a handler may even take this snapshot); the next one counts.
-  std::unique_lock lock(lanes_mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
-  if (threads_ready_.load(std::memory_order_acquire) && workers_.size() > 0) return;
-  for (const auto& lane : lanes_) lane->RecountIfRequested();
+  if (!lanes_mutex_.TryLock()) return;
+  if (!threads_ready_.load(std::memory_order_acquire) || workers_.size() == 0) {
+    for (const auto& lane : lanes_) lane->RecountIfRequested();
+  }
+  lanes_mutex_.Unlock();
 }
 
 void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) {
@@ -544,7 +545,7 @@ Status RuntimeImpl::Start() {
   started_ = true;
   if (options_.workers == 0) return Status::OK();  // API-only instance: delivers nothing
   {
-    std::lock_guard lock(lanes_mutex_);  // a snapshot may be counting the lanes' lag
+    MutexLock lock(&lanes_mutex_);  // a snapshot may be counting the lanes' lag
     workers_.Start(options_.workers, lanes_);
     taps_.Start(consumers_);
     threads_ready_.store(true, std::memory_order_release);
@@ -612,7 +613,7 @@ Status RuntimeImpl::Drain() {
   if (s.ok()) s = BuildLanes();
   if (!s.ok()) return s;
   workers_.Pause();
-  std::lock_guard lanes_lock(lanes_mutex_);  // a snapshot may be counting the lanes' lag
+  MutexLock lanes_lock(&lanes_mutex_);  // a snapshot may be counting the lanes' lag
   Status result;
   std::set<Lane*> stuck;
   for (int round = 0;; ++round) {

@@ -15,11 +15,11 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/core/engine_core.h"
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/consumer_metrics.h"
@@ -130,7 +130,7 @@ class RuntimeImpl : public DurableListener {
   bool started_ = false;
   // Held while the control thread runs lanes (Drain) or starts the workers, and by a snapshot
   // that counts the lanes' lag itself because no worker runs them.
-  std::mutex lanes_mutex_;
+  Mutex lanes_mutex_;
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> abandoned_{false};

@@ -69,24 +69,25 @@ void TimerThread::Start() {
 
 void TimerThread::Stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
 }
 
 void TimerThread::Loop() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(tick_ms_));
-    if (stopping_) break;
-    lock.unlock();
+  while (true) {
+    {
+      MutexLock lock(&mutex_);
+      if (stopping_) return;
+      cv_.WaitFor(&mutex_, std::chrono::milliseconds(tick_ms_));
+      if (stopping_) return;
+    }
     Status s = ReleaseDueTimers(core_, nullptr);
     if (!s.ok() && !s.IsClosed()) {
       (*trace_)(TraceEvent::Level::kWarning, "timer-release-failed", nullptr, 0, s.ToString());
     }
-    lock.lock();
   }
 }
 

@@ -6,12 +6,11 @@
 // transaction that checks the timers it removes). TimerThread: Start/Stop from one thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
+#include "engine/base/mutex.h"
 #include "engine/runtime/trace.h"
 #include "wharf/status.h"
 
@@ -42,9 +41,9 @@ class TimerThread {
   const uint32_t tick_ms_;
   Tracer* const trace_;
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mutex_
+  Mutex mutex_;
+  CondVar cv_;
+  bool stopping_ WHARF_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace wharf::internal

@@ -13,7 +13,7 @@ void Tracer::operator()(TraceEvent::Level level, std::string name, const Consume
     return;
   }
   if (level == TraceEvent::Level::kInfo) return;
-  std::lock_guard lock(stderr_mutex_);
+  MutexLock lock(&stderr_mutex_);
   std::fprintf(stderr, "wharf %s: %s consumer=%s fact=%llu attempt=%u: %s\n",
                level == TraceEvent::Level::kError ? "error" : "warning", event.name.c_str(),
                event.consumer.c_str(), static_cast<unsigned long long>(event.fact_id),

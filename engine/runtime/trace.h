@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
+#include "engine/base/mutex.h"
 #include "engine/runtime/consumer.h"
 #include "wharf/runtime.h"
 
@@ -22,7 +22,7 @@ class Tracer {
 
  private:
   const TraceFn sink_;
-  std::mutex stderr_mutex_;  // one line at a time
+  Mutex stderr_mutex_;  // one line at a time
 };
 
 }  // namespace wharf::internal

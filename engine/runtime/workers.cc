@@ -9,7 +9,7 @@
 namespace wharf::internal {
 
 bool WorkerPool::Worker::InFlight() {
-  std::lock_guard lock(lanes_mutex);
+  MutexLock lock(&lanes_mutex);
   return std::any_of(lanes.begin(), lanes.end(),
                      [](const Lane* lane) { return lane->in_flight(); });
 }
@@ -63,6 +63,7 @@ void WorkerPool::Start(uint32_t count, const std::vector<std::unique_ptr<Lane>>&
       WHARF_ASSERT(lane->worker() < count);
       if (lane->worker() != i) continue;
       lane->set_completions(worker.get());
+      MutexLock lock(&worker->lanes_mutex);  // uncontended: its thread starts below
       worker->lanes.push_back(lane.get());
     }
     workers_.push_back(std::move(worker));
@@ -93,19 +94,22 @@ void WorkerPool::WakeAll() {
 
 void WorkerPool::Pause() {
   if (workers_.empty()) return;
-  std::unique_lock lock(pause_mutex_);
-  pause_requested_ = true;
-  lock.unlock();
+  {
+    MutexLock lock(&pause_mutex_);
+    pause_requested_ = true;
+  }
   WakeAll();
-  lock.lock();
-  pause_cv_.wait(lock, [this] { return paused_count_ == workers_.size(); });
+  MutexLock lock(&pause_mutex_);
+  pause_cv_.Wait(&pause_mutex_, [this]() WHARF_REQUIRES(pause_mutex_) {
+    return paused_count_ == workers_.size();
+  });
 }
 
 void WorkerPool::Resume() {
   if (workers_.empty()) return;
-  std::lock_guard lock(pause_mutex_);
+  MutexLock lock(&pause_mutex_);
   pause_requested_ = false;
-  pause_cv_.notify_all();
+  pause_cv_.SignalAll();
 }
 
 void WorkerPool::Stop() {
@@ -128,19 +132,21 @@ uint64_t WorkerPool::wakeups() const {
 }
 
 bool WorkerPool::ParkIfPaused(Worker* worker) {
-  std::unique_lock lock(pause_mutex_);
-  if (!pause_requested_) return false;
-  lock.unlock();
+  {
+    MutexLock lock(&pause_mutex_);
+    if (!pause_requested_) return false;
+  }
   // Every worker's: a completion of a lane that moved may pass through this worker. Its own
   // lanes' completions wake it; the others' end is polled (a pause or a stop, briefly).
   while (AnyInFlight()) {
     worker->Wait(worker->InFlight() ? 1000 : 1);
     ApplyCompletions(worker);
   }
-  lock.lock();
+  MutexLock lock(&pause_mutex_);
   ++paused_count_;
-  pause_cv_.notify_all();
-  pause_cv_.wait(lock, [this] { return !pause_requested_; });
+  pause_cv_.SignalAll();
+  pause_cv_.Wait(&pause_mutex_,
+                 [this]() WHARF_REQUIRES(pause_mutex_) { return !pause_requested_; });
   --paused_count_;
   return true;
 }
@@ -234,7 +240,7 @@ bool WorkerPool::Steal(Worker* thief, int64_t now_ms) {
                         lane->consumer()->owned.load() && lane->retry_at_ms() <= now_ms &&
                         (!lane->in_flight() || lane->CanPipeline()) && lane->HasWork();
       if (take) {
-        std::scoped_lock lock(victim->lanes_mutex, thief->lanes_mutex);
+        MutexLockPair lock(&victim->lanes_mutex, &thief->lanes_mutex);
         victim->lanes.erase(std::find(victim->lanes.begin(), victim->lanes.end(), lane));
         thief->lanes.push_back(lane);
         lane->set_completions(thief);

@@ -22,12 +22,11 @@
 #include <concurrentqueue/lightweightsemaphore.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/commit/mpsc_queue.h"
 #include "engine/runtime/lane.h"
 
@@ -63,8 +62,9 @@ class WorkerPool {
  private:
   struct Worker : CompletionSink {
     uint32_t index = 0;
-    std::mutex lanes_mutex;
-    std::vector<Lane*> lanes;  // guarded by lanes_mutex: a steal moves lanes between workers
+    Mutex lanes_mutex;
+    // A steal moves lanes between workers.
+    std::vector<Lane*> lanes WHARF_GUARDED_BY(lanes_mutex);
     MpscQueue<LaneCompletion> completions;
     moodycamel::LightweightSemaphore wake{0, kWakeSpins};
     // SteadyMs when facts that none of its lanes takes first arrived since its last skip pass (0:
@@ -86,7 +86,7 @@ class WorkerPool {
     // The worker thread's copy of `lanes` for one pass (reused: no allocation per pass).
     std::vector<Lane*> pass_lanes;
     void CopyLanes(std::vector<Lane*>* out) {
-      std::lock_guard lock(lanes_mutex);
+      MutexLock lock(&lanes_mutex);
       out->assign(lanes.begin(), lanes.end());
     }
     std::vector<Lane*> Lanes() {
@@ -125,10 +125,10 @@ class WorkerPool {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> steals_{0};
-  std::mutex pause_mutex_;
-  std::condition_variable pause_cv_;
-  bool pause_requested_ = false;  // guarded by pause_mutex_
-  uint32_t paused_count_ = 0;     // guarded by pause_mutex_
+  Mutex pause_mutex_;
+  CondVar pause_cv_;
+  bool pause_requested_ WHARF_GUARDED_BY(pause_mutex_) = false;
+  uint32_t paused_count_ WHARF_GUARDED_BY(pause_mutex_) = 0;
 };
 
 }  // namespace wharf::internal

@@ -9,6 +9,8 @@
 #include <optional>
 #include <utility>
 
+#include "engine/base/assert.h"
+
 namespace wharf::io {
 
 using rocksdb::DataVerificationInfo;
@@ -26,19 +28,24 @@ namespace {
 
 // Writes zeros over [begin, end) of `path` (what a file reused by overwriting held there).
 IOStatus ZeroRange(const std::string& path, uint64_t begin, uint64_t end) {
+  WHARF_ASSERT(!path.empty());
   if (begin >= end) return IOStatus::OK();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return IOStatus::IOError("open " + path, std::strerror(errno));
   const std::string zeros(64u << 10, '\0');
   IOStatus s;
-  for (uint64_t offset = begin; s.ok() && offset < end;) {
+  uint64_t offset = begin;
+  while (s.ok() && offset < end) {
     const size_t len = static_cast<size_t>(std::min<uint64_t>(zeros.size(), end - offset));
     const ssize_t n = ::pwrite(fd, zeros.data(), len, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) s = IOStatus::IOError("zero " + path, std::strerror(errno));
+    // pwrite never writes more than asked: the loop cannot step past `end`.
+    if (n > 0) WHARF_ASSERT(static_cast<size_t>(n) <= len);
     if (n > 0) offset += static_cast<uint64_t>(n);
   }
   ::close(fd);
+  WHARF_ASSERT(!s.ok() || offset == end);  // success zeroed the whole range
   return s;
 }
 
@@ -84,6 +91,7 @@ class FaultWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
   // Forwarded but never recorded: sync_file_range only starts writeback (see header).
   IOStatus RangeSync(uint64_t offset, uint64_t n, const IOOptions& o,
                      IODebugContext* dbg) override {
+    WHARF_ASSERT(offset <= UINT64_MAX - n);  // a range of the file, not one that wraps
     return fs_->UnlessCut([&] { return target()->RangeSync(offset, n, o, dbg); });
   }
   // The base file is always closed so descriptors are not leaked by a simulated crash.
@@ -99,6 +107,10 @@ class FaultWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
   // Truncate is refused after a cut but, unlike appends, not on a full disk.
   template <typename F>
   IOStatus Write(Kind kind, uint64_t offset, uint64_t len, F&& base_write) {
+    // An append has no offset of its own, a truncate no length; a positioned write must not wrap.
+    WHARF_ASSERT(kind != Kind::kAppend || offset == 0);
+    WHARF_ASSERT(kind != Kind::kTruncate || len == 0);
+    WHARF_ASSERT(offset <= UINT64_MAX - len);
     IOStatus s = kind == Kind::kTruncate ? fs_->CheckNotCut() : fs_->CheckAppend();
     if (s.ok()) s = base_write();
     if (s.ok()) fs_->RecordWrite(path_, kind, offset, len);
@@ -107,8 +119,10 @@ class FaultWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
 
   template <typename F>
   IOStatus SyncWith(F&& base_sync) {
-    uint64_t covered = 0;
+    WHARF_DASSERT(path_ == FaultInjectionFileSystem::Normalize(path_));  // tracked under this key
+    uint64_t covered = UINT64_MAX;
     IOStatus s = fs_->BeginSync(path_, &covered);
+    WHARF_ASSERT(!s.ok() || covered != UINT64_MAX);  // BeginSync set it
     if (s.ok()) s = base_sync();
     return s.ok() ? fs_->EndSync(path_, covered) : s;
   }
@@ -134,8 +148,10 @@ class FaultDirectory : public rocksdb::FSDirectoryWrapper {
  private:
   template <typename F>
   IOStatus SyncWith(F&& base_sync) {
+    WHARF_DASSERT(dir_ == FaultInjectionFileSystem::Normalize(dir_));
     // Take the token first: only entries created before the fsync starts are surely covered.
     const uint64_t token = fs_->BeforeDirSync(dir_);
+    WHARF_ASSERT(token > 0);  // 0 would cover no file and mark nothing named
     IOStatus s = fs_->CheckNotCut();
     if (s.ok()) s = base_sync();
     return s.ok() ? fs_->OnDirSynced(dir_, token) : s;
@@ -153,6 +169,7 @@ class FaultRandomRWFile : public rocksdb::FSRandomRWFileOwnerWrapper {
 
   IOStatus Write(uint64_t offset, const Slice& data, const IOOptions& o,
                  IODebugContext* dbg) override {
+    WHARF_ASSERT(offset <= UINT64_MAX - data.size());
     return fs_->UnlessCut([&] { return FSRandomRWFileOwnerWrapper::Write(offset, data, o, dbg); });
   }
   IOStatus Flush(const IOOptions& o, IODebugContext* dbg) override {
@@ -175,7 +192,10 @@ class FaultRandomRWFile : public rocksdb::FSRandomRWFileOwnerWrapper {
 };
 
 FaultInjectionFileSystem::FaultInjectionFileSystem(std::shared_ptr<rocksdb::FileSystem> base)
-    : FileSystemWrapper(base) {}
+    : FileSystemWrapper(base) {
+  WHARF_ASSERT(base != nullptr);
+  WHARF_ASSERT(target_ == base);  // every override forwards to it
+}
 
 std::string FaultInjectionFileSystem::Normalize(const std::string& path) {
   std::string out;
@@ -185,12 +205,17 @@ std::string FaultInjectionFileSystem::Normalize(const std::string& path) {
     out.push_back(c);
   }
   if (out.size() > 1 && out.back() == '/') out.pop_back();
+  // One spelling per path: the tracked map and the directory match rely on it.
+  WHARF_DASSERT(out.find("//") == std::string::npos);
+  WHARF_DASSERT(out.size() <= 1 || out.back() != '/');
   return out;
 }
 
 std::string FaultInjectionFileSystem::DirOf(const std::string& path) {
+  WHARF_DASSERT(!path.empty());
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
+  WHARF_DASSERT(slash < path.size());
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
@@ -198,8 +223,13 @@ IOStatus FaultInjectionFileSystem::PowerLoss() { return IOStatus::IOError("simul
 
 void FaultInjectionFileSystem::LockedSet(const std::string& path, const FileState* state) {
   auto unsynced = [](const FileState& f) { return f.size > f.synced ? f.size - f.synced : 0; };
+  WHARF_DASSERT(!path.empty());
+  // A file's synced prefix never exceeds it (EndSync grows size, a truncate lowers synced).
+  WHARF_ASSERT(state == nullptr || state->synced <= state->size);
   auto it = files_.find(path);
   if (it != files_.end()) {
+    // The total is the sum over tracked files, so it holds at least this one's part.
+    WHARF_DASSERT(unsynced_bytes_.load() >= unsynced(it->second));
     unsynced_bytes_.fetch_sub(unsynced(it->second));
     if (state == nullptr) files_.erase(it);
   }
@@ -210,19 +240,25 @@ void FaultInjectionFileSystem::LockedSet(const std::string& path, const FileStat
 }
 
 FaultInjectionFileSystem::FileState* FaultInjectionFileSystem::LockedFind(const std::string& path) {
+  WHARF_DASSERT(!path.empty());
+  WHARF_DASSERT(path == Normalize(path));  // a raw spelling would miss its tracked state
   auto it = files_.find(path);
   return it == files_.end() ? nullptr : &it->second;
 }
 
 void FaultInjectionFileSystem::LockedTrackNew(const std::string& path, bool name_was_durable) {
+  WHARF_ASSERT(next_created_ > 0);  // a sequence of 0 would precede every dir-sync token
   FileState state;
   state.named = name_was_durable;
   state.created = next_created_++;
   LockedSet(path, &state);
+  WHARF_DASSERT(LockedFind(path) != nullptr && LockedFind(path)->size == 0);
 }
 
 IOStatus FaultInjectionFileSystem::CheckNotCut() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
+  WHARF_DASSERT(!cut_ || cuts_.load() > 0);                       // every cut was counted
+  WHARF_DASSERT(!files_.empty() || unsynced_bytes_.load() == 0);  // the sum over no files
   return cut_ ? PowerLoss() : IOStatus::OK();
 }
 
@@ -232,15 +268,21 @@ IOStatus FaultInjectionFileSystem::CheckAppend() const {
     s = IOStatus::NoSpace("simulated disk full");
     s.SetRetryable(true);  // RocksDB's error handler may then auto-resume, as with a real ENOSPC
   }
+  // Only the two simulated faults refuse an append.
+  WHARF_DASSERT(s.ok() || s.IsNoSpace() || s.IsIOError());
+  WHARF_DASSERT(!s.IsNoSpace() || s.GetRetryable());
   return s;
 }
 
 void FaultInjectionFileSystem::RecordWrite(const std::string& path, WriteKind kind, uint64_t offset,
                                            uint64_t len) {
-  std::lock_guard<std::mutex> lock(mu_);
+  WHARF_ASSERT(kind != WriteKind::kAppend || offset == 0);
+  WHARF_ASSERT(offset <= UINT64_MAX - len);
+  internal::MutexLock lock(&mu_);
   const FileState* cur = LockedFind(path);
   if (cur == nullptr) return;  // deleted or renamed while open: nothing we track any more
   FileState next = *cur;
+  WHARF_ASSERT(next.size <= UINT64_MAX - len);  // an append cannot wrap the size
   switch (kind) {
     case WriteKind::kAppend:
       next.size += len;
@@ -257,29 +299,38 @@ void FaultInjectionFileSystem::RecordWrite(const std::string& path, WriteKind ki
 }
 
 IOStatus FaultInjectionFileSystem::BeginSync(const std::string& path, uint64_t* covered) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
+  WHARF_ASSERT(covered != nullptr);
   if (cut_) return PowerLoss();
   const FileState* cur = LockedFind(path);
   *covered = cur == nullptr ? 0 : cur->size;
+  // A sync covers at least what earlier ones did: it starts from the current size.
+  WHARF_DASSERT(cur == nullptr || *covered >= cur->synced);
   return IOStatus::OK();
 }
 
 void FaultInjectionFileSystem::Cut() {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
+  [[maybe_unused]] const uint64_t before = cuts_.load();
   if (!cut_) cuts_.fetch_add(1);
   cut_ = true;
+  WHARF_DASSERT(cuts_.load() >= before && cuts_.load() <= before + 1);  // idempotent
+  WHARF_DASSERT(cuts_.load() > 0);
 }
 
 bool FaultInjectionFileSystem::IsCut() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
+  WHARF_DASSERT(!cut_ || cuts_.load() > 0);
+  WHARF_DASSERT(next_created_ > 0);
   return cut_;
 }
 
 IOStatus FaultInjectionFileSystem::DropUnsyncedData() {
   // Holding mu_ throughout is fine: nothing else may be using the file system now.
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   IOOptions opts;
   for (const auto& [path, state] : files_) {
+    WHARF_ASSERT(state.synced <= state.size);  // else the zeroed range below would be inverted
     IOStatus s;
     if (!state.named) {
       s = target_->DeleteFile(path, opts, nullptr);
@@ -301,15 +352,18 @@ IOStatus FaultInjectionFileSystem::DropUnsyncedData() {
   files_.clear();
   unsynced_bytes_.store(0);
   cut_ = false;
+  WHARF_DASSERT(files_.empty() && unsynced_bytes_.load() == 0);  // the new durable baseline
   return IOStatus::OK();
 }
 
 IOStatus FaultInjectionFileSystem::OnFileSynced(const std::string& path, uint64_t size_bytes) {
+  WHARF_ASSERT(!path.empty());
+  WHARF_ASSERT(size_bytes < (uint64_t{1} << 62));  // a byte count, not an error code cast up
   return EndSync(Normalize(path), size_bytes);
 }
 
 IOStatus FaultInjectionFileSystem::EndSync(const std::string& path, uint64_t covered) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   // Power died before the sync completed: the model keeps none of it, so neither may the caller.
   if (cut_) return PowerLoss();
   if (const FileState* cur = LockedFind(path); cur != nullptr && cur->synced < covered) {
@@ -319,19 +373,27 @@ IOStatus FaultInjectionFileSystem::EndSync(const std::string& path, uint64_t cov
     next.size = std::max(next.size, covered);
     LockedSet(path, &next);
   }
+  // Durability never goes down: the tracked state now covers at least `covered`.
+  WHARF_DASSERT(LockedFind(path) == nullptr || LockedFind(path)->synced >= covered);
+  WHARF_DASSERT(LockedFind(path) == nullptr || LockedFind(path)->synced <= LockedFind(path)->size);
   syncs_observed_.fetch_add(1);
   return IOStatus::OK();
 }
 
-uint64_t FaultInjectionFileSystem::BeforeDirSync(const std::string& /*dir*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+uint64_t FaultInjectionFileSystem::BeforeDirSync(const std::string& dir) {
+  WHARF_ASSERT(!dir.empty());
+  internal::MutexLock lock(&mu_);
+  WHARF_ASSERT(next_created_ > 0);  // the token must exceed no file's sequence it should cover
   return next_created_++;
 }
 
 IOStatus FaultInjectionFileSystem::OnDirSynced(const std::string& dir, uint64_t token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
+  // `token` came from BeforeDirSync: later than nothing, earlier than what is created next.
+  WHARF_ASSERT(token > 0 && token < next_created_);
   if (cut_) return PowerLoss();
   const std::string key = Normalize(dir);
+  WHARF_DASSERT(!key.empty());
   for (auto& [path, state] : files_) {
     if (!state.named && state.created < token && DirOf(path) == key) state.named = true;
   }
@@ -340,6 +402,8 @@ IOStatus FaultInjectionFileSystem::OnDirSynced(const std::string& dir, uint64_t 
 
 IOStatus FaultInjectionFileSystem::Wrap(const std::string& path,
                                         std::unique_ptr<FSWritableFile>* result) {
+  WHARF_ASSERT(result != nullptr && *result != nullptr);  // the base file just opened
+  WHARF_DASSERT(path == Normalize(path));
   *result = std::make_unique<FaultWritableFile>(std::move(*result), this, path);
   return IOStatus::OK();
 }
@@ -354,15 +418,18 @@ IOStatus FaultInjectionFileSystem::NewWritableFile(const std::string& fname,
   // O_TRUNC keeps an existing directory entry, so a durable name stays durable.
   std::optional<bool> tracked_named;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (const FileState* cur = LockedFind(path); cur != nullptr) tracked_named = cur->named;
   }
   const bool name_durable =
       tracked_named.has_value() ? *tracked_named : target_->FileExists(fname, {}, dbg).ok();
+  WHARF_ASSERT(result != nullptr);
   s = target_->NewWritableFile(fname, opts, result, dbg);
   if (!s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   LockedTrackNew(path, name_durable);
+  // O_TRUNC: the new file holds nothing, synced or not.
+  WHARF_DASSERT(LockedFind(path)->size == 0 && LockedFind(path)->synced == 0);
   return Wrap(path, result);
 }
 
@@ -375,9 +442,10 @@ IOStatus FaultInjectionFileSystem::ReopenWritableFile(const std::string& fname,
   const std::string path = Normalize(fname);
   uint64_t existing_size = 0;
   const bool existed = target_->GetFileSize(fname, {}, &existing_size, dbg).ok();
+  WHARF_ASSERT(result != nullptr);
   s = target_->ReopenWritableFile(fname, opts, result, dbg);
   if (!s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   if (LockedFind(path) == nullptr) {
     if (!existed) {
       LockedTrackNew(path, /*name_was_durable=*/false);
@@ -386,6 +454,7 @@ IOStatus FaultInjectionFileSystem::ReopenWritableFile(const std::string& fname,
       LockedSet(path, &state);
     }
   }
+  WHARF_DASSERT(LockedFind(path) != nullptr);  // tracked from here on, whatever it was
   return Wrap(path, result);
 }
 
@@ -394,19 +463,22 @@ IOStatus FaultInjectionFileSystem::ReuseWritableFile(const std::string& fname,
                                                      const FileOptions& opts,
                                                      std::unique_ptr<FSWritableFile>* result,
                                                      IODebugContext* dbg) {
+  WHARF_ASSERT(result != nullptr);
+  WHARF_ASSERT(!fname.empty() && !old_fname.empty());
   IOStatus s = CheckNotCut();
   if (!s.ok()) return s;
   s = target_->ReuseWritableFile(fname, old_fname, opts, result, dbg);
   if (!s.ok()) return s;
   const std::string path = Normalize(fname);
   const std::string old_path = Normalize(old_fname);
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   const FileState* old_state = LockedFind(old_path);
   const bool name_durable = old_state == nullptr || old_state->named;  // renames are durable
   const uint64_t prefilled = old_state == nullptr ? 0 : old_state->synced;
   LockedSet(old_path, nullptr);
   LockedTrackNew(path, name_durable);
   LockedFind(path)->prefilled = prefilled;
+  WHARF_DASSERT(LockedFind(old_path) == nullptr);  // the old name is gone
   return Wrap(path, result);
 }
 
@@ -414,8 +486,10 @@ IOStatus FaultInjectionFileSystem::NewRandomRWFile(const std::string& fname,
                                                    const FileOptions& opts,
                                                    std::unique_ptr<FSRandomRWFile>* result,
                                                    IODebugContext* dbg) {
+  WHARF_ASSERT(result != nullptr);
   IOStatus s = CheckNotCut();
   if (s.ok()) s = target_->NewRandomRWFile(fname, opts, result, dbg);
+  if (s.ok()) WHARF_ASSERT(*result != nullptr);
   if (s.ok()) *result = std::make_unique<FaultRandomRWFile>(std::move(*result), this);
   return s;
 }
@@ -423,6 +497,8 @@ IOStatus FaultInjectionFileSystem::NewRandomRWFile(const std::string& fname,
 IOStatus FaultInjectionFileSystem::NewDirectory(const std::string& name, const IOOptions& opts,
                                                 std::unique_ptr<FSDirectory>* result,
                                                 IODebugContext* dbg) {
+  WHARF_ASSERT(result != nullptr);
+  WHARF_ASSERT(!name.empty());
   IOStatus s = target_->NewDirectory(name, opts, result, dbg);
   if (s.ok()) *result = std::make_unique<FaultDirectory>(std::move(*result), this, Normalize(name));
   return s;
@@ -431,16 +507,20 @@ IOStatus FaultInjectionFileSystem::NewDirectory(const std::string& name, const I
 IOStatus FaultInjectionFileSystem::DeleteFile(const std::string& fname, const IOOptions& opts,
                                               IODebugContext* dbg) {
   IOStatus s = CheckNotCut();
+  WHARF_ASSERT(!fname.empty());
   if (s.ok()) s = target_->DeleteFile(fname, opts, dbg);
   if (s.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     LockedSet(Normalize(fname), nullptr);
+    WHARF_DASSERT(LockedFind(Normalize(fname)) == nullptr);
   }
   return s;
 }
 
 IOStatus FaultInjectionFileSystem::Truncate(const std::string& fname, size_t size,
                                             const IOOptions& opts, IODebugContext* dbg) {
+  WHARF_ASSERT(!fname.empty());
+  WHARF_ASSERT(static_cast<uint64_t>(size) <= static_cast<uint64_t>(INT64_MAX));  // an off_t
   IOStatus s = CheckNotCut();
   if (s.ok()) s = target_->Truncate(fname, size, opts, dbg);
   if (s.ok()) RecordWrite(Normalize(fname), WriteKind::kTruncate, size, 0);
@@ -467,9 +547,10 @@ IOStatus FaultInjectionFileSystem::RenameFile(const std::string& src, const std:
   IOStatus s = CheckNotCut();
   if (s.ok()) s = target_->RenameFile(src, target, opts, dbg);
   if (!s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   const std::string from = Normalize(src);
   const std::string to = Normalize(target);
+  WHARF_ASSERT(!from.empty() && !to.empty());
   const FileState* cur = LockedFind(from);
   if (cur == nullptr) {
     LockedSet(to, nullptr);  // the target is now an untracked, fully durable file
@@ -480,6 +561,8 @@ IOStatus FaultInjectionFileSystem::RenameFile(const std::string& src, const std:
   if (!moved.named) moved.created = next_created_++;
   LockedSet(from, nullptr);
   LockedSet(to, &moved);
+  WHARF_DASSERT(LockedFind(to) != nullptr);
+  WHARF_DASSERT(from == to || LockedFind(from) == nullptr);
   return s;
 }
 
@@ -490,7 +573,7 @@ IOStatus FaultInjectionFileSystem::LinkFile(const std::string& src, const std::s
   if (!s.ok()) return s;
   uint64_t disk_size = 0;
   const bool have_size = target_->GetFileSize(target, opts, &disk_size, dbg).ok();
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   FileState linked;
   if (const FileState* cur = LockedFind(Normalize(src)); cur != nullptr) {
     linked = *cur;
@@ -501,6 +584,8 @@ IOStatus FaultInjectionFileSystem::LinkFile(const std::string& src, const std::s
   }
   linked.named = false;
   linked.created = next_created_++;
+  WHARF_ASSERT(linked.synced <= linked.size);
+  WHARF_ASSERT(linked.created > 0 && linked.created < next_created_);
   LockedSet(Normalize(target), &linked);
   return s;
 }

@@ -47,10 +47,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "engine/base/mutex.h"
 #include "io/sync/durability_observer.h"
 
 namespace wharf::io {
@@ -158,12 +158,11 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper, public Durab
   static std::string DirOf(const std::string& path);
   static rocksdb::IOStatus PowerLoss();
 
-  // All Locked* helpers REQUIRE mu_ held.
   // Replaces (or, with nullptr, erases) the state of `path`, keeping unsynced_bytes_ exact.
-  void LockedSet(const std::string& path, const FileState* state);
-  FileState* LockedFind(const std::string& path);
+  void LockedSet(const std::string& path, const FileState* state) WHARF_REQUIRES(mu_);
+  FileState* LockedFind(const std::string& path) WHARF_REQUIRES(mu_);
   // Starts tracking a file just (re)created for writing; see the header comment for the rules.
-  void LockedTrackNew(const std::string& path, bool name_was_durable);
+  void LockedTrackNew(const std::string& path, bool name_was_durable) WHARF_REQUIRES(mu_);
 
   // Hooks used by the file wrappers; `path` is normalized.
   enum class WriteKind { kAppend, kPositioned, kTruncate };
@@ -186,10 +185,10 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper, public Durab
     return s.ok() ? op() : s;
   }
 
-  mutable std::mutex mu_;
-  bool cut_ = false;                                  // GUARDED_BY(mu_)
-  uint64_t next_created_ = 1;                         // GUARDED_BY(mu_)
-  std::unordered_map<std::string, FileState> files_;  // GUARDED_BY(mu_)
+  mutable internal::Mutex mu_;
+  bool cut_ WHARF_GUARDED_BY(mu_) = false;
+  uint64_t next_created_ WHARF_GUARDED_BY(mu_) = 1;
+  std::unordered_map<std::string, FileState> files_ WHARF_GUARDED_BY(mu_);
 
   std::atomic<bool> no_space_{false};
   std::atomic<uint64_t> syncs_observed_{0};

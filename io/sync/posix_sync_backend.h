@@ -14,11 +14,10 @@
 // exited.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "io/sync/sync_backend.h"
 
 namespace wharf::io {
@@ -36,14 +35,16 @@ class PosixSyncBackend final : public SyncBackend {
  private:
   void Run();
 
-  std::mutex mu_;
-  std::condition_variable cv_;  // signals a submitted round, a finished round, and stopping_
-  bool pending_ = false;        // a round is waiting for the thread (ops_, callback_ hold it)
-  bool in_flight_ = false;      // a round was submitted and its callback has not started yet
-  bool stopping_ = false;       // the destructor runs: no new rounds
-  std::vector<SyncOp> ops_;     // guarded by mu_
-  RoundCallback callback_;      // guarded by mu_
-  std::thread thread_;          // last: started once the members above exist
+  internal::Mutex mu_;
+  internal::CondVar cv_;  // signals a submitted round, a finished round, and stopping_
+  // A round is waiting for the thread (ops_, callback_ hold it).
+  bool pending_ WHARF_GUARDED_BY(mu_) = false;
+  // A round was submitted and its callback has not started yet.
+  bool in_flight_ WHARF_GUARDED_BY(mu_) = false;
+  bool stopping_ WHARF_GUARDED_BY(mu_) = false;  // the destructor runs: no new rounds
+  std::vector<SyncOp> ops_ WHARF_GUARDED_BY(mu_);
+  RoundCallback callback_ WHARF_GUARDED_BY(mu_);
+  std::thread thread_;  // last: started once the members above exist
 };
 
 }  // namespace wharf::io

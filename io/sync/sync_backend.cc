@@ -4,12 +4,15 @@
 
 #include <cerrno>
 
+#include "engine/base/assert.h"
 #include "io/sync/posix_sync_backend.h"
 #include "io/sync/uring_sync_backend.h"
 
 namespace wharf::io {
 
 Status SyncBackend::Create(IoBackend kind, std::unique_ptr<SyncBackend>* backend) {
+  WHARF_ASSERT(backend != nullptr);
+  WHARF_DASSERT(*backend == nullptr);  // not replacing a live backend (its thread would be joined)
   switch (kind) {
     case IoBackend::kPosix:
       *backend = std::make_unique<PosixSyncBackend>();
@@ -32,12 +35,14 @@ namespace wharf::io {
 int SyncInline(const std::vector<SyncOp>& ops) {
   int first_errno = 0;
   for (const SyncOp& op : ops) {
+    WHARF_ASSERT(op.fd >= 0);  // a closed slot would sync nothing and report EBADF as the disk's
     int result = 0;
     do {
       result = op.data_only ? ::fdatasync(op.fd) : ::fsync(op.fd);
     } while (result != 0 && errno == EINTR);
     if (result != 0 && first_errno == 0) first_errno = errno;
   }
+  WHARF_DASSERT(first_errno >= 0);  // 0 or an errno: the callers' contract
   return first_errno;
 }
 

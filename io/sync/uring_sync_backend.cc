@@ -6,17 +6,18 @@
 // <linux/fs.h>, pulled in by liburing.h, defines BLOCK_SIZE; keep it from leaking any further.
 #undef BLOCK_SIZE
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/base/thread_name.h"
 
 namespace wharf::io {
@@ -32,10 +33,14 @@ constexpr uint64_t kWakeReaper = ~uint64_t{0};
 
 // Thread-safe, unlike strerror.
 std::string ErrnoText(int error) {
+  WHARF_DASSERT(error > 0);  // an errno, not a negated return code
+  WHARF_DASSERT(error < 4096);
   return std::error_code(error, std::generic_category()).message();
 }
 
 const char* SetupHint(int error) {
+  WHARF_DASSERT(error > 0);  // io_uring_queue_init's -rc, negated back
+  WHARF_DASSERT(error < 4096);
   switch (error) {
     case EPERM:
       return " (io_uring disabled by seccomp or sysctl kernel.io_uring_disabled?)";
@@ -55,7 +60,10 @@ const char* SetupHint(int error) {
 
 // Sets up `ring` and checks the opcodes this backend uses. On failure `ring` is torn down again.
 Status InitRing(io_uring* ring) {
+  WHARF_ASSERT(ring != nullptr);
+  WHARF_DASSERT(ring->ring_fd == 0);  // a fresh, zeroed ring: never one set up already
   const int rc = io_uring_queue_init(kDepth, ring, 0);
+  WHARF_ASSERT(rc <= 0);  // 0 or a negated errno
   if (rc < 0) {
     return Status::NotSupported("io_uring_setup failed: " + ErrnoText(-rc) + SetupHint(-rc));
   }
@@ -95,34 +103,49 @@ struct UringSyncBackend::Impl {
     bool finished = false;  // the callback was taken; completions arriving later are stale
   };
 
+  // A finished round's callback, taken under mu and run after mu is released (so that it may
+  // submit the next round), with the round itself unless it must stay alive in `retired`.
+  struct Finished {
+    RoundCallback callback;
+    int error = 0;
+    std::unique_ptr<Round> done;
+  };
+
   static void Record(Round* r, int error) {
+    WHARF_DASSERT(r != nullptr && !r->finished);  // a finished round's error is reported already
+    WHARF_DASSERT(error > 0);                     // an errno: 0 would read as success
     if (r->first_error == 0) r->first_error = error;
   }
 
-  bool Queue(Round* r, const Op* op);
-  bool Flush(Round* r);
-  void IssueMore(Round* r);
-  void FinishIfDone(Round* r, std::unique_lock<std::mutex>& lock);
+  // The round's fields are written under mu too; they are not annotated (Round has no mutex).
+  bool Queue(Round* r, const Op* op) WHARF_REQUIRES(mu);
+  bool Flush(Round* r) WHARF_REQUIRES(mu);
+  void IssueMore(Round* r) WHARF_REQUIRES(mu);
+  std::optional<Finished> TakeIfDone(Round* r) WHARF_REQUIRES(mu);
+  static void RunFinished(std::optional<Finished> finished);
   void OnCompletion(Op* op, int res);
   void Abandon(int error);
   void Reap();
 
-  io_uring ring{};  // SQ side guarded by mu; the CQ side belongs to the reaper alone
-  std::mutex mu;
-  std::condition_variable idle;  // signalled when `round` becomes null
-  std::unique_ptr<Round> round;  // the round in flight, or null
-  bool stopping = false;         // the destructor runs: no new rounds
-  int broken = 0;                // errno that made the ring unusable; 0 while it works
-  bool reaper_gone = false;      // the reaper returned after a fatal wait error
+  io_uring ring{};  // SQ side under mu (Queue, Flush); the CQ side belongs to the reaper alone
+  internal::Mutex mu;
+  internal::CondVar idle;                             // signalled when `round` becomes null
+  std::unique_ptr<Round> round WHARF_GUARDED_BY(mu);  // the round in flight, or null
+  bool stopping WHARF_GUARDED_BY(mu) = false;         // the destructor runs: no new rounds
+  int broken WHARF_GUARDED_BY(mu) = 0;  // errno that made the ring unusable; 0 while it works
+  bool reaper_gone WHARF_GUARDED_BY(mu) = false;  // the reaper returned after a fatal wait error
   // Rounds finished after the ring broke. Entries the kernel never consumed may still be submitted
   // by the destructor's wake-up, and their completions must find live (finished) rounds.
-  std::vector<std::unique_ptr<Round>> retired;
+  std::vector<std::unique_ptr<Round>> retired WHARF_GUARDED_BY(mu);
   std::thread reaper;
 };
 
 // Puts one SQE for `op` (null: the reaper's wake-up NOP) into the SQ. When the SQ is full, submits
 // what it holds and retries; false only when that submission failed (the ring is broken).
 bool UringSyncBackend::Impl::Queue(Round* r, const Op* op) {
+  WHARF_ASSERT(op == nullptr || op->round == r);  // its completion finds the round through it
+  // A broken ring takes no more ops (only the destructor's wake-up, which may yet get through).
+  WHARF_ASSERT(op == nullptr || broken == 0);
   io_uring_sqe* sqe = io_uring_get_sqe(&ring);
   if (sqe == nullptr && Flush(r)) sqe = io_uring_get_sqe(&ring);
   if (sqe == nullptr) return false;
@@ -149,6 +172,8 @@ bool UringSyncBackend::Impl::Queue(Round* r, const Op* op) {
 // Hands every queued SQE to the kernel. On a fatal error marks the ring broken and takes the
 // entries the kernel did not consume out of r's count (they will never complete on their own).
 bool UringSyncBackend::Impl::Flush(Round* r) {
+  WHARF_DASSERT(r == nullptr || !r->finished);
+  WHARF_DASSERT(io_uring_sq_ready(&ring) <= kDepth);  // never more queued than the SQ holds
   while (io_uring_sq_ready(&ring) > 0) {
     const int rc = io_uring_submit(&ring);
     if (rc > 0 || rc == -EINTR) continue;
@@ -159,7 +184,10 @@ bool UringSyncBackend::Impl::Flush(Round* r) {
       continue;
     }
     broken = -rc;
+    WHARF_ASSERT(broken > 0);
     if (r != nullptr) {
+      // The unconsumed entries were counted in flight when queued (the wake-up NOP has no round).
+      WHARF_ASSERT(r->in_flight >= io_uring_sq_ready(&ring));
       r->in_flight -= io_uring_sq_ready(&ring);
       Record(r, broken);
     }
@@ -171,6 +199,8 @@ bool UringSyncBackend::Impl::Flush(Round* r) {
 // Issues r's next ops while fewer than kDepth are in the kernel, then submits. Ops that can no
 // longer be issued (broken ring) count as failed with the ring's error.
 void UringSyncBackend::Impl::IssueMore(Round* r) {
+  WHARF_ASSERT(r != nullptr && r == round.get());  // only the round in flight issues
+  WHARF_DASSERT(!r->finished);
   while (broken == 0 && r->next < r->ops.size() && r->in_flight < kDepth) {
     if (!Queue(r, &r->ops[r->next])) break;
     ++r->next;
@@ -184,48 +214,71 @@ void UringSyncBackend::Impl::IssueMore(Round* r) {
   }
 }
 
-// When every op of r has completed, retires r and runs its callback (after releasing `lock`, so
-// that the callback may submit the next round).
-void UringSyncBackend::Impl::FinishIfDone(Round* r, std::unique_lock<std::mutex>& lock) {
-  if (r->in_flight != 0 || r->next < r->ops.size()) return;
+// When every op of r has completed, retires r and takes its callback, for RunFinished once mu is
+// released.
+std::optional<UringSyncBackend::Impl::Finished> UringSyncBackend::Impl::TakeIfDone(Round* r) {
+  WHARF_ASSERT(r != nullptr && r == round.get());
+  WHARF_ASSERT(r->next <= r->ops.size());
+  if (r->in_flight != 0 || r->next < r->ops.size()) return std::nullopt;
   r->finished = true;
-  const int error = r->first_error;
-  RoundCallback callback = std::move(r->callback);
-  std::unique_ptr<Round> done = std::move(round);
-  if (broken != 0) retired.push_back(std::move(done));
-  idle.notify_all();
-  lock.unlock();
-  done.reset();
-  callback(error);
+  Finished finished{std::move(r->callback), r->first_error, std::move(round)};
+  if (broken != 0) retired.push_back(std::move(finished.done));
+  idle.SignalAll();
+  return finished;
+}
+
+void UringSyncBackend::Impl::RunFinished(std::optional<Finished> finished) {
+  if (!finished.has_value()) return;
+  WHARF_ASSERT(finished->callback);     // taken once, from a round Submit accepted
+  WHARF_DASSERT(finished->error >= 0);  // 0 or an errno
+  finished->done.reset();
+  finished->callback(finished->error);
 }
 
 void UringSyncBackend::Impl::OnCompletion(Op* op, int res) {
-  std::unique_lock lock(mu);
-  Round* r = op->round;
-  if (r->finished) return;  // an entry given up when the ring broke, submitted after all
-  // An interrupted or refused sync says nothing about the disk: issue the same one again.
-  const bool retry = res == -EINTR || res == -EAGAIN;
-  if (!retry || broken != 0 || !Queue(r, op)) {
-    WHARF_ASSERT(r->in_flight > 0);  // every completion answers one issued op
-    --r->in_flight;
-    if (res < 0) Record(r, -res);
+  WHARF_ASSERT(op != nullptr);
+  std::optional<Finished> finished;
+  {
+    // op->round is read under mu: Submit wrote it before issuing under mu (the ring's own ordering
+    // is invisible to ThreadSanitizer).
+    internal::MutexLock lock(&mu);
+    Round* r = op->round;
+    WHARF_ASSERT(r != nullptr);
+    if (r->finished) return;  // an entry given up when the ring broke, submitted after all
+    // The op is one of the round's own: the SQE's user_data pointed into r->ops.
+    WHARF_DASSERT(op >= r->ops.data() && op < r->ops.data() + r->ops.size());
+    // An interrupted or refused sync says nothing about the disk: issue the same one again.
+    const bool retry = res == -EINTR || res == -EAGAIN;
+    if (!retry || broken != 0 || !Queue(r, op)) {
+      WHARF_ASSERT(r->in_flight > 0);  // every completion answers one issued op
+      --r->in_flight;
+      if (res < 0) Record(r, -res);
+    }
+    IssueMore(r);
+    finished = TakeIfDone(r);
   }
-  IssueMore(r);
-  FinishIfDone(r, lock);
+  RunFinished(std::move(finished));
 }
 
 // The completion queue cannot be waited on any more: the round in flight fails with `error` (its
 // syncs may or may not have happened, so it must not count as durable).
 void UringSyncBackend::Impl::Abandon(int error) {
-  std::unique_lock lock(mu);
-  broken = error;
-  reaper_gone = true;
-  if (round == nullptr) return;
-  Round* r = round.get();
-  Record(r, error);
-  r->in_flight = 0;
-  r->next = r->ops.size();
-  FinishIfDone(r, lock);
+  WHARF_ASSERT(error > 0);  // the wait's errno: the round must not read as durable
+  std::optional<Finished> finished;
+  {
+    internal::MutexLock lock(&mu);
+    WHARF_ASSERT(!reaper_gone);  // the reaper abandons once, then returns
+    broken = error;
+    reaper_gone = true;
+    if (round == nullptr) return;
+    Round* r = round.get();
+    Record(r, error);
+    r->in_flight = 0;
+    r->next = r->ops.size();
+    finished = TakeIfDone(r);
+    WHARF_DASSERT(finished.has_value());  // nothing left in flight: it is done
+  }
+  RunFinished(std::move(finished));
 }
 
 void UringSyncBackend::Impl::Reap() {
@@ -237,10 +290,12 @@ void UringSyncBackend::Impl::Reap() {
       Abandon(-rc);
       return;
     }
+    WHARF_ASSERT(rc == 0 && cqe != nullptr);
     const uint64_t data = cqe->user_data;
     const int res = cqe->res;
     io_uring_cqe_seen(&ring, cqe);
     if (data == kWakeReaper) return;
+    WHARF_ASSERT(data != 0);  // every other entry carries the address of its Op
     OnCompletion(reinterpret_cast<Op*>(data), res);
   }
 }
@@ -248,11 +303,16 @@ void UringSyncBackend::Impl::Reap() {
 Status UringSyncBackend::Probe() {
   io_uring ring{};
   Status status = InitRing(&ring);
+  WHARF_DASSERT(status.ok() ||
+                status.code() ==
+                    Status::Code::kNotSupported);  // the one refusal Create reports too
+  if (status.ok()) WHARF_DASSERT(ring.ring_fd >= 0);
   if (status.ok()) io_uring_queue_exit(&ring);
   return status;
 }
 
 Status UringSyncBackend::Create(std::unique_ptr<SyncBackend>* backend) {
+  WHARF_ASSERT(backend != nullptr);
   auto impl = std::make_unique<Impl>();
   Status status = InitRing(&impl->ring);
   if (!status.ok()) return status;
@@ -262,20 +322,28 @@ Status UringSyncBackend::Create(std::unique_ptr<SyncBackend>* backend) {
     raw->Reap();
   });
   backend->reset(new UringSyncBackend(std::move(impl)));
+  WHARF_DASSERT(*backend != nullptr && impl == nullptr);  // the backend owns the ring now
   return Status::OK();
 }
 
-UringSyncBackend::UringSyncBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+UringSyncBackend::UringSyncBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  WHARF_ASSERT(impl_ != nullptr);
+  WHARF_ASSERT(impl_->reaper.joinable());  // the destructor wakes and joins it
+}
 
 UringSyncBackend::~UringSyncBackend() {
   Impl& im = *impl_;
-  std::unique_lock lock(im.mu);
-  // Refuse new rounds first, so a callback that keeps resubmitting cannot delay shutdown forever.
-  im.stopping = true;
-  im.idle.wait(lock, [&im] { return im.round == nullptr; });
-  // The reaper sleeps in io_uring_wait_cqe, which only a completion ends.
-  const bool woken = im.reaper_gone || (im.Queue(nullptr, nullptr) && im.Flush(nullptr));
-  lock.unlock();
+  bool woken = false;
+  {
+    internal::MutexLock lock(&im.mu);
+    WHARF_ASSERT(!im.stopping);  // destroyed once
+    // Refuse new rounds first, so a callback that keeps resubmitting cannot delay shutdown forever.
+    im.stopping = true;
+    im.idle.Wait(&im.mu, [&im]() WHARF_REQUIRES(im.mu) { return im.round == nullptr; });
+    WHARF_ASSERT(im.round == nullptr);
+    // The reaper sleeps in io_uring_wait_cqe, which only a completion ends.
+    woken = im.reaper_gone || (im.Queue(nullptr, nullptr) && im.Flush(nullptr));
+  }
   if (!woken) {
     // The ring refused the wake-up (it broke earlier), so the reaper can never return. Leaking it
     // with its ring beats hanging the caller forever.
@@ -290,6 +358,7 @@ UringSyncBackend::~UringSyncBackend() {
 
 Status UringSyncBackend::Submit(std::vector<SyncOp> ops, RoundCallback callback) {
   if (!callback) return Status::InvalidArgument("SyncBackend::Submit: empty callback");
+  WHARF_DASSERT(std::all_of(ops.begin(), ops.end(), [](const SyncOp& op) { return op.fd >= 0; }));
   auto round = std::make_unique<Impl::Round>();
   Impl::Round* r = round.get();
   r->callback = std::move(callback);
@@ -303,8 +372,9 @@ Status UringSyncBackend::Submit(std::vector<SyncOp> ops, RoundCallback callback)
     }
   }
 
+  WHARF_ASSERT(!r->ops.empty());  // an empty round still travels as a NOP
   Impl& im = *impl_;
-  std::lock_guard lock(im.mu);
+  internal::MutexLock lock(&im.mu);
   if (im.stopping) return Status::Closed("io_uring sync backend is shutting down");
   if (im.broken != 0) return Status::IOError("io_uring ring is unusable: " + ErrnoText(im.broken));
   if (im.round != nullptr) {
@@ -319,6 +389,7 @@ Status UringSyncBackend::Submit(std::vector<SyncOp> ops, RoundCallback callback)
     im.retired.push_back(std::move(im.round));
     return Status::IOError("io_uring_submit failed: " + ErrnoText(im.broken));
   }
+  WHARF_ASSERT(r->in_flight <= kDepth);
   return Status::OK();
 }
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 
+#include "engine/base/assert.h"
+
 namespace wharf::io {
 namespace {
 
@@ -26,6 +28,7 @@ constexpr uint32_t kMaskDelta = 0xa282ead8u;
 
 // The reflected Castagnoli polynomial's table for the byte-at-a-time fallback.
 constexpr std::array<uint32_t, 256> MakeTable() {
+  static_assert(kRecyclableLastType < kSetCompressionType);
   std::array<uint32_t, 256> table{};
   for (uint32_t i = 0; i < 256; ++i) {
     uint32_t crc = i;
@@ -35,14 +38,22 @@ constexpr std::array<uint32_t, 256> MakeTable() {
   return table;
 }
 constexpr std::array<uint32_t, 256> kTable = MakeTable();
+// The table is the reflected Castagnoli polynomial's: entry 1 is the polynomial shifted once.
+static_assert(kTable[0] == 0 && kTable[128] == 0x82f63b78u, "CRC-32C table");
+
+const bool kHasSse42 = __builtin_cpu_supports("sse4.2");
 
 uint32_t ExtendSoftware(uint32_t state, const uint8_t* data, size_t bytes) {
+  WHARF_DASSERT(data != nullptr || bytes == 0);
+  WHARF_DASSERT(!kHasSse42);  // the fallback runs only where the instruction is missing
   for (size_t i = 0; i < bytes; ++i) state = kTable[(state ^ data[i]) & 0xff] ^ (state >> 8);
   return state;
 }
 
 __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t state, const uint8_t* data,
                                                           size_t bytes) {
+  WHARF_DASSERT(data != nullptr || bytes == 0);
+  WHARF_DASSERT(kHasSse42);  // else the crc32 instruction faults
   uint64_t wide = state;
   for (; bytes >= 8; bytes -= 8, data += 8) {
     uint64_t word;
@@ -54,9 +65,8 @@ __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t state, const 
   return state;
 }
 
-const bool kHasSse42 = __builtin_cpu_supports("sse4.2");
-
 uint32_t Fixed32(const char* p) {
+  WHARF_DASSERT(p != nullptr);
   const auto* b = reinterpret_cast<const uint8_t*>(p);
   return b[0] | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 24);
 }
@@ -71,6 +81,9 @@ struct Fragment {
 // Checks the physical record at `p` of `block` (`n` bytes). Empty reason: intact.
 const char* ParseFragment(const char* block, uint64_t n, uint64_t p, uint64_t log_number,
                           Fragment* out) {
+  // The caller checked a whole short header fits: the type and length bytes are readable.
+  WHARF_DASSERT(block != nullptr && out != nullptr);
+  WHARF_DASSERT(n <= kLogBlockBytes && p + kLogHeaderBytes <= n);
   const char* header = block + p;
   const uint8_t type = static_cast<uint8_t>(header[6]);
   const uint64_t length = static_cast<uint8_t>(header[4]) | (uint64_t{uint8_t(header[5])} << 8);
@@ -87,6 +100,9 @@ const char* ParseFragment(const char* block, uint64_t n, uint64_t p, uint64_t lo
   out->type = recyclable ? type - (kRecyclableFullType - kFullType) : type;
   out->header_bytes = header_bytes;
   out->payload = std::string_view(header + header_bytes, length);
+  // Recyclable kinds were mapped onto the plain ones.
+  WHARF_DASSERT(out->type <= kLastType || out->type == kSetCompressionType);
+  WHARF_DASSERT(p + out->header_bytes + out->payload.size() <= n);  // inside its block
   return "";
 }
 
@@ -96,6 +112,9 @@ class Assembler {
   explicit Assembler(bool keep_payload) : keep_payload_(keep_payload) {}
   // Returns "" or why the sequence is broken; *complete when a logical record ended here.
   const char* Add(const Fragment& fragment, uint64_t offset, bool* complete) {
+    WHARF_DASSERT(complete != nullptr);
+    // A record never starts after a fragment it continues.
+    WHARF_DASSERT(!open_ || offset > start_);
     *complete = false;
     switch (fragment.type) {
       case kFullType:
@@ -142,9 +161,16 @@ class Scanner {
         on_record_(on_record),
         scan_(scan),
         before_(static_cast<bool>(on_record)),
-        after_(static_cast<bool>(on_record)) {}
+        after_(static_cast<bool>(on_record)) {
+    WHARF_ASSERT(scan_ != nullptr);
+    WHARF_ASSERT(!scan_->damaged && scan_->records == 0);  // a fresh scan (ScanLogFile resets it)
+  }
 
   void Block(const char* block, uint64_t n, uint64_t block_start, bool last_block) {
+    WHARF_ASSERT(block != nullptr && n > 0 && n <= kLogBlockBytes);
+    // Blocks are read whole and in order: each starts on a block boundary.
+    WHARF_ASSERT(block_start % kLogBlockBytes == 0);
+    WHARF_DASSERT(last_block || n == kLogBlockBytes);  // only the last block may be short
     for (uint64_t i = n; i > 0; --i) {
       if (block[i - 1] != 0) {
         scan_->data_end_bytes = block_start + i;
@@ -182,10 +208,14 @@ class Scanner {
       resyncing = false;
       Intact(fragment, block_start + p);
       p += fragment.header_bytes + fragment.payload.size();
+      WHARF_DASSERT(p <= n);  // ParseFragment checked the record fits its block
     }
+    WHARF_DASSERT(scan_->intact_end <= block_start + n);  // nothing past what was read is intact
   }
 
   void End() {
+    WHARF_DASSERT(scan_->intact_end <= scan_->file_bytes);
+    WHARF_DASSERT(scan_->data_end_bytes <= scan_->file_bytes);
     // The file ended inside a logical record: a torn write (or a cut-off file).
     if (!scan_->damaged && before_.open()) Damage(before_.start(), "record without its end");
   }
@@ -194,6 +224,8 @@ class Scanner {
   // Whether a header could start a record a writer wrote, checked before its crc: while
   // resynchronising every offset is tried, and most fail here.
   static bool Plausible(const char* header, uint64_t left) {
+    WHARF_DASSERT(header != nullptr);
+    WHARF_DASSERT(left >= kLogHeaderBytes);  // Block checked a whole header is there
     const uint8_t type = static_cast<uint8_t>(header[6]);
     const uint64_t length = static_cast<uint8_t>(header[4]) | (uint64_t{uint8_t(header[5])} << 8);
     return type >= kFullType && type <= kRecyclableLastType && length > 0 &&
@@ -201,10 +233,14 @@ class Scanner {
   }
 
   static bool AllZero(const char* p, uint64_t n) {
+    WHARF_DASSERT(p != nullptr);
+    WHARF_DASSERT(n <= kLogBlockBytes);
     return std::all_of(p, p + n, [](char c) { return c == 0; });
   }
 
   void Damage(uint64_t offset, const char* reason) {
+    WHARF_ASSERT(reason != nullptr && *reason != '\0');  // a damage always says why
+    WHARF_DASSERT(offset >= scan_->intact_end);          // the intact prefix ends before the damage
     scan_->damaged = true;
     scan_->damage_offset = offset;
     scan_->damage_reason = reason;
@@ -212,6 +248,9 @@ class Scanner {
   }
 
   void Intact(const Fragment& fragment, uint64_t offset) {
+    WHARF_DASSERT(fragment.header_bytes == kLogHeaderBytes ||
+                  fragment.header_bytes == kLogRecyclableHeaderBytes);
+    WHARF_DASSERT(offset % kLogBlockBytes + fragment.header_bytes <= kLogBlockBytes);
     bool complete = false;
     if (!scan_->damaged) {
       const char* bad = before_.Add(fragment, offset, &complete);
@@ -244,21 +283,32 @@ class Scanner {
 }  // namespace
 
 uint32_t Crc32cExtend(uint32_t crc, const char* data, size_t bytes) {
+  WHARF_DASSERT(data != nullptr || bytes == 0);
+  WHARF_DASSERT(bytes < (size_t{1} << 40));  // a length, not a negative one cast
   const auto* p = reinterpret_cast<const uint8_t*>(data);
   const uint32_t state = crc ^ 0xffffffffu;
   return (kHasSse42 ? ExtendHardware(state, p, bytes) : ExtendSoftware(state, p, bytes)) ^
          0xffffffffu;
 }
 
-uint32_t Crc32cMask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kMaskDelta; }
+uint32_t Crc32cMask(uint32_t crc) {
+  const uint32_t masked = ((crc >> 15) | (crc << 17)) + kMaskDelta;
+  WHARF_DASSERT(Crc32cUnmask(masked) == crc);  // the two are inverses
+  return masked;
+}
 
 uint32_t Crc32cUnmask(uint32_t masked) {
   const uint32_t rotated = masked - kMaskDelta;
-  return (rotated >> 17) | (rotated << 15);
+  const uint32_t crc = (rotated >> 17) | (rotated << 15);
+  // Not Crc32cMask (it asserts through this one): the rotation undone by hand.
+  WHARF_DASSERT(((crc >> 15) | (crc << 17)) == rotated);
+  return crc;
 }
 
 Status ScanLogFile(rocksdb::FileSystem* fs, const std::string& path, uint64_t log_number,
                    const LogRecordFn& on_record, LogScan* scan) {
+  WHARF_ASSERT(fs != nullptr && scan != nullptr);
+  WHARF_ASSERT(!path.empty());
   *scan = LogScan();
   const rocksdb::IOOptions io_options;
   rocksdb::IOStatus s = fs->GetFileSize(path, io_options, &scan->file_bytes, nullptr);
@@ -279,6 +329,9 @@ Status ScanLogFile(rocksdb::FileSystem* fs, const std::string& path, uint64_t lo
     scanner.Block(read.data(), n, block_start, block_start + n == scan->file_bytes);
   }
   scanner.End();
+  // The intact prefix is whole records; damage always names its reason.
+  WHARF_DASSERT(scan->records > 0 || scan->intact_end == 0);
+  WHARF_DASSERT(!scan->damaged || !scan->damage_reason.empty());
   return Status::OK();
 }
 

@@ -40,11 +40,15 @@ class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
  public:
   WalWritableFile(std::unique_ptr<rocksdb::FSWritableFile> file, std::shared_ptr<WalState> state,
                   WalSpare* spare)
-      : FSWritableFileOwnerWrapper(std::move(file)), state_(std::move(state)), spare_(spare) {}
+      : FSWritableFileOwnerWrapper(std::move(file)), state_(std::move(state)), spare_(spare) {
+    WHARF_ASSERT(state_ != nullptr && state_->fd >= 0);  // Track opened its sync descriptor
+    WHARF_ASSERT(spare_ != nullptr || state_->switch_at_bytes == UINT64_MAX);  // no spare, no ask
+  }
   ~WalWritableFile() override { state_->closed = true; }
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
+    WHARF_DASSERT(!state_->closed.load());  // RocksDB appends only to an open WAL
     rocksdb::IOStatus s = target()->Append(data, options, dbg);
     if (s.ok()) Appended(data.size());
     return s;
@@ -52,12 +56,14 @@ class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            const rocksdb::DataVerificationInfo& info,
                            rocksdb::IODebugContext* dbg) override {
+    WHARF_DASSERT(!state_->closed.load());
     rocksdb::IOStatus s = target()->Append(data, options, info, dbg);
     if (s.ok()) Appended(data.size());
     return s;
   }
   rocksdb::IOStatus Close(const rocksdb::IOOptions& options,
                           rocksdb::IODebugContext* dbg) override {
+    WHARF_DASSERT(state_->fd >= 0);  // the sync descriptor outlives RocksDB's own
     state_->closed = true;
     return target()->Close(options, dbg);
   }
@@ -65,6 +71,9 @@ class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
  private:
   void Appended(uint64_t bytes) {
     const uint64_t appended = state_->appended_bytes += bytes;
+    // The count only grows and never wraps: a sync plan compares it with what was synced.
+    WHARF_DASSERT(appended >= bytes);
+    WHARF_DASSERT(state_->switch_at_bytes > 0);  // 0 would ask for a switch before any record
     if (spare_ != nullptr && appended >= state_->switch_at_bytes &&
         !state_->switch_asked.exchange(true)) {
       spare_->WantSwitch();
@@ -78,16 +87,21 @@ class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
 }  // namespace
 
 bool IsWalFileName(const std::string& fname) {
+  WHARF_DASSERT(!fname.empty());
   size_t slash = fname.rfind('/');
   std::string_view base =
       std::string_view(fname).substr(slash == std::string::npos ? 0 : slash + 1);
+  WHARF_DASSERT(base.find('/') == std::string_view::npos);  // the last component only
   if (base.size() <= 4 || base.substr(base.size() - 4) != ".log") return false;
   return std::all_of(base.begin(), base.end() - 4, [](char c) { return c >= '0' && c <= '9'; });
 }
 
 WalFileSystem::WalFileSystem(const std::shared_ptr<rocksdb::FileSystem>& base,
                              DurabilityObserver* observer)
-    : FileSystemWrapper(base), observer_(observer) {}
+    : FileSystemWrapper(base), observer_(observer) {
+  WHARF_ASSERT(base != nullptr);
+  WHARF_ASSERT(target() == base.get());  // WAL files are written through it
+}
 
 WalFileSystem::~WalFileSystem() {
   if (dir_fd_ >= 0) ::close(dir_fd_);
@@ -97,6 +111,8 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
                                                  const rocksdb::FileOptions& options,
                                                  std::unique_ptr<rocksdb::FSWritableFile>* result,
                                                  rocksdb::IODebugContext* dbg) {
+  WHARF_ASSERT(result != nullptr);
+  WHARF_ASSERT(!fname.empty());
   if (spare_ != nullptr && IsWalFileName(fname)) {
     {
       // RocksDB has switched: the newest WAL so far has its final size. An appended WAL that asked
@@ -110,6 +126,7 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
     const std::string spare = spare_->Take(&spare_bytes);
     // RocksDB's posix file system renames the spare into place and opens it without truncating.
     if (!spare.empty() && target()->ReuseWritableFile(fname, spare, options, result, dbg).ok()) {
+      WHARF_ASSERT(spare_bytes > 0);  // a taken spare was built whole
       spare_wals_.fetch_add(1);
       return Track(fname, spare_bytes, result);
     }
@@ -122,16 +139,21 @@ rocksdb::IOStatus WalFileSystem::NewWritableFile(const std::string& fname,
 rocksdb::IOStatus WalFileSystem::ReopenWritableFile(
     const std::string& fname, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
+  WHARF_ASSERT(result != nullptr);
+  WHARF_ASSERT(!fname.empty());
   rocksdb::IOStatus s = target()->ReopenWritableFile(fname, options, result, dbg);
   if (!s.ok() || !IsWalFileName(fname)) return s;
   return Track(fname, 0, result);
 }
 
 void WalFileSystem::EnableSpares(const std::string& dir, uint64_t bytes) {
+  WHARF_ASSERT(spare_ == nullptr);  // once, before the database opens (no WAL reads spare_ yet)
+  WHARF_ASSERT(!dir.empty() && bytes > 0);
   spare_ = std::make_unique<WalSpare>(target(), dir, bytes);
 }
 
 void WalFileSystem::SetOnSpareSwitch(std::function<bool()> on_switch) {
+  WHARF_ASSERT(on_switch);
   if (spare_ != nullptr) spare_->SetOnSwitch(std::move(on_switch));
 }
 
@@ -141,6 +163,9 @@ void WalFileSystem::StopSpares() {
 
 rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefilled_bytes,
                                        std::unique_ptr<rocksdb::FSWritableFile>* result) {
+  WHARF_ASSERT(result != nullptr && *result != nullptr);  // the file just created or reopened
+  WHARF_ASSERT(IsWalFileName(fname));
+  WHARF_ASSERT(prefilled_bytes == 0 || spare_ != nullptr);  // only a spare comes prefilled
   auto state = std::make_shared<WalState>();
   state->path = fname;
   state->prefilled_bytes = prefilled_bytes;
@@ -150,6 +175,8 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefil
     state->switch_at_bytes = prefilled_bytes > 0
                                  ? prefilled_bytes / 8 * 7
                                  : std::min(kSpareAfterBytes, spare_->bytes_max() / 8);
+    // A spare is at least 1 MiB, so the switch point is never 0 (an ask before the first append).
+    WHARF_DASSERT(state->switch_at_bytes > 0);
   }
   state->fd = ::open(fname.c_str(), O_RDONLY | O_CLOEXEC);
   if (state->fd < 0) {
@@ -158,6 +185,8 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefil
   std::string dir = fname.substr(0, fname.rfind('/'));
   {
     internal::MutexLock lock(&mutex_);
+    // Every WAL lives in one directory, the one whose fsync makes their names durable.
+    WHARF_ASSERT(dir_fd_ < 0 || dir == dir_);
     if (dir_fd_ < 0) {
       dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (dir_fd_ < 0) {
@@ -174,15 +203,19 @@ rocksdb::IOStatus WalFileSystem::Track(const std::string& fname, uint64_t prefil
 }
 
 void WalFileSystem::PlanSync(SyncPlan* plan) {
+  WHARF_ASSERT(plan != nullptr);
   *plan = SyncPlan();
   internal::MutexLock lock(&mutex_);
   for (const auto& wal : wals_) {
+    WHARF_DASSERT(wal->fd >= 0);
     uint64_t appended = wal->appended_bytes.load();
     if (appended <= wal->synced_bytes) continue;
     plan->ops.push_back({wal->fd, /*data_only=*/true});
     plan->targets.push_back({wal, appended});
   }
+  WHARF_DASSERT(plan->ops.size() == plan->targets.size());  // one op per WAL so far
   if (dir_sync_pending_) {
+    WHARF_ASSERT(dir_fd_ >= 0);  // pending only once Track opened the directory
     plan->ops.push_back({dir_fd_, /*data_only=*/false});
     plan->syncs_dir = true;
     plan->dir_token = observer_ ? observer_->BeforeDirSync(dir_) : 0;
@@ -191,6 +224,9 @@ void WalFileSystem::PlanSync(SyncPlan* plan) {
 }
 
 Status WalFileSystem::CompleteSync(const SyncPlan& plan, int errno_value) {
+  WHARF_ASSERT(errno_value >= 0);  // 0 or an errno
+  // The plan's ops are its WALs' syncs, then the directory's when it syncs it.
+  WHARF_ASSERT(plan.ops.size() == plan.targets.size() + (plan.syncs_dir ? 1 : 0));
   internal::MutexLock lock(&mutex_);
   Status status;
   if (errno_value != 0) {
@@ -226,7 +262,13 @@ Status WalFileSystem::CompleteSync(const SyncPlan& plan, int errno_value) {
 uint64_t WalFileSystem::unsynced_bytes() const {
   internal::MutexLock lock(&mutex_);
   uint64_t total = 0;
-  for (const auto& wal : wals_) total += wal->appended_bytes.load() - wal->synced_bytes;
+  for (const auto& wal : wals_) {
+    const uint64_t appended = wal->appended_bytes.load();
+    // A sync covers only what was appended when its plan was made (CompleteSync).
+    WHARF_ASSERT(wal->synced_bytes <= appended);
+    total += appended - wal->synced_bytes;
+  }
+  WHARF_DASSERT(wals_.empty() || newest_ != nullptr);
   return total;
 }
 
@@ -234,10 +276,12 @@ std::map<std::string, uint64_t> WalFileSystem::AppendedBytes() const {
   internal::MutexLock lock(&mutex_);
   std::map<std::string, uint64_t> sizes;
   for (const auto& wal : wals_) {
+    WHARF_DASSERT(!wal->path.empty() && IsWalFileName(wal->path));
     const size_t slash = wal->path.find_last_of('/');
     sizes[slash == std::string::npos ? wal->path : wal->path.substr(slash + 1)] =
         wal->appended_bytes.load();
   }
+  WHARF_DASSERT(sizes.size() <= wals_.size());
   return sizes;
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <utility>
 
+#include "engine/base/assert.h"
 #include "engine/base/thread_name.h"
 
 namespace wharf::io {
@@ -25,13 +26,27 @@ constexpr auto kRetryDelay = std::chrono::seconds(1);
 // How long until a switch that could not happen (the store's last one still flushing) is retried.
 constexpr auto kSwitchRetryDelay = std::chrono::milliseconds(5);
 
-uint64_t RoundUpToMiB(uint64_t bytes) { return (bytes + kMiB - 1) / kMiB * kMiB; }
+uint64_t RoundUpToMiB(uint64_t bytes) {
+  WHARF_ASSERT(bytes <= UINT64_MAX - kMiB);  // the sum below must not wrap to a tiny spare
+  const uint64_t rounded = (bytes + kMiB - 1) / kMiB * kMiB;
+  WHARF_DASSERT(rounded >= bytes && rounded - bytes < kMiB && rounded % kMiB == 0);
+  return rounded;
+}
+static_assert(kMiB % kStepBytes == 0, "a spare of whole MiB is written in whole steps");
 
 // The I/O of this thread goes after everyone else's where the block scheduler has classes
 // (mq-deadline, bfq): WAL syncs first. Best effort; lowering one's own priority needs no rights.
 void LowerThisThreadsIoPriority() {
   constexpr int kWhoProcess = 1, kClassIdle = 3, kClassShift = 13;  // <linux/ioprio.h>
-  static_cast<void>(::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassIdle << kClassShift));
+  static_assert(kClassIdle < 8, "the class is 3 bits above the 13-bit level");
+  // Who 0 with IOPRIO_WHO_PROCESS is the calling thread: never another one's priority.
+  [[maybe_unused]] const long rc =
+      ::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassIdle << kClassShift);
+  WHARF_DASSERT(rc == 0 || rc == -1);
+}
+
+bool IsSparePath(const std::string& path, const std::string (&paths)[2]) {
+  return path == paths[0] || path == paths[1];
 }
 
 }  // namespace
@@ -43,24 +58,31 @@ WalSpare::WalSpare(rocksdb::FileSystem* fs, const std::string& dir, uint64_t byt
       bytes_max_(RoundUpToMiB(std::max<uint64_t>(bytes_max, 1))),
       next_bytes_(bytes_max_),
       thread_([this] {
+        WHARF_ASSERT(fs_ != nullptr);
         NameThisThread("wharf-walspare");
         LowerThisThreadsIoPriority();
         for (const std::string& path : paths_) {
           fs_->DeleteFile(path, rocksdb::IOOptions(), nullptr).PermitUncheckedError();
         }
         Run();
-      }) {}
+      }) {
+  WHARF_ASSERT(!dir.empty());
+  WHARF_ASSERT(bytes_max_ >= kMiB && bytes_max_ % kMiB == 0);  // whole MiB, whole steps
+}
 
 WalSpare::~WalSpare() { Stop(); }
 
 void WalSpare::Stop() {
+  // The builder thread would join itself (on_switch must not call back in).
+  WHARF_ASSERT(std::this_thread::get_id() != thread_.get_id());
   {
-    std::lock_guard lock(mu_);
+    internal::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mu_);
+  internal::MutexLock lock(&mu_);
+  WHARF_ASSERT(next_path_ == 0 || next_path_ == 1);
   // A half-built spare was removed by Build; an unused one is only zeros nobody refers to.
   if (ready_) {
     fs_->DeleteFile(paths_[next_path_], rocksdb::IOOptions(), nullptr).PermitUncheckedError();
@@ -70,18 +92,24 @@ void WalSpare::Stop() {
 }
 
 void WalSpare::SetOnSwitch(std::function<bool()> on_switch) {
+  WHARF_ASSERT(on_switch);  // an empty one would leave a wanted switch waiting forever
   {
-    std::lock_guard lock(mu_);
+    internal::MutexLock lock(&mu_);
+    WHARF_DASSERT(!on_switch_);  // set once, before the first WantSwitch
     on_switch_ = std::move(on_switch);
   }
-  cv_.notify_all();  // a switch may be waiting for it
+  cv_.SignalAll();  // a switch may be waiting for it
 }
 
 std::string WalSpare::Take(uint64_t* bytes) {
-  std::lock_guard lock(mu_);
+  WHARF_ASSERT(bytes != nullptr);
+  internal::MutexLock lock(&mu_);
   wanted_ = true;  // a WAL was created: the engine writes, so the next one will want a spare too
-  cv_.notify_all();
+  cv_.SignalAll();
   if (!ready_) return {};
+  WHARF_ASSERT(next_path_ == 0 || next_path_ == 1);
+  // A ready spare was built whole: whole MiB, within the bound.
+  WHARF_ASSERT(ready_bytes_ >= kMiB && ready_bytes_ <= bytes_max_ && ready_bytes_ % kMiB == 0);
   ready_ = false;
   ready_flag_.store(false, std::memory_order_relaxed);
   switch_wanted_ = false;  // the new WAL is this spare
@@ -92,55 +120,68 @@ std::string WalSpare::Take(uint64_t* bytes) {
 }
 
 void WalSpare::ObserveWal(uint64_t wal_bytes, bool outgrew) {
+  WHARF_ASSERT(wal_bytes <= UINT64_MAX / 4);  // the products below must not wrap
   const uint64_t wanted = outgrew ? wal_bytes * 2 : wal_bytes / 4 * 5;
-  std::lock_guard lock(mu_);
+  internal::MutexLock lock(&mu_);
   next_bytes_ = std::clamp(RoundUpToMiB(wanted), kMiB, bytes_max_);
+  WHARF_DASSERT(next_bytes_ % kMiB == 0);  // both bounds are whole MiB
 }
 
 void WalSpare::WantSwitch() {
-  std::lock_guard lock(mu_);
+  internal::MutexLock lock(&mu_);
+  // ready() reads the flag without the lock; under it the two agree.
+  WHARF_DASSERT(ready_flag_.load(std::memory_order_relaxed) == ready_);
   wanted_ = true;
   switch_wanted_ = true;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void WalSpare::Run() {
-  std::unique_lock lock(mu_);
+  // Held except across a build and on_switch (explicit Lock/Unlock: the analysis checks that
+  // they pair up on every path).
+  mu_.Lock();
   while (!stop_) {
+    WHARF_ASSERT(next_path_ == 0 || next_path_ == 1);
+    WHARF_DASSERT(ready_flag_.load(std::memory_order_relaxed) == ready_);
     if (wanted_ && !ready_) {
       const uint64_t bytes = next_bytes_;
       const std::string& path = paths_[next_path_];
-      lock.unlock();
+      mu_.Unlock();
       const bool built = Build(path, bytes);
-      lock.lock();
+      mu_.Lock();
       if (built) {
         ready_ = true;
         ready_flag_.store(true, std::memory_order_relaxed);
         ready_bytes_ = bytes;
         wanted_ = false;
       } else if (!stop_) {
-        cv_.wait_for(lock, kRetryDelay, [this] { return stop_; });
+        cv_.WaitFor(&mu_, kRetryDelay, [this]() WHARF_REQUIRES(mu_) { return stop_; });
       }
       continue;
     }
     if (ready_ && switch_wanted_ && on_switch_) {
       switch_wanted_ = false;
       std::function<bool()> on_switch = on_switch_;
-      lock.unlock();
+      mu_.Unlock();
       const bool switched = on_switch();
-      lock.lock();
+      mu_.Lock();
       if (!switched) {
         // Ask again shortly, unless the spare was taken meanwhile (the WAL switched on its own).
-        cv_.wait_for(lock, kSwitchRetryDelay, [this] { return stop_ || !ready_; });
+        cv_.WaitFor(&mu_, kSwitchRetryDelay,
+                    [this]() WHARF_REQUIRES(mu_) { return stop_ || !ready_; });
         if (ready_) switch_wanted_ = true;
       }
       continue;
     }
-    cv_.wait(lock);
+    cv_.Wait(&mu_);
   }
+  mu_.Unlock();
 }
 
 bool WalSpare::Build(const std::string& path, uint64_t bytes) {
+  WHARF_ASSERT(IsSparePath(path, paths_));  // never anything but a spare is zeroed
+  // Whole MiB within the bound, so whole steps: the RangeSync below never passes the end.
+  WHARF_ASSERT(bytes >= kMiB && bytes <= bytes_max_ && bytes % kStepBytes == 0);
   const rocksdb::IOOptions io_options;
   uint64_t free_bytes = 0;
   // A file system that cannot tell (NotSupported) gets its spare.
@@ -158,10 +199,11 @@ bool WalSpare::Build(const std::string& path, uint64_t bytes) {
     const auto due =
         start + std::chrono::microseconds(offset * 1'000'000 / (kZeroMiBPerSecond * kMiB));
     {
-      std::unique_lock lock(mu_);
-      cv_.wait_until(lock, due, [this] { return stop_; });
+      internal::MutexLock lock(&mu_);
+      cv_.WaitUntil(&mu_, due, [this]() WHARF_REQUIRES(mu_) { return stop_; });
       if (stop_) s = rocksdb::IOStatus::Aborted("stopping");
     }
+    WHARF_DASSERT(offset + kStepBytes <= bytes);
     if (s.ok()) s = file->Append(zeros, io_options, nullptr);
     // Start writing the step back now: the final sync then has little left to send, and a WAL
     // sync queues behind one step at most.

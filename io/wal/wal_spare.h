@@ -29,13 +29,13 @@
 #include <rocksdb/file_system.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "engine/base/mutex.h"
 
 namespace wharf::io {
 
@@ -86,17 +86,17 @@ class WalSpare {
   const std::string paths_[2];
   const uint64_t bytes_max_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool wanted_ = false;                  // build a spare when there is none
-  bool switch_wanted_ = false;           // run on_switch_ once a spare is ready
-  int next_path_ = 0;                    // index in paths_ of the next (or the ready) spare
-  bool ready_ = false;                   // a whole, synced spare is at paths_[next_path_]
-  std::atomic<bool> ready_flag_{false};  // ready_, for ready(); written with it under mu_
-  uint64_t ready_bytes_ = 0;             // its size
-  uint64_t next_bytes_;                  // the size of the next spare
-  std::function<bool()> on_switch_;
+  internal::Mutex mu_;
+  internal::CondVar cv_;
+  bool stop_ WHARF_GUARDED_BY(mu_) = false;
+  bool wanted_ WHARF_GUARDED_BY(mu_) = false;         // build a spare when there is none
+  bool switch_wanted_ WHARF_GUARDED_BY(mu_) = false;  // run on_switch_ once a spare is ready
+  int next_path_ WHARF_GUARDED_BY(mu_) = 0;   // index in paths_ of the next (or the ready) spare
+  bool ready_ WHARF_GUARDED_BY(mu_) = false;  // a whole, synced spare is at paths_[next_path_]
+  std::atomic<bool> ready_flag_{false};       // ready_, for ready(); written with it under mu_
+  uint64_t ready_bytes_ WHARF_GUARDED_BY(mu_) = 0;  // its size
+  uint64_t next_bytes_ WHARF_GUARDED_BY(mu_);       // the size of the next spare
+  std::function<bool()> on_switch_ WHARF_GUARDED_BY(mu_);
   std::thread thread_;  // last: starts after the members it uses
 };
 
