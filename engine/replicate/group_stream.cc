@@ -177,10 +177,10 @@ void GroupStream::Close() {
   std::call_once(closed_, [this] {
     WHARF_ASSERT(std::this_thread::get_id() != publisher_thread_.get_id());  // not from a listener
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       closing_ = true;
     }
-    wake_.notify_all();
+    wake_.SignalAll();
     // Ends the acknowledgement thread's wait and any request of the publisher's at once.
     link_->Close();
     if (publisher_thread_.joinable()) publisher_thread_.join();
@@ -217,7 +217,7 @@ void GroupStream::Ship(uint64_t number, std::string_view bytes, uint64_t last_fa
   group.shipped_at = Clock::now();
   const uint64_t counted = CountedBytes(group.bytes.size());
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     WHARF_ASSERT(number == last_shipped_ + 1);  // the committer ships every group, in order
     last_shipped_ = number;
     counted_bytes_ += counted;
@@ -227,7 +227,7 @@ void GroupStream::Ship(uint64_t number, std::string_view bytes, uint64_t last_fa
     pending_groups_ += 1;
     incoming_.push_back(std::move(group));
   }
-  wake_.notify_one();
+  wake_.Signal();
 }
 
 uint64_t GroupStream::CountedBytes(size_t bytes) const {
@@ -238,18 +238,18 @@ uint64_t GroupStream::CountedBytes(size_t bytes) const {
 }
 
 uint64_t GroupStream::counted_bytes() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return counted_bytes_;
 }
 
 void GroupStream::SetRetainedBase(uint64_t counted) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (counted <= retained_base_) return;
     retained_base_ = counted;
     retained_moved_ = true;
   }
-  wake_.notify_one();
+  wake_.Signal();
 }
 
 void GroupStream::RunAcks() {
@@ -259,7 +259,7 @@ void GroupStream::RunAcks() {
     const natsStatus s = natsSubscription_NextMsg(&raw, reply_subscription_, 1000);
     NatsMsgPtr message(raw);
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       if (closing_) return;
     }
     if (s == NATS_TIMEOUT) continue;
@@ -278,10 +278,10 @@ void GroupStream::RunAcks() {
     reply.number = std::strtoull(end + 1, nullptr, 10);
     reply.ack = ParsePubAck(message.get());
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       replies_in_.push_back(std::move(reply));
     }
-    wake_.notify_one();
+    wake_.Signal();
   }
 }
 
@@ -295,27 +295,28 @@ Clock::time_point GroupStream::NextDeadline() const {
 
 void GroupStream::RunPublisher() {
   std::vector<Reply> replies;
-  std::unique_lock lock(mutex_);
   while (true) {
-    wake_.wait_until(lock, NextDeadline(), [&] {
-      return closing_ || !replies_in_.empty() || (!incoming_.empty() && !refused_) ||
-             retained_moved_ || (resync_needed_ && Clock::now() >= retry_at_);
-    });
-    if (closing_) return;
-    if (refused_) {  // nothing more is published; wait for Close
-      incoming_.clear();
-      replies_in_.clear();
-      continue;
+    {
+      MutexLock lock(&mutex_);
+      wake_.WaitUntil(&mutex_, NextDeadline(), [&]() WHARF_REQUIRES(mutex_) {
+        return closing_ || !replies_in_.empty() || (!incoming_.empty() && !refused_) ||
+               retained_moved_ || (resync_needed_ && Clock::now() >= retry_at_);
+      });
+      if (closing_) return;
+      if (refused_) {  // nothing more is published; wait for Close
+        incoming_.clear();
+        replies_in_.clear();
+        continue;
+      }
+      while (!incoming_.empty()) {
+        window_.push_back(std::move(incoming_.front()));
+        incoming_.pop_front();
+      }
+      replies.clear();
+      replies.swap(replies_in_);
+      retained_base_seen_ = retained_base_;
+      retained_moved_ = false;
     }
-    while (!incoming_.empty()) {
-      window_.push_back(std::move(incoming_.front()));
-      incoming_.pop_front();
-    }
-    replies.clear();
-    replies.swap(replies_in_);
-    retained_base_seen_ = retained_base_;
-    retained_moved_ = false;
-    lock.unlock();
 
     HandleReplies(replies);
     ReportStored();
@@ -338,7 +339,6 @@ void GroupStream::RunPublisher() {
       ReportStored();
     }
     if (!resync_needed_ && !window_.empty()) PublishWindow();
-    lock.lock();
   }
 }
 
@@ -534,7 +534,7 @@ void GroupStream::ReportStored() {
 
 void GroupStream::Refuse(uint64_t number, Status why) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     refused_ = true;
     incoming_.clear();
   }

@@ -58,7 +58,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -67,6 +66,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/commit/group_sink.h"
 #include "engine/replicate/nats_link.h"
 #include "engine/replicate/replicate_config.h"
@@ -199,16 +199,17 @@ class GroupStream final : public GroupSink {
   __natsSubscription* reply_subscription_ = nullptr;
 
   // Shared with Ship, the acknowledgement thread and Close.
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Group> incoming_;  // shipped, not yet taken by the publisher
-  std::vector<Reply> replies_in_;
-  uint64_t counted_bytes_ = 0;   // see "Bounded disk"
-  uint64_t retained_base_ = 0;   // counted_bytes_ a snapshot covers
-  bool retained_moved_ = false;  // SetRetainedBase since the publisher last looked
-  bool closing_ = false;
-  bool refused_ = false;
-  uint64_t last_shipped_ = 0;
+  mutable Mutex mutex_;
+  CondVar wake_;
+  std::deque<Group> incoming_ WHARF_GUARDED_BY(mutex_);  // shipped, not yet taken by the publisher
+  std::vector<Reply> replies_in_ WHARF_GUARDED_BY(mutex_);
+  uint64_t counted_bytes_ WHARF_GUARDED_BY(mutex_) = 0;  // see "Bounded disk"
+  uint64_t retained_base_ WHARF_GUARDED_BY(mutex_) = 0;  // counted_bytes_ a snapshot covers
+  // SetRetainedBase since the publisher last looked.
+  bool retained_moved_ WHARF_GUARDED_BY(mutex_) = false;
+  bool closing_ WHARF_GUARDED_BY(mutex_) = false;
+  bool refused_ WHARF_GUARDED_BY(mutex_) = false;
+  uint64_t last_shipped_ WHARF_GUARDED_BY(mutex_) = 0;
 
   // The publisher thread's own.
   std::deque<Group> window_;  // groups reported_ + 1 .. in order, not yet reported stored

@@ -227,8 +227,11 @@ Status Replicator::Prepare(const EngineOptions& options, Store* store,
   replicator->term_ = same_writer ? local.term : replication::RandomId();
   replicator->path_ = store->path();
   replicator->staging_dir_ = replicator->path_ + "-snapshots";
-  replicator->state_.stream = stream;
-  replicator->state_.term = replication::IdHex(replicator->term_);
+  {
+    MutexLock lock(&replicator->mu_);  // no thread reads it yet; the analysis asks all the same
+    replicator->state_.stream = stream;
+    replicator->state_.term = replication::IdHex(replicator->term_);
+  }
   *out = std::move(replicator);
   return Status::OK();
 }
@@ -266,10 +269,10 @@ Status Replicator::Start(Engine* engine) {
 
 void Replicator::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -287,7 +290,7 @@ void Replicator::Close() {
 }
 
 Replicator::State Replicator::state() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return state_;
 }
 
@@ -317,7 +320,7 @@ Status Replicator::Snapshot(Engine* engine) {
     uint64_t oldest_kept_group = 0;
     s = snapshots.Prune(options_.replicate_snapshot_keep, &oldest_kept_group);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (s.ok()) {
     ++state_.snapshots;
     state_.last_snapshot_group = covered_group;
@@ -342,10 +345,12 @@ void Replicator::SnapshotLoop(Engine* engine) {
   auto last = Clock::now();
   auto retry_at = last;
   uint64_t shipped_at_last = committer_->ReplicationLag().shipped_bytes;
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::seconds(1));
-    if (stopping_) break;
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      if (!stopping_) wake_.WaitFor(&mu_, std::chrono::seconds(1));
+      if (stopping_) break;
+    }
     const uint64_t shipped = committer_->ReplicationLag().shipped_bytes;
     const bool by_time =
         options_.replicate_snapshot_interval_ms > 0 &&
@@ -355,9 +360,7 @@ void Replicator::SnapshotLoop(Engine* engine) {
     const bool held = groups_->held();
     if ((!by_time && !by_bytes && !held) || Clock::now() < retry_at) continue;
     if (!committer_->ReplicationFenced().ok()) break;  // another primary's stream now
-    lock.unlock();
     const bool ok = Snapshot(engine).ok();  // its error is in state_ (metrics, wharf stat)
-    lock.lock();
     if (!ok) {
       retry_at = Clock::now() + kRetryPause;
       continue;

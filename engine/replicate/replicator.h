@@ -25,13 +25,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "engine/base/mutex.h"
 #include "engine/commit/committer.h"
 #include "engine/core/engine_service.h"
 #include "engine/replicate/replicate_config.h"
@@ -110,10 +109,10 @@ class Replicator : public EngineService {
   std::unique_ptr<GroupStream> groups_;
   Committer* committer_ = nullptr;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  State state_;
+  mutable Mutex mu_;
+  CondVar wake_;
+  bool stopping_ WHARF_GUARDED_BY(mu_) = false;
+  State state_ WHARF_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

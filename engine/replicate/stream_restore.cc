@@ -7,11 +7,11 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/backup/backup_internal.h"
+#include "engine/base/mutex.h"
 #include "engine/replicate/apply_groups.h"
 #include "engine/replicate/group_reader.h"
 #include "engine/replicate/nats_link.h"
@@ -185,14 +185,14 @@ class StandbyImpl final : public Standby {
   ~StandbyImpl() override { Stop().PermitUncheckedError(); }
 
   State state() const override {
-    std::lock_guard lock(mu_);
+    internal::MutexLock lock(&mu_);
     return state_;
   }
 
   Status Stop() override {
     stopping_.store(true);
     if (thread_.joinable()) thread_.join();
-    std::lock_guard lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (store_ == nullptr) return Status::OK();
     Status s = store_->Close();
     store_.reset();
@@ -202,7 +202,7 @@ class StandbyImpl final : public Standby {
  private:
   // Takes the position of the copy store_ holds (at start, and after a rebase).
   void Adopt() {
-    std::lock_guard lock(mu_);
+    internal::MutexLock lock(&mu_);
     state_.applied_group = store_->recovered_replication().group;
     state_.last_fact_id = store_->recovered_last_lsn();
     term_hex_ = replication::IdHex(store_->recovered_replication().term);
@@ -215,7 +215,12 @@ class StandbyImpl final : public Standby {
         Rebase();
         continue;
       }
-      FollowFrom(state_.applied_group + 1);
+      uint64_t next_group = 0;
+      {
+        internal::MutexLock lock(&mu_);
+        next_group = state_.applied_group + 1;
+      }
+      FollowFrom(next_group);
     }
   }
 
@@ -239,7 +244,7 @@ class StandbyImpl final : public Standby {
         if (rebased) return;
       }
       if (s.ok()) s = internal::ApplyGroup(copy, number, group);
-      std::lock_guard lock(mu_);
+      internal::MutexLock lock(&mu_);
       state_.stream_group = std::max(reader.last_known_sequence(), state_.applied_group);
       if (s.ok()) {
         if (!group.term_hex.empty()) term_hex_ = group.term_hex;
@@ -273,7 +278,7 @@ class StandbyImpl final : public Standby {
   // the groups after it). On failure store_ stays null and Follow tries again.
   void Rebase() {
     {
-      std::lock_guard lock(mu_);
+      internal::MutexLock lock(&mu_);
       if (store_ != nullptr) {
         Status closed = store_->Close();
         store_.reset();
@@ -286,12 +291,12 @@ class StandbyImpl final : public Standby {
     std::unique_ptr<Store> store;
     if (s.ok()) s = OpenCopy(path_, &store);
     if (!s.ok()) {
-      std::lock_guard lock(mu_);
+      internal::MutexLock lock(&mu_);
       state_.error = "starting over from the stream's snapshot: " + s.ToString();
       return;
     }
     {
-      std::lock_guard lock(mu_);
+      internal::MutexLock lock(&mu_);
       store_ = std::move(store);
       ++state_.rebases;
       state_.error.clear();
@@ -303,9 +308,10 @@ class StandbyImpl final : public Standby {
   const std::string path_;
   const std::unique_ptr<internal::NatsLink> link_;
   const internal::ReplicateConfig config_;
-  mutable std::mutex mu_;
-  std::unique_ptr<Store> store_;  // the follower thread's; guarded by mu_ when it changes
-  State state_;
+  mutable internal::Mutex mu_;
+  // The follower thread's; changed (and read by other threads) under mu_.
+  std::unique_ptr<Store> store_;
+  State state_ WHARF_GUARDED_BY(mu_);
   std::string term_hex_;  // of the last group applied (the follower thread's)
   std::atomic<bool> stopping_{false};
   std::thread thread_;

@@ -38,11 +38,11 @@ void Retention::Start() {
 
 void Retention::Stop() {
   {
-    std::lock_guard lock(thread_mutex_);
+    MutexLock lock(&thread_mutex_);
     stopping_ = true;
   }
   cancel_compaction_.store(true);
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -55,11 +55,13 @@ void Retention::Run() {
   // every second, so that a burst of commits does not wait a whole interval.
   const auto tick = std::min<Clock::duration>(interval, std::chrono::seconds(1));
   auto next_pass = Clock::now() + interval;
-  std::unique_lock lock(thread_mutex_);
-  while (!stopping_) {
-    wake_.wait_for(lock, tick, [this] { return stopping_; });
-    if (stopping_) break;
-    lock.unlock();
+  while (true) {
+    {
+      MutexLock lock(&thread_mutex_);
+      wake_.WaitFor(&thread_mutex_, tick,
+                    [this]() WHARF_REQUIRES(thread_mutex_) { return stopping_; });
+      if (stopping_) break;
+    }
     bool due = Clock::now() >= next_pass || MemtableNearlyFull();
     if (!due && options.retention_max_bytes > 0) {
       // The bound leaves room for a flush and a compaction (bounds.cc): a pass as soon as the
@@ -76,7 +78,6 @@ void Retention::Run() {
       s.PermitUncheckedError();
       next_pass = Clock::now() + interval;
     }
-    lock.lock();
   }
 }
 

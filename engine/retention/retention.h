@@ -30,7 +30,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -130,9 +129,9 @@ class Retention : public EngineService {
   std::vector<std::pair<const void*, RetentionObserver>> observers_
       WHARF_GUARDED_BY(observers_mutex_);
 
-  std::mutex thread_mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by thread_mutex_
+  Mutex thread_mutex_;
+  CondVar wake_;
+  bool stopping_ WHARF_GUARDED_BY(thread_mutex_) = false;
   std::atomic<bool> cancel_compaction_{false};
   uint64_t memtable_bytes_seen_ = 0;  // the active outbox memtable at the last look (Run only)
   // At the last pass under a byte bound (bounds.cc): RocksDB's count of WAL bytes written, and

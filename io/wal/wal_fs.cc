@@ -87,7 +87,6 @@ class WalWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
 }  // namespace
 
 bool IsWalFileName(const std::string& fname) {
-  WHARF_DASSERT(!fname.empty());
   size_t slash = fname.rfind('/');
   std::string_view base =
       std::string_view(fname).substr(slash == std::string::npos ? 0 : slash + 1);

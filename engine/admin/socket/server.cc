@@ -11,13 +11,13 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <system_error>
 #include <vector>
 
 #include "engine/admin/socket/address.h"
 #include "engine/admin/socket/ops.h"
 #include "engine/base/assert.h"
+#include "engine/base/mutex.h"
 #include "engine/base/thread_name.h"
 
 namespace wharf::internal::admin_socket {
@@ -79,10 +79,11 @@ struct AdminServer::BackupJob {
   bool progress = false;
   int64_t progress_sent_ms = 0;
 
-  std::mutex mutex;  // between the backup thread and the server thread
-  uint64_t done = 0, total = 0;
-  bool finished = false;
-  std::string reply;  // once finished
+  Mutex mutex;  // between the backup thread and the server thread
+  uint64_t done WHARF_GUARDED_BY(mutex) = 0;
+  uint64_t total WHARF_GUARDED_BY(mutex) = 0;
+  bool finished WHARF_GUARDED_BY(mutex) = false;
+  std::string reply WHARF_GUARDED_BY(mutex);  // once finished
 };
 
 Status AdminServer::Start(Engine* engine, const std::string& socket_path,
@@ -231,7 +232,7 @@ void AdminServer::Run() {
         std::string reply;
         try {
           reply = Execute(*engine_, request, [&](uint64_t done, uint64_t total) {
-            std::lock_guard<std::mutex> lock(job->mutex);
+            MutexLock lock(&job->mutex);
             job->done = done;
             job->total = total;
           });
@@ -239,7 +240,7 @@ void AdminServer::Run() {
           reply = EncodeError(Status::Internal(std::string("admin request failed: ") + e.what()));
         }
         {
-          std::lock_guard<std::mutex> lock(job->mutex);
+          MutexLock lock(&job->mutex);
           job->reply = std::move(reply);
           job->finished = true;
         }
@@ -371,7 +372,7 @@ void AdminServer::Run() {
     bool finished = false;
     std::string reply;
     {
-      std::lock_guard<std::mutex> lock(job.mutex);
+      MutexLock lock(&job.mutex);
       done = job.done;
       total = job.total;
       finished = job.finished;
