@@ -77,24 +77,17 @@ struct HandlerCall {
 };
 
 BatchRunner::BatchRunner(EngineCore* core, const RuntimeOptions* options, Tracer* trace,
-                         Consumer* consumer, const std::vector<uint32_t>* partitions,
-                         const CursorChain* chain, const RelayBatch* relay_batch)
+                         Consumer* consumer, const CursorChain* chain,
+                         const RelayBatch* relay_batch)
     : core_(core),
       options_(options),
       trace_(trace),
       consumer_(consumer),
-      partitions_(partitions),
       chain_(chain),
       relay_batch_(relay_batch) {
   WHARF_ASSERT(core_ != nullptr && options_ != nullptr && trace_ != nullptr);
-  WHARF_ASSERT(consumer_->durable() && !partitions_->empty());
+  WHARF_ASSERT(consumer_->durable() && chain_ != nullptr);
   WHARF_ASSERT((consumer_->relay != nullptr) == (relay_batch_ != nullptr));
-}
-
-size_t BatchRunner::IndexOf(uint32_t partition) const {
-  auto it = std::find(partitions_->begin(), partitions_->end(), partition);
-  WHARF_ASSERT(it != partitions_->end());  // a lane reads only its own partitions
-  return static_cast<size_t>(it - partitions_->begin());
 }
 
 HandlerCall BatchRunner::CallHandler(const Fact& fact, Txn* txn) {
@@ -236,7 +229,8 @@ uint32_t BatchRunner::NoteDelivery(const Fact& fact) {
     counters_.retries.Add();
     return ++it->count;
   }
-  attempts_.insert(it, Attempts{fact.id, static_cast<uint32_t>(IndexOf(fact.partition)), 1});
+  attempts_.insert(it,
+                   Attempts{fact.id, static_cast<uint32_t>(chain_->IndexOf(fact.partition)), 1});
   return 1;
 }
 
@@ -260,7 +254,7 @@ std::string BatchRunner::ExhaustedReason(uint32_t attempt, std::string_view name
 }
 
 void BatchRunner::Resume(const tables::retries::RetryRecord& record, size_t index) {
-  WHARF_ASSERT(index < partitions_->size() && record.fact_id != 0);
+  WHARF_ASSERT(index < chain_->partitions() && record.fact_id != 0);
   // A fact this consumer kept failing before (another instance, or before a restart): its
   // attempts go on counting from there.
   auto it = std::lower_bound(attempts_.begin(), attempts_.end(), record.fact_id,
@@ -281,10 +275,11 @@ void BatchRunner::Resume(const tables::retries::RetryRecord& record, size_t inde
   }
 }
 
-void BatchRunner::ForgetPassed(const std::vector<uint64_t>& passed) {
-  WHARF_ASSERT(passed.size() == partitions_->size());
-  std::erase_if(attempts_, [&](const Attempts& a) { return a.fact_id <= passed[a.index]; });
-  if (retry_fact_id_ != 0 && retry_fact_id_ <= passed[retry_index_]) {
+void BatchRunner::ForgetPassed() {
+  std::erase_if(attempts_, [this](const Attempts& a) {
+    return a.fact_id <= chain_->durable(a.index).position;
+  });
+  if (retry_fact_id_ != 0 && retry_fact_id_ <= chain_->durable(retry_index_).position) {
     retry_fact_id_ = 0;
     failure_.ClearRetrying();
   }
@@ -295,7 +290,7 @@ void BatchRunner::NoteRetry(const Fact& fact, uint32_t attempt, const std::strin
   const int64_t now_ms = core_->NowMs();
   if (retry_fact_id_ != fact.id) {
     retry_fact_id_ = fact.id;
-    retry_index_ = IndexOf(fact.partition);
+    retry_index_ = chain_->IndexOf(fact.partition);
     retry_since_ms_ = now_ms;
   }
   retry_error_ = error;

@@ -55,11 +55,11 @@ class BatchRunner {
     kReloadCursors,  // another writer moved a cursor: read them again first
   };
 
-  // `partitions`: the lane's (IndexOf). `chain`: reads by effects wait for its batches in flight.
-  // `relay_batch`: a relay lane's published batch (null otherwise). All outlive the runner.
+  // `chain`: the lane's cursors (its partitions; reads by effects wait for its batches in
+  // flight). `relay_batch`: a relay lane's published batch (null otherwise). All outlive the
+  // runner.
   BatchRunner(EngineCore* core, const RuntimeOptions* options, Tracer* trace, Consumer* consumer,
-              const std::vector<uint32_t>* partitions, const CursorChain* chain,
-              const RelayBatch* relay_batch);
+              const CursorChain* chain, const RelayBatch* relay_batch);
   BatchRunner(const BatchRunner&) = delete;
   BatchRunner& operator=(const BatchRunner&) = delete;
 
@@ -82,8 +82,8 @@ class BatchRunner {
                               std::string_view reason) const;
   // Continues counting from a stored retry record of the partition at `index`.
   void Resume(const tables::retries::RetryRecord& record, size_t index);
-  // Forgets attempts and the retry state of facts at or below `passed` (per partition index).
-  void ForgetPassed(const std::vector<uint64_t>& passed);
+  // Forgets attempts and the retry state of facts the chain's durable positions passed.
+  void ForgetPassed();
 
   // The fact the lane waits to retry (0: none), and its partition's index.
   uint64_t retry_fact_id() const { return retry_fact_id_; }
@@ -127,13 +127,11 @@ class BatchRunner {
                     uint32_t* dead);
   // The store refused `fact` alone: settles it without its effects.
   Step SettlePoison(TxnRep* rep, const Fact& fact, uint32_t* dead);
-  size_t IndexOf(uint32_t partition) const;
 
   EngineCore* const core_;
   const RuntimeOptions* const options_;
   Tracer* const trace_;
   Consumer* const consumer_;
-  const std::vector<uint32_t>* const partitions_;
   const CursorChain* const chain_;
   const RelayBatch* const relay_batch_;
 

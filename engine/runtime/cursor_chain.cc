@@ -28,6 +28,12 @@ CursorChain::CursorChain(std::vector<uint32_t> partitions, uint32_t batches_max)
   draft_->partitions.resize(partitions_.size());
 }
 
+size_t CursorChain::IndexOf(uint32_t partition) const {
+  auto it = std::find(partitions_.begin(), partitions_.end(), partition);
+  WHARF_ASSERT(it != partitions_.end());  // a lane reads only its own partitions
+  return static_cast<size_t>(it - partitions_.begin());
+}
+
 std::vector<uint64_t> CursorChain::HeadPositions() const {
   std::vector<uint64_t> positions(head_.size());
   for (size_t i = 0; i < head_.size(); ++i) positions[i] = head_[i].position;

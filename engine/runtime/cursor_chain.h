@@ -78,6 +78,8 @@ class CursorChain {
   CursorChain& operator=(const CursorChain&) = delete;
 
   size_t partitions() const { return head_.size(); }
+  // The index of `partition` among the lane's (it must be one of them).
+  size_t IndexOf(uint32_t partition) const;
   const PartitionCursor& head(size_t index) const { return head_[index]; }
   const PartitionCursor& durable(size_t index) const { return durable_[index]; }
   // The head's positions, and the furthest of them.

@@ -41,7 +41,7 @@ Lane::Lane(const LaneContext& context, Consumer* consumer, std::vector<uint32_t>
       consumer_(consumer),
       partitions_(std::move(partitions)),
       chain_(partitions_, context_.options->lane_batches_in_flight),
-      runner_(context_.core, context_.options, context_.trace, consumer_, &partitions_, &chain_,
+      runner_(context_.core, context_.options, context_.trace, consumer_, &chain_,
               consumer_->relay != nullptr ? &relay_batch_ : nullptr) {
   WHARF_ASSERT(consumer_->durable() && !partitions_.empty());
   WHARF_ASSERT(context_.core != nullptr && context_.cache != nullptr && context_.trace != nullptr);
@@ -59,18 +59,6 @@ bool Lane::CanPipeline() const {
 
 ChainBatch& Lane::BeginBatch() {
   return chain_.Draft(consumer_->owned.load(), consumer_->epoch.load());
-}
-
-size_t Lane::IndexOf(uint32_t partition) const {
-  auto it = std::find(partitions_.begin(), partitions_.end(), partition);
-  WHARF_ASSERT(it != partitions_.end());  // a lane reads only its own partitions
-  return static_cast<size_t>(it - partitions_.begin());
-}
-
-std::vector<uint64_t> Lane::DurablePositions() const {
-  std::vector<uint64_t> positions(partitions_.size());
-  for (size_t i = 0; i < partitions_.size(); ++i) positions[i] = chain_.durable(i).position;
-  return positions;
 }
 
 bool Lane::ReloadCursorsIfNeeded() {
@@ -277,7 +265,7 @@ bool Lane::HandleBatch(const std::vector<FactPtr>& entries, bool blocking) {
   size_t next = 0;       // entries before it were passed
   for (; next < entries.size(); ++next) {
     const Fact& fact = *entries[next];
-    const size_t index = IndexOf(fact.partition);
+    const size_t index = chain_.IndexOf(fact.partition);
     if (!consumer_->Takes(fact)) {
       chain_.DraftPass(index, fact.id, /*taken=*/false);
       continue;
@@ -297,7 +285,7 @@ bool Lane::HandleBatch(const std::vector<FactPtr>& entries, bool blocking) {
   // The oldest fact each partition keeps pending, when the batch read it.
   for (size_t j = next; j < entries.size(); ++j) {
     const Fact& fact = *entries[j];
-    BatchPartition& partition = draft.partitions[IndexOf(fact.partition)];
+    BatchPartition& partition = draft.partitions[chain_.IndexOf(fact.partition)];
     if (partition.head_ms == kHeadUnknown && consumer_->Takes(fact)) {
       partition.head_ms = fact.commit_ms;
     }
@@ -460,7 +448,7 @@ Status Lane::LoadCursors() {
   }
   Status s = LoadRetryRecords();
   if (!s.ok()) return s;
-  runner_.ForgetPassed(DurablePositions());
+  runner_.ForgetPassed();
   if (window_) ResetWindow();  // its facts were read from the old position
   // Whatever is durable beyond the cursors may hold facts the consumer takes: look at it.
   Want(context_.core->committer()->durable_lsn());
@@ -501,11 +489,11 @@ void Lane::PublishPassed(const ChainBatch& batch) {
       cell.head_commit_ms.store(kHeadUnknown);
     }
   }
-  runner_.ForgetPassed(DurablePositions());
+  runner_.ForgetPassed();
 }
 
 void Lane::Announce(uint32_t partition, int64_t count, int64_t first_commit_ms) {
-  PartitionLag& cell = lag_[IndexOf(partition)];
+  PartitionLag& cell = lag_[chain_.IndexOf(partition)];
   // The first fact pending is the oldest (a lane whose lag is not counted yet is recounted).
   if (cell.facts.fetch_add(count) <= 0) cell.head_commit_ms.store(first_commit_ms);
 }

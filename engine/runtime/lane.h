@@ -242,11 +242,8 @@ class Lane {
   void FailWindowEntry(uint64_t seq, const char* name, std::string reason);
   // Forgets the window (the lane's position changed under it); abandons running deliveries.
   void ResetWindow();
-  size_t IndexOf(uint32_t partition) const;
   // Reads the stored retry records of the lane's partitions: attempts continue from them.
   Status LoadRetryRecords();
-  // The durable positions, by partition index.
-  std::vector<uint64_t> DurablePositions() const;
   // Counts the facts the consumer takes in (from, to] of the partition at `index`.
   Status CountTaken(size_t index, uint64_t from, uint64_t to, int64_t* count,
                     int64_t* first_commit_ms) const;

@@ -43,10 +43,16 @@ class BatchRunnerTest : public ::testing::Test {
 
   BatchRunner& Runner() {
     if (!runner_) {
-      runner_ = std::make_unique<BatchRunner>(core_, &options_, &tracer_, &consumer_, &partitions_,
-                                              &chain_, nullptr);
+      runner_ =
+          std::make_unique<BatchRunner>(core_, &options_, &tracer_, &consumer_, &chain_, nullptr);
     }
     return *runner_;
+  }
+
+  void ChainLoadedAt(uint64_t position) {
+    std::vector<PartitionCursor> cursors(1);
+    cursors[0].position = cursors[0].persisted = cursors[0].scanned = position;
+    chain_.Load(std::move(cursors));
   }
 
   static Fact MakeFact(uint64_t id) {
@@ -152,8 +158,9 @@ TEST_F(BatchRunnerTest, RetryCountsAttemptsUntilMaxAttempts) {
   EXPECT_EQ(letters[0].second.rfind("attempts-exhausted: 2 deliveries failed", 0), 0u)
       << letters[0].second;
   EXPECT_EQ(Runner().counters().retries.Get(), 1u);
-  // Passing the fact forgets it.
-  Runner().ForgetPassed({5});
+  // Passing the fact (the durable cursor at it) forgets it.
+  ChainLoadedAt(5);
+  Runner().ForgetPassed();
   EXPECT_EQ(Runner().AttemptsOf(5), 0u);
   EXPECT_EQ(Runner().retry_fact_id(), 0u);
 }
