@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kShards = 16;
 constexpr size_t kSweepMin = 1024;  // a shard smaller than this is never swept
 
-struct Shard {
+struct DeliveryShard {
   internal::Mutex mutex;
   std::unordered_map<uint64_t, Delivery> deliveries WHARF_GUARDED_BY(mutex);
   size_t sweep_at WHARF_GUARDED_BY(mutex) = kSweepMin;
@@ -20,8 +20,8 @@ struct Shard {
 
 struct Table {
   std::atomic<uint64_t> next{1};
-  std::array<Shard, kShards> shards;
-  Shard& ShardOf(uint64_t number) { return shards[number % kShards]; }
+  std::array<DeliveryShard, kShards> shards;
+  DeliveryShard& ShardOf(uint64_t number) { return shards[number % kShards]; }
 };
 
 Table& Deliveries() {
@@ -34,7 +34,7 @@ Table& Deliveries() {
 uint64_t IssueDelivery(Delivery delivery) {
   Table& table = Deliveries();
   const uint64_t number = table.next.fetch_add(1, std::memory_order_relaxed);
-  Shard& shard = table.ShardOf(number);
+  DeliveryShard& shard = table.ShardOf(number);
   internal::MutexLock lock(&shard.mutex);
   if (shard.deliveries.size() >= shard.sweep_at) {
     // Forget what the runtime settled without a wharf_delivery_done (timed out, abandoned).
@@ -46,7 +46,7 @@ uint64_t IssueDelivery(Delivery delivery) {
 }
 
 bool TakeDelivery(uint64_t number, Delivery* delivery) {
-  Shard& shard = Deliveries().ShardOf(number);
+  DeliveryShard& shard = Deliveries().ShardOf(number);
   internal::MutexLock lock(&shard.mutex);
   auto it = shard.deliveries.find(number);
   if (it == shard.deliveries.end()) return false;

@@ -11,7 +11,7 @@
 namespace wharf::internal {
 namespace {
 
-constexpr const char* kCancelled = "nats: not published, the runtime is stopping";
+constexpr const char* kNatsCancelled = "nats: not published, the runtime is stopping";
 
 struct MsgDeleter {
   void operator()(natsMsg* msg) const { natsMsg_Destroy(msg); }
@@ -92,7 +92,7 @@ natsConnection* NatsJetStreamSink::Connection(uint64_t cancels, std::string* err
   MutexLock lock(&mutex_);
   if (connection_ != nullptr) return connection_;
   if (this->cancels() != cancels) {
-    *error = kCancelled;
+    *error = kNatsCancelled;
     return nullptr;
   }
   natsConnection* connection = nullptr;
@@ -145,7 +145,7 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
       waiting_.push_back(subscription);  // from here on, Cancel closes it
     } else {
       healthy = false;
-      error = kCancelled;
+      error = kNatsCancelled;
     }
   }
   size_t sent = begin;
@@ -212,7 +212,7 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
     s = natsSubscription_NextMsg(&raw, subscription, config_.timeout_ms);
     if (s != NATS_OK) {
       error = this->cancels() != cancels
-                  ? kCancelled
+                  ? kNatsCancelled
                   : "nats: waiting for JetStream acknowledgements: " + NatsStatusText(s);
       healthy = false;
       break;

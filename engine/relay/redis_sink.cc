@@ -18,7 +18,7 @@ namespace wharf::internal {
 namespace {
 
 constexpr std::string_view kNotAboveTop = "equal or smaller than the target stream top item";
-constexpr const char* kCancelled = "redis: not published, the runtime is stopping";
+constexpr const char* kRedisCancelled = "redis: not published, the runtime is stopping";
 
 // Errors after which the same XADD may succeed later: the server is loading, busy, out of
 // memory, a replica, or the credentials/ACL are being fixed. Anything else is the fact's.
@@ -136,7 +136,7 @@ redisContext* RedisStreamsSink::Acquire(uint64_t cancels, std::string* error) {
   {
     MutexLock lock(&mutex_);
     if (cancels_ != cancels) {
-      *error = kCancelled;
+      *error = kRedisCancelled;
       return nullptr;
     }
     if (!idle_.empty()) {
@@ -163,7 +163,7 @@ redisContext* RedisStreamsSink::Acquire(uint64_t cancels, std::string* error) {
   }
   if (cancelled) {
     redisFree(context);
-    *error = kCancelled;
+    *error = kRedisCancelled;
     return nullptr;
   }
   if (!config_.password.empty()) {

@@ -27,7 +27,7 @@ std::string RandomWriter() {
 }
 
 // JetStream's rule for stream names (they become subject tokens and file names).
-bool ValidStreamName(const std::string& name) {
+bool IsJetStreamName(const std::string& name) {
   if (name.empty()) return false;
   for (char c : name) {
     if (c == '.' || c == '*' || c == '>' || c == '/' || c == '\\' || c <= ' ' || c == 0x7f) {
@@ -83,7 +83,7 @@ Status GroupStream::Open(const ReplicateConfig& config, std::string database_id,
                          GroupSinkListener* listener, std::unique_ptr<GroupStream>* stream,
                          std::string term_hex) {
   WHARF_ASSERT(listener != nullptr);
-  if (!ValidStreamName(config.stream)) {
+  if (!IsJetStreamName(config.stream)) {
     return Status::InvalidArgument("replicate: stream name \"" + config.stream +
                                    "\" is not a JetStream stream name (no '.', '*', '>', '/', "
                                    "'\\' or blanks)");

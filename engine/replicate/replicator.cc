@@ -23,7 +23,7 @@ namespace {
 // How long the catch-up of a copy waits for one group before it gives up.
 constexpr uint32_t kCatchUpWaitMs = 10'000;
 
-bool ValidStreamName(const std::string& name) {
+bool IsPlainStreamName(const std::string& name) {
   if (name.empty() || name.size() > 200) return false;
   for (char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -111,7 +111,7 @@ Status ReplicateConfigOf(const EngineOptions& options, ReplicateConfig* config) 
         "durability=" + ToString(options.durability) +
         ": replicate_mode=sync is durability=replicated; async is durability=sync");
   }
-  if (!ValidStreamName(options.replicate_stream)) {
+  if (!IsPlainStreamName(options.replicate_stream)) {
     return Status::InvalidArgument("replicate_stream '" + options.replicate_stream +
                                    "': use 1 to 200 letters, digits, '-' and '_'");
   }
@@ -339,10 +339,10 @@ Status Replicator::Snapshot(Engine* engine) {
 }
 
 void Replicator::SnapshotLoop(Engine* engine) {
-  using Clock = std::chrono::steady_clock;
+  using SteadyClock = std::chrono::steady_clock;
   // After a failed snapshot, the next waits this long (each attempt takes a local backup).
   constexpr auto kRetryPause = std::chrono::seconds(5);
-  auto last = Clock::now();
+  auto last = SteadyClock::now();
   auto retry_at = last;
   uint64_t shipped_at_last = committer_->ReplicationLag().shipped_bytes;
   while (true) {
@@ -352,20 +352,20 @@ void Replicator::SnapshotLoop(Engine* engine) {
       if (stopping_) break;
     }
     const uint64_t shipped = committer_->ReplicationLag().shipped_bytes;
-    const bool by_time =
-        options_.replicate_snapshot_interval_ms > 0 &&
-        Clock::now() - last >= std::chrono::milliseconds(options_.replicate_snapshot_interval_ms);
+    const bool by_time = options_.replicate_snapshot_interval_ms > 0 &&
+                         SteadyClock::now() - last >=
+                             std::chrono::milliseconds(options_.replicate_snapshot_interval_ms);
     const bool by_bytes = shipped - shipped_at_last >= options_.replicate_snapshot_bytes;
     // Publishing waits for a snapshot (the stream's byte limit; see GroupStream): one is due now.
     const bool held = groups_->held();
-    if ((!by_time && !by_bytes && !held) || Clock::now() < retry_at) continue;
+    if ((!by_time && !by_bytes && !held) || SteadyClock::now() < retry_at) continue;
     if (!committer_->ReplicationFenced().ok()) break;  // another primary's stream now
     const bool ok = Snapshot(engine).ok();  // its error is in state_ (metrics, wharf stat)
     if (!ok) {
-      retry_at = Clock::now() + kRetryPause;
+      retry_at = SteadyClock::now() + kRetryPause;
       continue;
     }
-    last = Clock::now();
+    last = SteadyClock::now();
     shipped_at_last = shipped;
   }
 }

@@ -25,11 +25,6 @@ namespace wharf::cli {
 
 namespace {
 
-void Print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 // A copy's progress on stderr, one line redrawn in place ("backing up: 12.3 / 45.6 MiB"); only
 // when enabled and stderr is a terminal, so that redirected output and --json stay clean.
 class CopyProgress {

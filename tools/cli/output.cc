@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -14,6 +15,9 @@
 namespace wharf::cli {
 namespace {
 
+volatile std::sig_atomic_t caught_stop_signal = 0;
+void OnStopSignal(int signal) { caught_stop_signal = signal; }
+
 // Characters (code points) in valid UTF-8 text.
 size_t DisplayWidth(std::string_view text) {
   return std::count_if(text.begin(), text.end(),
@@ -21,6 +25,21 @@ size_t DisplayWidth(std::string_view text) {
 }
 
 }  // namespace
+
+void Print(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+void CatchStopSignals() {
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+int CaughtStopSignal() { return caught_stop_signal; }
 
 Table::Table(std::vector<std::string> header, std::vector<bool> right)
     : header_(std::move(header)), right_(std::move(right)) {

@@ -16,6 +16,15 @@
 
 namespace wharf::cli {
 
+// Writes `text` to stdout and flushes it (a stream's lines reach a pipe as they are printed).
+void Print(std::string_view text);
+
+// SIGINT and SIGTERM end a long-running view or stream instead of the process (the caller restores
+// the terminal and says what it stopped); no SA_RESTART, so a wait in poll() returns at once.
+void CatchStopSignals();
+// The signal caught since CatchStopSignals(), or 0.
+int CaughtStopSignal();
+
 // An aligned text table: a header row, then rows; columns listed in `right` align right.
 class Table {
  public:

@@ -39,11 +39,6 @@ int OpenInspector(const Context& context, std::unique_ptr<Inspector>* inspector)
 
 int DataError(const Status& status) { return Fail(kExitError, status.ToString()); }
 
-void Print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 void PrintJson(const wire::JsonWriter& json) { Print(json.str() + "\n"); }
 
 std::string Age(int64_t oldest_commit_ms, int64_t now_ms) {

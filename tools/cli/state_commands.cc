@@ -17,11 +17,6 @@
 namespace wharf::cli {
 namespace {
 
-void Print(std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 // An argument given with --hex: hex digits, two per byte, with or without a leading 0x.
 bool DecodeHex(std::string_view text, std::string* bytes) {
   if (text.starts_with("0x") || text.starts_with("0X")) text.remove_prefix(2);

@@ -30,22 +30,6 @@
 namespace wharf::cli {
 namespace {
 
-volatile std::sig_atomic_t caught_signal = 0;
-void OnSignal(int signal) { caught_signal = signal; }
-
-void CatchSignals() {
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
-void Print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 std::string_view Trimmed(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
@@ -191,7 +175,8 @@ int StandbyStream(const Context& context, const StreamSource& source) {
     return Fail(kExitCannotOpen, "--db " + context.db + " is a database in use by process " +
                                      std::to_string(holder) + ": a standby needs it to itself");
   }
-  CatchSignals();  // before Start: a restore in it can take a while, and Ctrl-C then still stops
+  CatchStopSignals();  // before Start: a restore in it can take a while, and Ctrl-C then still
+                       // stops
   std::unique_ptr<Standby> standby;
   Status s = Standby::Start(options, context.db, &standby);
   if (!s.ok()) {
@@ -203,7 +188,7 @@ int StandbyStream(const Context& context, const StreamSource& source) {
                       source.url, context.db));
   }
   auto next = std::chrono::steady_clock::now();
-  while (caught_signal == 0) {
+  while (CaughtStopSignal() == 0) {
     if (std::chrono::steady_clock::now() >= next) {
       const Standby::State state = standby->state();
       Print(context.json ? StateJson(state, NowMs()) : StateLine(state, NowMs()));

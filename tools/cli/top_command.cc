@@ -27,19 +27,6 @@
 namespace wharf::cli {
 namespace {
 
-volatile std::sig_atomic_t caught_signal = 0;
-void OnSignal(int signal) { caught_signal = signal; }
-
-// SIGINT and SIGTERM end the view (after the terminal is restored); no SA_RESTART, so that a
-// wait in poll() returns at once.
-void CatchSignals() {
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
 int64_t SteadyMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -87,7 +74,7 @@ enum class Wake { kTime, kQuit, kSignal };
 // ends).
 Wake WaitUntil(int64_t deadline_ms, bool* keys) {
   while (true) {
-    if (caught_signal != 0) return Wake::kSignal;
+    if (CaughtStopSignal() != 0) return Wake::kSignal;
     const int64_t remaining_ms = deadline_ms - SteadyMs();
     if (remaining_ms <= 0) return Wake::kTime;
     pollfd input{STDIN_FILENO, POLLIN, 0};
@@ -156,7 +143,7 @@ int Top(const Context& context, const TopOptions& options) {
   // Plain frames (not a terminal) are colored too when asked to (--color always).
   const bool color = UseColor(context, STDOUT_FILENO);
   bool keys = screen && ::isatty(STDIN_FILENO) == 1;
-  CatchSignals();
+  CatchStopSignals();
   Terminal terminal(screen, keys);
   TopView view(context.db, static_cast<int64_t>(options.stuck_ms));
   auto read = [&] {
@@ -183,7 +170,7 @@ int Top(const Context& context, const TopOptions& options) {
       case Wake::kQuit:
         return kExitOk;
       case Wake::kSignal:
-        return 128 + caught_signal;
+        return 128 + CaughtStopSignal();
       case Wake::kTime:
         break;
     }

@@ -155,11 +155,6 @@ class Admin {
   std::unique_ptr<AdminClient> client_;
 };
 
-void Print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 // Cursors of one consumer, by partition.
 Status CursorsOf(Admin& admin, const std::string& consumer, std::vector<CursorInfo>* out) {
   std::vector<CursorInfo> all;
