@@ -80,6 +80,8 @@ const char* KindName(Kind kind) {
       return "wharf_fact";
     case Kind::kVerifyReport:
       return "wharf_verify_report";
+    case Kind::kUpcast:
+      return "wharf_upcast";
   }
   return "handle";
 }
@@ -104,6 +106,9 @@ Status RetiredStatus(Kind kind, std::string_view what) {
       return Status::InvalidArgument(name + " is only valid during the callback that received it");
     case Kind::kVerifyReport:
       return Status::InvalidArgument(name + " was already freed");
+    case Kind::kUpcast:
+      return Status::InvalidArgument(name +
+                                     " is only valid during the upcaster call that received it");
   }
   return Status::InvalidArgument(name + " is not live");
 }

@@ -151,13 +151,29 @@ struct wharf_fact {
   uint32_t attempt = 0;  // the delivery a handler received it in, or a dead letter's attempt
 };
 
+// A payload being upcast, lent to an upcaster for its call (c_upcast.cc).
+struct wharf_upcast {
+  bool has_result = false;
+  std::string result;  // the upcast payload, once has_result
+  std::string reason;  // why the upcaster refused the payload (wharf_upcast_fail)
+};
+
 struct wharf_runtime;  // defined in c_runtime.cc
 
 namespace wharf::capi {
 
 // kEffects and kTransactTxn are transactions lent to a callback (BorrowedTxn): a lookup for kTxn
 // accepts them.
-enum class Kind : uint8_t { kEngine, kTxn, kEffects, kTransactTxn, kRuntime, kFact, kVerifyReport };
+enum class Kind : uint8_t {
+  kEngine,
+  kTxn,
+  kEffects,
+  kTransactTxn,
+  kRuntime,
+  kFact,
+  kVerifyReport,
+  kUpcast
+};
 
 // Bounds on counts the caller passes, so a garbage count is refused before it is used.
 inline constexpr size_t kNamesCountMax = 1u << 16;
@@ -432,5 +448,23 @@ wharf_status Guard(const char* function, Body&& body) noexcept {
     return SetError(function, WHARF_INTERNAL, "unknown exception");
   }
 }
+
+// The caller's ctx and its destructor: destroy(ctx) runs when the last copy of the callback
+// holding it (a handler, an upcaster) is gone.
+struct Registration {
+  Registration(void* ctx_in, wharf_destroy_fn destroy_in) : ctx(ctx_in), destroy(destroy_in) {}
+  ~Registration() {
+    if (destroy == nullptr) return;
+    try {
+      destroy(ctx);
+    } catch (...) {
+      // A C++ destructor callback threw: nothing to report it to.
+    }
+  }
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+  void* ctx;
+  wharf_destroy_fn destroy;
+};
 
 }  // namespace wharf::capi

@@ -692,6 +692,10 @@ uint32_t wharf_fact_version(const wharf_fact* fact) {
   return FactField(fact, "wharf_fact_version", &Fact::v);
 }
 
+uint32_t wharf_fact_stored_version(const wharf_fact* fact) {
+  return FactField(fact, "wharf_fact_stored_version", &Fact::stored_v);
+}
+
 int64_t wharf_fact_commit_ms(const wharf_fact* fact) {
   return FactField(fact, "wharf_fact_commit_ms", &Fact::commit_ms);
 }

@@ -69,24 +69,8 @@ struct wharf_runtime {
 
 namespace {
 
+using wharf::capi::Registration;
 using wharf::capi::RuntimeState;
-
-// The caller's ctx and its destructor: destroy(ctx) runs when the last handler copy is gone.
-struct Registration {
-  Registration(void* ctx_in, wharf_destroy_fn destroy_in) : ctx(ctx_in), destroy(destroy_in) {}
-  ~Registration() {
-    if (destroy == nullptr) return;
-    try {
-      destroy(ctx);
-    } catch (...) {
-      // A C++ destructor callback threw: nothing to report it to.
-    }
-  }
-  Registration(const Registration&) = delete;
-  Registration& operator=(const Registration&) = delete;
-  void* ctx;
-  wharf_destroy_fn destroy;
-};
 
 // What an effects wharf_txn answers once its handler call returned, and to a commit or an abort.
 constexpr wharf::capi::LentTxnText kEffectsText{

@@ -231,6 +231,58 @@ WHARF_EXPORT wharf_status wharf_declare_types(wharf_engine* engine, const char* 
 WHARF_EXPORT wharf_status wharf_is_declared(wharf_engine* engine, const char* type,
                                             uint8_t* declared);
 
+/* Declares `type` at payload version `version` (>= 1), or raises its declared version to it
+** (persisted). Producers may emit any version from the one the type was first declared at up to
+** `version` (wharf_txn_emit_v2's `v`); consumers receive every fact of it at `version`, lifted by
+** the upcasters registered for the versions between (wharf_register_upcaster). Declaring the
+** version it has is a no-op. WHARF_INVALID_ARGUMENT: a bad name, version 0, or a version below
+** the declared one (it never goes back). Thread-safe. */
+WHARF_EXPORT wharf_status wharf_declare_type(wharf_engine* engine, const char* type,
+                                             uint32_t version);
+
+/* *version = the declared version of `type`, 0 when it is not declared. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_declared_version(wharf_engine* engine, const char* type,
+                                                 uint32_t* version);
+
+/* Releases a registration's ctx (a handler's, an upcaster's): called exactly once, when wharf no
+** longer needs it (a runtime's on wharf_runtime_free, an upcaster's on wharf_close), or before a
+** failing registration returns. Any thread. */
+typedef void (*wharf_destroy_fn)(void* ctx);
+
+/* A payload being upcast: BORROWED by an upcaster for the duration of its call. */
+typedef struct wharf_upcast wharf_upcast;
+
+/* An upcaster: lifts `payload` (payload_len bytes) of its type from version from_v to from_v + 1.
+** It gives the new payload with wharf_upcast_result and returns WHARF_OK. Any other return, or a
+** return without a result, refuses the payload: the fact is settled as failed for the consumer
+** that was to receive it ("upcast-failed", a dead letter whose reason is the text given to
+** wharf_upcast_fail, or names the status returned), and the consumer goes on with its next fact.
+** It must be a pure function of the payload, safe to call from several threads at once (workers
+** upcast in parallel). Called from wharf's worker threads, never from the committer. */
+typedef wharf_status (*wharf_upcaster_fn)(void* ctx, const void* payload, size_t payload_len,
+                                          wharf_upcast* out);
+
+/* The upcast payload (COPIED). The last call counts. WHARF_INVALID_ARGUMENT: `out` is not live
+** (its upcaster returned), or payload is NULL with a length. */
+WHARF_EXPORT wharf_status wharf_upcast_result(wharf_upcast* out, const void* payload,
+                                              size_t payload_len);
+/* Why the upcaster refuses the payload (NUL-terminated, COPIED, cut at 4096 bytes); the upcaster
+** then returns a status other than WHARF_OK. WHARF_INVALID_ARGUMENT: `out` is not live, or
+** `reason` is NULL. */
+WHARF_EXPORT wharf_status wharf_upcast_fail(wharf_upcast* out, const char* reason);
+
+/* Registers the upcaster that lifts payloads of `type` from version `from_v` to from_v + 1 (not
+** persisted: register on every open, before starting the runtimes whose consumers take the type).
+** wharf_runtime_start refuses a consumer of a type whose chain, from its first declared version to
+** its declared one, misses a step (naming it). Dead letters keep the stored payload: a retried one
+** is lifted by the chain of the time of its retry. `destroy(ctx)` (may be NULL) runs when the
+** engine no longer needs the upcaster (at wharf_close), and also when registering fails.
+** WHARF_INVALID_ARGUMENT: an undeclared type, from_v 0 or not below the declared version, a NULL
+** fn, or a step already registered. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_register_upcaster(wharf_engine* engine, const char* type,
+                                                  uint32_t from_v, wharf_upcaster_fn fn, void* ctx,
+                                                  wharf_destroy_fn destroy);
+
 /* Reads committed state of table `table`, durable state only (as Engine::Get): if what it read may
 ** belong to a commit whose sync is still in flight, it waits until everything written before the
 ** read is durable (at most the sync round in flight and the next; no wait when nothing is in
@@ -333,7 +385,9 @@ WHARF_EXPORT wharf_status wharf_txn_emit(wharf_txn* txn, const char* type, const
 **   deliver_at_ms: 0 to deliver at once; > 0: hold the fact as a timer and release it into the
 **            outbox when the wall clock reaches it; it is delivered under a new id then, and
 **            carries the id the commit returned as wharf_fact_scheduled_id.
-**   v:       the payload's schema version (wharf_txn_emit uses 1). */
+**   v:       the payload's version: 0 for the type's declared version (what wharf_txn_emit
+**            emits), or an older one down to the version the type was first declared at
+**            (wharf_declare_type). */
 WHARF_EXPORT wharf_status wharf_txn_emit_v2(wharf_txn* txn, const char* type, const void* key,
                                             size_t key_len, const void* payload, size_t payload_len,
                                             const char* const* header_names,
@@ -438,8 +492,11 @@ WHARF_EXPORT uint32_t wharf_fact_partition(const wharf_fact* fact);
 WHARF_EXPORT uint32_t wharf_fact_depth(const wharf_fact* fact);
 /* The producer or consumer that emitted it ("" for application commits), NUL-terminated. */
 WHARF_EXPORT const char* wharf_fact_source(const wharf_fact* fact, size_t* len);
-/* The payload's schema version. */
+/* The payload's version as delivered: a consumer receives every fact at its type's declared
+** version, upcast from the stored one (wharf_register_upcaster). */
 WHARF_EXPORT uint32_t wharf_fact_version(const wharf_fact* fact);
+/* The payload's version as stored (the one its producer emitted). */
+WHARF_EXPORT uint32_t wharf_fact_stored_version(const wharf_fact* fact);
 /* Wall-clock time (ms) its transaction committed: read once per transaction by the committer as it
 ** assigns the ids and writes the transaction to the log, just before the sync that makes it
 ** durable; not the time of the emit. A delayed fact keeps its scheduling transaction's. */
@@ -501,9 +558,6 @@ WHARF_EXPORT uint32_t wharf_fact_attempt(const wharf_fact* fact);
 typedef void (*wharf_tap_fn)(void* ctx, const wharf_fact* fact);
 /* Taps: called once when the tap is severed, on an engine thread. */
 typedef void (*wharf_severed_fn)(void* ctx);
-/* Releases a registration's ctx: called exactly once, when the runtime no longer needs it (on
-** wharf_runtime_free, or before a failing registration returns). Any thread. */
-typedef void (*wharf_destroy_fn)(void* ctx);
 /* Trace events (name e.g. "handler-failed", "subscriber-failed", "consumer-starts-at-zero"; the
 ** consumer id or ""; the fact id or 0; the reason). Strings are BORROWED for the call. Called on
 ** any runtime or worker thread, possibly concurrently: it must be thread-safe and quick. */

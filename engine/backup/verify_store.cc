@@ -186,8 +186,8 @@ std::optional<RecordDamage> DecodeMeta(const VerifiedMeta& meta, std::string_vie
     if (key == name) return Damaged(std::move(place), m::DecodeU64(body, name, &u64));
   }
   if (key.starts_with(m::kTypePrefix)) {
-    if (body.empty()) return std::nullopt;
-    return RecordDamage{std::move(place), "a declared type's record holds bytes"};
+    DeclaredType record;
+    return Damaged(std::move(place), m::DecodeTypeRecord(body, &record));
   }
   if (key.starts_with(m::kConsumerPrefix)) {
     std::vector<std::string> types;

@@ -31,8 +31,24 @@ Status Engine::Close() { return core_->Close(); }
 Status Engine::DeclareTypes(const std::vector<std::string>& types) {
   return core_->DeclareTypes(types);
 }
+Status Engine::DeclareType(std::string_view type, uint32_t version) {
+  return core_->DeclareType(type, version);
+}
+
 std::vector<std::string> Engine::DeclaredTypes() const { return core_->DeclaredTypes(); }
+
+std::vector<DeclaredType> Engine::DeclaredTypeVersions() const { return core_->types()->List(); }
+
 bool Engine::IsDeclared(std::string_view type) const { return core_->IsDeclared(type); }
+
+uint32_t Engine::DeclaredVersion(std::string_view type) const {
+  const internal::FactTypes::Type* declared = core_->types()->Find(type);
+  return declared == nullptr ? 0 : declared->version;
+}
+
+Status Engine::RegisterUpcaster(std::string_view type, uint32_t from_v, Upcaster upcaster) {
+  return core_->RegisterUpcaster(type, from_v, std::move(upcaster));
+}
 Txn Engine::Begin() { return core_->Begin(); }
 
 Status Engine::Get(std::string_view table, std::string_view key, std::string* value) const {
@@ -204,9 +220,11 @@ Status EngineInternal::EmitWithOrigin(Txn& txn, std::string_view type, std::stri
   if (s.ok() && options.deliver_at_ms < 0) {
     s = Status::InvalidArgument("deliver_at_ms is negative");
   }
-  if (s.ok() && !core_->IsDeclared(type)) {
-    s = Status::InvalidArgument("fact type '" + std::string(type) +
-                                "' is not declared (Engine::DeclareTypes)");
+  uint32_t v = 0;
+  if (s.ok()) {
+    if (std::string error = core_->EmitError(type, options.v, &v); !error.empty()) {
+      s = Status::InvalidArgument(std::move(error));
+    }
   }
   if (!s.ok()) return s;
   std::string mapped_key;
@@ -225,7 +243,7 @@ Status EngineInternal::EmitWithOrigin(Txn& txn, std::string_view type, std::stri
   fact.key = key;
   fact.payload = payload;
   fact.headers = options.headers;
-  fact.v = options.v;
+  fact.v = fact.stored_v = v;
   fact.source = source;
   fact.depth = depth;
   fact.commit_ms = 0;  // stamped by the committer when the transaction commits

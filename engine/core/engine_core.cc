@@ -77,8 +77,12 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   core->options_.partitions = core->store_->partitions();
   core->options_.ordering = core->store_->ordering();  // always set once open
   {
+    auto types = std::make_shared<const FactTypes>();
+    for (const auto& record : core->store_->recovered_types()) {
+      types = types->With(record.name, {record.version, record.first_version, {}});
+    }
     WriterLock lock(&core->types_mutex_);
-    for (const std::string& type : core->store_->recovered_types()) core->types_.insert(type);
+    core->types_ = std::move(types);
   }
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get(), hooks.clock_ms);
@@ -168,31 +172,107 @@ Status EngineCore::Commit(TxnRep* rep) {
 }
 
 Status EngineCore::DeclareTypes(const std::vector<std::string>& types) {
-  auto txn = std::make_unique<TxnRep>();
   for (const std::string& type : types) {
     Status s = ValidateName("fact type", type, kTypeBytesMax);
     if (!s.ok()) return s;
-    if (IsDeclared(type)) continue;
-    txn->writes.push_back({kMeta, false, tables::meta::TypeKey(type), codec::Seal("")});
+  }
+  MutexLock declaring(&declare_mutex_);
+  std::shared_ptr<const FactTypes> declared = this->types();
+  auto txn = std::make_unique<TxnRep>();
+  for (const std::string& type : types) {
+    if (declared->Find(type) != nullptr) continue;  // at whatever version: left as it is
+    declared = declared->With(type, {});
+    txn->writes.push_back({kMeta, false, tables::meta::TypeKey(type),
+                           tables::meta::EncodeTypeRecord(/*version=*/1, /*first_version=*/1)});
   }
   if (txn->writes.empty()) return CheckOpen();
   Status s = Commit(txn.get());
   if (!s.ok()) return s;
   WriterLock lock(&types_mutex_);
-  for (const std::string& type : types) types_.insert(type);
+  types_ = std::move(declared);
   return Status::OK();
+}
+
+Status EngineCore::DeclareType(std::string_view type, uint32_t version) {
+  Status s = ValidateName("fact type", type, kTypeBytesMax);
+  if (!s.ok()) return s;
+  if (version == 0) {
+    return Status::InvalidArgument("DeclareType('" + std::string(type) +
+                                   "'): version 0 is not a version: versions start at 1");
+  }
+  MutexLock declaring(&declare_mutex_);
+  std::shared_ptr<const FactTypes> declared = this->types();
+  FactTypes::Type entry;
+  entry.version = entry.first_version = version;
+  if (const FactTypes::Type* known = declared->Find(type)) {
+    if (version == known->version) return CheckOpen();
+    if (version < known->version) {
+      return Status::InvalidArgument(
+          "DeclareType('" + std::string(type) + "', " + std::to_string(version) +
+          "): the type is declared at version " + std::to_string(known->version) +
+          ", and a declared version never goes back (facts may be stored at it)");
+    }
+    entry = *known;
+    entry.version = version;
+  }
+  auto txn = std::make_unique<TxnRep>();
+  txn->writes.push_back({kMeta, false, tables::meta::TypeKey(type),
+                         tables::meta::EncodeTypeRecord(entry.version, entry.first_version)});
+  s = Commit(txn.get());
+  if (!s.ok()) return s;
+  declared = declared->With(type, std::move(entry));
+  WriterLock lock(&types_mutex_);
+  types_ = std::move(declared);
+  return Status::OK();
+}
+
+Status EngineCore::RegisterUpcaster(std::string_view type, uint32_t from_v, Upcaster upcaster) {
+  const std::string call =
+      "RegisterUpcaster('" + std::string(type) + "', " + std::to_string(from_v) + "): ";
+  if (!upcaster) return Status::InvalidArgument(call + "the upcaster is an empty function");
+  MutexLock declaring(&declare_mutex_);
+  std::shared_ptr<const FactTypes> declared = this->types();
+  const FactTypes::Type* known = declared->Find(type);
+  if (known == nullptr) {
+    return Status::InvalidArgument(call + "the type is not declared (Engine::DeclareType)");
+  }
+  if (from_v == 0 || from_v >= known->version) {
+    return Status::InvalidArgument(call + "the type is declared at version " +
+                                   std::to_string(known->version) + ", so upcasters lift from " +
+                                   (known->version == 1
+                                        ? std::string("no version")
+                                        : "versions 1 to " + std::to_string(known->version - 1)));
+  }
+  if (known->upcasters.contains(from_v)) {
+    return Status::InvalidArgument(call + "an upcaster from that version is already registered");
+  }
+  FactTypes::Type entry = *known;
+  entry.upcasters.emplace(from_v, std::move(upcaster));
+  declared = declared->With(type, std::move(entry));
+  WriterLock lock(&types_mutex_);
+  types_ = std::move(declared);
+  return CheckOpen();
 }
 
 bool EngineCore::IsDeclared(std::string_view type) const {
   ReaderLock lock(&types_mutex_);
-  return types_.find(type) != types_.end();
+  return types_->Find(type) != nullptr;
+}
+
+std::string EngineCore::EmitError(std::string_view type, uint32_t v, uint32_t* stored_v) const {
+  ReaderLock lock(&types_mutex_);
+  return types_->EmitError(type, v, stored_v);
 }
 
 std::vector<std::string> EngineCore::DeclaredTypes() const {
+  std::vector<std::string> names;
+  for (DeclaredType& type : types()->List()) names.push_back(std::move(type.name));
+  return names;
+}
+
+std::shared_ptr<const FactTypes> EngineCore::types() const {
   ReaderLock lock(&types_mutex_);
-  std::vector<std::string> types(types_.begin(), types_.end());
-  std::sort(types.begin(), types.end());
-  return types;
+  return types_;
 }
 
 uint32_t EngineCore::PartitionFor(std::string_view key) const {

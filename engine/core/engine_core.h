@@ -23,6 +23,7 @@
 #include "engine/commit/txn_rep.h"
 #include "engine/core/engine_internal.h"
 #include "engine/core/engine_service.h"
+#include "engine/core/fact_types.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/engine.h"
@@ -38,11 +39,6 @@ struct EngineHooks {
   // Wall clock in milliseconds since the epoch (commit times, timers, leases, retention ages);
   // must be thread-safe. Empty: the system clock.
   std::function<int64_t()> clock_ms;
-};
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
 };
 
 // The engine core is the committer's DurableListener and fans each notice out to the listeners
@@ -100,9 +96,16 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   static EngineCore* CoreOf(const Txn& txn) { return EngineInternal::CoreOf(txn); }
   Txn Begin() { return EngineInternal::NewTxn(shared_from_this()); }
 
+  // Engine::DeclareTypes, DeclareType, RegisterUpcaster (wharf/engine.h).
   Status DeclareTypes(const std::vector<std::string>& types);
+  Status DeclareType(std::string_view type, uint32_t version);
+  Status RegisterUpcaster(std::string_view type, uint32_t from_v, Upcaster upcaster);
   bool IsDeclared(std::string_view type) const;
   std::vector<std::string> DeclaredTypes() const;
+  // Why a fact of `type` at version `v` may not be emitted, or "" (FactTypes::EmitError).
+  std::string EmitError(std::string_view type, uint32_t v, uint32_t* stored_v) const;
+  // The declared types as they are now (an immutable snapshot: read a whole batch from one).
+  std::shared_ptr<const FactTypes> types() const;
 
   uint32_t PartitionFor(std::string_view key) const;
   Status ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
@@ -178,9 +181,12 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   mutable SharedMutex close_mutex_;
   std::atomic<bool> closed_{false};
 
+  // Declarations run one at a time (each commits its record, then swaps in types_): a Mutex held
+  // across the commit, so that two declarations of one type cannot both read the old version.
+  Mutex declare_mutex_;
   mutable SharedMutex types_mutex_;
-  std::unordered_set<std::string, StringHash, std::equal_to<>> types_
-      WHARF_GUARDED_BY(types_mutex_);
+  std::shared_ptr<const FactTypes> types_ WHARF_GUARDED_BY(types_mutex_) =
+      std::make_shared<const FactTypes>();
 
   Mutex listeners_mutex_;
   std::vector<DurableListener*> listeners_ WHARF_GUARDED_BY(listeners_mutex_);

@@ -115,11 +115,18 @@ HandlerCall BatchRunner::CallHandler(const Fact& fact, Txn* txn) {
   return call;
 }
 
-BatchRunner::Step BatchRunner::Deliver(const Fact& fact, Txn* txn, uint32_t* dead) {
+BatchRunner::Step BatchRunner::Deliver(const Fact& fact, const UpcastBatch& upcast, Txn* txn,
+                                       uint32_t* dead) {
   TxnRep* rep = EngineCore::RepOf(*txn);
   if (fact.id == poison_id_) return SettlePoison(rep, fact, dead);
+  if (const std::string* error = upcast.Failure(fact)) {
+    // An upcaster is a pure function: delivering it again would fail again.
+    attempt_ = NoteDelivery(fact);
+    Count(&counters_, Outcome::kFailed, /*failed=*/true);
+    return SettleFailed(rep, fact, "upcast-failed", Bounded(*error), dead);
+  }
   const TxnMark mark = MarkOf(*rep);
-  const HandlerCall call = CallHandler(fact, txn);
+  const HandlerCall call = CallHandler(upcast.Delivered(fact), txn);
   if (call.batch_full) {
     // Earlier facts of the batch filled the transaction: commit them, run this one next (not
     // counted: the handler's call is made again, as the same attempt).

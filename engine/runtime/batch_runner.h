@@ -29,6 +29,7 @@
 #include "engine/runtime/consumer_metrics.h"
 #include "engine/runtime/relay_batch.h"
 #include "engine/runtime/trace.h"
+#include "engine/runtime/upcast_batch.h"
 #include "engine/store/tables/retries.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
@@ -63,9 +64,11 @@ class BatchRunner {
   BatchRunner(const BatchRunner&) = delete;
   BatchRunner& operator=(const BatchRunner&) = delete;
 
-  // Runs the handler on `fact` in `txn` and applies the failure policy. The dead letter of a
-  // fact settled as failed is added to `txn` (and counted in *dead).
-  Step Deliver(const Fact& fact, Txn* txn, uint32_t* dead);
+  // Runs the handler on `fact` (as stored; `upcast` says what it is delivered as) in `txn` and
+  // applies the failure policy. The dead letter of a fact settled as failed is added to `txn` (and
+  // counted in *dead); it holds the stored fact. A fact that could not be upcast is settled as
+  // failed ("upcast-failed") without a call of the handler.
+  Step Deliver(const Fact& fact, const UpcastBatch& upcast, Txn* txn, uint32_t* dead);
   // Adds the dead letter of `fact` (delivery `attempt`), recorded with reason "NAME: REASON".
   // `counted`: its bytes count toward the transaction's (kTxnBytesMax). Returns false, adding
   // nothing, when only the earlier facts of the batch leave no room for it.

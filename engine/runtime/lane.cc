@@ -191,18 +191,19 @@ bool Lane::RunBatch(bool blocking) {
     return false;
   }
   WHARF_DASSERT(entries.size() <= std::max<size_t>(kReadChunkMin, limit) * partitions_.size());
+  upcast_.Prepare(*context_.core->types(), *consumer_, entries);
   if (relay && !blocking) {
     // Broker I/O never holds the worker: the relay's threads publish the facts the batch takes,
     // and it is settled (SettlePublished) once they are done.
     relay_from_ = chain_.HeadPositions();
     relay_scanned_ = collected_scanned_;
     CompletionSink* worker = completions_;
-    if (relay_batch_.Start(*consumer_, consumer_->relay_publisher.get(), &entries,
+    if (relay_batch_.Start(*consumer_, upcast_, consumer_->relay_publisher.get(), &entries,
                            [worker] { worker->Wake(); })) {
       return true;
     }
   } else if (relay) {
-    relay_batch_.Publish(*consumer_, entries);  // Drain: on its own thread
+    relay_batch_.Publish(*consumer_, upcast_, entries);  // Drain: on its own thread
   }
   for (size_t i = 0; i < partitions_.size(); ++i) {
     chain_.draft().partitions[i].cursor.scanned = collected_scanned_[i];
@@ -270,7 +271,7 @@ bool Lane::HandleBatch(const std::vector<FactPtr>& entries, bool blocking) {
       chain_.DraftPass(index, fact.id, /*taken=*/false);
       continue;
     }
-    const BatchRunner::Step step = runner_.Deliver(fact, &txn, &draft.dead);
+    const BatchRunner::Step step = runner_.Deliver(fact, upcast_, &txn, &draft.dead);
     if (step == BatchRunner::Step::kBatchFull) {
       full = true;
       break;

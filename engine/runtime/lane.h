@@ -50,6 +50,7 @@
 #include "engine/runtime/relay_batch.h"
 #include "engine/runtime/tail_cache.h"
 #include "engine/runtime/trace.h"
+#include "engine/runtime/upcast_batch.h"
 #include "wharf/engine.h"
 #include "wharf/runtime.h"
 
@@ -263,6 +264,9 @@ class Lane {
   // Relays: the batch as published to the sink, which the runner reads each fact's outcome from
   // ... handed to the relay's threads at these positions, having scanned up to there.
   RelayBatch relay_batch_;
+  // The batch's facts as the consumer receives them (upcast); a relay's batch out for publishing
+  // points into it, so it is prepared again only once that batch is taken back.
+  UpcastBatch upcast_;
   std::vector<uint64_t> relay_from_;
   std::vector<uint64_t> relay_scanned_;
   // The cursors and the batches moving them; the delivery of each fact and its failure policy.

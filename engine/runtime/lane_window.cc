@@ -118,20 +118,34 @@ bool Lane::FillWindow() {
 
 bool Lane::DispatchWindow(int64_t now_ms) {
   const ConsumerOptions& options = consumer_->options;
+  const std::shared_ptr<const FactTypes> types = context_.core->types();
   bool did = false;
   uint64_t seq = 0;
   while (window_->running() < options.key_concurrency &&
          window_->StartNext(now_ms + options.handler_timeout_ms, &seq)) {
     did = true;
     KeyWindow::Entry& entry = window_->at(seq);
-    auto delivery = std::make_shared<DeliveryState>(entry.fact, entry.attempt, seq, inbox_);
+    FactPtr delivered;
+    std::string upcast_error;
+    if (!UpcastBatch::LiftOne(*types, *consumer_, entry.fact, &delivered, &upcast_error)) {
+      // An upcaster is a pure function: delivering it again would fail again.
+      runner_.counters().failed.Add();
+      upcast_error = Bounded(upcast_error);
+      runner_.failure().Failed("upcast-failed: " + upcast_error, context_.core->NowMs());
+      (*context_.trace)(TraceEvent::Level::kWarning, "upcast-failed", consumer_, entry.fact->id,
+                        upcast_error, entry.attempt);
+      window_->Finish(seq, "upcast-failed", std::move(upcast_error));
+      continue;
+    }
+    auto delivery =
+        std::make_shared<DeliveryState>(std::move(delivered), entry.attempt, seq, inbox_);
     entry.delivery = delivery;
     runner_.counters().delivered.Add();
     if (entry.attempt > 1) runner_.counters().retries.Add();
     std::string given, threw;
     try {
       HandlerScope scope(&given, entry.attempt);
-      consumer_->subscribe_async(*entry.fact, delivery->Handle());
+      consumer_->subscribe_async(delivery->fact(), delivery->Handle());
     } catch (const std::exception& e) {
       threw = std::string("handler threw: ") + ExceptionText(e);
     } catch (...) {

@@ -7,7 +7,7 @@
 
 namespace wharf::internal {
 
-std::vector<const Fact*> RelayBatch::Select(const Consumer& consumer,
+std::vector<const Fact*> RelayBatch::Select(const Consumer& consumer, const UpcastBatch& upcast,
                                             const std::vector<FactPtr>& entries) {
   WHARF_ASSERT(consumer.relay != nullptr);
   ids_.clear();
@@ -15,9 +15,9 @@ std::vector<const Fact*> RelayBatch::Select(const Consumer& consumer,
   std::vector<const Fact*> facts;
   facts.reserve(entries.size());
   for (const FactPtr& entry : entries) {
-    if (!consumer.Takes(*entry)) continue;
+    if (!consumer.Takes(*entry) || upcast.Failure(*entry) != nullptr) continue;
     WHARF_DASSERT(ids_.empty() || entry->id > ids_.back());  // the lane reads in id order
-    facts.push_back(entry.get());
+    facts.push_back(&upcast.Delivered(*entry));
     ids_.push_back(entry->id);
   }
   return facts;
@@ -30,10 +30,11 @@ void RelayBatch::SetOutcomes(std::vector<PublishOutcome> outcomes) {
   ids_.resize(outcomes_.size());
 }
 
-bool RelayBatch::Start(const Consumer& consumer, RelayPublisher* publisher,
-                       std::vector<FactPtr>* entries, std::function<void()> on_finished) {
+bool RelayBatch::Start(const Consumer& consumer, const UpcastBatch& upcast,
+                       RelayPublisher* publisher, std::vector<FactPtr>* entries,
+                       std::function<void()> on_finished) {
   WHARF_ASSERT(job_ == nullptr);
-  std::vector<const Fact*> facts = Select(consumer, *entries);
+  std::vector<const Fact*> facts = Select(consumer, upcast, *entries);
   if (facts.empty()) return false;
   job_ = std::make_shared<RelayPublisher::Job>();
   job_->facts = std::move(facts);
@@ -61,8 +62,9 @@ void RelayBatch::Take(std::vector<FactPtr>* entries) {
   *entries = std::move(job->entries);
 }
 
-void RelayBatch::Publish(const Consumer& consumer, const std::vector<FactPtr>& entries) {
-  std::vector<const Fact*> facts = Select(consumer, entries);
+void RelayBatch::Publish(const Consumer& consumer, const UpcastBatch& upcast,
+                         const std::vector<FactPtr>& entries) {
+  std::vector<const Fact*> facts = Select(consumer, upcast, entries);
   if (facts.empty()) return;
   std::vector<PublishOutcome> outcomes;
   consumer.relay->Publish(facts, &outcomes);

@@ -16,6 +16,7 @@
 #include "engine/relay/relay_publisher.h"
 #include "engine/runtime/consumer.h"
 #include "engine/runtime/tail_cache.h"
+#include "engine/runtime/upcast_batch.h"
 #include "wharf/relay.h"
 #include "wharf/runtime.h"
 
@@ -26,8 +27,10 @@ class RelayBatch {
   // Hands the facts of *entries (in id order) that `consumer` takes to `publisher`, and moves
   // *entries into the batch; `on_finished` is called (on the relay's thread) once they are
   // published. False, *entries untouched, when the consumer takes none of them.
-  bool Start(const Consumer& consumer, RelayPublisher* publisher, std::vector<FactPtr>* entries,
-             std::function<void()> on_finished);
+  // Facts are published as `upcast` delivers them; one it could not lift is not published (the
+  // runner settles it as failed). `upcast` must stay as it is until the batch is taken.
+  bool Start(const Consumer& consumer, const UpcastBatch& upcast, RelayPublisher* publisher,
+             std::vector<FactPtr>* entries, std::function<void()> on_finished);
   // A batch was started and not taken yet.
   bool started() const { return job_ != nullptr; }
   // ... and its publishing finished.
@@ -39,7 +42,8 @@ class RelayBatch {
   // OutcomeOf answers for its facts.
   void Take(std::vector<FactPtr>* entries);
   // Publishes the facts of `entries` that `consumer` takes on this thread (Drain).
-  void Publish(const Consumer& consumer, const std::vector<FactPtr>& entries);
+  void Publish(const Consumer& consumer, const UpcastBatch& upcast,
+               const std::vector<FactPtr>& entries);
   // The outcome of `fact` in the last published batch: kHandled for an acknowledged or already
   // published fact, kRejected (reason: the broker's text) for one refused for good, kRetry
   // (reason: why) for a transient failure or a fact the batch did not publish.
@@ -47,7 +51,8 @@ class RelayBatch {
 
  private:
   // The facts of `entries` that `consumer` takes, with their ids in ids_.
-  std::vector<const Fact*> Select(const Consumer& consumer, const std::vector<FactPtr>& entries);
+  std::vector<const Fact*> Select(const Consumer& consumer, const UpcastBatch& upcast,
+                                  const std::vector<FactPtr>& entries);
   void SetOutcomes(std::vector<PublishOutcome> outcomes);
 
   std::vector<uint64_t> ids_;  // the published facts' ids, ascending

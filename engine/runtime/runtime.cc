@@ -130,7 +130,7 @@ RuntimeImpl::RuntimeImpl(Engine* engine, RuntimeOptions options)
       options_(std::move(options)),
       trace_(options_.trace),
       workers_(core_, &options_, &abandoned_),
-      taps_(&trace_) {
+      taps_(core_, &trace_) {
   if (options_.instance.empty()) options_.instance = RandomUuid();
 }
 
@@ -257,11 +257,21 @@ Status RuntimeImpl::CheckIdentities() {
           " '" + it->second->name + "' and " + ToString(consumer->kind) + " '" + consumer->name +
           "'; two consumers never share a cursor (give one a consumer_id)");
     }
+    const std::shared_ptr<const FactTypes> types = core_->types();
     for (const std::string& type : consumer->type_list) {
-      if (!core_->IsDeclared(type)) {
+      const FactTypes::Type* declared = types->Find(type);
+      if (declared == nullptr) {
         return Status::InvalidArgument(std::string(ToString(consumer->kind)) + " '" +
                                        consumer->name + "' takes fact type '" + type +
                                        "', which no producer declared (Engine::DeclareTypes)");
+      }
+      if (consumer->options.payload_version == PayloadVersion::kStored) continue;
+      if (const uint32_t missing = FactTypes::MissingStep(*declared); missing != 0) {
+        return Status::InvalidArgument(
+            std::string(ToString(consumer->kind)) + " '" + consumer->name + "' takes fact type '" +
+            type + "', declared at version " + std::to_string(declared->version) +
+            ", but no upcaster lifts it from version " + std::to_string(missing) + " to " +
+            std::to_string(missing + 1) + " (Engine::RegisterUpcaster)");
       }
     }
   }

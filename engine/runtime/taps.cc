@@ -5,6 +5,8 @@
 #include "engine/base/assert.h"
 #include "engine/base/exception_text.h"
 #include "engine/base/thread_name.h"
+#include "engine/core/engine_core.h"
+#include "engine/runtime/upcast_batch.h"
 
 namespace wharf::internal {
 
@@ -50,9 +52,18 @@ void Taps::Dispatch(const std::vector<FactPtr>& facts) {
 }
 
 bool Taps::RunQueued(Tap* tap) {
-  FactPtr fact;
-  while (!tap->severed.load() && tap->inbox.try_dequeue(fact)) {
+  FactPtr stored;
+  const std::shared_ptr<const FactTypes> types = core_->types();
+  while (!tap->severed.load() && tap->inbox.try_dequeue(stored)) {
     tap->queued.fetch_sub(1);
+    FactPtr fact;
+    std::string upcast_error;
+    if (!UpcastBatch::LiftOne(*types, *tap->consumer, stored, &fact, &upcast_error)) {
+      // At most once: the fact is not delivered to this tap.
+      (*trace_)(TraceEvent::Level::kWarning, "upcast-failed", tap->consumer, stored->id,
+                std::move(upcast_error));
+      continue;
+    }
     try {
       tap->consumer->tap(*fact);
     } catch (const std::exception& e) {

@@ -24,9 +24,13 @@
 
 namespace wharf::internal {
 
+class EngineCore;
+
 class Taps {
  public:
-  explicit Taps(Tracer* trace) : trace_(trace) {}
+  // `core` (which outlives this) holds the declared types: a tap receives facts upcast like any
+  // consumer, on its own thread.
+  Taps(const EngineCore* core, Tracer* trace) : core_(core), trace_(trace) {}
   ~Taps() { Stop(); }
   Taps(const Taps&) = delete;
   Taps& operator=(const Taps&) = delete;
@@ -72,6 +76,7 @@ class Taps {
   // Runs the tap's handler on the queued facts; false once the tap is severed.
   bool RunQueued(Tap* tap);
 
+  const EngineCore* const core_;
   Tracer* const trace_;
   std::vector<std::unique_ptr<Tap>> taps_;
   std::atomic<bool> stopping_{false};

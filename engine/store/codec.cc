@@ -219,6 +219,7 @@ Status DecodeFact(std::string_view sealed, Fact* fact, Verify verify) {
   fact->deliver_at_ms = static_cast<int64_t>(deliver_at_ms);
   fact->scheduled_id = scheduled_id;
   fact->v = static_cast<uint32_t>(v);
+  fact->stored_v = fact->v;  // as stored: upcasting (a consumer's lane) raises v alone
   fact->depth = static_cast<uint32_t>(depth);
   fact->partition = static_cast<uint32_t>(partition);
   return Status::OK();

@@ -157,6 +157,14 @@ Status Inspector::LastLsn(uint64_t* lsn) {
 }
 
 Status Inspector::DeclaredTypes(std::vector<std::string>* types) {
+  std::vector<DeclaredType> declared;
+  Status s = DeclaredTypeVersions(&declared);
+  types->clear();
+  for (DeclaredType& type : declared) types->push_back(std::move(type.name));
+  return s;
+}
+
+Status Inspector::DeclaredTypeVersions(std::vector<DeclaredType>* types) {
   return tables::meta::ListTypes(impl_->db.get(), impl_->handles[internal::kMeta], types);
 }
 

@@ -18,6 +18,7 @@
 #include "engine/store/outbox_floors.h"
 #include "engine/store/tables/replication.h"
 #include "engine/store/wal_check.h"
+#include "wharf/fact.h"
 #include "wharf/options.h"
 #include "wharf/relay.h"
 #include "wharf/status.h"
@@ -118,7 +119,7 @@ class Store {
   // Which open of the database this is: leases granted under an earlier one are void (their
   // holders cannot be alive, since only one engine can hold the database).
   uint64_t open_epoch() const { return open_epoch_; }
-  const std::vector<std::string>& recovered_types() const { return recovered_types_; }
+  const std::vector<DeclaredType>& recovered_types() const { return recovered_types_; }
   // The database's incarnations (wharf/backup.h), read at open; the last start is the current
   // incarnation (none: 0).
   const Incarnations& incarnations() const { return incarnations_; }
@@ -278,7 +279,7 @@ class Store {
   uint64_t recovered_last_lsn_ = 0;
   uint64_t recovered_lsn_reserved_ = 0;
   uint64_t open_epoch_ = 0;
-  std::vector<std::string> recovered_types_;
+  std::vector<DeclaredType> recovered_types_;
   Incarnations incarnations_;
   std::string database_id_;
   tables::replication::Position recovered_replication_;

@@ -97,6 +97,7 @@ class BatchRunnerTest : public ::testing::Test {
   std::vector<uint32_t> partitions_{0};
   CursorChain chain_{partitions_, 2};
   std::unique_ptr<BatchRunner> runner_;
+  UpcastBatch upcast_;  // nothing to lift unless a test prepares it
   Outcome outcome_ = Outcome::kHandled;
   bool throw_ = false;
   size_t put_bytes_ = 8;
@@ -106,12 +107,66 @@ class BatchRunnerTest : public ::testing::Test {
 TEST_F(BatchRunnerTest, HandledFactKeepsItsEffects) {
   Txn txn = core_->Begin();
   uint32_t dead = 0;
-  EXPECT_EQ(Runner().Deliver(MakeFact(1), &txn, &dead), BatchRunner::Step::kPassed);
+  EXPECT_EQ(Runner().Deliver(MakeFact(1), upcast_, &txn, &dead), BatchRunner::Step::kPassed);
   const TxnRep& rep = *EngineCore::RepOf(txn);
   EXPECT_EQ(StateWrites(rep), 1u);
   EXPECT_EQ(dead, 0u);
   EXPECT_EQ(Runner().counters().handled.Get(), 1u);
   EXPECT_EQ(Runner().AttemptsOf(1), 1u);
+}
+
+// A fact stored at an older version reaches the handler lifted to the declared one; one whose
+// upcaster throws is settled as "upcast-failed" without a call of the handler, and its dead letter
+// holds the stored payload and version (a retry lifts it again).
+TEST_F(BatchRunnerTest, UpcastFactsReachTheHandlerAndAFailedUpcastIsADeadLetter) {
+  FactTypes::Type type;
+  type.version = 2;
+  type.upcasters[1] = [](std::string_view payload) {
+    if (payload == "bad") throw std::runtime_error("no field 'total'");
+    return std::string(payload) + "+v2";
+  };
+  auto types = std::make_shared<const FactTypes>()->With("T", std::move(type));
+  std::vector<std::pair<std::string, uint32_t>> seen;  // payload, v as the handler saw them
+  consumer_.project = [&](const Fact& fact, Effects&) {
+    EXPECT_EQ(fact.stored_v, 1u);
+    seen.emplace_back(fact.payload, fact.v);
+    return Outcome::kHandled;
+  };
+  std::vector<FactPtr> entries;
+  for (uint64_t id : {1, 2}) {
+    Fact fact = MakeFact(id);
+    fact.payload = id == 1 ? "ok" : "bad";
+    entries.push_back(std::make_shared<const Fact>(fact));
+  }
+  upcast_.Prepare(*types, consumer_, entries);
+  EXPECT_EQ(upcast_.lifted_count(), 2u);
+  Txn txn = core_->Begin();
+  uint32_t dead = 0;
+  EXPECT_EQ(Runner().Deliver(*entries[0], upcast_, &txn, &dead), BatchRunner::Step::kPassed);
+  EXPECT_EQ(Runner().Deliver(*entries[1], upcast_, &txn, &dead), BatchRunner::Step::kDeadLettered);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, uint32_t>>{{"ok+v2", 2}}));
+  EXPECT_EQ(dead, 1u);
+  const TxnRep& rep = *EngineCore::RepOf(txn);
+  auto letters = DeadLetters(rep);
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0].first, 2u);
+  EXPECT_NE(letters[0].second.find("upcast-failed: upcasting 'T' from version 1 to 2: the "
+                                   "upcaster threw: no field 'total'"),
+            std::string::npos)
+      << letters[0].second;
+  for (const WriteOp& write : rep.writes) {
+    if (write.cf != kDead) continue;
+    std::string reason;
+    Fact letter;
+    ASSERT_OK(tables::dead_letters::DecodeValue(write.value, &reason, &letter));
+    EXPECT_EQ(letter.payload, "bad");  // as stored
+    EXPECT_EQ(letter.v, 1u);
+  }
+  // A consumer that takes stored payloads gets no copies.
+  consumer_.options.payload_version = PayloadVersion::kStored;
+  upcast_.Prepare(*types, consumer_, entries);
+  EXPECT_EQ(upcast_.lifted_count(), 0u);
+  EXPECT_EQ(&upcast_.Delivered(*entries[0]), entries[0].get());
 }
 
 // A rejected or throwing fact: its effects are dropped and its dead letter takes their place,
@@ -120,9 +175,9 @@ TEST_F(BatchRunnerTest, FailedFactIsDeadLetteredWithoutItsEffects) {
   Txn txn = core_->Begin();
   uint32_t dead = 0;
   outcome_ = Outcome::kRejected;
-  EXPECT_EQ(Runner().Deliver(MakeFact(1), &txn, &dead), BatchRunner::Step::kDeadLettered);
+  EXPECT_EQ(Runner().Deliver(MakeFact(1), upcast_, &txn, &dead), BatchRunner::Step::kDeadLettered);
   throw_ = true;
-  EXPECT_EQ(Runner().Deliver(MakeFact(2), &txn, &dead), BatchRunner::Step::kDeadLettered);
+  EXPECT_EQ(Runner().Deliver(MakeFact(2), upcast_, &txn, &dead), BatchRunner::Step::kDeadLettered);
   const TxnRep& rep = *EngineCore::RepOf(txn);
   EXPECT_EQ(StateWrites(rep), 0u);
   auto letters = DeadLetters(rep);
@@ -142,7 +197,7 @@ TEST_F(BatchRunnerTest, RetryCountsAttemptsUntilMaxAttempts) {
   uint32_t dead = 0;
   {
     Txn txn = core_->Begin();
-    EXPECT_EQ(Runner().Deliver(MakeFact(5), &txn, &dead), BatchRunner::Step::kRetryLater);
+    EXPECT_EQ(Runner().Deliver(MakeFact(5), upcast_, &txn, &dead), BatchRunner::Step::kRetryLater);
     EXPECT_EQ(StateWrites(*EngineCore::RepOf(txn)), 0u);  // its effects are not applied
   }
   EXPECT_EQ(Runner().retry_fact_id(), 5u);
@@ -152,7 +207,7 @@ TEST_F(BatchRunnerTest, RetryCountsAttemptsUntilMaxAttempts) {
   EXPECT_EQ(record.attempts, 1u);
   EXPECT_NE(record.last_error.find("handler-retry"), std::string::npos);
   Txn txn = core_->Begin();
-  EXPECT_EQ(Runner().Deliver(MakeFact(5), &txn, &dead), BatchRunner::Step::kDeadLettered);
+  EXPECT_EQ(Runner().Deliver(MakeFact(5), upcast_, &txn, &dead), BatchRunner::Step::kDeadLettered);
   auto letters = DeadLetters(*EngineCore::RepOf(txn));
   ASSERT_EQ(letters.size(), 1u);
   EXPECT_EQ(letters[0].second.rfind("attempts-exhausted: 2 deliveries failed", 0), 0u)
@@ -180,7 +235,7 @@ TEST_F(BatchRunnerTest, ResumeContinuesCountingFromTheStoredRecord) {
   outcome_ = Outcome::kRetry;
   Txn txn = core_->Begin();
   uint32_t dead = 0;
-  EXPECT_EQ(Runner().Deliver(MakeFact(9), &txn, &dead), BatchRunner::Step::kDeadLettered);
+  EXPECT_EQ(Runner().Deliver(MakeFact(9), upcast_, &txn, &dead), BatchRunner::Step::kDeadLettered);
   EXPECT_EQ(Runner().attempt(), 4u);
 }
 
@@ -192,9 +247,9 @@ TEST_F(BatchRunnerTest, FactThatOnlyFitsAloneEndsTheBatch) {
   put_bytes_ = 1200;
   Txn txn = core_->Begin();
   uint32_t dead = 0;
-  EXPECT_EQ(Runner().Deliver(MakeFact(1), &txn, &dead), BatchRunner::Step::kPassed);
+  EXPECT_EQ(Runner().Deliver(MakeFact(1), upcast_, &txn, &dead), BatchRunner::Step::kPassed);
   const size_t bytes = EngineCore::RepOf(txn)->bytes;
-  EXPECT_EQ(Runner().Deliver(MakeFact(2), &txn, &dead), BatchRunner::Step::kBatchFull);
+  EXPECT_EQ(Runner().Deliver(MakeFact(2), upcast_, &txn, &dead), BatchRunner::Step::kBatchFull);
   EXPECT_EQ(StateWrites(*EngineCore::RepOf(txn)), 1u);
   EXPECT_EQ(EngineCore::RepOf(txn)->bytes, bytes);
   EXPECT_EQ(Runner().AttemptsOf(2), 0u);
@@ -225,7 +280,7 @@ TEST_F(BatchRunnerTest, RefusedBatchNarrowsDownToThePoisonFact) {
   Txn txn = core_->Begin();
   uint32_t dead = 0;
   const int calls = calls_;
-  EXPECT_EQ(Runner().Deliver(MakeFact(6), &txn, &dead), BatchRunner::Step::kDeadLettered);
+  EXPECT_EQ(Runner().Deliver(MakeFact(6), upcast_, &txn, &dead), BatchRunner::Step::kDeadLettered);
   EXPECT_EQ(calls_, calls);
   auto letters = DeadLetters(*EngineCore::RepOf(txn));
   ASSERT_EQ(letters.size(), 1u);

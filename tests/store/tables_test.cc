@@ -334,9 +334,31 @@ TEST_F(ScanTest, HeartbeatsAndTypesArePrefixRanges) {
         leases::HeartbeatKey("h2"), "type:a", "type:b", "typf"});
   EXPECT_EQ(Forward(leases::HeartbeatRange()),
             (std::vector<std::string>{leases::HeartbeatKey("h1"), leases::HeartbeatKey("h2")}));
-  std::vector<std::string> types;
+  // A record written before types had versions (empty body) reads as version 1.
+  ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), "type:a", codec::Seal("")).ok());
+  ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), "type:b", meta::EncodeTypeRecord(3, 2)).ok());
+  std::vector<DeclaredType> types;
   ASSERT_OK(meta::ListTypes(db_.get(), db_->DefaultColumnFamily(), &types));
-  EXPECT_EQ(types, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(types.size(), 2u);
+  EXPECT_EQ(types[0].name, "a");
+  EXPECT_EQ(types[0].version, 1u);
+  EXPECT_EQ(types[0].first_version, 1u);
+  EXPECT_EQ(types[1].name, "b");
+  EXPECT_EQ(types[1].version, 3u);
+  EXPECT_EQ(types[1].first_version, 2u);
+}
+
+TEST(TablesTest, ADamagedTypeRecordIsNamed) {
+  DeclaredType record;
+  EXPECT_OK(meta::DecodeTypeRecord("", &record));
+  std::string body;
+  codec::PutFixed32BE(&body, 2);
+  codec::PutFixed32BE(&body, 3);  // first above declared
+  Status s = meta::DecodeTypeRecord(body, &record);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("out of order"), std::string::npos) << s.ToString();
+  s = meta::DecodeTypeRecord("abc", &record);
+  EXPECT_NE(s.message().find("bad size"), std::string::npos) << s.ToString();
 }
 
 TEST(TablesTest, KeysEndSortsAboveTheLongestKeys) {

@@ -93,12 +93,22 @@ struct TransactOptions {
   uint32_t backoff_max_ms = 100;
 };
 
+// Lifts a payload of one version of a fact type to the next (Engine::RegisterUpcaster). It must be
+// a pure function of its argument, safe to call from several threads at once (workers upcast in
+// parallel). To refuse a payload, throw: the fact is then settled as failed for the consumer that
+// was to receive it ("upcast-failed", a dead letter with the exception's text as the reason), and
+// the consumer goes on with the next fact.
+using Upcaster = std::function<std::string(std::string_view payload)>;
+
 struct EmitOptions {
   Headers headers;
   // > 0: hold as a timer, release into the outbox when due. Commit() reports the id it waits
   // under; it is delivered under a new id and carries that one as Fact::scheduled_id.
   int64_t deliver_at_ms = 0;
-  uint32_t v = 1;  // schema version
+  // The payload's version: 0 (the default) for the type's declared version, or an older one
+  // down to the version it was first declared at (Engine::DeclareType). Consumers receive it
+  // upcast to the declared version.
+  uint32_t v = 0;
 };
 
 // A transaction: state writes and emitted facts that commit all together or not at all.
@@ -115,7 +125,8 @@ class Txn {
   Status Delete(std::string_view table, std::string_view key);
 
   // Emits a fact of a declared `type`, partitioned by `key` (may be empty).
-  // InvalidArgument: empty/oversized type, undeclared type (named), oversized key or payload.
+  // InvalidArgument: empty/oversized type, undeclared type (named), a version outside the type's
+  // declared range, oversized key or payload.
   Status Emit(std::string_view type, std::string_view key, std::string_view payload,
               const EmitOptions& options = {});
 
@@ -184,10 +195,32 @@ class Engine {
   // Engine and on Txns it made return Closed. Idempotent.
   Status Close();
 
-  // Declares fact types producers may emit (persisted; declaring again is a no-op).
+  // Declares fact types producers may emit, at version 1 (persisted). A type already declared, at
+  // whatever version, is left as it is.
   Status DeclareTypes(const std::vector<std::string>& types);
+  // Declares `type` at payload version `version`, or raises its declared version to it
+  // (persisted). Producers may emit any version from the one the type was first declared at up to
+  // `version` (EmitOptions::v, by default the declared one); consumers receive every fact of it at
+  // `version`, lifted by the upcasters registered for the versions between (RegisterUpcaster).
+  // Declaring the version it has is a no-op. InvalidArgument: a bad name, version 0, or a version
+  // below the declared one (facts may already be stored at it: the declared version never goes
+  // back).
+  Status DeclareType(std::string_view type, uint32_t version = 1);
   std::vector<std::string> DeclaredTypes() const;
+  // The declared types with their versions, in name order.
+  std::vector<DeclaredType> DeclaredTypeVersions() const;
   bool IsDeclared(std::string_view type) const;
+  // The declared version of `type`; 0 when it is not declared.
+  uint32_t DeclaredVersion(std::string_view type) const;
+  // Registers the step that lifts a payload of `type` from version `from_v` to from_v + 1 (not
+  // persisted: register on every open, before starting the runtimes whose consumers take the
+  // type). A runtime's Start() refuses a consumer of a type whose chain, from its first declared
+  // version to its declared one, misses a step. Upcasting happens in the worker that delivers a
+  // batch (never on the commit path), for subscribers, projections, reactions, relays and taps
+  // alike; dead letters keep the stored payload, so a retried one is lifted by the chain of the
+  // time of its retry. InvalidArgument: an undeclared type, from_v 0 or not below the declared
+  // version, an empty function, or a step already registered.
+  Status RegisterUpcaster(std::string_view type, uint32_t from_v, Upcaster upcaster);
 
   Txn Begin();
 

@@ -18,7 +18,10 @@ struct Fact {
   std::string payload;
   Headers headers;
   std::string source;  // producer or consumer that emitted it ("" for application commits)
-  uint32_t v = 1;      // schema version of the payload
+  // The payload's version as delivered: consumers receive every fact at its type's declared
+  // version (Engine::DeclareType), upcast from the stored one (Engine::RegisterUpcaster).
+  uint32_t v = 1;
+  uint32_t stored_v = 1;  // the payload's version as stored (the producer emitted it at this one)
   uint32_t depth = 0;  // cascade depth: 0 for application commits, trigger depth + 1 in reactions
   // Wall clock (ms since the epoch) when the transaction that emitted it committed: read
   // once per transaction by the committer as it assigns the transaction its ids and writes it to
@@ -32,6 +35,13 @@ struct Fact {
   // so that ids keep growing in delivery order; a producer correlates through scheduled_id.
   // 0 for a fact that was not delayed (its id is the one Commit() returned).
   uint64_t scheduled_id = 0;
+};
+
+// A declared fact type (Engine::DeclareType).
+struct DeclaredType {
+  std::string name;
+  uint32_t version = 1;        // producers emit at most this version; consumers receive it
+  uint32_t first_version = 1;  // the version it was first declared at: the oldest its facts have
 };
 
 }  // namespace wharf

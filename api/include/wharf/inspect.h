@@ -100,6 +100,8 @@ class Inspector {
   // The highest fact id the primary has written (0: none).
   Status LastLsn(uint64_t* lsn);
   Status DeclaredTypes(std::vector<std::string>* types);
+  // The declared types with their versions, in name order.
+  Status DeclaredTypeVersions(std::vector<DeclaredType>* types);
   // One entry per partition, in order (a full scan of the outbox). Facts at or below a partition's
   // retention floor are removed (even before compaction drops them) and not counted, here and in
   // BacklogAfter, Stat and ConsumerStats.

@@ -164,6 +164,9 @@ using SubscribeFn = std::function<Outcome(const Fact& fact)>;
 using AsyncSubscribeFn = std::function<void(const Fact& fact, Delivery delivery)>;
 using TapFn = std::function<void(const Fact& fact)>;
 
+// Which version of a fact's payload a consumer receives (ConsumerOptions::payload_version).
+enum class PayloadVersion : uint8_t { kLatest, kStored };
+
 struct ConsumerOptions {
   // Cursor name; empty: the consumer's name. Two consumers never share one (error 026).
   std::string consumer_id;
@@ -196,6 +199,11 @@ struct ConsumerOptions {
   uint32_t handler_timeout_ms = 30'000;
   // Taps: called once when the tap is severed (from an engine thread).
   std::function<void()> on_severed;
+  // kLatest: facts arrive at their type's declared version, upcast from the stored one
+  // (Engine::RegisterUpcaster); kStored: as stored (Fact::v == Fact::stored_v; no upcaster runs,
+  // so no chain needs to be complete). A relay with relay_payload=stored publishes the stored
+  // bytes.
+  PayloadVersion payload_version = PayloadVersion::kLatest;
 };
 
 struct TraceEvent {

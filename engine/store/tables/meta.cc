@@ -21,6 +21,30 @@ void PutU16(std::string* dst, uint16_t value) {
 
 }  // namespace
 
+std::string EncodeTypeRecord(uint32_t version, uint32_t first_version) {
+  WHARF_ASSERT(first_version >= 1 && first_version <= version);
+  std::string body;
+  codec::PutFixed32BE(&body, version);
+  codec::PutFixed32BE(&body, first_version);
+  return codec::Seal(body);
+}
+
+Status DecodeTypeRecord(std::string_view body, DeclaredType* record) {
+  if (body.empty()) {  // written before types had versions
+    record->version = record->first_version = 1;
+    return Status::OK();
+  }
+  if (body.size() != 8) return Status::Corruption("a declared type's record has a bad size");
+  record->version = codec::DecodeFixed32BE(body.data());
+  record->first_version = codec::DecodeFixed32BE(body.data() + 4);
+  if (record->first_version == 0 || record->first_version > record->version) {
+    return Status::Corruption("a declared type's record has versions out of order (first " +
+                              std::to_string(record->first_version) + ", declared " +
+                              std::to_string(record->version) + ")");
+  }
+  return Status::OK();
+}
+
 std::string ConsumerKey(std::string_view consumer) {
   std::string key(kConsumerPrefix);
   key.append(consumer);
@@ -80,11 +104,17 @@ Status DecodeU64(std::string_view body, std::string_view name, uint64_t* value) 
 }
 
 Status ListTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                 std::vector<std::string>* types) {
+                 std::vector<DeclaredType>* types) {
   types->clear();
   return ForEach(db, cf, PrefixRange(std::string(kTypePrefix)), "declared types",
-                 [&](std::string_view key, std::string_view) {
-                   types->emplace_back(key.substr(kTypePrefix.size()));
+                 [&](std::string_view key, std::string_view value) {
+                   DeclaredType record;
+                   record.name = key.substr(kTypePrefix.size());
+                   std::string_view body;
+                   Status s = codec::Unseal(value, &body);
+                   if (s.ok()) s = DecodeTypeRecord(body, &record);
+                   if (!s.ok()) return s.WithMessage("type '" + record.name + "': " + s.message());
+                   types->push_back(std::move(record));
                    return Status::OK();
                  });
 }

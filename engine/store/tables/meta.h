@@ -3,7 +3,9 @@
 //                    → sealed u64 BE
 //   "lsn_reserved": with durability=buffered, every fact id handed out is at most this (synced
 //                    before any id above the previous value is handed out; see the committer).
-//   "type:" · name   → sealed empty body (a declared fact type)
+//   "type:" · name   → sealed u32 BE version · u32 BE first version (a declared fact type: the
+//                      payload version producers emit at most, and the one it was first declared
+//                      at, the oldest its facts can have); an empty body is version 1, first 1
 //   "consumer:" · id → sealed u16 count · (u16 length · type)*: the fact types a durable consumer
 //                      takes, written when a runtime registers it (so that `wharf stat` counts
 //                      its lag in the facts it takes, without the application's code)
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "engine/store/tables/scan.h"
+#include "wharf/fact.h"
 #include "wharf/status.h"
 
 namespace wharf::tables::meta {
@@ -32,6 +35,10 @@ inline constexpr std::string_view kTypePrefix = "type:";
 inline constexpr std::string_view kConsumerPrefix = "consumer:";
 
 std::string TypeKey(std::string_view type);
+
+std::string EncodeTypeRecord(uint32_t version, uint32_t first_version);  // sealed
+// `body` is already unsealed. Corruption on a bad size or versions out of order.
+Status DecodeTypeRecord(std::string_view body, DeclaredType* record);
 std::string ConsumerKey(std::string_view consumer);
 
 // A consumer registration: the sorted fact types it takes.
@@ -43,8 +50,9 @@ std::string EncodeU64(uint64_t value);
 // `body` is already unsealed. Corruption naming the record `name` on a bad size.
 Status DecodeU64(std::string_view body, std::string_view name, uint64_t* value);
 
-// The declared types (keys "type:" · name), in order.
-Status ListTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::vector<std::string>* types);
+// The declared types (keys "type:" · name), in name order.
+Status ListTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                 std::vector<DeclaredType>* types);
 
 // Every registered consumer and the types it takes, by consumer id.
 Status ListConsumerTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,

@@ -128,6 +128,7 @@ TEST(CAbiConcurrency, CloseWhileOtherThreadsCommit) {
 }
 
 TEST_F(CAbiTest, EmitV2HeadersDeliverAtAndVersion) {
+  ASSERT_WHARF_OK(wharf_declare_type(engine_, "A", 7));
   wharf_txn* txn = nullptr;
   ASSERT_WHARF_OK(wharf_txn_begin(engine_, &txn));
   const char* names[] = {"trace-id", "content-type"};
