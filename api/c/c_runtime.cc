@@ -230,6 +230,17 @@ Status ParseConsumerOption(std::string_view key, std::string_view value, bool is
     }
     return Status::OK();
   }
+  if (key == "payload_version" || key == "relay_payload") {
+    if (value == "latest") {
+      o->payload_version = wharf::PayloadVersion::kLatest;
+    } else if (value == "stored") {
+      o->payload_version = wharf::PayloadVersion::kStored;
+    } else {
+      return Status::InvalidArgument("option '" + std::string(key) + "': '" + std::string(value) +
+                                     "' is not one of latest | stored");
+    }
+    return Status::OK();
+  }
   if (key == "tap_inbox_facts" && is_tap) return ParseOptionU32(key, value, &o->tap_inbox_facts);
   if (!is_tap) {
     // Checked as a whole at registration (Runtime::Subscribe & co.).
@@ -579,7 +590,8 @@ wharf_status wharf_runtime_relay(wharf_runtime* rt, const char* name, const char
     std::string consumer_text, sink_text;
     Status split =
         wharf::internal::ForEachOption(options, [&](std::string_view key, std::string_view value) {
-          std::string& to = key == "consumer_id" || key == "batch_facts" || key == "ordering"
+          std::string& to = key == "consumer_id" || key == "batch_facts" ||
+                                    key == "ordering" || key == "relay_payload"
                                 ? consumer_text
                                 : sink_text;
           to.append(key).append("=").append(value).push_back(';');

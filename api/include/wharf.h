@@ -616,7 +616,9 @@ WHARF_EXPORT wharf_status wharf_runtime_subscribe(wharf_runtime* rt, const char*
 ** (facts per commit, >= 1; default projection 100, reaction 20, subscriber 10), max_depth
 ** (reactions), ordering (partition | global | none), max_attempts (deliveries of a fact before it
 ** becomes a dead letter "attempts-exhausted: ..."; 0: no limit), and for subscribers
-** key_concurrency, key_window_facts, handler_timeout_ms (see wharf_runtime_subscribe_async). */
+** key_concurrency, key_window_facts, handler_timeout_ms (see wharf_runtime_subscribe_async), and
+** payload_version: latest (default: facts arrive upcast to their type's declared version) or
+** stored (as stored; no upcaster runs). */
 WHARF_EXPORT wharf_status wharf_runtime_project_v2(wharf_runtime* rt, const char* name,
                                                    const char* const* types, size_t n_types,
                                                    const char* options, wharf_project_fn fn,
@@ -670,7 +672,11 @@ WHARF_EXPORT wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name,
 **   kind=redis_streams | nats_jetstream (required); url; timeout_ms; in_flight; user; password;
 **   redis_streams: stream (template, default "wharf:{partition}"), maxlen (XADD MAXLEN ~ N);
 **   nats_jetstream: subject (default "wharf.{type}.{partition}"), token, id_prefix, create_stream;
-**   and the consumer options consumer_id, batch_facts (default 256), ordering.
+**   the consumer options consumer_id, batch_facts (default 256), ordering; and relay_payload:
+**   latest (default: the payload upcast to its type's declared version) or stored (the bytes as
+**   stored). Every message carries the fact's v (as published), stored_v, source and depth: Redis
+**   fields "v", "stored_v", "source", "depth"; NATS headers Wharf-V, Wharf-Stored-V,
+**   Wharf-Source, Wharf-Depth.
 ** Templates take {type}, {partition} and {incarnation} (the database's incarnation that emitted
 ** the fact, 16 lowercase hex digits); without ordering=global they must contain {partition}.
 ** Unknown key or bad value: WHARF_INVALID_ARGUMENT naming it. See wharf/relay.h. */

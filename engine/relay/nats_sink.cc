@@ -177,6 +177,16 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
     if (s == NATS_OK) {
       s = natsMsgHeader_Set(msg.get(), "Wharf-Commit-Ms", std::to_string(fact.commit_ms).c_str());
     }
+    // The envelope: the payload's version as published (relay_payload) and as stored, who emitted
+    // it, and its cascade depth.
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-V", std::to_string(fact.v).c_str());
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg.get(), "Wharf-Stored-V", std::to_string(fact.stored_v).c_str());
+    }
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-Source", fact.source.c_str());
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg.get(), "Wharf-Depth", std::to_string(fact.depth).c_str());
+    }
     for (const auto& [name, value] : fact.headers) {
       if (s == NATS_OK) s = natsMsgHeader_Add(msg.get(), name.c_str(), value.c_str());
     }

@@ -218,7 +218,8 @@ bool RedisStreamsSink::SendChunk(redisContext* context, std::span<const Fact* co
     const Fact& fact = *facts[i];
     const std::string id = EntryId(fact.id), fact_id = std::to_string(fact.id),
                       partition = std::to_string(fact.partition),
-                      commit_ms = std::to_string(fact.commit_ms);
+                      commit_ms = std::to_string(fact.commit_ms), v = std::to_string(fact.v),
+                      stored_v = std::to_string(fact.stored_v), depth = std::to_string(fact.depth);
     const uint64_t incarnation = incarnations_.Of(fact.id);
     const std::string incarnation_hex = incarnation != 0 ? IncarnationHex(incarnation) : "";
     std::vector<std::string> header_names;
@@ -250,6 +251,16 @@ bool RedisStreamsSink::SendChunk(redisContext* context, std::span<const Fact* co
     add(partition);
     add("commit_ms");
     add(commit_ms);
+    // The envelope: the payload's version as published (relay_payload) and as stored, who emitted
+    // it, and its cascade depth.
+    add("v");
+    add(v);
+    add("stored_v");
+    add(stored_v);
+    add("source");
+    add(fact.source);
+    add("depth");
+    add(depth);
     if (incarnation != 0) {  // absent means 0: entries written before incarnations existed
       add("incarnation");
       add(incarnation_hex);

@@ -86,6 +86,10 @@ class NatsRelayTest : public ::testing::Test {
         EXPECT_EQ(stored.headers.at("Wharf-Key").at(0), fact.key);
         EXPECT_EQ(stored.headers.at("Wharf-Partition").at(0), std::to_string(fact.partition));
         EXPECT_EQ(stored.headers.at("Wharf-Commit-Ms").at(0), std::to_string(fact.commit_ms));
+        EXPECT_EQ(stored.headers.at("Wharf-V").at(0), std::to_string(fact.v));
+        EXPECT_EQ(stored.headers.at("Wharf-Stored-V").at(0), std::to_string(fact.stored_v));
+        EXPECT_EQ(stored.headers.at("Wharf-Source").at(0), fact.source);
+        EXPECT_EQ(stored.headers.at("Wharf-Depth").at(0), std::to_string(fact.depth));
         EXPECT_EQ(stored.data, fact.payload);
         std::vector<std::string> trace;
         for (const auto& [name, value] : fact.headers) {
@@ -152,6 +156,37 @@ TEST_F(NatsRelayTest, EveryFactArrivesOnceAndRedeliveryIsADuplicate) {
   EXPECT_EQ(sink->counters().acknowledged, count);
   EXPECT_EQ(sink->counters().duplicates, count);
   ExpectStreamHolds("W", expected, "w.A.");
+}
+
+// A fact stored at an older version is published upcast, with Wharf-V and Wharf-Stored-V saying
+// so; with relay_payload=stored the stored bytes go out instead.
+TEST_F(NatsRelayTest, UpcastPayloadsArePublishedUnlessTheRelayAsksForStoredOnes) {
+  ASSERT_OK(engine_->DeclareType("V", 1));
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Emit("V", "k", "amount=5"));
+  ASSERT_OK(txn.Commit());
+  ASSERT_OK(engine_->DeclareType("V", 2));
+  ASSERT_OK(engine_->RegisterUpcaster(
+      "V", 1, [](std::string_view payload) { return std::string(payload) + ";currency=EUR"; }));
+  ConsumerOptions stored;
+  stored.payload_version = PayloadVersion::kStored;
+  {
+    Runtime runtime(engine_.get(), RelayRuntimeOptions());
+    ASSERT_OK(runtime.Relay("latest", {"V"}, Sink("subject=latest.{partition};create_stream=L")));
+    ASSERT_OK(runtime.Relay("stored", {"V"}, Sink("subject=stored.{partition};create_stream=S"),
+                            stored));
+    DrainAll(runtime);
+  }
+  NatsClient client(nats_.port());
+  ASSERT_TRUE(client.ok());
+  std::vector<Stored> latest = client.Read("L"), as_stored = client.Read("S");
+  ASSERT_EQ(latest.size(), 1u);
+  ASSERT_EQ(as_stored.size(), 1u);
+  EXPECT_EQ(latest[0].data, "amount=5;currency=EUR");
+  EXPECT_EQ(latest[0].headers.at("Wharf-V").at(0), "2");
+  EXPECT_EQ(latest[0].headers.at("Wharf-Stored-V").at(0), "1");
+  EXPECT_EQ(as_stored[0].data, "amount=5");
+  EXPECT_EQ(as_stored[0].headers.at("Wharf-V").at(0), "1");
 }
 
 // A fact JetStream refuses for good (larger than the stream's max_msg_size): a dead letter with

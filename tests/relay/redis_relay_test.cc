@@ -87,6 +87,10 @@ class RedisRelayTest : public ::testing::Test {
         EXPECT_EQ(entry.fields.at("payload"), fact.payload);
         EXPECT_EQ(entry.fields.at("partition"), std::to_string(fact.partition));
         EXPECT_EQ(entry.fields.at("commit_ms"), std::to_string(fact.commit_ms));
+        EXPECT_EQ(entry.fields.at("v"), std::to_string(fact.v));
+        EXPECT_EQ(entry.fields.at("stored_v"), std::to_string(fact.stored_v));
+        EXPECT_EQ(entry.fields.at("source"), fact.source);
+        EXPECT_EQ(entry.fields.at("depth"), std::to_string(fact.depth));
         EXPECT_EQ(entry.headers, fact.headers);
       }
       total += want;
@@ -167,6 +171,38 @@ TEST_F(RedisRelayTest, EveryFactArrivesOnceAndRedeliveryIsADuplicate) {
   EXPECT_EQ(sink->counters().acknowledged, count);
   EXPECT_EQ(sink->counters().duplicates, count);
   ExpectStreamsHold(expected, "s:");
+}
+
+// A fact stored at an older version is published upcast, with v and stored_v saying so; with
+// relay_payload=stored the stored bytes go out instead.
+TEST_F(RedisRelayTest, UpcastPayloadsArePublishedUnlessTheRelayAsksForStoredOnes) {
+  ASSERT_OK(engine_->DeclareType("V", 1));
+  Txn txn = engine_->Begin();
+  ASSERT_OK(txn.Emit("V", "k", "{\"amount\":5}"));
+  ASSERT_OK(txn.Commit());
+  ASSERT_OK(engine_->DeclareType("V", 2));
+  ASSERT_OK(engine_->RegisterUpcaster("V", 1, [](std::string_view payload) {
+    return std::string(payload.substr(0, payload.size() - 1)) + ",\"currency\":\"EUR\"}";
+  }));
+  ConsumerOptions stored;
+  stored.payload_version = PayloadVersion::kStored;
+  {
+    Runtime runtime(engine_.get(), RelayRuntimeOptions());
+    ASSERT_OK(runtime.Relay("latest", {"V"}, Sink("stream=latest")));
+    ASSERT_OK(runtime.Relay("stored", {"V"}, Sink("stream=stored"), stored));
+    DrainAll(runtime);
+  }
+  RedisClient client(redis_.port());
+  ASSERT_TRUE(client.ok());
+  std::vector<Entry> latest = client.Range("latest"), as_stored = client.Range("stored");
+  ASSERT_EQ(latest.size(), 1u);
+  ASSERT_EQ(as_stored.size(), 1u);
+  EXPECT_EQ(latest[0].fields.at("payload"), "{\"amount\":5,\"currency\":\"EUR\"}");
+  EXPECT_EQ(latest[0].fields.at("v"), "2");
+  EXPECT_EQ(latest[0].fields.at("stored_v"), "1");
+  EXPECT_EQ(as_stored[0].fields.at("payload"), "{\"amount\":5}");
+  EXPECT_EQ(as_stored[0].fields.at("v"), "1");
+  EXPECT_EQ(as_stored[0].fields.at("stored_v"), "1");
 }
 
 // With MAXLEN ~ trimming, a redelivered fact whose entry was trimmed away is a duplicate too.
