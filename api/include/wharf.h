@@ -676,7 +676,7 @@ WHARF_EXPORT wharf_status wharf_runtime_tap(wharf_runtime* rt, const char* name,
 **   latest (default: the payload upcast to its type's declared version) or stored (the bytes as
 **   stored). Every message carries the fact's v (as published), stored_v, source and depth: Redis
 **   fields "v", "stored_v", "source", "depth"; NATS headers Wharf-V, Wharf-Stored-V,
-**   Wharf-Source, Wharf-Depth.
+**   Wharf-Source (absent when empty), Wharf-Depth.
 ** Templates take {type}, {partition} and {incarnation} (the database's incarnation that emitted
 ** the fact, 16 lowercase hex digits); without ordering=global they must contain {partition}.
 ** Unknown key or bad value: WHARF_INVALID_ARGUMENT naming it. See wharf/relay.h. */

@@ -183,7 +183,10 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
     if (s == NATS_OK) {
       s = natsMsgHeader_Set(msg.get(), "Wharf-Stored-V", std::to_string(fact.stored_v).c_str());
     }
-    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-Source", fact.source.c_str());
+    // Absent for an application's commit, whose source is empty (NATS drops empty headers).
+    if (s == NATS_OK && !fact.source.empty()) {
+      s = natsMsgHeader_Set(msg.get(), "Wharf-Source", fact.source.c_str());
+    }
     if (s == NATS_OK) {
       s = natsMsgHeader_Set(msg.get(), "Wharf-Depth", std::to_string(fact.depth).c_str());
     }

@@ -184,11 +184,12 @@ TEST_F(RedisRelayTest, UpcastPayloadsArePublishedUnlessTheRelayAsksForStoredOnes
   ASSERT_OK(engine_->RegisterUpcaster("V", 1, [](std::string_view payload) {
     return std::string(payload.substr(0, payload.size() - 1)) + ",\"currency\":\"EUR\"}";
   }));
-  ConsumerOptions stored;
+  ConsumerOptions latest_options, stored;  // one lane each: one stream each
+  latest_options.ordering = stored.ordering = Ordering::kGlobal;
   stored.payload_version = PayloadVersion::kStored;
   {
     Runtime runtime(engine_.get(), RelayRuntimeOptions());
-    ASSERT_OK(runtime.Relay("latest", {"V"}, Sink("stream=latest")));
+    ASSERT_OK(runtime.Relay("latest", {"V"}, Sink("stream=latest"), latest_options));
     ASSERT_OK(runtime.Relay("stored", {"V"}, Sink("stream=stored"), stored));
     DrainAll(runtime);
   }
