@@ -94,6 +94,7 @@ class TestCommitAndRead(EngineTestCase):
         self.assertEqual(self.engine.last_lsn, 0)
 
     def test_headers_and_deliver_at(self):
+        self.engine.declare_type("OrderPlaced", 3)  # v=3 may be emitted from now on
         with self.engine.begin() as txn:
             txn.emit("OrderPlaced", b"p", key="k", headers=[("trace-id", b"abc")], v=3)
         (fact,) = self.engine.read_facts(self.engine.partition_of("k"))
@@ -1228,6 +1229,275 @@ class TestErrors(EngineTestCase):
         runtime.close()
         with self.assertRaises(wharf.Closed):
             runtime.start()
+
+
+class TestPayloadVersions(EngineTestCase):
+    """Payload versions: Engine.declare_type, Txn.emit's v, Engine.register_upcaster; consumers
+    receive facts lifted to the declared version (payload_version="stored": as stored)."""
+
+    def emit_every_version(self):
+        """Facts of "Order" at each of its versions, one key (so in order): b"one" at v=1,
+        b"two" at v=2, b"three" at the declared v=3 (emit's default)."""
+        self.engine.declare_type("Order")
+        self.assertEqual(self.engine.declared_version("Order"), 1)
+        self.engine.declare_type("Order", 3)
+        self.engine.declare_type("Order", 3)  # the version it has: a no-op
+        self.assertEqual(self.engine.declared_version("Order"), 3)
+        self.assertEqual(self.engine.declared_version("Unknown"), 0)
+        with self.engine.begin() as txn:
+            txn.emit("Order", b"one", key="k", v=1)
+            txn.emit("Order", b"two", key="k", v=2)
+            txn.emit("Order", b"three", key="k")
+
+    def test_a_chain_lifts_every_fact_to_the_declared_version(self):
+        self.emit_every_version()
+        # As stored: read_facts does not upcast.
+        facts = self.engine.read_facts(self.engine.partition_of("k"))
+        self.assertEqual([(f.payload, f.stored_version) for f in facts],
+                         [(b"one", 1), (b"two", 2), (b"three", 3)])
+        calls = []
+
+        def one_to_two(payload):
+            calls.append(1)
+            return bytearray(payload + b">2")
+
+        def two_to_three(payload):
+            calls.append(2)
+            return memoryview(payload + b">3")
+
+        self.engine.register_upcaster("Order", 1, one_to_two)
+        self.engine.register_upcaster("Order", 2, two_to_three)
+        delivered = []
+        runtime = wharf.Runtime(self.engine, "workers=2")
+        runtime.subscribe("mailer", "Order", lambda fact: delivered.append(
+            (fact.payload, fact.version, fact.stored_version, fact.v, fact.stored_v)))
+
+        @runtime.projection("order-index", ["Order"], options={"batch_facts": 2})
+        def index(fact, effects):
+            effects.put("orders", fact.payload, f"{fact.version}/{fact.stored_version}")
+
+        runtime.start()
+        runtime.drain()
+        runtime.close()
+        self.assertEqual(delivered, [(b"one>2>3", 3, 1, 3, 1), (b"two>3", 3, 2, 3, 2),
+                                     (b"three", 3, 3, 3, 3)])
+        self.assertEqual(list(self.engine.scan("orders")),
+                         [(b"one>2>3", b"3/1"), (b"three", b"3/3"), (b"two>3", b"3/2")])
+        self.assertEqual(set(calls), {1, 2})
+        # The engine keeps the upcasters until it closes, then releases them.
+        self.assertIn(one_to_two, wharf._callbacks.values())
+        self.engine.close()
+        self.assertEqual(wharf._callbacks, {})
+
+    def test_payload_version_stored_receives_them_as_stored(self):
+        self.emit_every_version()
+        calls = []
+        self.engine.register_upcaster("Order", 1, lambda p: calls.append(1) or p)
+        # No upcaster lifts 2 to 3: only consumers of the latest version need the whole chain.
+        delivered = []
+        runtime = wharf.Runtime(self.engine, "workers=1")
+        runtime.subscribe("raw", "Order", lambda fact: delivered.append(
+            (fact.payload, fact.version, fact.stored_version)), payload_version="stored")
+
+        @runtime.projection("raw-index", "Order", options={"payload_version": "stored"})
+        def index(fact, effects):
+            effects.put("raw", fact.payload, f"{fact.version}/{fact.stored_version}")
+
+        @runtime.reaction("raw-react", "Order", "batch_facts=5", payload_version="stored")
+        def react(fact, effects):
+            effects.put("reacted", fact.payload, f"{fact.version}")
+
+        runtime.start()
+        runtime.drain()
+        runtime.close()
+        self.assertEqual(delivered, [(b"one", 1, 1), (b"two", 2, 2), (b"three", 3, 3)])
+        self.assertEqual(list(self.engine.scan("raw")),
+                         [(b"one", b"1/1"), (b"three", b"3/3"), (b"two", b"2/2")])
+        self.assertEqual(list(self.engine.scan("reacted")),
+                         [(b"one", b"1"), (b"three", b"3"), (b"two", b"2")])
+        self.assertEqual(calls, [])
+
+    def test_a_missing_step_fails_start_naming_it(self):
+        self.emit_every_version()
+        self.engine.register_upcaster("Order", 2, lambda p: p + b">3")
+        delivered = []
+        runtime = wharf.Runtime(self.engine, "workers=1")
+        runtime.subscribe("mailer", "Order", lambda fact: delivered.append(fact.payload))
+        with self.assertRaises(wharf.InvalidArgument) as caught:
+            runtime.start()
+        self.assertIn("no upcaster lifts it from version 1 to 2", str(caught.exception))
+        self.assertIn("'mailer'", str(caught.exception))
+        # Start failed without side effects: with the step registered it starts.
+        self.engine.register_upcaster("Order", 1, lambda p: p + b">2")
+        runtime.start()
+        runtime.drain()
+        runtime.close()
+        self.assertEqual(delivered, [b"one>2>3", b"two>3", b"three"])
+
+    def test_a_failing_upcaster_gives_one_dead_letter_and_the_lane_goes_on(self):
+        self.engine.declare_type("Order")
+        with self.engine.begin() as txn:
+            for payload in (b"ok-1", b"boom", b"ok-2", b"text", b"ok-3", b"none", b"ok-4"):
+                txn.emit("Order", payload, key="k")
+        self.engine.declare_type("Order", 2)
+
+        def lift(payload):
+            if payload == b"boom":
+                raise ValueError("cannot lift boom")
+            if payload == b"text":
+                return "a str is not a payload"
+            if payload == b"none":
+                return None
+            return payload + b">2"
+
+        self.engine.register_upcaster("Order", 1, lift)
+        delivered = []
+        runtime = wharf.Runtime(self.engine, "workers=2;backoff_initial_ms=1;backoff_max_ms=5")
+        runtime.subscribe("mailer", "Order", lambda fact: delivered.append(fact.payload))
+        runtime.start()
+        runtime.drain()
+        runtime.close()
+        self.assertEqual(delivered, [b"ok-1>2", b"ok-2>2", b"ok-3>2", b"ok-4>2"])
+        letters = self.engine.dead_letters("mailer")
+        self.assertEqual([letter.fact.payload for letter in letters], [b"boom", b"text", b"none"])
+        prefix = "upcast-failed: upcasting 'Order' from version 1 to 2: "
+        for letter, text in zip(letters, ["ValueError: cannot lift boom",
+                                          "TypeError: the upcaster returned str, not bytes",
+                                          "TypeError: the upcaster returned NoneType, not bytes"]):
+            self.assertTrue(letter.reason.startswith(prefix), letter.reason)
+            self.assertIn(text, letter.reason)
+            # The letter keeps the payload as stored.
+            self.assertEqual((letter.fact.version, letter.fact.stored_version), (1, 1))
+        self.assertEqual(self.engine.cursor("mailer", self.engine.partition_of("k")), 7)
+
+    def test_relay_payload_latest_or_stored(self):
+        if shutil.which("redis-server") is None:
+            self.skipTest("redis-server is not installed")
+        import socket
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        redis_dir = os.path.join(self.dir, "redis")
+        os.mkdir(redis_dir)
+        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                   "--dir", redis_dir, "--save", ""],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(server.wait)
+        self.addCleanup(server.kill)
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.emit_every_version()
+        self.engine.register_upcaster("Order", 1, lambda p: p + b">2")
+        self.engine.register_upcaster("Order", 2, lambda p: p + b">3")
+        runtime = wharf.Runtime(self.engine, "workers=1")
+        url = f"redis://127.0.0.1:{port}"
+        runtime.relay("latest", "Order", {"kind": "redis_streams", "url": url,
+                                          "stream": "latest:{partition}"})
+        runtime.relay("stored", "Order", {"kind": "redis_streams", "url": url,
+                                          "stream": "stored:{partition}"},
+                      relay_payload="stored")
+        runtime.drain()
+        runtime.close()
+
+        def entries(stream):
+            out = subprocess.run(["redis-cli", "-p", str(port), "XRANGE", stream, "-", "+"],
+                                 capture_output=True, text=True, check=True).stdout
+            rows = []
+            for line in out.splitlines():
+                if re.fullmatch(r"\d+-\d+", line):
+                    rows.append([])
+                else:
+                    rows[-1].append(line)
+            return [dict(zip(row[::2], row[1::2])) for row in rows]
+
+        partition = self.engine.partition_of("k")
+        self.assertEqual([(e["payload"], e["v"], e["stored_v"])
+                          for e in entries(f"latest:{partition}")],
+                         [("one>2>3", "3", "1"), ("two>3", "3", "2"), ("three", "3", "3")])
+        self.assertEqual([(e["payload"], e["v"], e["stored_v"])
+                          for e in entries(f"stored:{partition}")],
+                         [("one", "1", "1"), ("two", "2", "2"), ("three", "3", "3")])
+
+    def test_bad_input_names_the_call_and_argument(self):
+        self.engine.declare_type("Order", 3)
+        self.engine.register_upcaster("Order", 1, lambda p: p)
+        self.engine.declare_type("Late", 2)  # first declared at 2: its facts are never v=1
+        kept = dict(wharf._callbacks)
+
+        async def lift_async(payload):
+            return payload
+
+        runtime = wharf.Runtime(self.engine, "workers=0")
+        self.addCleanup(runtime.close)
+        cases = [
+            (lambda: self.engine.declare_type("Order2", 0), wharf.InvalidArgument,
+             "Engine.declare_type: version 0"),
+            (lambda: self.engine.declare_type("Order2", 2**32), wharf.InvalidArgument,
+             "Engine.declare_type: version 4294967296"),
+            (lambda: self.engine.declare_type("Order2", "2"), TypeError,
+             "Engine.declare_type: version"),
+            (lambda: self.engine.declare_type("Order\0x", 2), wharf.InvalidArgument,
+             "Engine.declare_type: type"),
+            (lambda: self.engine.declare_type("Order", 2), wharf.InvalidArgument,
+             "never goes back"),
+            (lambda: self.engine.declared_version(3), TypeError, "Engine.declared_version: type"),
+            (lambda: self.engine.begin().emit("Order", b"p", v=4), wharf.InvalidArgument,
+             "version 4 is above"),
+            (lambda: self.engine.begin().emit("Late", b"p", v=1), wharf.InvalidArgument,
+             "Late"),
+            (lambda: self.engine.begin().emit("Order", b"p", v=0), wharf.InvalidArgument,
+             "Txn.emit: v 0"),
+            (lambda: self.engine.begin().emit("Order", b"p", v=2**32), wharf.InvalidArgument,
+             "Txn.emit: v 4294967296"),
+            (lambda: self.engine.begin().emit("Order", b"p", v="2"), TypeError, "Txn.emit: v"),
+            (lambda: self.engine.register_upcaster("Undeclared", 1, lambda p: p),
+             wharf.InvalidArgument, "not declared"),
+            (lambda: self.engine.register_upcaster("Order", 1, lambda p: p),
+             wharf.InvalidArgument, "already registered"),
+            (lambda: self.engine.register_upcaster("Order", 3, lambda p: p),
+             wharf.InvalidArgument, "declared at version 3"),
+            (lambda: self.engine.register_upcaster("Order", 0, lambda p: p),
+             wharf.InvalidArgument, "Engine.register_upcaster: from_v 0"),
+            (lambda: self.engine.register_upcaster("Order", "2", lambda p: p), TypeError,
+             "Engine.register_upcaster: from_v"),
+            (lambda: self.engine.register_upcaster("Order", 2, b"not a function"), TypeError,
+             "Engine.register_upcaster: fn must be callable, not bytes"),
+            (lambda: self.engine.register_upcaster("Order", 2, lift_async), TypeError,
+             "Engine.register_upcaster: fn cannot be an async def"),
+            (lambda: self.engine.register_upcaster("Or\0der", 2, lambda p: p),
+             wharf.InvalidArgument, "Engine.register_upcaster: type"),
+            (lambda: runtime.subscribe("s", "Order", lambda f: None, payload_version="newest"),
+             wharf.InvalidArgument, "Runtime.subscribe: payload_version 'newest'"),
+            (lambda: runtime.project("p", "Order", lambda f, e: None, payload_version=3),
+             TypeError, "Runtime.project: payload_version"),
+            (lambda: runtime.react("r", "Order", lambda f, e: None, {"payload_version": "latest"},
+                                   payload_version="stored"),
+             wharf.InvalidArgument, "Runtime.react: payload_version 'stored' contradicts"),
+            (lambda: runtime.tap("t", "Order", lambda f: None, payload_version="Stored"),
+             wharf.InvalidArgument, "Runtime.tap: payload_version 'Stored'"),
+            (lambda: runtime.relay("to-redis", "Order", {"kind": "redis_streams"},
+                                   relay_payload="all"),
+             wharf.InvalidArgument, "Runtime.relay: relay_payload 'all'"),
+            (lambda: runtime.subscribe("s", "Order", lambda f: None, "payload_version=other"),
+             wharf.InvalidArgument, "payload_version"),
+        ]
+        for call, error, named in cases:
+            with self.assertRaises(error, msg=named) as caught:
+                call()
+            self.assertIn(named, str(caught.exception))
+        # Refused registrations keep nothing.
+        self.assertEqual(wharf._callbacks, kept)
+        self.assertEqual(self.engine.declared_version("Order2"), 0)
+        self.engine.close()
+        for call in (lambda: self.engine.declare_type("Order", 4),
+                     lambda: self.engine.declared_version("Order"),
+                     lambda: self.engine.register_upcaster("Order", 2, lambda p: p)):
+            with self.assertRaises(wharf.Closed):
+                call()
 
 
 class TestIsolation(EngineTestCase):

@@ -37,6 +37,14 @@ UTF-8, a dict option whose key or value holds a separator (';', '=') or surround
 and an integer outside its C type's range (a partition is 32-bit, a fact id 64-bit unsigned...).
 Keys, payloads and header values are bytes and may hold any byte, NUL included.
 
+Payload versions: Engine.declare_type(type, version) declares a type at a payload version (or
+raises it); Txn.emit emits the declared version unless given an older `v`. Consumers receive every
+fact at its type's declared version (fact.version; fact.stored_version is the one stored), lifted
+one version at a time by the functions Engine.register_upcaster(type, from_v, fn) registers (on
+every open, before the runtimes start; a missing step makes Runtime.start raise, naming it). An
+upcaster that raises settles that fact as an "upcast-failed" dead letter. A consumer registered
+with payload_version="stored" (a relay with relay_payload="stored") gets the payloads as stored.
+
 Backups: Engine.backup(target) while the engine runs, list_backups(target), restore(target,
 destination) and verify_database(path) / verify_backup(target), which return an undamaged
 VerifyReport or raise Corruption carrying the report (`.report`); Engine.incarnation.
@@ -107,6 +115,7 @@ from typing import (
     Iterable,
     Iterator,
     List,
+    Literal,
     Optional,
     SupportsIndex,
     Tuple,
@@ -150,6 +159,11 @@ TraceFn = Callable[["TraceLevel", str, str, int, str], None]
 CommitFn = Callable[[Optional["WharfError"], int, int], None]
 # A backup's or restore's progress(copied_bytes, total_bytes); what it returns is ignored.
 ProgressFn = Callable[[int, int], object]
+# An upcaster (Engine.register_upcaster): a payload of version from_v in, its from_v + 1 form out.
+UpcasterFn = Callable[[bytes], Union[bytes, bytearray, memoryview]]
+# Which payload a consumer receives (payload_version) or a relay publishes (relay_payload): the
+# one upcast to its type's declared version ("latest"), or the one stored ("stored").
+PayloadVersion = Literal["latest", "stored"]
 _ProjectT = TypeVar("_ProjectT", bound=ProjectFn)
 _SubscribeT = TypeVar("_SubscribeT", bound=Union[SubscribeFn, AsyncSubscribeFn])
 _TapT = TypeVar("_TapT", bound=TapFn)
@@ -303,6 +317,7 @@ _LOSS_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint64, c_uint64, c_uint64, c_u
 _METRIC_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_double)
 _TRIM_PARTITION_FN = CFUNCTYPE(None, c_void_p, c_uint32, c_uint64, c_uint64, c_uint64)
 _PROGRESS_FN = CFUNCTYPE(c_int, c_void_p, c_uint64, c_uint64)
+_UPCASTER_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)
 
 
 # The extensible structs of wharf.h ("Extensible structs"): each begins with struct_size.
@@ -401,6 +416,12 @@ _SIGNATURES = {
     "wharf_close": (_status, [_P]),
     "wharf_declare_types": (_status, [_P, POINTER(c_char_p), c_size_t]),
     "wharf_is_declared": (_status, [_P, c_char_p, POINTER(c_uint8)]),
+    "wharf_declare_type": (_status, [_P, c_char_p, c_uint32]),
+    "wharf_declared_version": (_status, [_P, c_char_p, POINTER(c_uint32)]),
+    "wharf_register_upcaster": (_status, [_P, c_char_p, c_uint32, _UPCASTER_FN, c_void_p,
+                                          _DESTROY_FN]),
+    "wharf_upcast_result": (_status, [_P, c_char_p, c_size_t]),
+    "wharf_upcast_fail": (_status, [_P, c_char_p]),
     "wharf_get": (_status, [_P, c_char_p, c_char_p, c_size_t, POINTER(c_void_p),
                             POINTER(c_size_t)]),
     "wharf_durable_lsn": (_status, [_P, POINTER(c_uint64)]),
@@ -439,6 +460,7 @@ _SIGNATURES = {
     "wharf_fact_depth": (c_uint32, [_P]),
     "wharf_fact_source": (c_void_p, [_P, POINTER(c_size_t)]),
     "wharf_fact_version": (c_uint32, [_P]),
+    "wharf_fact_stored_version": (c_uint32, [_P]),
     "wharf_fact_commit_ms": (c_int64, [_P]),
     "wharf_fact_deliver_at_ms": (c_int64, [_P]),
     "wharf_fact_scheduled_id": (c_uint64, [_P]),
@@ -616,6 +638,42 @@ def _option_value(key: str, value: object) -> str:
     return text
 
 
+def _option_given(options: Options, key: str) -> Optional[str]:
+    """The value `options` gives option `key` (the last one, as the library reads them), or
+    None."""
+    if isinstance(options, dict):
+        return str(options[key]).strip() if key in options else None
+    given = None
+    if isinstance(options, str):
+        for item in options.split(";"):
+            name, equals, value = item.partition("=")
+            if equals and name.strip() == key:
+                given = value.strip()
+    return given
+
+
+def _payload_option(options: Options, key: str, value: object, call: str) -> Options:
+    """`options` with `key` (payload_version, relay_payload) set to `value`, "latest" or
+    "stored". "latest" is the library's default: it adds nothing (an option of `options` still
+    counts); "stored" is added, and refused when `options` gives the key another value."""
+    if not isinstance(value, str):
+        raise TypeError(f"{call}: {key} must be a str, not {type(value).__name__}")
+    if value not in ("latest", "stored"):
+        raise _invalid(f"{call}: {key} {value!r} is not 'latest' or 'stored'")
+    if value == "latest":
+        return options
+    given = _option_given(options, key)
+    if given is not None:
+        if given != value:
+            raise _invalid(f"{call}: {key} {value!r} contradicts the options' {key}={given}")
+        return options
+    if isinstance(options, dict):
+        return {**options, key: value}
+    if isinstance(options, str) and options.strip():
+        return f"{options};{key}={value}"
+    return f"{key}={value}" if options is None or isinstance(options, str) else options
+
+
 def _integer(value: object, what: str, low: int, high: int) -> int:
     """`value` as an int in [low, high] for a C integer parameter (ctypes would wrap it)."""
     try:
@@ -671,7 +729,12 @@ class Fact:
     partition: int
     depth: int = 0
     source: str = ""
+    # The payload's version as delivered: a consumer receives every fact of a type at its declared
+    # version (Engine.declare_type), upcast from the stored one by the type's upcasters
+    # (Engine.register_upcaster), unless it was registered with payload_version="stored".
     version: int = 1
+    # The payload's version as stored: the one its producer emitted (Txn.emit's `v`).
+    stored_version: int = 1
     commit_ms: int = 0
     deliver_at_ms: int = 0
     # For a delayed fact, the id commit() returned for it (`id` is where it was released); 0 else.
@@ -682,6 +745,16 @@ class Fact:
     # letter's fact: the delivery that settled it. 0 elsewhere (read_facts, taps). About the
     # delivery, not the fact: left out of comparisons.
     attempt: int = field(default=0, compare=False)
+
+    @property
+    def v(self) -> int:
+        """`version`, as emit's parameter and the C++ API (Fact::v) name it."""
+        return self.version
+
+    @property
+    def stored_v(self) -> int:
+        """`stored_version`, as the C++ API (Fact::stored_v) names it."""
+        return self.stored_version
 
     @staticmethod
     def _from_handle(handle: Optional[int]) -> "Fact":
@@ -706,6 +779,7 @@ class Fact:
             depth=_lib.wharf_fact_depth(handle),
             source=text(_lib.wharf_fact_source).decode("utf-8", "replace"),
             version=_lib.wharf_fact_version(handle),
+            stored_version=_lib.wharf_fact_stored_version(handle),
             commit_ms=_lib.wharf_fact_commit_ms(handle),
             deliver_at_ms=_lib.wharf_fact_deliver_at_ms(handle),
             scheduled_id=_lib.wharf_fact_scheduled_id(handle),
@@ -1454,6 +1528,47 @@ class _progressing:  # noqa: N801 (used as a function: `with _progressing(fn, wh
                 del error  # no cycle through this frame's traceback
 
 
+# Upcasters (Engine.register_upcaster): the C callback's ctx is the key of the Python function,
+# unregistered by the destroy callback (at Engine.close, or at once when registering fails). They
+# run on wharf's worker threads, several at once (each holds the GIL while in Python). Only a
+# payload handed over with wharf_upcast_result and a WHARF_OK return is success; anything else
+# refuses the payload (the fact is settled as an "upcast-failed" dead letter) with a reason.
+_UPCAST_REFUSED = 1  # WHARF_INVALID_ARGUMENT: anything but WHARF_OK refuses the payload
+
+
+def _upcast_impl(ctx: Optional[int], payload: Optional[int], payload_len: int,
+                 out: Optional[int]) -> int:
+    try:
+        fn: UpcasterFn = _callback(ctx)
+        result = fn(_view(payload, payload_len))
+        if not isinstance(result, (bytes, bytearray, memoryview)):
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: closed, so Python does not warn later
+            raise TypeError(f"the upcaster returned {type(result).__name__}, not bytes, "
+                            "bytearray or memoryview")
+        upcast = bytes(result)
+    except BaseException as e:  # refused: the exception is the reason ("Type: message")
+        _lib.wharf_upcast_fail(out, _reason(e))
+        return _UPCAST_REFUSED
+    status: int = _lib.wharf_upcast_result(out, upcast, len(upcast))
+    if status != 0:
+        _lib.wharf_upcast_fail(out, b"wharf_upcast_result: " + (_lib.wharf_last_error() or b""))
+        return status
+    return 0
+
+
+def _guard_upcast(impl: Callable[..., int]) -> Callable[..., int]:
+    # What escapes the body (a failure while giving the reason, an interrupt landing between two
+    # statements) refuses the payload too: a literal, returned after a bare except.
+    def trampoline(ctx: Optional[int], *args: Any) -> int:
+        try:
+            return impl(ctx, *args)
+        except BaseException:
+            pass
+        return 1  # WHARF_INVALID_ARGUMENT
+    return trampoline
+
+
 _project_trampoline = _PROJECT_FN(_guard_outcome(_project_impl))
 _subscribe_trampoline = _SUBSCRIBE_FN(_guard_outcome(_subscribe_impl))
 _subscribe_async_trampoline = _SUBSCRIBE_ASYNC_FN(_guard_outcome(_subscribe_async_impl))
@@ -1476,6 +1591,7 @@ _collect_stat_consumer_trampoline = _STAT_CONSUMER_FN(_guard_collect(_collect_st
 _collect_stat_lane_trampoline = _STAT_LANE_FN(_guard_collect(_collect_stat_lane_impl))
 _collect_backup_trampoline = _BACKUP_FN(_guard_collect(_collect_backup_impl))
 _progress_trampoline = _PROGRESS_FN(_guard_progress(_progress_impl))
+_upcast_trampoline = _UPCASTER_FN(_guard_upcast(_upcast_impl))
 
 
 def _collect(call: Callable[[int], None]) -> List[Any]:
@@ -1593,11 +1709,15 @@ class _TxnOps:
 
     def emit(self, type: str, payload: Bytes, key: Optional[Bytes] = None, *,
              headers: Optional[Iterable[Tuple[str, Bytes]]] = None,
-             deliver_at_ms: int = 0, v: int = 1) -> None:
-        """Emits a fact of a declared `type`, partitioned by `key` (None: unkeyed)."""
+             deliver_at_ms: int = 0, v: Optional[int] = None) -> None:
+        """Emits a fact of a declared `type`, partitioned by `key` (None: unkeyed). `v` is the
+        payload's version: None for the type's declared version (Engine.declared_version), else
+        an older one, down to the version the type was first declared at."""
         k, p = _bytes(key, "key"), _bytes(payload, "payload")
+        # 0: the type's declared version (wharf_txn_emit_v2), what wharf_txn_emit emits too.
+        version = 0 if v is None else _integer(v, f"{self._what}.emit: v", 1, 2**32 - 1)
         handle = self._live()
-        if headers is None and deliver_at_ms == 0 and v == 1:
+        if headers is None and deliver_at_ms == 0 and version == 0:
             _check(_lib.wharf_txn_emit(handle, _name(type, "type"), k, len(k), p, len(p)))
             return
         pairs = [(_name(n, "header name"), _bytes(val, "header value"))
@@ -1608,7 +1728,7 @@ class _TxnOps:
         lens = (c_size_t * max(count, 1))(*[len(val) for _, val in pairs])
         _check(_lib.wharf_txn_emit_v2(handle, _name(type, "type"), k, len(k), p, len(p), names,
                                       values, lens, count, _i64(deliver_at_ms, "deliver_at_ms"),
-                                      _u32(v, "v")))
+                                      version))
 
     def get(self, table: str, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]:
         """`table`[`key`] as of the transaction's snapshot (taken at its first read), overlaid
@@ -1867,6 +1987,52 @@ class Engine(_HandleOwner):
         flag = c_uint8(0)
         _check(_lib.wharf_is_declared(self._live(), _name(type, "type"), byref(flag)))
         return bool(flag.value)
+
+    # -- payload versions
+    def declare_type(self, type: str, version: int = 1) -> None:
+        """Declares `type` at payload version `version` (>= 1), or raises its declared version to
+        it (persisted; it never goes back: a lower one is InvalidArgument). Producers may emit
+        any version from the one the type was first declared at up to `version` (Txn.emit's `v`;
+        by default the declared one); consumers receive every fact of it at `version`, lifted by
+        the upcasters registered for the versions between (register_upcaster)."""
+        name = _name(type, "Engine.declare_type: type")
+        number = _integer(version, "Engine.declare_type: version", 1, 2**32 - 1)
+        _check(_lib.wharf_declare_type(self._live(), name, number))
+
+    def declared_version(self, type: str) -> int:
+        """The declared payload version of `type`; 0 when it is not declared."""
+        version = c_uint32(0)
+        _check(_lib.wharf_declared_version(
+            self._live(), _name(type, "Engine.declared_version: type"), byref(version)))
+        return version.value
+
+    def register_upcaster(self, type: str, from_v: int, fn: UpcasterFn) -> None:
+        """Registers `fn(payload) -> bytes`, which lifts a payload of `type` from version
+        `from_v` to from_v + 1. Not persisted: register every step on every open, before starting
+        the runtimes whose consumers take the type (Runtime.start refuses a consumer of a type
+        whose chain, from its first declared version to its declared one, misses a step, naming
+        it). The engine keeps `fn` until it is closed.
+
+        `fn` runs on wharf's worker threads, several at once: it must be a pure function of the
+        payload, thread-safe. An exception it raises, or a return value that is not bytes,
+        bytearray or memoryview, refuses the payload: the fact is settled as a dead letter
+        "upcast-failed: upcasting 'T' from version N to N+1: ..." whose reason ends with the
+        exception's "Type: message", for the consumer that was to receive it (the letter keeps
+        the stored payload), and the consumer goes on.
+        InvalidArgument: an undeclared type, from_v not below the declared version, a step
+        already registered."""
+        call = "Engine.register_upcaster"
+        name = _name(type, f"{call}: type")
+        step = _integer(from_v, f"{call}: from_v", 1, 2**32 - 1)
+        if not callable(fn):
+            raise TypeError(f"{call}: fn must be callable, not {fn.__class__.__name__}")
+        if _is_async(fn):
+            raise TypeError(f"{call}: fn cannot be an async def function: wharf's workers call "
+                            "it and need the payload it returns at once")
+        handle = self._live()
+        key = _register_callback(fn)  # unregistered by the destroy callback, even on error
+        _check(_lib.wharf_register_upcaster(handle, name, step, _upcast_trampoline, key,
+                                            _destroy_trampoline))
 
     def begin(self) -> Txn:
         handle = c_void_p()
@@ -2498,18 +2664,29 @@ class Runtime(_HandleOwner):
         _check(function(*args, key, _destroy_trampoline))
         self._handler_keys.append(key)
 
-    def project(self, name: str, types: Types, fn: ProjectFn, options: Options = None) -> None:
+    # Every consumer kind takes `payload_version`: "latest" (the default) delivers every fact at
+    # its type's declared version, upcast by the engine's upcasters (Engine.register_upcaster;
+    # fact.version is that one, fact.stored_version the one stored); "stored" delivers the
+    # payloads as stored, and no upcaster runs for the consumer. It is the option
+    # payload_version, which `options` may give instead.
+    def project(self, name: str, types: Types, fn: ProjectFn, options: Options = None, *,
+                payload_version: PayloadVersion = "latest") -> None:
         """A projection: fn(fact, effects) writes effects committed with the cursor."""
+        options = _payload_option(options, "payload_version", payload_version,
+                                  "Runtime.project")
         self._register(_lib.wharf_runtime_project_v2, name, types, fn, options,
                        _project_trampoline)
 
-    def react(self, name: str, types: Types, fn: ProjectFn, options: Options = None) -> None:
+    def react(self, name: str, types: Types, fn: ProjectFn, options: Options = None, *,
+              payload_version: PayloadVersion = "latest") -> None:
         """A reaction: like a projection, and may effects.emit(...) new facts."""
+        options = _payload_option(options, "payload_version", payload_version, "Runtime.react")
         self._register(_lib.wharf_runtime_react_v2, name, types, fn, options,
                        _project_trampoline)
 
     def subscribe(self, name: str, types: Types, fn: Union[SubscribeFn, AsyncSubscribeFn],
-                  options: Options = None) -> None:
+                  options: Options = None, *,
+                  payload_version: PayloadVersion = "latest") -> None:
         """A subscriber (side effects): at least once; the cursor passes a fact only when fn
         returned HANDLED/None; FAILED/RETRY/an exception retry it with backoff (up to
         max_attempts, then a dead letter "attempts-exhausted: ..."); REJECTED: a dead letter.
@@ -2523,6 +2700,8 @@ class Runtime(_HandleOwner):
         key_window_facts, max_attempts (0: no limit), handler_timeout_ms (async: a delivery not
         done within it counts as failed and is delivered again; default 30000), batch_facts,
         consumer_id, ordering. A bad value: InvalidArgument with the library's message."""
+        options = _payload_option(options, "payload_version", payload_version,
+                                  "Runtime.subscribe")
         if _is_async(fn):
             self._register(_lib.wharf_runtime_subscribe_async, name, types, fn, options,
                            _subscribe_async_trampoline, loop=self._loop)
@@ -2530,48 +2709,58 @@ class Runtime(_HandleOwner):
             self._register(_lib.wharf_runtime_subscribe_v2, name, types, fn, options,
                            _subscribe_trampoline)
 
-    def relay(self, name: str, types: Types, options: Options) -> None:
+    def relay(self, name: str, types: Types, options: Options, *,
+              relay_payload: PayloadVersion = "latest") -> None:
         """A relay: publishes the facts to a broker (Redis Streams or NATS JetStream), at least
         once, in order per partition, with ids derived from fact ids so redelivery is idempotent.
         options: e.g. {"kind": "redis_streams", "url": "redis://127.0.0.1:6379",
-        "stream": "orders:{partition}"} (see wharf_runtime_relay in wharf.h)."""
+        "stream": "orders:{partition}"} (see wharf_runtime_relay in wharf.h). `relay_payload`:
+        "latest" publishes payloads upcast to their type's declared version, "stored" as stored
+        (the option relay_payload); every message carries both versions (v, stored_v)."""
+        options = _payload_option(options, "relay_payload", relay_payload, "Runtime.relay")
         array, count = _names(types, "type")
         _check(_lib.wharf_runtime_relay(self._live(), _name(name, "name"), array, count,
                                         _options(options)))
 
     def tap(self, name: str, types: Types, fn: TapFn, options: Options = None,
-            on_severed: Optional[Callable[[], None]] = None) -> None:
+            on_severed: Optional[Callable[[], None]] = None, *,
+            payload_version: PayloadVersion = "latest") -> None:
         """A tap: a live stream, at most once, severed when it falls behind."""
+        options = _payload_option(options, "payload_version", payload_version, "Runtime.tap")
         self._register(_lib.wharf_runtime_tap, name, types, fn, options, _tap_trampoline,
                        on_severed, tap=True)
 
     # The decorators register the function they decorate and return it unchanged.
-    def projection(self, name: str, types: Types,
-                   options: Options = None) -> Callable[[_ProjectT], _ProjectT]:
+    def projection(self, name: str, types: Types, options: Options = None, *,
+                   payload_version: PayloadVersion = "latest"
+                   ) -> Callable[[_ProjectT], _ProjectT]:
         def register(fn: _ProjectT) -> _ProjectT:
-            self.project(name, types, fn, options)
+            self.project(name, types, fn, options, payload_version=payload_version)
             return fn
         return register
 
-    def reaction(self, name: str, types: Types,
-                 options: Options = None) -> Callable[[_ProjectT], _ProjectT]:
+    def reaction(self, name: str, types: Types, options: Options = None, *,
+                 payload_version: PayloadVersion = "latest"
+                 ) -> Callable[[_ProjectT], _ProjectT]:
         def register(fn: _ProjectT) -> _ProjectT:
-            self.react(name, types, fn, options)
+            self.react(name, types, fn, options, payload_version=payload_version)
             return fn
         return register
 
-    def subscriber(self, name: str, types: Types,
-                   options: Options = None) -> Callable[[_SubscribeT], _SubscribeT]:
+    def subscriber(self, name: str, types: Types, options: Options = None, *,
+                   payload_version: PayloadVersion = "latest"
+                   ) -> Callable[[_SubscribeT], _SubscribeT]:
         """Registers the (sync or async def) function it decorates as subscribe() does."""
         def register(fn: _SubscribeT) -> _SubscribeT:
-            self.subscribe(name, types, fn, options)
+            self.subscribe(name, types, fn, options, payload_version=payload_version)
             return fn
         return register
 
     def tapper(self, name: str, types: Types, options: Options = None,
-               on_severed: Optional[Callable[[], None]] = None) -> Callable[[_TapT], _TapT]:
+               on_severed: Optional[Callable[[], None]] = None, *,
+               payload_version: PayloadVersion = "latest") -> Callable[[_TapT], _TapT]:
         def register(fn: _TapT) -> _TapT:
-            self.tap(name, types, fn, options, on_severed)
+            self.tap(name, types, fn, options, on_severed, payload_version=payload_version)
             return fn
         return register
 
