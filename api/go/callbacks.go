@@ -59,13 +59,27 @@ func deliver(fact *C.wharf_fact, handler func(*Fact) error) C.wharf_outcome {
 // panic, so when it does not return at all the goroutine is exiting, and the process ends here
 // with a clear message. The fact is not settled, so it is delivered again after a restart.
 func runHandler(handler func() error) (Outcome, string) {
+	return runCallback(handlerCallback, handler)
+}
+
+// callbackKind names the application's function that a callback runs, in the reasons and in the
+// message of exitOnGoexit.
+type callbackKind struct {
+	name   string // "handler"
+	goexit string // written to stderr before the process exits with goexitExitCode
+}
+
+var handlerCallback = callbackKind{"handler", goexitMessage}
+
+// runCallback is runHandler for any kind of callback (handlers, upcasters).
+func runCallback(kind callbackKind, f func() error) (Outcome, string) {
 	returned := false
 	defer func() {
 		if !returned {
-			exitOnGoexit()
+			exitOnGoexitSaying(kind.goexit)
 		}
 	}()
-	s := callHandler(handler)
+	s := callHandler(kind, f)
 	returned = true
 	return s.outcome, s.reason
 }
@@ -82,30 +96,33 @@ const goexitMessage = "wharf: a handler called runtime.Goexit (t.Fatal, t.FailNo
 const goexitExitCode = 2
 
 // exitOnGoexit ends the process from a deferred function of a goroutine in runtime.Goexit.
-func exitOnGoexit() {
-	os.Stderr.WriteString(goexitMessage + "\n")
+func exitOnGoexit() { exitOnGoexitSaying(goexitMessage) }
+
+// exitOnGoexitSaying is exitOnGoexit writing message to stderr.
+func exitOnGoexitSaying(message string) {
+	os.Stderr.WriteString(message + "\n")
 	os.Exit(goexitExitCode)
 }
 
-func callHandler(handler func() error) (s settlement) {
+func callHandler(kind callbackKind, handler func() error) (s settlement) {
 	// Stands if settle panics (it protects every call of the application's methods).
-	s = settlement{Failed, "reading the handler's error panicked"}
+	s = settlement{Failed, "reading the " + kind.name + "'s error panicked"}
 	returned := false
 	defer func() {
 		p := recover()
 		if !returned {
 			// p is nil for panic(nil) (before Go 1.21) and during runtime.Goexit, where
 			// callHandler never returns (runHandler ends the process).
-			s = settlement{Failed, panicReason(p)}
+			s = settlement{Failed, panicReason(kind, p)}
 		}
 	}()
 	err := handler()
 	returned = true
-	return settle(err)
+	return settle(kind, err)
 }
 
 // settle is the outcome and reason of a handler's returned error.
-func settle(err error) settlement {
+func settle(kind callbackKind, err error) settlement {
 	if err == nil {
 		return settlement{Handled, ""}
 	}
@@ -120,9 +137,9 @@ func settle(err error) settlement {
 	text, ok := protect(err.Error)
 	switch {
 	case !ok:
-		s.reason = fmt.Sprintf("the handler returned a %T whose Error method panicked", err)
+		s.reason = fmt.Sprintf("the %s returned a %T whose Error method panicked", kind.name, err)
 	case text == "":
-		s.reason = fmt.Sprintf("the handler returned a %T with an empty message", err)
+		s.reason = fmt.Sprintf("the %s returned a %T with an empty message", kind.name, err)
 	default:
 		s.reason = text
 	}
@@ -130,14 +147,14 @@ func settle(err error) settlement {
 }
 
 // panicReason describes a recovered panic value without letting its formatting panic.
-func panicReason(p any) string {
+func panicReason(kind callbackKind, p any) string {
 	if p == nil {
-		return "the handler panicked with a nil value"
+		return "the " + kind.name + " panicked with a nil value"
 	}
 	if text, ok := protect(func() string { return fmt.Sprint(p) }); ok {
-		return "the handler panicked: " + text
+		return "the " + kind.name + " panicked: " + text
 	}
-	return fmt.Sprintf("the handler panicked with a %T; its value could not be formatted", p)
+	return fmt.Sprintf("the %s panicked with a %T; its value could not be formatted", kind.name, p)
 }
 
 // protect runs f; ok is false when it panicked (the panic's value is dropped unread: formatting

@@ -9,17 +9,23 @@ import "unsafe"
 
 // Fact is a delivered or read fact, copied out of the C ABI's borrowed view.
 type Fact struct {
-	ID          uint64 // strictly increasing over the database
-	Type        string
-	Key         []byte
-	Payload     []byte
-	Partition   uint32
-	Depth       uint32 // 0 for application commits; a reaction's emit: trigger's depth + 1
-	Source      string // the consumer that emitted it; "" for application commits
-	Version     uint32 // the payload's schema version
-	CommitMs    int64  // wall-clock ms its transaction committed
-	ScheduledID uint64 // a delayed fact: the id its commit returned; else 0
-	Headers     map[string][]byte
+	ID        uint64 // strictly increasing over the database
+	Type      string
+	Key       []byte
+	Payload   []byte
+	Partition uint32
+	Depth     uint32 // 0 for application commits; a reaction's emit: trigger's depth + 1
+	Source    string // the consumer that emitted it; "" for application commits
+	// The payload's version as delivered: in a handler, its type's declared version, the payload
+	// lifted from StoredVersion by the upcasters (Engine.RegisterUpcaster), unless the consumer
+	// takes payload_version=stored.
+	Version       uint32
+	StoredVersion uint32 // the payload's version as stored (the one its producer emitted)
+	CommitMs      int64  // wall-clock ms its transaction committed
+	DeliverAtMs   int64  // a delayed fact: when it was due (EmitOptions.DeliverAtMs); else 0
+	ScheduledID   uint64 // a delayed fact: the id its commit returned; else 0
+	// By name; of headers emitted under the same name, the last one's value.
+	Headers map[string][]byte
 	// In a handler: which delivery of the fact this is (1 first, +1 per redelivery to this
 	// consumer, counted across restarts for a fact it keeps failing on); 0 for a fact read.
 	Attempt uint32
@@ -47,7 +53,9 @@ func copyFact(f *C.wharf_fact) *Fact {
 	source := C.wharf_fact_source(f, &n)
 	fact.Source = C.GoStringN(source, C.int(n))
 	fact.Version = uint32(C.wharf_fact_version(f))
+	fact.StoredVersion = uint32(C.wharf_fact_stored_version(f))
 	fact.CommitMs = int64(C.wharf_fact_commit_ms(f))
+	fact.DeliverAtMs = int64(C.wharf_fact_deliver_at_ms(f))
 	fact.ScheduledID = uint64(C.wharf_fact_scheduled_id(f))
 	fact.Attempt = uint32(C.wharf_fact_attempt(f))
 	count := int(C.wharf_fact_header_count(f))

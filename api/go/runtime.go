@@ -112,7 +112,9 @@ func (r *Runtime) with(function string, f func(*C.wharf_runtime) C.wharf_status,
 }
 
 // Project registers a projection: handler's effects commit with the cursor, exactly once.
-// options: "" or consumer options ("batch_facts=100;consumer_id=...").
+// options: "" or consumer options ("batch_facts=100;consumer_id=..."), the same for React and
+// Subscribe; among them payload_version: latest (the default: facts arrive upcast to their type's
+// declared version, Engine.RegisterUpcaster) or stored (as stored; no upcaster runs).
 func (r *Runtime) Project(name string, types []string, options string, handler ProjectFunc) error {
 	return r.register(registerProject, name, types, options, handler)
 }

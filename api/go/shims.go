@@ -14,6 +14,8 @@ extern wharf_outcome wharfGoProject(void* ctx, wharf_fact* fact, wharf_txn* effe
 extern wharf_outcome wharfGoSubscribe(void* ctx, wharf_fact* fact);
 extern void wharfGoDestroy(void* ctx);
 extern int wharfGoRow(void* ctx, void* key, size_t key_len, void* value, size_t value_len);
+extern wharf_status wharfGoUpcast(void* ctx, void* payload, size_t payload_len, wharf_upcast* out);
+extern void wharfGoDeadLetter(void* ctx, char* consumer, char* reason, wharf_fact* fact);
 
 // > 0 while a Go handler runs on this thread (inHandler). Never left raised: a handler's panics
 // are recovered in Go and its runtime.Goexit ends the process.
@@ -34,6 +36,18 @@ static wharf_outcome subscribe_shim(void* ctx, const wharf_fact* fact) {
   return outcome;
 }
 static void destroy_shim(void* ctx) { wharfGoDestroy(ctx); }
+// An upcaster marks its thread too: the calls refused in a handler would wait for it as well.
+static wharf_status upcast_shim(void* ctx, const void* payload, size_t payload_len,
+                                wharf_upcast* out) {
+  ++handler_depth;
+  wharf_status status = wharfGoUpcast(ctx, (void*)payload, payload_len, out);
+  --handler_depth;
+  return status;
+}
+static void dead_letter_shim(void* ctx, const char* consumer, const char* reason,
+                             const wharf_fact* fact) {
+  wharfGoDeadLetter(ctx, (char*)consumer, (char*)reason, (wharf_fact*)fact);
+}
 static int row_shim(void* ctx, const void* key, size_t key_len, const void* value,
                     size_t value_len) {
   return wharfGoRow(ctx, (void*)key, key_len, (void*)value, value_len);
@@ -51,6 +65,16 @@ wharf_status txn_scan_go(wharf_txn* txn, const char* table, const void* prefix,
                          size_t to_len, size_t limit, void* ctx, size_t* rows, uint8_t* more) {
   return wharf_txn_scan(txn, table, prefix, prefix_len, from, from_len, to, to_len, limit,
                         row_shim, ctx, rows, more);
+}
+
+// Called from versions.go (declared there), hence not static. The engine owns ctx from the call
+// on: destroy_shim frees it at wharf_close, or before a failing registration returns.
+wharf_status register_upcaster_go(wharf_engine* engine, const char* type, uint32_t from_v,
+                                  void* ctx) {
+  return wharf_register_upcaster(engine, type, from_v, upcast_shim, ctx, destroy_shim);
+}
+wharf_status dead_letters_go(wharf_engine* engine, const char* consumer, void* ctx) {
+  return wharf_dead_letters(engine, consumer, dead_letter_shim, ctx);
 }
 
 static wharf_status read_facts_go(wharf_engine* engine, uint32_t partition, uint64_t from_id,
@@ -77,6 +101,7 @@ import "C"
 
 import (
 	"runtime/cgo"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -85,8 +110,12 @@ import (
 func newCell(v any) unsafe.Pointer {
 	cell := C.malloc(C.size_t(unsafe.Sizeof(C.uintptr_t(0))))
 	*(*C.uintptr_t)(cell) = C.uintptr_t(cgo.NewHandle(v))
+	liveCells.Add(1)
 	return cell
 }
+
+// liveCells counts the cells not freed yet (the tests check that C releases what it owns).
+var liveCells atomic.Int64
 
 func cellValue(cell unsafe.Pointer) any {
 	return cgo.Handle(*(*C.uintptr_t)(cell)).Value()
@@ -95,6 +124,7 @@ func cellValue(cell unsafe.Pointer) any {
 func freeCell(cell unsafe.Pointer) {
 	cgo.Handle(*(*C.uintptr_t)(cell)).Delete()
 	C.free(cell)
+	liveCells.Add(-1)
 }
 
 // ReadFacts reads up to max durable facts of partition with id >= fromID, in id order.
