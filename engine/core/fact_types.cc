@@ -77,7 +77,7 @@ bool FactTypes::Upcast(std::string_view name, const Type& type, Fact* fact, std:
     try {
       fact->payload = it->second(fact->payload);
     } catch (const std::exception& e) {
-      *error = step(from) + ": the upcaster threw: " + ExceptionText(e);
+      *error = step(from) + ": " + ExceptionText(e);  // the upcaster's reason, as it gave it
       return false;
     } catch (...) {
       *error = step(from) + ": the upcaster threw a non-standard exception";

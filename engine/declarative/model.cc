@@ -149,6 +149,7 @@ Status LoadEngineOptions(const std::string& file, EngineOptions* options) {
   Status s = LoadModel(file, &model);
   if (!s.ok()) return s;
   if (model.partitions) options->partitions = *model.partitions;
+  for (const TypeVersion& type : model.types) options->types.push_back({type.name, type.version});
   if (KeyFromPayload hook = MakeKeyFromPayload(model)) options->key_from_payload = std::move(hook);
   return Status::OK();
 }
@@ -222,12 +223,17 @@ Status LoadRuntimeOptions(const std::string& file, RuntimeOptions* options) {
     relay.name = consumer.id;
     relay.types = RelayTypes(model, consumer);
     std::vector<internal::RelayOption> pairs;
+    relay.options = OptionsOf(model, consumer, {});
     for (const RelayOption& option : consumer.relay->options) {
+      if (option.key == "relay_payload") {  // validated: latest | stored
+        relay.options.payload_version =
+            option.value == "stored" ? PayloadVersion::kStored : PayloadVersion::kLatest;
+        continue;
+      }
       pairs.emplace_back(option.key, option.value);
     }
     s = internal::ParseRelayOptions(pairs, &relay.config);
     if (!s.ok()) return Status::Internal("validated relay options refused: " + s.message());
-    relay.options = OptionsOf(model, consumer, {});
   }
   if (!relays.empty()) {
     options->register_at_start =

@@ -27,6 +27,13 @@
 //     <pool_id>:
 //       workers: <1..1024>
 //       member_concurrency: <1..4096>  # optional, default 1 (see "member_concurrency" below)
+//   types:                             # Wharf: fact types' payload versions (optional)
+//     <fact type>:
+//       version: <1..>                 # declared at open (Engine::DeclareType); consumers
+//                                      # receive its facts upcast to this version
+//       upcasters: [<from version>, ...]   # optional: the steps the application registers
+//                                      # (Engine::RegisterUpcaster); checked to form one chain
+//                                      # ending at version - 1, with no step missing between
 //   consumers:                         # Wharf: which consumer serves which input
 //     - id: <consumer id>              # unique; also the cursor name
 //       kind: projection | reaction | subscriber | relay
@@ -196,8 +203,19 @@ struct DeclaredConsumer {
   std::optional<DeclaredRelay> relay;
 };
 
+// A fact type's `types:` entry.
+struct TypeVersion {
+  std::string name;
+  Mark mark;
+  uint32_t version = 1;
+  bool has_version = false;
+  std::vector<uint32_t> upcasters;  // as listed
+  std::vector<Mark> upcaster_marks;
+};
+
 struct Model {
   std::string file;
+  std::vector<TypeVersion> types;
   bool has_runtime = false;  // a `runtime` section was present
   std::optional<uint32_t> partitions;
   std::vector<Pool> pools;

@@ -79,7 +79,7 @@ class Parser {
     if (doc.IsNull()) return;
     if (!doc.IsMap()) {
       Error(MarkOf(doc),
-            "a document must be a mapping of sections (runtime, outbox, pools, "
+            "a document must be a mapping of sections (runtime, outbox, pools, types, "
             "consumers)");
       return;
     }
@@ -95,8 +95,10 @@ class Parser {
         Pools(value, mark);
       } else if (key == "consumers") {
         Consumers(value, mark);
+      } else if (key == "types") {
+        TypeVersions(value, mark);
       } else {
-        Unknown(mark, key, "the top level", {"runtime", "outbox", "pools", "consumers"});
+        Unknown(mark, key, "the top level", {"runtime", "outbox", "pools", "types", "consumers"});
       }
     }
   }
@@ -357,6 +359,49 @@ class Parser {
       } else {
         Unknown(mark, key, "outbox", {"partitions"});
       }
+    }
+  }
+
+  void TypeVersions(const YamlNode& node, Mark key_mark) {
+    if (node.IsNull()) return;
+    if (!ExpectMap(node, key_mark, "types")) return;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      TypeVersion type;
+      type.name = it->first.Scalar();
+      type.mark = MarkOf(it->first);
+      const std::string where = "types." + type.name;
+      if (std::any_of(model_->types.begin(), model_->types.end(),
+                      [&](const TypeVersion& known) { return known.name == type.name; })) {
+        Error(type.mark, where + " is declared twice");
+        continue;
+      }
+      if (!ExpectMap(it->second, type.mark, where)) continue;
+      for (auto t = it->second.begin(); t != it->second.end(); ++t) {
+        const std::string key = t->first.Scalar();
+        const Mark mark = MarkOf(t->first);
+        if (key == "version") {
+          type.has_version =
+              Uint(t->second, mark, where + ".version", 1, UINT32_MAX, &type.version);
+          if (!type.has_version) type.version = 1;  // reported
+          type.has_version = true;
+        } else if (key == "upcasters") {
+          if (!t->second.IsSequence()) {
+            Error(mark, where + ".upcasters must be a list of versions ([1, 2])");
+            continue;
+          }
+          for (const YamlNode& step : t->second.Items()) {
+            uint32_t from = 0;
+            if (Uint(step, MarkOf(step), where + ".upcasters[]", 1, UINT32_MAX, &from)) {
+              type.upcasters.push_back(from);
+              type.upcaster_marks.push_back(MarkOf(step));
+            }
+          }
+        } else {
+          Unknown(mark, key, where, {"version", "upcasters"});
+        }
+      }
+      if (!type.has_version) Error(type.mark, where + ": missing required key 'version'");
+      model_->types.push_back(std::move(type));
     }
   }
 

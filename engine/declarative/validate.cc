@@ -26,6 +26,7 @@ class Validator {
   void KeyedMapping(const InputRuntime& input, const std::string& where);
   void Assignments();
   void Consumers();
+  void TypeVersion(const declarative::TypeVersion& type);
 
  private:
   void Consumer(const DeclaredConsumer& consumer, const InputRuntime* input);
@@ -278,6 +279,14 @@ void Validator::RelayOptions(const DeclaredConsumer& consumer, const InputRuntim
   internal::RelayConfig config;
   for (const RelayOption& option : relay.options) {
     if (option.key.empty() || IsConsumerKey(option.key)) continue;  // reported above
+    if (option.key == "relay_payload") {  // the consumer's, not the sink's (model.cc)
+      if (option.value != "latest" && option.value != "stored") {
+        Error(option.key_mark,
+              what + "relay_payload: '" + option.value + "' is not one of latest | stored");
+        ok = false;
+      }
+      continue;
+    }
     std::vector<internal::RelayOption> pair{{"kind", kind->value}};
     if (&option != kind) pair.emplace_back(option.key, option.value);
     Status s = internal::ParseRelayOptions(pair, &config);
@@ -305,8 +314,37 @@ void Validator::RelayOptions(const DeclaredConsumer& consumer, const InputRuntim
 
 }  // namespace
 
+// The listed upcasters lift from versions below the declared one, once each, and form one chain
+// ending at version - 1: a step missing in between would fail the runtime's start.
+void Validator::TypeVersion(const declarative::TypeVersion& type) {
+  if (!type.has_version) return;  // reported; the steps cannot be judged without it
+  const std::string where = "types." + type.name;
+  std::set<uint32_t> steps;
+  for (size_t i = 0; i < type.upcasters.size(); ++i) {
+    const uint32_t from = type.upcasters[i];
+    if (from >= type.version) {
+      Error(type.upcaster_marks[i], where + ".upcasters: version " + std::to_string(type.version) +
+                                        " is the declared one; an upcaster from " +
+                                        std::to_string(from) + " would lift past it");
+    } else if (!steps.insert(from).second) {
+      Error(type.upcaster_marks[i], where + ".upcasters: the step from version " +
+                                        std::to_string(from) + " is listed twice");
+    }
+  }
+  if (steps.empty()) return;
+  for (uint32_t from = *steps.begin(); from < type.version; ++from) {
+    if (steps.count(from) != 0) continue;
+    Error(type.mark, where + ": version " + std::to_string(type.version) +
+                         " has no upcaster from version " + std::to_string(from) + " to " +
+                         std::to_string(from + 1) + " (the chain from " +
+                         std::to_string(*steps.begin()) + " has a gap there)");
+    return;
+  }
+}
+
 void Validate(const Model& model, std::vector<Diagnostic>* errors) {
   Validator validator(model, errors);
+  for (const TypeVersion& type : model.types) validator.TypeVersion(type);
   for (const InputRuntime& input : model.inputs) validator.Input(input);
   validator.Assignments();
   validator.Consumers();

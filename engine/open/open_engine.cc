@@ -79,8 +79,13 @@ Status OpenEngine(const std::string& path, const EngineOptions& options, const E
   core->Attach(ServiceSlot::kRetention, std::move(retention));
   EngineCore* raw = core.get();
   *engine = EngineInternal::NewEngine(std::move(core));
+  for (const DeclaredType& type : options.types) {
+    if (!s.ok()) break;
+    s = (*engine)->DeclareType(type.name, type.version);
+    if (!s.ok()) s = s.WithMessage("declaring the configured types: " + s.message());
+  }
   // The base snapshot, when the stream needs one, is uploaded before the engine is handed out.
-  if (replicating != nullptr) s = replicating->Start(engine->get());
+  if (s.ok() && replicating != nullptr) s = replicating->Start(engine->get());
   if (s.ok()) s = StartServing(engine->get(), raw, options);
   if (!s.ok()) engine->reset();  // closes it
   return s;

@@ -333,6 +333,68 @@ TEST(DeclarativeTest, NoRuntimeKeepsDefaults) {
   EXPECT_EQ(runtime_options.workers, 2u);
 }
 
+// Goal: `types:` declares payload versions; the listed upcasters must form one chain ending at
+// version - 1, and each mistake is named at its line.
+TEST(DeclarativeTest, TypeVersionsAndTheirUpcasterChains) {
+  Model model;
+  EXPECT_TRUE(Errors("types:\n"
+                     "  OrderPlaced: {version: 3, upcasters: [1, 2]}\n"
+                     "  OrderShipped: {version: 1}\n",
+                     &model)
+                  .empty());
+  ASSERT_EQ(model.types.size(), 2u);
+  EXPECT_EQ(model.types[0].name, "OrderPlaced");
+  EXPECT_EQ(model.types[0].version, 3u);
+  EXPECT_EQ(model.types[0].upcasters, (std::vector<uint32_t>{1, 2}));
+  const std::vector<std::string> errors = Errors(
+      "types:\n"
+      "  A: {version: 4, upcasters: [1, 3]}\n"
+      "  B: {version: 2, upcasters: [2]}\n"
+      "  C: {version: 3, upcasters: [2, 2]}\n"
+      "  D: {upcasters: [1]}\n"
+      "  E: {version: 0}\n"
+      "  F: {version: 2, colour: red}\n");
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:2:3: types.A: version 4 has no upcaster from version 2 to 3 "
+                       "(the chain from 1 has a gap there)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:3:31: types.B.upcasters: version 2 is the declared one; an upcaster "
+                       "from 2 would lift past it"));
+  EXPECT_TRUE(
+      HasError(errors, "t.yaml:4:34: types.C.upcasters: the step from version 2 is listed twice"));
+  EXPECT_TRUE(HasError(errors, "t.yaml:5:3: types.D: missing required key 'version'"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:6:16: types.E.version must be a whole number in [1, 4294967295], "
+                       "not '0'"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:7:19: unknown key 'colour' in types.F (expected: version, "
+                       "upcasters)"));
+  EXPECT_EQ(errors.size(), 6u);
+}
+
+// Goal: an engine opened with `config=FILE` declares the file's types at their versions, and an
+// open whose file would lower a declared version fails naming it.
+TEST(DeclarativeTest, AnEngineDeclaresTheFilesTypesWhenItOpens) {
+  TempDir dir;
+  const std::string file = dir.path() + "/types.yaml";
+  std::ofstream(file) << "types:\n  OrderPlaced: {version: 2}\n";
+  EngineOptions options;
+  ASSERT_OK(ParseEngineOptions("config=" + file, &options));
+  std::unique_ptr<Engine> engine;
+  ASSERT_OK(Engine::Open(dir.db(), options, &engine));
+  EXPECT_EQ(engine->DeclaredVersion("OrderPlaced"), 2u);
+  ASSERT_OK(engine->DeclareType("OrderPlaced", 3));
+  ASSERT_OK(engine->Close());
+  engine.reset();
+  Status s = Engine::Open(dir.db(), options, &engine);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("declaring the configured types: DeclareType('OrderPlaced', 2): the "
+                             "type is declared at version 3"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(engine, nullptr);
+}
+
 const Proof& Find(const std::vector<InputProofs>& all, const std::string& input,
                   const std::string& guarantee) {
   for (const InputProofs& proofs : all) {

@@ -150,8 +150,8 @@ TEST_F(BatchRunnerTest, UpcastFactsReachTheHandlerAndAFailedUpcastIsADeadLetter)
   auto letters = DeadLetters(rep);
   ASSERT_EQ(letters.size(), 1u);
   EXPECT_EQ(letters[0].first, 2u);
-  EXPECT_NE(letters[0].second.find("upcast-failed: upcasting 'T' from version 1 to 2: the "
-                                   "upcaster threw: no field 'total'"),
+  EXPECT_NE(letters[0].second.find("upcast-failed: upcasting 'T' from version 1 to 2: no field "
+                                   "'total'"),
             std::string::npos)
       << letters[0].second;
   for (const WriteOp& write : rep.writes) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "wharf/fact.h"
 #include "wharf/status.h"
 
 namespace wharf {
@@ -193,6 +194,11 @@ struct EngineOptions {
   uint64_t replicate_snapshot_bytes = 1ull << 30;
   // `replicate_snapshot_keep`: snapshots kept in the stream (>= 1).
   uint32_t replicate_snapshot_keep = 2;
+
+  // Fact types declared when the engine opens, each at its version (Engine::DeclareType; the
+  // first_version field is not used): the declarative file's `types:` section. A version below the
+  // one the database declares fails the open.
+  std::vector<DeclaredType> types;
 
   // Keyed partitioning from the payload (the declarative runtime's `partitioning: keyed`): called
   // by Txn::Emit for every fact; returns true and sets *key to use that partition key instead of
