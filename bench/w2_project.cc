@@ -71,7 +71,8 @@ std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, KeyDistribu
   return "";
 }
 
-W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers) {
+W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers,
+                             const std::function<std::string(Engine&)>& prepare) {
   W2Measurement result;
   result.facts_total = committed;
   std::unique_ptr<Engine> engine;
@@ -79,6 +80,10 @@ W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int wor
   if (!s.ok()) {
     result.error = "wharf open " + dir + ": " + s.ToString();
     return result;
+  }
+  if (prepare) {
+    result.error = prepare(*engine);
+    if (!result.error.empty()) return result;
   }
   TraceCollector traces;
   RuntimeOptions runtime_options = BenchRuntimeOptions();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench/w2_shape.h"
+#include "wharf/engine.h"
 
 namespace wharf::bench {
 
@@ -22,7 +23,10 @@ std::string PrecommitW2Wharf(const std::string& dir, uint64_t facts, KeyDistribu
 // projection with `workers` workers from Start() until every fact was handled, then Stop() (which
 // waits for the last batches' commits), and checks the first and last state rows. Counts the
 // facts handled per partition (fullest_partition_share).
-W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers);
+// `prepare` (may be empty) runs on the open engine before the runtime is made (W2-upcast declares
+// versions and registers upcasters there); an error it returns fails the run.
+W2Measurement ConsumeW2Wharf(const std::string& dir, uint64_t committed, int workers,
+                             const std::function<std::string(Engine&)>& prepare = {});
 
 // The expected share of the facts in the fullest of the engine's kW1Partitions partitions when
 // key i of `key_count` (`key`) is drawn with `probability` (the engine's hash places them).

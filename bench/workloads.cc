@@ -41,6 +41,7 @@
 #include "bench/w2_fresh.h"
 #include "bench/w2_project.h"
 #include "bench/w2_report.h"
+#include "bench/w2_upcast.h"
 #include "bench/w3_latency.h"
 #include "bench/w3_report.h"
 #include "bench/w4_fanout.h"
@@ -68,8 +69,9 @@ namespace {
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
 const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name,       kW2Name,      kW2SkewedName, kW2FreshName, kW3Name, kW4Name,  kW5Name,
-    kW6SteadyName, kW6StuckName, kW7Name,       kW8Name,      kW9Name, kW10Name, kW11Name};
+    kW1Name, kW2Name, kW2SkewedName, kW2FreshName,  kW2UpcastName,
+    kW3Name, kW4Name, kW5Name,       kW6SteadyName, kW6StuckName,
+    kW7Name, kW8Name, kW9Name,       kW10Name,      kW11Name};
 
 // rocksdb_optimistic and rocksdb_pessimistic (RocksDB's transactions) are W9's references only.
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full",
@@ -129,7 +131,8 @@ void PrintUsage(std::FILE* out) {
       "  --relay-options TEXT  W7's relay: batch_facts and sink options, \"key=value;...\"\n"
       "                   (e.g. batch_facts=1024;in_flight=2048); default: the relay's\n"
       "  WORKLOAD         W1-append, W2-project, W2-skewed, W3-latency, W4-fanout\n"
-      "                   (default: these five), W2-fresh (--workers default 2,1), W5-recover,\n"
+      "                   (default: these five), W2-fresh (--workers default 2,1), W2-upcast\n"
+      "                   (--facts default 500000, first --workers), W5-recover,\n"
       "                   W6-steady, W6-stuck,\n"
       "                   W7-relay, W8-slow-subscriber (--seconds: budget per consumption,\n"
       "                   default 5; --key-concurrency LIST, default 1,16,64,256),\n"
@@ -1062,6 +1065,12 @@ int Main(int argc, char** argv) {
     }
     if (workload == kW2FreshName) {
       all_ok = RunW2(flags, machine, scratch_root.path(), W2Variant::kFresh) && all_ok;
+    }
+    if (workload == kW2UpcastName) {
+      all_ok =
+          RunW2Upcast(flags.runs, flags.facts.value_or(500'000),
+                      flags.workers ? flags.workers->front() : 2, scratch_root.path(), stdout) &&
+          all_ok;
     }
     if (workload == kW3Name) all_ok = RunW3(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW4Name) all_ok = RunW4(flags, machine, scratch_root.path()) && all_ok;
