@@ -77,10 +77,7 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
   core->options_.partitions = core->store_->partitions();
   core->options_.ordering = core->store_->ordering();  // always set once open
   {
-    auto types = std::make_shared<const FactTypes>();
-    for (const auto& record : core->store_->recovered_types()) {
-      types = types->With(record.name, {record.version, record.first_version, {}});
-    }
+    std::shared_ptr<const FactTypes> types = FactTypes::Of(core->store_->recovered_types());
     WriterLock lock(&core->types_mutex_);
     core->types_ = std::move(types);
   }
@@ -230,6 +227,8 @@ Status EngineCore::RegisterUpcaster(std::string_view type, uint32_t from_v, Upca
   const std::string call =
       "RegisterUpcaster('" + std::string(type) + "', " + std::to_string(from_v) + "): ";
   if (!upcaster) return Status::InvalidArgument(call + "the upcaster is an empty function");
+  Status s = CheckOpen();
+  if (!s.ok()) return s;
   MutexLock declaring(&declare_mutex_);
   std::shared_ptr<const FactTypes> declared = this->types();
   const FactTypes::Type* known = declared->Find(type);
@@ -251,7 +250,7 @@ Status EngineCore::RegisterUpcaster(std::string_view type, uint32_t from_v, Upca
   declared = declared->With(type, std::move(entry));
   WriterLock lock(&types_mutex_);
   types_ = std::move(declared);
-  return CheckOpen();
+  return Status::OK();
 }
 
 bool EngineCore::IsDeclared(std::string_view type) const {

@@ -25,6 +25,16 @@ std::vector<DeclaredType> FactTypes::List() const {
   return list;
 }
 
+std::shared_ptr<const FactTypes> FactTypes::Of(const std::vector<DeclaredType>& declared) {
+  auto types = std::make_shared<FactTypes>();
+  for (const DeclaredType& type : declared) {
+    WHARF_ASSERT(type.first_version >= 1 && type.first_version <= type.version);  // decoded so
+    types->types_.emplace(type.name, Type{type.version, type.first_version, {}});
+    types->upcasting_ = types->upcasting_ || type.version > type.first_version;
+  }
+  return types;
+}
+
 std::shared_ptr<const FactTypes> FactTypes::With(std::string_view name, Type type) const {
   WHARF_ASSERT(type.first_version >= 1 && type.first_version <= type.version);
   auto copy = std::make_shared<FactTypes>(*this);

@@ -43,6 +43,8 @@ class FactTypes {
   // Some type is declared above its first version: only then can a fact need upcasting.
   bool upcasting() const { return upcasting_; }
 
+  // The types a database declares (as read from its meta records), without upcasters.
+  static std::shared_ptr<const FactTypes> Of(const std::vector<DeclaredType>& declared);
   // A copy with `name` declared as `type` (added or replaced).
   std::shared_ptr<const FactTypes> With(std::string_view name, Type type) const;
 
