@@ -341,7 +341,7 @@ Status Replicator::Snapshot(Engine* engine) {
 void Replicator::SnapshotLoop(Engine* engine) {
   using SteadyClock = std::chrono::steady_clock;
   // After a failed snapshot, the next waits this long (each attempt takes a local backup).
-  constexpr auto kRetryPause = std::chrono::seconds(5);
+  constexpr auto kSnapshotRetryPause = std::chrono::seconds(5);
   auto last = SteadyClock::now();
   auto retry_at = last;
   uint64_t shipped_at_last = committer_->ReplicationLag().shipped_bytes;
@@ -362,7 +362,7 @@ void Replicator::SnapshotLoop(Engine* engine) {
     if (!committer_->ReplicationFenced().ok()) break;  // another primary's stream now
     const bool ok = Snapshot(engine).ok();  // its error is in state_ (metrics, wharf stat)
     if (!ok) {
-      retry_at = SteadyClock::now() + kRetryPause;
+      retry_at = SteadyClock::now() + kSnapshotRetryPause;
       continue;
     }
     last = SteadyClock::now();
