@@ -1487,9 +1487,10 @@ def _progress_impl(ctx: Optional[int], copied_bytes: int, total_bytes: int) -> i
     return 0
 
 
-def _guard_progress(impl: Callable[..., int]) -> Callable[..., int]:
-    # What escapes the body (a failure looking the callable up, an interrupt landing between two
-    # statements) fails the call too: a literal, returned after a bare except.
+def _guard_status(impl: Callable[..., int]) -> Callable[..., int]:
+    # For callbacks that answer a wharf_status (a backup's progress, an upcaster): what escapes the
+    # body (a failure looking the callable up or giving the reason, an interrupt landing between
+    # two statements) fails the call too: a literal, returned after a bare except.
     def trampoline(ctx: Optional[int], *args: Any) -> int:
         try:
             return impl(ctx, *args)
@@ -1557,18 +1558,6 @@ def _upcast_impl(ctx: Optional[int], payload: Optional[int], payload_len: int,
     return 0
 
 
-def _guard_upcast(impl: Callable[..., int]) -> Callable[..., int]:
-    # What escapes the body (a failure while giving the reason, an interrupt landing between two
-    # statements) refuses the payload too: a literal, returned after a bare except.
-    def trampoline(ctx: Optional[int], *args: Any) -> int:
-        try:
-            return impl(ctx, *args)
-        except BaseException:
-            pass
-        return 1  # WHARF_INVALID_ARGUMENT
-    return trampoline
-
-
 _project_trampoline = _PROJECT_FN(_guard_outcome(_project_impl))
 _subscribe_trampoline = _SUBSCRIBE_FN(_guard_outcome(_subscribe_impl))
 _subscribe_async_trampoline = _SUBSCRIBE_ASYNC_FN(_guard_outcome(_subscribe_async_impl))
@@ -1590,8 +1579,8 @@ _collect_stat_partition_trampoline = _STAT_PARTITION_FN(
 _collect_stat_consumer_trampoline = _STAT_CONSUMER_FN(_guard_collect(_collect_stat_consumer_impl))
 _collect_stat_lane_trampoline = _STAT_LANE_FN(_guard_collect(_collect_stat_lane_impl))
 _collect_backup_trampoline = _BACKUP_FN(_guard_collect(_collect_backup_impl))
-_progress_trampoline = _PROGRESS_FN(_guard_progress(_progress_impl))
-_upcast_trampoline = _UPCASTER_FN(_guard_upcast(_upcast_impl))
+_progress_trampoline = _PROGRESS_FN(_guard_status(_progress_impl))
+_upcast_trampoline = _UPCASTER_FN(_guard_status(_upcast_impl))
 
 
 def _collect(call: Callable[[int], None]) -> List[Any]:
