@@ -590,8 +590,8 @@ wharf_status wharf_runtime_relay(wharf_runtime* rt, const char* name, const char
     std::string consumer_text, sink_text;
     Status split =
         wharf::internal::ForEachOption(options, [&](std::string_view key, std::string_view value) {
-          std::string& to = key == "consumer_id" || key == "batch_facts" ||
-                                    key == "ordering" || key == "relay_payload"
+          std::string& to = key == "consumer_id" || key == "batch_facts" || key == "ordering" ||
+                                    key == "relay_payload"
                                 ? consumer_text
                                 : sink_text;
           to.append(key).append("=").append(value).push_back(';');
