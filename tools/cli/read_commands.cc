@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -24,11 +23,6 @@ namespace {
 constexpr uint64_t kTailDefaultLimit = 10;
 constexpr size_t kTailChunkFacts = 256;
 constexpr auto kFollowInterval = std::chrono::milliseconds(100);
-
-// The signal (SIGINT, SIGTERM) that ends `tail -f`: it exits 128 + its number, as a shell reports
-// a command a signal killed, after the facts printed so far (each a whole line, flushed).
-volatile std::sig_atomic_t interrupted = 0;
-void OnInterrupt(int signal) { interrupted = signal; }
 
 int OpenInspector(const Context& context, std::unique_ptr<Inspector>* inspector) {
   Status s = Inspector::Open(context.db, inspector);
@@ -576,8 +570,9 @@ int Tail(const Context& context, const TailOptions& options) {
   }
   if (Status s = WarnOfUnknownTypes(*inspector, options.types); !s.ok()) return DataError(s);
   if (options.follow) {
-    std::signal(SIGINT, OnInterrupt);
-    std::signal(SIGTERM, OnInterrupt);
+    // SIGINT or SIGTERM ends `tail -f`: it exits 128 + the signal's number, as a shell reports a
+    // command a signal killed, after the facts printed so far (each a whole line, flushed).
+    CatchStopSignals();
   }
   FactMerger merger(inspector.get(), partitions, options.from_id.value_or(0));
   uint64_t printed = 0;
@@ -596,7 +591,7 @@ int Tail(const Context& context, const TailOptions& options) {
   while (true) {
     Fact fact;
     bool found = false;
-    while (!interrupted && (limit == 0 || printed < limit)) {
+    while (CaughtStopSignal() == 0 && (limit == 0 || printed < limit)) {
       Status s = merger.Next(&fact, &found);
       if (!s.ok()) return DataError(s);
       if (!found) break;
@@ -604,13 +599,14 @@ int Tail(const Context& context, const TailOptions& options) {
       PrintFact(context, fact);
       ++printed;
     }
-    if (interrupted) return 128 + interrupted;
+    if (CaughtStopSignal() != 0) return 128 + CaughtStopSignal();
     if (!options.follow || (limit != 0 && printed >= limit)) return kExitOk;
-    for (auto waited = std::chrono::milliseconds(0); waited < kFollowInterval && !interrupted;
+    for (auto waited = std::chrono::milliseconds(0);
+         waited < kFollowInterval && CaughtStopSignal() == 0;
          waited += std::chrono::milliseconds(10)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (interrupted) return 128 + interrupted;
+    if (CaughtStopSignal() != 0) return 128 + CaughtStopSignal();
     Status s = inspector->CatchUp();
     if (!s.ok()) return DataError(s);
     merger.Rearm();
