@@ -19,15 +19,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/base/string_hash.h"
 #include "wharf/engine.h"
 #include "wharf/fact.h"
 
 namespace wharf::internal {
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
-};
 
 class FactTypes {
  public:
@@ -61,7 +57,7 @@ class FactTypes {
   static bool Upcast(std::string_view name, const Type& type, Fact* fact, std::string* error);
 
  private:
-  std::unordered_map<std::string, Type, StringHash, std::equal_to<>> types_;
+  std::unordered_map<std::string, Type, StringViewHash, std::equal_to<>> types_;
   bool upcasting_ = false;
 };
 

@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/base/string_hash.h"
 #include "wharf/admin.h"
 #include "wharf/relay.h"
 #include "wharf/runtime.h"
@@ -33,12 +34,6 @@ inline int64_t SteadyMs() {
 }
 
 using wharf::kRetryForHeader;  // wharf/admin.h: the one definition
-
-// Heterogeneous look-up of std::string keys by std::string_view.
-struct StringViewHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
-};
 
 // What a consumer runs: one of these is set (the relay's sink for a relay).
 struct ConsumerHandlers {
