@@ -21,6 +21,7 @@
 #include "engine/store/tables/retention.h"
 #include "engine/store/tables/retries.h"
 #include "engine/store/tables/scan.h"
+#include "engine/store/tables/state.h"
 #include "engine/store/tables/timers.h"
 
 namespace wharf::internal {
@@ -166,10 +167,11 @@ std::optional<RecordDamage> DecodeState(std::string_view key, std::string_view v
   // table · 0x00 · user key (tables/state.h): table names hold no NUL.
   const size_t separator = key.find('\0');
   if (separator == std::string_view::npos || separator == 0) return BadKey(kState, key);
-  std::string_view body;
+  uint32_t table_version = 0;
+  std::string_view row;
   return Damaged("state record of table " + DescribeBytes(key.substr(0, separator)) + ", key " +
                      DescribeBytes(key.substr(separator + 1)),
-                 codec::Unseal(value, &body));
+                 tables::state::DecodeValue(value, &table_version, &row));
 }
 
 // The meta family's records by key (tables/meta.h, retention.h, retries.h, backups.h).
@@ -188,6 +190,10 @@ std::optional<RecordDamage> DecodeMeta(const VerifiedMeta& meta, std::string_vie
   if (key.starts_with(m::kTypePrefix)) {
     DeclaredType record;
     return Damaged(std::move(place), m::DecodeTypeRecord(body, &record));
+  }
+  if (key.starts_with(m::kTablePrefix)) {
+    uint32_t version = 0;
+    return Damaged(std::move(place), m::DecodeTableRecord(body, &version));
   }
   if (key.starts_with(m::kConsumerPrefix)) {
     std::vector<std::string> types;

@@ -59,6 +59,12 @@ struct TxnRep {
   ReadSet reads;
   std::shared_ptr<const ReadSnapshot> snapshot;
   size_t bytes = 0;
+  // Of `writes`, the write-backs of rows read at an older table version and migrated
+  // (engine/core/txn_reads.cc): all of them when the transaction itself wrote nothing.
+  size_t migrated_rows = 0;
+  // A batch of Engine::MigrateTable: its write-backs are the point, so a conflict refuses it (to
+  // be retried) instead of committing it as a read-only transaction (Txn::Commit).
+  bool migrating = false;
   bool committed = false;
 
   // For the committer's metrics (engine/metrics): when Submit took it (the one clock reading per

@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
 #include "engine/core/txn_reads.h"
 #include "engine/store/codec.h"
@@ -49,6 +50,15 @@ uint32_t Engine::DeclaredVersion(std::string_view type) const {
 Status Engine::RegisterUpcaster(std::string_view type, uint32_t from_v, Upcaster upcaster) {
   return core_->RegisterUpcaster(type, from_v, std::move(upcaster));
 }
+Status Engine::DeclareTable(std::string_view table, uint32_t version) {
+  return core_->DeclareTable(table, version);
+}
+uint32_t Engine::TableVersion(std::string_view table) const { return core_->TableVersion(table); }
+std::vector<DeclaredTable> Engine::DeclaredTables() const { return core_->DeclaredTables(); }
+Status Engine::RegisterMigration(std::string_view table, uint32_t from_v, Migration migration) {
+  return core_->RegisterMigration(table, from_v, std::move(migration));
+}
+
 Txn Engine::Begin() { return core_->Begin(); }
 
 Status Engine::Get(std::string_view table, std::string_view key, std::string* value) const {
@@ -174,8 +184,8 @@ Status Txn::Put(std::string_view table, std::string_view key, std::string_view v
   if (s.ok()) s = internal::ValidateStateKey(key);
   if (s.ok()) s = CheckValue("value", value);
   if (!s.ok()) return s;
-  rep_->writes.push_back(
-      {internal::kState, false, tables::state::Key(table, key), codec::Seal(value)});
+  rep_->writes.push_back({internal::kState, false, tables::state::Key(table, key),
+                          tables::state::EncodeValue(core_->TableVersion(table), value)});
   rep_->bytes += table.size() + key.size() + value.size();
   return Status::OK();
 }
@@ -287,7 +297,19 @@ Status Txn::Commit(CommitResult* result) {
     rep_->snapshot.reset();
     return core_->committer()->WaitAcknowledged(write_seq);
   }
+  // Wrote nothing but the rows it read at an older version and migrated (write-backs).
+  const bool writes_back_only = !rep_->migrating && rep_->facts.empty() &&
+                                rep_->writes.size() == rep_->migrated_rows && rep_->checks.empty();
   s = core_->Commit(rep_.get());
+  if (writes_back_only && IsReadConflict(s)) {
+    // A newer commit changed a row it migrated, so its write-back is void; its reads still come
+    // from one snapshot, a serial point of its own, and stand like any read-only transaction's.
+    WHARF_DASSERT(rep_->snapshot != nullptr);  // it read what it migrated
+    const uint64_t write_seq = rep_->snapshot->write_seq;
+    rep_->snapshot.reset();
+    if (result) *result = CommitResult();
+    return core_->committer()->WaitAcknowledged(write_seq);
+  }
   rep_->snapshot.reset();  // answered: the committer need not track writes for it any longer
   if (result) *result = rep_->result;
   return s;

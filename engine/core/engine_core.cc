@@ -81,6 +81,13 @@ Status EngineCore::Open(const std::string& path, const EngineOptions& options,
     WriterLock lock(&core->types_mutex_);
     core->types_ = std::move(types);
   }
+  {
+    std::shared_ptr<const TableVersions> tables =
+        TableVersions::Of(core->store_->recovered_tables());
+    WriterLock lock(&core->tables_mutex_);
+    core->tables_versioned_.store(tables->versioned(), std::memory_order_release);
+    core->tables_ = std::move(tables);
+  }
   core->committer_ = std::make_unique<Committer>(core->store_.get(), core->backend_.get(),
                                                  core->options_, core.get(), hooks.clock_ms);
   if (steps.committer_made) {
@@ -274,6 +281,102 @@ std::shared_ptr<const FactTypes> EngineCore::types() const {
   return types_;
 }
 
+Status EngineCore::DeclareTable(std::string_view table, uint32_t version) {
+  const std::string call = "DeclareTable('" + std::string(table) + "', " +
+                           std::to_string(version) + "): ";
+  Status s = ValidateName("table name", table, kTableBytesMax);
+  if (!s.ok()) return s;
+  if (version == 0) {
+    return Status::InvalidArgument(call + "version 0 is not a version: versions start at 1");
+  }
+  MutexLock declaring(&declare_mutex_);
+  std::shared_ptr<const TableVersions> declared = tables();
+  TableVersions::Table entry;
+  if (const TableVersions::Table* known = declared->Find(table)) entry = *known;
+  if (version == entry.version) return CheckOpen();
+  if (version < entry.version) {
+    return Status::InvalidArgument(call + "the table is declared at version " +
+                                   std::to_string(entry.version) +
+                                   ", and a declared version never goes back (rows may be stored "
+                                   "at it)");
+  }
+  entry.version = version;
+  auto txn = std::make_unique<TxnRep>();
+  txn->writes.push_back(
+      {kMeta, false, tables::meta::TableKey(table), tables::meta::EncodeTableRecord(version)});
+  // Rows of this table will be sealed in envelope version 3: a build that cannot read them must
+  // refuse the database (store.h, kFormatVersion). Rewritten by every declaration: idempotent.
+  txn->writes.push_back({kMeta, false, tables::meta::kFormatVersion,
+                         tables::meta::EncodeU64(kFormatVersion)});
+  s = Commit(txn.get());
+  if (!s.ok()) return s;
+  declared = declared->With(table, std::move(entry));
+  WriterLock lock(&tables_mutex_);
+  tables_versioned_.store(true, std::memory_order_release);
+  tables_ = std::move(declared);
+  return Status::OK();
+}
+
+Status EngineCore::RegisterMigration(std::string_view table, uint32_t from_v,
+                                     Migration migration) {
+  const std::string call =
+      "RegisterMigration('" + std::string(table) + "', " + std::to_string(from_v) + "): ";
+  if (!migration) return Status::InvalidArgument(call + "the migration is an empty function");
+  Status s = CheckOpen();
+  if (!s.ok()) return s;
+  MutexLock declaring(&declare_mutex_);
+  std::shared_ptr<const TableVersions> declared = tables();
+  const TableVersions::Table* known = declared->Find(table);
+  if (known == nullptr) {
+    return Status::InvalidArgument(
+        call + "the table is at version 1, so no row is older: declare its new version first "
+               "(Engine::DeclareTable)");
+  }
+  if (from_v == 0 || from_v >= known->version) {
+    return Status::InvalidArgument(call + "the table is declared at version " +
+                                   std::to_string(known->version) +
+                                   ", so migrations lift from versions 1 to " +
+                                   std::to_string(known->version - 1));
+  }
+  if (known->migrations.contains(from_v)) {
+    return Status::InvalidArgument(call + "a migration from that version is already registered");
+  }
+  TableVersions::Table entry = *known;
+  entry.migrations.emplace(from_v, std::move(migration));
+  declared = declared->With(table, std::move(entry));
+  WriterLock lock(&tables_mutex_);
+  tables_ = std::move(declared);
+  return Status::OK();
+}
+
+uint32_t EngineCore::TableVersion(std::string_view table) const {
+  if (!tables_versioned_.load(std::memory_order_acquire)) return 1;
+  ReaderLock lock(&tables_mutex_);
+  return tables_->VersionOf(table);
+}
+
+std::vector<DeclaredTable> EngineCore::DeclaredTables() const { return tables()->List(); }
+
+std::shared_ptr<const TableVersions> EngineCore::tables() const {
+  ReaderLock lock(&tables_mutex_);
+  return tables_;
+}
+
+Status EngineCore::LiftRow(const TableVersions& tables, std::string_view table,
+                           std::string_view key, uint8_t record_version, std::string* value,
+                           uint32_t* stored_v) const {
+  uint32_t version = 0;
+  std::string_view row;
+  Status s = tables::state::DecodeBody(record_version, *value, &version, &row);
+  if (!s.ok()) {
+    return Status::Corruption("table '" + std::string(table) + "', key " + DescribeBytes(key) +
+                              ": " + s.message());
+  }
+  if (stored_v != nullptr) *stored_v = version;
+  if (version > 1) value->erase(0, codec::kRowVersionBytes);  // the row's own header
+  return tables.Migrate(table, key, version, value);
+}
+
 uint32_t EngineCore::PartitionFor(std::string_view key) const {
   if (!key.empty()) return codec::PartitionOfKey(key, options_.partitions);
   if (options_.ordering != Ordering::kNone) return 0;
@@ -311,11 +414,12 @@ Status EngineCore::GetState(std::string_view table, std::string_view key, std::s
   if (s.ok()) s = ValidateStateKey(key);
   if (!s.ok()) return s;
   uint64_t seen_seq = 0;
+  uint8_t record_version = 0;
   {
     auto guard = ReadGuard();
     s = CheckOpen();
     if (!s.ok()) return s;
-    s = store_->Get(kState, tables::state::Key(table, key), value);
+    s = store_->Get(kState, tables::state::Key(table, key), value, nullptr, &record_version);
     // After the read: covers every group whose writes it could have seen (numbered before they
     // reach RocksDB).
     seen_seq = committer_->write_seq();
@@ -334,6 +438,8 @@ Status EngineCore::GetState(std::string_view table, std::string_view key, std::s
     return Status::NotFound("no key " + DescribeBytes(key) + " in table '" + std::string(table) +
                             "'");
   }
+  // Outside the read guard: a migration is the application's code and may take its time.
+  if (s.ok()) s = LiftRow(*tables(), table, key, record_version, value, nullptr);
   return s;
 }
 

@@ -24,6 +24,7 @@
 #include "engine/core/engine_internal.h"
 #include "engine/core/engine_service.h"
 #include "engine/core/fact_types.h"
+#include "engine/core/table_versions.h"
 #include "engine/store/store.h"
 #include "io/sync/sync_backend.h"
 #include "wharf/engine.h"
@@ -107,6 +108,22 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   // The declared types as they are now (an immutable snapshot: read a whole batch from one).
   std::shared_ptr<const FactTypes> types() const;
 
+  // Engine::DeclareTable, RegisterMigration, TableVersion, DeclaredTables (wharf/engine.h).
+  Status DeclareTable(std::string_view table, uint32_t version);
+  Status RegisterMigration(std::string_view table, uint32_t from_v, Migration migration);
+  // The version rows of `table` are written at (Txn::Put): one atomic load while no table is
+  // declared above version 1.
+  uint32_t TableVersion(std::string_view table) const;
+  std::vector<DeclaredTable> DeclaredTables() const;
+  // The declared tables as they are now (an immutable snapshot: read a whole scan from one).
+  std::shared_ptr<const TableVersions> tables() const;
+  // A row of `table` under `key` as Store::Get read it (its unsealed body in *value, of envelope
+  // `record_version`), made the user's value at the table's declared version in *value: lifted by
+  // the migrations when it was written at an older one, *stored_v (may be null) being that one.
+  // Corruption on a malformed row; NotSupported when a migration is missing or refuses it.
+  Status LiftRow(const TableVersions& tables, std::string_view table, std::string_view key,
+                 uint8_t record_version, std::string* value, uint32_t* stored_v) const;
+
   uint32_t PartitionFor(std::string_view key) const;
   Status ReadFacts(uint32_t partition, uint64_t from_id, uint64_t to_id, size_t count_max,
                    std::vector<Fact>* facts) const;
@@ -187,6 +204,13 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   mutable SharedMutex types_mutex_;
   std::shared_ptr<const FactTypes> types_ WHARF_GUARDED_BY(types_mutex_) =
       std::make_shared<const FactTypes>();
+
+  // Declared tables: as types_ (declare_mutex_ serializes their declarations too).
+  // tables_versioned_ mirrors tables_->versioned() for TableVersion's lock-free path.
+  mutable SharedMutex tables_mutex_;
+  std::shared_ptr<const TableVersions> tables_ WHARF_GUARDED_BY(tables_mutex_) =
+      std::make_shared<const TableVersions>();
+  std::atomic<bool> tables_versioned_{false};
 
   Mutex listeners_mutex_;
   std::vector<DurableListener*> listeners_ WHARF_GUARDED_BY(listeners_mutex_);

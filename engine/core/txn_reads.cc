@@ -6,7 +6,6 @@
 
 #include "engine/base/assert.h"
 #include "engine/core/engine_core.h"
-#include "engine/store/codec.h"
 #include "engine/store/tables/scan.h"
 #include "engine/store/tables/state.h"
 
@@ -78,11 +77,17 @@ StateRange ToStateRange(std::string_view table, const KeyRange& range) {
   return state;
 }
 
+// A row as stored: its state key, the user's value and the table version it was written at.
+struct StoredRow {
+  std::string key;
+  std::string value;
+  uint32_t version = 1;
+};
+
 // Reads rows of the snapshot from state key `from` (inclusive) to `end` (exclusive) into *rows,
 // chunk-bounded; *exhausted when the range holds no row beyond them.
 Status ReadChunk(EngineCore* core, const ReadSnapshot& snapshot, const std::string& from,
-                 const std::string& end, std::vector<std::pair<std::string, std::string>>* rows,
-                 bool* exhausted) {
+                 const std::string& end, std::vector<StoredRow>* rows, bool* exhausted) {
   rows->clear();
   auto guard = core->ReadGuard();
   Status s = core->CheckOpen();
@@ -97,14 +102,15 @@ Status ReadChunk(EngineCore* core, const ReadSnapshot& snapshot, const std::stri
   size_t bytes = 0;
   for (scan.SeekToFirst(); scan.Valid(); scan.Next()) {
     if (rows->size() >= kScanChunkRows || bytes >= kScanChunkBytes) break;
-    std::string_view body;
+    std::string_view value;
+    uint32_t version = 0;
     const std::string_view key = scan.key();
-    s = codec::Unseal(scan.value(), &body);
+    s = tables::state::DecodeValue(scan.value(), &version, &value);
     if (!s.ok()) {
       return Status::Corruption("state record " + DescribeBytes(key) + ": " + s.message());
     }
-    rows->emplace_back(std::string(key), std::string(body));
-    bytes += key.size() + body.size();
+    rows->push_back({std::string(key), std::string(value), version});
+    bytes += key.size() + value.size();
   }
   s = scan.Checked("scan state");
   if (!s.ok()) return s;
@@ -118,14 +124,14 @@ class SnapshotRows {
   SnapshotRows(EngineCore* core, const ReadSnapshot* snapshot, const StateRange& range)
       : core_(core), snapshot_(snapshot), next_(range.begin), end_(range.end) {}
 
-  // The next row (state key, value) or null at the end. The pointer is valid until Pop.
-  Status Peek(const std::pair<std::string, std::string>** row) {
+  // The next row or null at the end. The pointer is valid until Pop.
+  Status Peek(StoredRow** row) {
     if (at_ == rows_.size() && !exhausted_) {
       at_ = 0;
       Status s = ReadChunk(core_, *snapshot_, next_, end_, &rows_, &exhausted_);
       if (!s.ok()) return s;
       if (!rows_.empty()) {
-        next_ = rows_.back().first;
+        next_ = rows_.back().key;
         next_.push_back('\0');  // the first key after it
       }
     }
@@ -139,7 +145,7 @@ class SnapshotRows {
   const ReadSnapshot* const snapshot_;
   std::string next_;  // where the next chunk starts
   const std::string end_;
-  std::vector<std::pair<std::string, std::string>> rows_;
+  std::vector<StoredRow> rows_;
   size_t at_ = 0;
   bool exhausted_ = false;
 };
@@ -158,11 +164,43 @@ std::map<std::string, std::optional<std::string>> OwnWrites(const TxnRep* rep,
   return own;
 }
 
-// Visits the merge of the snapshot's rows and the transaction's own writes (rep null: none).
-// *last_visited: the state key of the last row handed to `row` (empty when none).
-Status VisitRows(EngineCore* core, const ReadSnapshot& snapshot, const TxnRep* rep,
+// Makes *value, a row of `table` at `version` (the transaction's own write or a stored row), the
+// row at the table's declared version (TableVersions::Migrate). *migrated: it was older.
+Status Lift(const TableVersions& tables, std::string_view table, std::string_view key,
+            uint32_t version, std::string* value, bool* migrated) {
+  *migrated = version < tables.VersionOf(table);
+  if (!*migrated) return Status::OK();
+  return tables.Migrate(table, key, version, value);
+}
+
+// Adds the write-back of a row the transaction read at an older version and lifted (`value`, at
+// the table's declared version) to its writes: it commits with the transaction, whose validated
+// read of the row keeps it from overwriting a newer write.
+Status AddWriteBack(EngineCore* core, TxnRep* rep, const TableVersions& tables,
+                    std::string_view table, std::string state_key, std::string_view value) {
+  const size_t bytes = state_key.size() + value.size();
+  if (rep->bytes + bytes > core->txn_bytes_max()) {
+    return Status::InvalidArgument(
+        "transaction would carry more than " + std::to_string(core->txn_bytes_max()) +
+        " bytes with the rows of table '" + std::string(table) +
+        "' it read at an older version (each is written back migrated): read fewer, or migrate "
+        "the table first (Engine::MigrateTable)");
+  }
+  rep->writes.push_back({kState, false, std::move(state_key),
+                         tables::state::EncodeValue(tables.VersionOf(table), value)});
+  rep->bytes += bytes;
+  ++rep->migrated_rows;
+  return Status::OK();
+}
+
+// Visits the merge of the snapshot's rows and the transaction's own writes (rep null: none),
+// each lifted to the table's declared version; a transaction's rows read at an older version are
+// written back (AddWriteBack). *last_visited: the state key of the last row handed to `row` (empty
+// when none).
+Status VisitRows(EngineCore* core, const ReadSnapshot& snapshot, TxnRep* rep,
                  std::string_view table, const StateRange& range, size_t limit, const RowFn& row,
                  ScanResult* result, std::string* last_visited) {
+  const std::shared_ptr<const TableVersions> tables = core->tables();
   SnapshotRows stored(core, &snapshot, range);
   const auto own = OwnWrites(rep, range);
   auto own_it = own.begin();
@@ -171,35 +209,39 @@ Status VisitRows(EngineCore* core, const ReadSnapshot& snapshot, const TxnRep* r
   bool stopped = false;
   // Each turn takes the smaller key of the two sources (the transaction's write when both hold
   // it); deleted keys are passed over.
+  std::string value;  // the row visited, lifted
   while (true) {
-    const std::pair<std::string, std::string>* next = nullptr;
+    StoredRow* next = nullptr;
     Status s = stored.Peek(&next);
     if (!s.ok()) return s;
-    const bool own_first = own_it != own.end() && (next == nullptr || own_it->first <= next->first);
+    const bool own_first = own_it != own.end() && (next == nullptr || own_it->first <= next->key);
     if (!own_first && next == nullptr) break;  // both at the end
-    std::string_view key;
-    std::string_view value;
-    bool deleted = false;
-    if (own_first) {
-      if (next != nullptr && next->first == own_it->first) stored.Pop();
-      key = own_it->first;
-      deleted = !own_it->second.has_value();
-      if (!deleted) {
-        std::string_view body;
-        s = codec::Unseal(*own_it->second, &body);
-        WHARF_DASSERT(s.ok());  // sealed by Txn::Put
-        if (!s.ok()) return s;
-        value = body;
-      }
-    } else {
-      key = next->first;
-      value = next->second;
-    }
-    if (!deleted) {
+    const std::string_view key = own_first ? std::string_view(own_it->first) : next->key;
+    if (own_first && next != nullptr && next->key == own_it->first) stored.Pop();
+    if (!own_first || own_it->second.has_value()) {  // deleted keys are passed over
       if (visited == limit || stopped) {
         result->more = true;
         break;
       }
+      bool migrated = false;
+      if (own_first) {
+        std::string_view own_value;
+        uint32_t version = 0;
+        s = tables::state::DecodeValue(*own_it->second, &version, &own_value);
+        WHARF_DASSERT(s.ok());  // sealed by Txn::Put
+        if (!s.ok()) return s;
+        value.assign(own_value);
+        // Written at an older version only when the table was raised meanwhile: lifted for the
+        // reader, and committed as written (a later read lifts it again).
+        s = Lift(*tables, table, key.substr(key_offset), version, &value, &migrated);
+      } else {
+        value.swap(next->value);  // the row is popped below, never read again
+        s = Lift(*tables, table, key.substr(key_offset), next->version, &value, &migrated);
+        if (s.ok() && migrated && rep != nullptr) {
+          s = AddWriteBack(core, rep, *tables, table, next->key, value);
+        }
+      }
+      if (!s.ok()) return s;
       ++visited;
       last_visited->assign(key);
       stopped = !row(key.substr(key_offset), value);
@@ -248,27 +290,40 @@ Status TxnGet(EngineCore* core, TxnRep* rep, std::string_view table, std::string
     return Status::NotFound("no key " + DescribeBytes(key) + " in table '" + std::string(table) +
                             "'");
   };
+  const std::shared_ptr<const TableVersions> tables = core->tables();
+  bool migrated = false;
   for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
     if (it->cf != kState || it->key != state_key) continue;
     if (it->is_delete) return not_found();
-    std::string_view body;
-    s = codec::Unseal(it->value, &body);
-    if (s.ok()) value->assign(body);
-    return s;
+    std::string_view own_value;
+    uint32_t version = 0;
+    s = tables::state::DecodeValue(it->value, &version, &own_value);
+    if (!s.ok()) return s;
+    value->assign(own_value);
+    // Older only when the table was raised after the write: lifted, committed as written.
+    return Lift(*tables, table, key, version, value, &migrated);
   }
   s = EnsureSnapshot(core, rep);
   if (s.ok()) s = AddReadBytes(rep, state_key.size());
   if (!s.ok()) return s;
+  uint8_t record_version = 0;
   {
     auto guard = core->ReadGuard();
     s = core->CheckOpen();
     if (!s.ok()) return s;
     if (rep->snapshot->handle == nullptr) return Status::Closed("engine is closed");
-    s = core->store()->Get(kState, state_key, value, rep->snapshot->handle);
+    s = core->store()->Get(kState, state_key, value, rep->snapshot->handle, &record_version);
   }
   if (!s.ok() && !s.IsNotFound()) return s;
-  rep->reads.keys.push_back(std::move(state_key));
-  return s.IsNotFound() ? not_found() : s;
+  rep->reads.keys.push_back(state_key);
+  if (s.IsNotFound()) return not_found();
+  // Outside the read guard: a migration is the application's code.
+  uint32_t version = 0;
+  s = core->LiftRow(*tables, table, key, record_version, value, &version);
+  if (s.ok() && version < tables->VersionOf(table)) {
+    s = AddWriteBack(core, rep, *tables, table, std::move(state_key), *value);
+  }
+  return s;
 }
 
 Status TxnScan(EngineCore* core, TxnRep* rep, std::string_view table, const KeyRange& range,
@@ -279,18 +334,22 @@ Status TxnScan(EngineCore* core, TxnRep* rep, std::string_view table, const KeyR
   const StateRange state_range = ToStateRange(table, range);
   ScanResult scanned;
   std::string last_visited;
-  s = VisitRows(core, *rep->snapshot, rep, table, state_range, limit, row, &scanned, &last_visited);
-  if (!s.ok()) return s;
+  const Status visit =
+      VisitRows(core, *rep->snapshot, rep, table, state_range, limit, row, &scanned, &last_visited);
+  if (!visit.ok() && last_visited.empty()) return visit;
   // What the caller saw depends on the range up to its last row (the whole range when it was
-  // exhausted): a commit that changes a key in it must refuse this transaction.
+  // exhausted): a commit that changes a key in it must refuse this transaction. A scan that
+  // failed midway records what it visited too: the rows it wrote back lie there (AddWriteBack),
+  // and must not commit over a newer write.
   std::string covered_end = state_range.end;
-  if (scanned.more) {
+  if (scanned.more || !visit.ok()) {
     covered_end = last_visited;
     covered_end.push_back('\0');
   }
   s = AddReadBytes(rep, state_range.begin.size() + covered_end.size());
   if (!s.ok()) return s;
   rep->reads.ranges.emplace_back(state_range.begin, std::move(covered_end));
+  if (!visit.ok()) return visit;
   if (result != nullptr) *result = std::move(scanned);
   return Status::OK();
 }

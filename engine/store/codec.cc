@@ -79,8 +79,9 @@ bool GetString16(std::string_view* input, std::string* out) {
   return true;
 }
 
-void Seal(std::string_view body, std::string* dst) {
-  dst->push_back(static_cast<char>(kRecordVersion));
+void Seal(std::string_view body, std::string* dst, uint8_t version) {
+  WHARF_DASSERT(version == kRecordVersion || version == kRowRecordVersion);
+  dst->push_back(static_cast<char>(version));
   PutLE(dst, XXH3_64bits(body.data(), body.size()), 8);
   dst->append(body);
 }
@@ -127,18 +128,21 @@ Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version_
                               " bytes is shorter than its envelope");
   }
   uint8_t version = static_cast<uint8_t>(sealed[0]);
-  if (version != kRecordVersion && version != kFactRecordVersion) {
+  if (version != kRecordVersion && version != kFactRecordVersion && version != kRowRecordVersion) {
     return Status::Corruption("record format version " + std::to_string(version) +
                               " is unknown (this build reads versions " +
-                              std::to_string(kRecordVersion) + " and " +
-                              std::to_string(kFactRecordVersion) + ")");
+                              std::to_string(kRecordVersion) + " to " +
+                              std::to_string(kRowRecordVersion) + ")");
   }
   std::string_view payload = sealed.substr(kEnvelopeBytes);
   if (version == kFactRecordVersion && payload.size() < kStampBytes) {
     return Status::Corruption("record of version 2 is shorter than its stamp");
   }
+  if (version == kRowRecordVersion && payload.size() < kRowVersionBytes) {
+    return Status::Corruption("record of version 3 is shorter than its row version");
+  }
   if (verify == Verify::kChecksum) {
-    const uint64_t computed = version == kRecordVersion
+    const uint64_t computed = version != kFactRecordVersion
                                   ? XXH3_64bits(payload.data(), payload.size())
                                   : StampedChecksum(payload);
     if (computed != ReadChecksum(sealed.data() + 1)) {

@@ -7,6 +7,8 @@
 // and unsealed (version and checksum verified) on every read; a mismatch is Corruption.
 //   version 1 (kRecordVersion, every record but facts): checksum = xxh3_64(body)
 //   version 2 (kFactRecordVersion, fact records): checksum = xxh3_64(body[8:]) ^ xxh3_64(body[:8])
+//   version 3 (kRowRecordVersion, state rows of a table above version 1): checksum as version 1;
+//             the body starts with the row's u32 BE table version (tables/state.h)
 // Version 2 lets the committer rewrite the first 8 bytes of the body (commit_ms) in O(1), keeping
 // the checksum correct (StampCommitMs), while the rest was encoded and hashed by the producer.
 //
@@ -30,6 +32,8 @@ namespace wharf::codec {
 
 inline constexpr uint8_t kRecordVersion = 1;
 inline constexpr uint8_t kFactRecordVersion = 2;
+inline constexpr uint8_t kRowRecordVersion = 3;
+inline constexpr size_t kRowVersionBytes = 4;  // a version-3 body's table version
 inline constexpr size_t kStampBytes = 8;  // commit_ms, first in a fact record's body
 inline constexpr size_t kEnvelopeBytes = 1 + 8;
 
@@ -42,14 +46,15 @@ void PutString16(std::string* dst, std::string_view text);
 // Reads what PutString16 wrote from the front of *input (and consumes it); false when truncated.
 [[nodiscard]] bool GetString16(std::string_view* input, std::string* out);
 
-// Appends the envelope header for `body` and then `body`.
-void Seal(std::string_view body, std::string* dst);
+// Appends the envelope header for `body` and then `body`. `version`: kRecordVersion, or
+// kRowRecordVersion for a body that starts with a row's table version.
+void Seal(std::string_view body, std::string* dst, uint8_t version = kRecordVersion);
 std::string Seal(std::string_view body);
 // Whether a decoder verifies a record's checksum. kTrusted is only for bytes that never left this
 // process's memory since they were sealed (a durable notice of the producer's own record).
 enum class Verify : uint8_t { kChecksum, kTrusted };
 
-// Verifies version (1 or 2) and checksum; on success *body views into `sealed` and *version (if
+// Verifies version (1, 2 or 3) and checksum; on success *body views into `sealed` and *version (if
 // not null) is the record's format version.
 Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version = nullptr,
               Verify verify = Verify::kChecksum);

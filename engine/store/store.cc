@@ -383,7 +383,9 @@ Status Store::LoadOrInitMeta(const EngineOptions& options, bool created) {
 
   s = tables::backups::ListIncarnations(db_.get(), cf(kMeta), &incarnations_);
   if (!s.ok()) return s;
-  return tables::meta::ListTypes(db_.get(), cf(kMeta), &recovered_types_);
+  s = tables::meta::ListTypes(db_.get(), cf(kMeta), &recovered_types_);
+  if (!s.ok()) return s;
+  return tables::meta::ListTables(db_.get(), cf(kMeta), &recovered_tables_);
 }
 
 Status Store::StartIncarnation(uint64_t number) {
@@ -476,7 +478,7 @@ Status Store::BumpOpenEpoch() {
 }
 
 Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value,
-                  const rocksdb::Snapshot* snapshot) const {
+                  const rocksdb::Snapshot* snapshot, uint8_t* record_version) const {
   std::string sealed;
   rocksdb::ReadOptions read_options;
   read_options.snapshot = snapshot;
@@ -484,7 +486,7 @@ Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value,
   if (s.IsNotFound()) return Status::NotFound(std::string(CfName(family)) + " key not found");
   if (!s.ok()) return FromRocks(s, std::string("read ") + CfName(family));
   std::string_view body;
-  Status unsealed = codec::Unseal(sealed, &body);
+  Status unsealed = codec::Unseal(sealed, &body, record_version);
   if (!unsealed.ok()) {
     return Status::Corruption(std::string(CfName(family)) + " record: " + unsealed.message());
   }

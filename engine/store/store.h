@@ -44,7 +44,13 @@ using SnapshotHandle = const rocksdb::Snapshot*;
 enum Cf : uint8_t { kOutbox = 0, kCursors, kLeases, kTimers, kDead, kState, kMeta, kCfCount };
 const char* CfName(Cf cf);
 
-inline constexpr uint32_t kFormatVersion = 1;
+// The newest database format this build reads and writes (meta "format_version"):
+//   1  every record in envelope versions 1 and 2 (codec.h)
+//   2  state rows may be sealed in envelope version 3 (a table version, tables/state.h). New
+//      databases are created at 2; a database at 1 is raised to 2 by the first declaration of a
+//      table above version 1 (in the commit that records it), so that an older build refuses it
+//      with NotSupported instead of reading such a row as damage.
+inline constexpr uint32_t kFormatVersion = 2;
 
 Status FromRocks(const rocksdb::Status& status, const std::string& context);
 
@@ -120,6 +126,8 @@ class Store {
   // holders cannot be alive, since only one engine can hold the database).
   uint64_t open_epoch() const { return open_epoch_; }
   const std::vector<DeclaredType>& recovered_types() const { return recovered_types_; }
+  // The state tables declared above version 1 (meta "table:" records), by name.
+  const std::map<std::string, uint32_t>& recovered_tables() const { return recovered_tables_; }
   // The database's incarnations (wharf/backup.h), read at open; the last start is the current
   // incarnation (none: 0).
   const Incarnations& incarnations() const { return incarnations_; }
@@ -149,10 +157,10 @@ class Store {
   // RocksDB's own counters (tickers only, kStatisticsLevel in store.cc), for the metrics.
   rocksdb::Statistics* statistics() const { return statistics_.get(); }
 
-  // Reads and unseals a value (as of `snapshot` when given). NotFound when absent; Corruption on
-  // a bad envelope.
+  // Reads and unseals a value (as of `snapshot` when given); *record_version (if not null) is
+  // its envelope's version (codec.h). NotFound when absent; Corruption on a bad envelope.
   Status Get(Cf cf, const rocksdb::Slice& key, std::string* value,
-             SnapshotHandle snapshot = nullptr) const;
+             SnapshotHandle snapshot = nullptr, uint8_t* record_version = nullptr) const;
 
   // The committer's writes and check reads. Inline: every group and every checked key passes
   // through them, and the store layer must cost nothing there.
@@ -280,6 +288,7 @@ class Store {
   uint64_t recovered_lsn_reserved_ = 0;
   uint64_t open_epoch_ = 0;
   std::vector<DeclaredType> recovered_types_;
+  std::map<std::string, uint32_t> recovered_tables_;
   Incarnations incarnations_;
   std::string database_id_;
   tables::replication::Position recovered_replication_;

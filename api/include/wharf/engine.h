@@ -100,6 +100,51 @@ struct TransactOptions {
 // the consumer goes on with the next fact.
 using Upcaster = std::function<std::string(std::string_view payload)>;
 
+// Turns a row of one version of a state table into the next (Engine::RegisterMigration). Like an
+// Upcaster, a pure function of its argument, safe to call from several threads at once. To refuse
+// a row, throw: the read of it then fails with NotSupported naming the table, the key and the
+// step, with the exception's text (nothing is written).
+using Migration = std::function<std::string(std::string_view row)>;
+
+// A state table declared above version 1 (Engine::DeclaredTables).
+struct DeclaredTable {
+  std::string name;
+  uint32_t version = 1;
+};
+
+// Engine::MigrateTable's progress, and its outcome.
+struct MigrateReport {
+  uint32_t version = 1;   // the table's declared version: the one rows are migrated to
+  uint64_t rows = 0;      // rows visited
+  uint64_t migrated = 0;  // of them, rows found at an older version and migrated (dry run: that
+                          // would be)
+  uint64_t batches = 0;   // transactions committed (dry run: batches read)
+  bool done = false;      // the whole table was visited
+  // While not done: the key to resume from (MigrateOptions::from), the last key visited followed
+  // by a 0x00 byte.
+  std::string resume_from;
+};
+
+struct MigrateOptions {
+  // Rows one transaction visits (1..kScanLimitMax). Each batch is one transaction through the
+  // committer: concurrent commits wait for it at most as long as for a commit of this many rows.
+  size_t batch_rows = 256;
+  // Rows migrated per second at most, across batches (0: as fast as the commits go). Spreads the
+  // work for applications whose commit latency matters more than how soon the migration ends.
+  uint64_t rows_per_second = 0;
+  // Visit and migrate every row in memory, commit nothing: counts what would be migrated and
+  // finds the first row a migration refuses (or a missing step) without changing anything.
+  bool dry_run = false;
+  // Where to start: "" for the table's first key, or a MigrateReport::resume_from.
+  std::string from;
+  // Called after every batch on the calling thread with the progress so far (not after the last,
+  // whose report MigrateTable returns). Return false to stop there: MigrateTable then returns OK
+  // with done = false and the key to resume from.
+  std::function<bool(const MigrateReport&)> progress;
+  // How a batch refused by a conflicting commit is retried (Engine::Transact).
+  TransactOptions retry;
+};
+
 struct EmitOptions {
   Headers headers;
   // > 0: hold as a timer, release into the outbox when due. Commit() reports the id it waits
@@ -221,6 +266,42 @@ class Engine {
   // time of its retry. InvalidArgument: an undeclared type, from_v 0 or not below the declared
   // version, an empty function, or a step already registered.
   Status RegisterUpcaster(std::string_view type, uint32_t from_v, Upcaster upcaster);
+
+  // Declares state table `table` at row version `version`, or raises it (persisted). A table is at
+  // version 1 until then. Rows are written at the declared version and record it (a row written
+  // before is at the version of its time), and every read returns a row at the declared version:
+  // one written at an older version is lifted, one step at a time, by the migrations registered
+  // for the versions between (RegisterMigration). A transaction (Txn::Get, Txn::Scan, a handler's
+  // Effects) that read a lifted row writes it back when it commits, in that same commit; its reads
+  // are validated as always, so a row another commit changed meanwhile is never overwritten with
+  // a stale lift (the transaction is refused, or, when it wrote nothing itself, commits without
+  // the write-back). Engine::Get and Engine::Scan lift without writing. MigrateTable writes the
+  // rest. Declaring the version it has is a no-op. Declaring a table above version 1 for the first
+  // time raises the database's format version to 2: older builds refuse to open it.
+  // InvalidArgument: a bad name, version 0, or a version below the declared one (rows may already
+  // be stored at it: the declared version never goes back).
+  Status DeclareTable(std::string_view table, uint32_t version);
+  // The declared version of `table`: 1 for a table never declared above it.
+  uint32_t TableVersion(std::string_view table) const;
+  // The tables declared above version 1, in name order.
+  std::vector<DeclaredTable> DeclaredTables() const;
+  // Registers the step that lifts a row of `table` from version `from_v` to from_v + 1 (not
+  // persisted: register on every open, before reading the table). A read of a row whose chain
+  // misses a step fails with NotSupported naming it. InvalidArgument: a table not declared above
+  // version 1, from_v 0 or not below the declared version, an empty function, or a step already
+  // registered.
+  Status RegisterMigration(std::string_view table, uint32_t from_v, Migration migration);
+  // Migrates the rows of `table` still at an older version, online: it walks the table in key
+  // order, MigrateOptions::batch_rows rows per transaction, each a Txn::Scan that writes back the
+  // rows it lifted (retried on a conflict like Transact), so that a power cut leaves every row at
+  // one version or the other, readable either way, and a second run goes on where the first
+  // stopped. Reports progress through options.progress and the outcome in *report (may be null).
+  // A table at version 1 has nothing to migrate (done at once). Errors: InvalidArgument (bad name
+  // or options), NotSupported (a row a migration refuses, or a missing step: named; the batches
+  // before it are committed), and the errors of Txn::Commit. Must not be called on an engine
+  // thread.
+  Status MigrateTable(std::string_view table, const MigrateOptions& options = {},
+                      MigrateReport* report = nullptr);
 
   Txn Begin();
 

@@ -89,6 +89,29 @@ Status DecodeConsumerTypes(std::string_view sealed, std::vector<std::string>* ty
   return Status::OK();
 }
 
+std::string TableKey(std::string_view table) {
+  std::string key(kTablePrefix);
+  key.append(table);
+  return key;
+}
+
+std::string EncodeTableRecord(uint32_t version) {
+  WHARF_ASSERT(version >= 2);
+  std::string body;
+  codec::PutFixed32BE(&body, version);
+  return codec::Seal(body);
+}
+
+Status DecodeTableRecord(std::string_view body, uint32_t* version) {
+  if (body.size() != 4) return Status::Corruption("a declared table's record has a bad size");
+  *version = codec::DecodeFixed32BE(body.data());
+  if (*version < 2) {
+    return Status::Corruption("a declared table's record holds version " +
+                              std::to_string(*version) + " (only versions above 1 are recorded)");
+  }
+  return Status::OK();
+}
+
 std::string EncodeU64(uint64_t value) {
   std::string body;
   codec::PutFixed64BE(&body, value);
@@ -115,6 +138,22 @@ Status ListTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                    if (s.ok()) s = DecodeTypeRecord(body, &record);
                    if (!s.ok()) return s.WithMessage("type '" + record.name + "': " + s.message());
                    types->push_back(std::move(record));
+                   return Status::OK();
+                 });
+}
+
+Status ListTables(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                  std::map<std::string, uint32_t>* tables) {
+  tables->clear();
+  return ForEach(db, cf, PrefixRange(std::string(kTablePrefix)), "declared tables",
+                 [&](std::string_view key, std::string_view value) {
+                   const std::string name(key.substr(kTablePrefix.size()));
+                   std::string_view body;
+                   uint32_t version = 0;
+                   Status s = codec::Unseal(value, &body);
+                   if (s.ok()) s = DecodeTableRecord(body, &version);
+                   if (!s.ok()) return s.WithMessage("table '" + name + "': " + s.message());
+                   tables->emplace(name, version);
                    return Status::OK();
                  });
 }

@@ -6,6 +6,8 @@
 //   "type:" · name   → sealed u32 BE version · u32 BE first version (a declared fact type: the
 //                      payload version producers emit at most, and the one it was first declared
 //                      at, the oldest its facts can have); an empty body is version 1, first 1
+//   "table:" · name  → sealed u32 BE version: a state table declared above version 1 (the version
+//                      its rows are written at; tables/state.h); a table without one is at 1
 //   "consumer:" · id → sealed u16 count · (u16 length · type)*: the fact types a durable consumer
 //                      takes, written when a runtime registers it (so that `wharf stat` counts
 //                      its lag in the facts it takes, without the application's code)
@@ -33,6 +35,7 @@ inline constexpr const char* kOpenEpoch = "open_epoch";      // incremented by e
 inline constexpr const char* kLsnReserved = "lsn_reserved";  // absent: 0
 inline constexpr std::string_view kTypePrefix = "type:";
 inline constexpr std::string_view kConsumerPrefix = "consumer:";
+inline constexpr std::string_view kTablePrefix = "table:";
 
 std::string TypeKey(std::string_view type);
 
@@ -40,6 +43,11 @@ std::string EncodeTypeRecord(uint32_t version, uint32_t first_version);  // seal
 // `body` is already unsealed. Corruption on a bad size or versions out of order.
 Status DecodeTypeRecord(std::string_view body, DeclaredType* record);
 std::string ConsumerKey(std::string_view consumer);
+
+std::string TableKey(std::string_view table);
+std::string EncodeTableRecord(uint32_t version);  // sealed
+// `body` is already unsealed. Corruption on a bad size or a version below 2.
+Status DecodeTableRecord(std::string_view body, uint32_t* version);
 
 // A consumer registration: the sorted fact types it takes.
 std::string EncodeConsumerTypes(const std::vector<std::string>& types);
@@ -53,6 +61,10 @@ Status DecodeU64(std::string_view body, std::string_view name, uint64_t* value);
 // The declared types (keys "type:" · name), in name order.
 Status ListTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                  std::vector<DeclaredType>* types);
+
+// The tables declared above version 1 (keys "table:" · name), by name.
+Status ListTables(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                  std::map<std::string, uint32_t>* tables);
 
 // Every registered consumer and the types it takes, by consumer id.
 Status ListConsumerTypes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,

@@ -1,6 +1,7 @@
 #include "engine/store/tables/state.h"
 
 #include "engine/base/assert.h"
+#include "engine/store/codec.h"
 
 namespace wharf::tables::state {
 
@@ -12,6 +13,51 @@ std::string Key(std::string_view table, std::string_view key) {
   encoded.push_back('\0');
   encoded.append(key);
   return encoded;
+}
+
+std::string EncodeValue(uint32_t table_version, std::string_view value) {
+  WHARF_DASSERT(table_version >= 1);
+  std::string sealed;
+  if (table_version == 1) {
+    sealed.reserve(codec::kEnvelopeBytes + value.size());
+    codec::Seal(value, &sealed);
+    return sealed;
+  }
+  std::string body;
+  body.reserve(codec::kRowVersionBytes + value.size());
+  codec::PutFixed32BE(&body, table_version);
+  body.append(value);
+  sealed.reserve(codec::kEnvelopeBytes + body.size());
+  codec::Seal(body, &sealed, codec::kRowRecordVersion);
+  return sealed;
+}
+
+Status DecodeBody(uint8_t record_version, std::string_view body, uint32_t* table_version,
+                  std::string_view* value) {
+  if (record_version == codec::kRecordVersion) {
+    *table_version = 1;
+    *value = body;
+    return Status::OK();
+  }
+  if (record_version != codec::kRowRecordVersion || body.size() < codec::kRowVersionBytes) {
+    return Status::Corruption("state row has record version " + std::to_string(record_version) +
+                              ", which rows are never written in");
+  }
+  *table_version = codec::DecodeFixed32BE(body.data());
+  if (*table_version < 2) {
+    return Status::Corruption("state row claims table version " + std::to_string(*table_version) +
+                              " in a record of version 3 (written only for versions 2 and up)");
+  }
+  *value = body.substr(codec::kRowVersionBytes);
+  return Status::OK();
+}
+
+Status DecodeValue(std::string_view sealed, uint32_t* table_version, std::string_view* value) {
+  std::string_view body;
+  uint8_t record_version = 0;
+  Status s = codec::Unseal(sealed, &body, &record_version);
+  if (!s.ok()) return s;
+  return DecodeBody(record_version, body, table_version, value);
 }
 
 }  // namespace wharf::tables::state
