@@ -282,8 +282,8 @@ std::shared_ptr<const FactTypes> EngineCore::types() const {
 }
 
 Status EngineCore::DeclareTable(std::string_view table, uint32_t version) {
-  const std::string call = "DeclareTable('" + std::string(table) + "', " +
-                           std::to_string(version) + "): ";
+  const std::string call =
+      "DeclareTable('" + std::string(table) + "', " + std::to_string(version) + "): ";
   Status s = ValidateName("table name", table, kTableBytesMax);
   if (!s.ok()) return s;
   if (version == 0) {
@@ -306,8 +306,8 @@ Status EngineCore::DeclareTable(std::string_view table, uint32_t version) {
       {kMeta, false, tables::meta::TableKey(table), tables::meta::EncodeTableRecord(version)});
   // Rows of this table will be sealed in envelope version 3: a build that cannot read them must
   // refuse the database (store.h, kFormatVersion). Rewritten by every declaration: idempotent.
-  txn->writes.push_back({kMeta, false, tables::meta::kFormatVersion,
-                         tables::meta::EncodeU64(kFormatVersion)});
+  txn->writes.push_back(
+      {kMeta, false, tables::meta::kFormatVersion, tables::meta::EncodeU64(kFormatVersion)});
   s = Commit(txn.get());
   if (!s.ok()) return s;
   declared = declared->With(table, std::move(entry));
@@ -317,8 +317,7 @@ Status EngineCore::DeclareTable(std::string_view table, uint32_t version) {
   return Status::OK();
 }
 
-Status EngineCore::RegisterMigration(std::string_view table, uint32_t from_v,
-                                     Migration migration) {
+Status EngineCore::RegisterMigration(std::string_view table, uint32_t from_v, Migration migration) {
   const std::string call =
       "RegisterMigration('" + std::string(table) + "', " + std::to_string(from_v) + "): ";
   if (!migration) return Status::InvalidArgument(call + "the migration is an empty function");
@@ -329,14 +328,14 @@ Status EngineCore::RegisterMigration(std::string_view table, uint32_t from_v,
   const TableVersions::Table* known = declared->Find(table);
   if (known == nullptr) {
     return Status::InvalidArgument(
-        call + "the table is at version 1, so no row is older: declare its new version first "
-               "(Engine::DeclareTable)");
+        call +
+        "the table is at version 1, so no row is older: declare its new version first "
+        "(Engine::DeclareTable)");
   }
   if (from_v == 0 || from_v >= known->version) {
-    return Status::InvalidArgument(call + "the table is declared at version " +
-                                   std::to_string(known->version) +
-                                   ", so migrations lift from versions 1 to " +
-                                   std::to_string(known->version - 1));
+    return Status::InvalidArgument(
+        call + "the table is declared at version " + std::to_string(known->version) +
+        ", so migrations lift from versions 1 to " + std::to_string(known->version - 1));
   }
   if (known->migrations.contains(from_v)) {
     return Status::InvalidArgument(call + "a migration from that version is already registered");

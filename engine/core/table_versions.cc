@@ -39,8 +39,7 @@ std::shared_ptr<const TableVersions> TableVersions::Of(
   return tables;
 }
 
-std::shared_ptr<const TableVersions> TableVersions::With(std::string_view name,
-                                                         Table table) const {
+std::shared_ptr<const TableVersions> TableVersions::With(std::string_view name, Table table) const {
   WHARF_ASSERT(table.version >= 2);
   auto copy = std::make_shared<TableVersions>(*this);
   copy->tables_.insert_or_assign(std::string(name), std::move(table));
@@ -50,7 +49,7 @@ std::shared_ptr<const TableVersions> TableVersions::With(std::string_view name,
 Status TableVersions::Migrate(std::string_view name, std::string_view key, uint32_t stored_v,
                               std::string* row) const {
   const Table* table = Find(name);
-  if (table == nullptr) return Status::OK();  // at version 1: nothing is older
+  if (table == nullptr) return Status::OK();                  // at version 1: nothing is older
   auto failed = [&](uint32_t from, const std::string& why) {  // built only on failure
     return Status::NotSupported("table '" + std::string(name) + "', key " + DescribeBytes(key) +
                                 ": migrating the row from version " + std::to_string(from) +

@@ -34,7 +34,7 @@ inline constexpr uint8_t kRecordVersion = 1;
 inline constexpr uint8_t kFactRecordVersion = 2;
 inline constexpr uint8_t kRowRecordVersion = 3;
 inline constexpr size_t kRowVersionBytes = 4;  // a version-3 body's table version
-inline constexpr size_t kStampBytes = 8;  // commit_ms, first in a fact record's body
+inline constexpr size_t kStampBytes = 8;       // commit_ms, first in a fact record's body
 inline constexpr size_t kEnvelopeBytes = 1 + 8;
 
 void PutFixed32BE(std::string* dst, uint32_t value);
