@@ -151,7 +151,8 @@ struct wharf_fact {
   uint32_t attempt = 0;  // the delivery a handler received it in, or a dead letter's attempt
 };
 
-// A payload being upcast, lent to an upcaster for its call (c_upcast.cc).
+// A payload being upcast (a row being migrated), lent to an upcaster (a migration) for its call
+// (c_versions.cc).
 struct wharf_upcast {
   bool has_result = false;
   std::string result;  // the upcast payload, once has_result

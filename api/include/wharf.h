@@ -249,7 +249,8 @@ WHARF_EXPORT wharf_status wharf_declared_version(wharf_engine* engine, const cha
 ** failing registration returns. Any thread. */
 typedef void (*wharf_destroy_fn)(void* ctx);
 
-/* A payload being upcast: BORROWED by an upcaster for the duration of its call. */
+/* A payload being upcast, or a row being migrated: BORROWED by an upcaster (a migration) for the
+** duration of its call. */
 typedef struct wharf_upcast wharf_upcast;
 
 /* An upcaster: lifts `payload` (payload_len bytes) of its type from version from_v to from_v + 1.
@@ -282,6 +283,85 @@ WHARF_EXPORT wharf_status wharf_upcast_fail(wharf_upcast* out, const char* reaso
 WHARF_EXPORT wharf_status wharf_register_upcaster(wharf_engine* engine, const char* type,
                                                   uint32_t from_v, wharf_upcaster_fn fn, void* ctx,
                                                   wharf_destroy_fn destroy);
+
+/* Declares state table `table` at row version `version` (>= 1), or raises it (persisted). A table
+** is at version 1 until then. Rows are written at the declared version and record it; every read
+** returns a row at the declared version, one written at an older version lifted one step at a time
+** by the migrations registered for the versions between (wharf_register_migration). A transaction
+** (wharf_txn_get, wharf_txn_scan, a handler's effects) that read a lifted row writes it back in its
+** own commit; its reads are validated as always, so a stale lift never overwrites a newer write
+** (the transaction is refused with WHARF_CONFLICT, or, when it wrote nothing itself, commits
+** without the write-back). wharf_get and wharf_scan lift without writing; wharf_migrate_table
+** writes the rest. The first declaration above version 1 raises the database's format version to
+** 2 (older builds refuse to open it). WHARF_INVALID_ARGUMENT: a bad name, version 0, or a version
+** below the declared one (it never goes back). Thread-safe. */
+WHARF_EXPORT wharf_status wharf_declare_table(wharf_engine* engine, const char* table,
+                                              uint32_t version);
+
+/* *version = the declared version of `table` (1 for a table never declared above it).
+** Thread-safe. */
+WHARF_EXPORT wharf_status wharf_table_version(wharf_engine* engine, const char* table,
+                                              uint32_t* version);
+
+/* A migration: lifts `row` (row_len bytes) of its table from version from_v to from_v + 1. Like an
+** upcaster, it gives the new row with wharf_upcast_result and returns WHARF_OK; any other return,
+** or a return without a result, refuses the row: the read of it fails with WHARF_NOT_SUPPORTED
+** naming the table, the key, the step and the text given to wharf_upcast_fail (nothing is
+** written). A pure function of the row, safe to call from several threads at once; it runs on the
+** thread that reads the row. */
+typedef wharf_status (*wharf_migration_fn)(void* ctx, const void* row, size_t row_len,
+                                           wharf_upcast* out);
+
+/* Registers the migration that lifts rows of `table` from version `from_v` to from_v + 1 (not
+** persisted: register on every open, before reading the table). A read of a row whose chain misses
+** a step fails with WHARF_NOT_SUPPORTED naming it. `destroy(ctx)` (may be NULL) runs at wharf_close,
+** and also when registering fails. WHARF_INVALID_ARGUMENT: a table not declared above version 1,
+** from_v 0 or not below the declared version, a NULL fn, or a step already registered.
+** Thread-safe. */
+WHARF_EXPORT wharf_status wharf_register_migration(wharf_engine* engine, const char* table,
+                                                   uint32_t from_v, wharf_migration_fn fn,
+                                                   void* ctx, wharf_destroy_fn destroy);
+
+/* wharf_migrate_table's progress and outcome (extensible: see "Extensible structs"). */
+typedef struct wharf_migrate_report {
+  size_t struct_size; /* in: sizeof(wharf_migrate_report); out: the size filled */
+  uint32_t version;   /* the table's declared version: the one rows are migrated to */
+  uint64_t rows;      /* rows visited */
+  uint64_t migrated;  /* of them, rows found at an older version and migrated (dry run: would be) */
+  uint64_t batches;   /* transactions committed (dry run: batches read) */
+  uint8_t done;       /* 1: the whole table was visited */
+} wharf_migrate_report;
+#define WHARF_MIGRATE_REPORT_SIZE_V1 (offsetof(wharf_migrate_report, done) + sizeof(uint8_t))
+
+/* Called after every batch but the last, on the calling thread, with the progress so far
+** (BORROWED for the call). Return 0 to go on, anything else to stop there: wharf_migrate_table then
+** returns WHARF_OK with done = 0 (a later call starts again from the table's first row, passing
+** over the rows already migrated). It must not call wharf_migrate_table. */
+typedef int (*wharf_migrate_progress_fn)(void* ctx, const wharf_migrate_report* so_far);
+
+/* wharf_migrate_table's options (extensible, passed IN: see "Options structs"). */
+typedef struct wharf_migrate_options {
+  size_t struct_size;       /* sizeof(wharf_migrate_options) */
+  size_t batch_rows;        /* rows per transaction, 1..100000 (0: 256) */
+  uint64_t rows_per_second; /* rows migrated per second at most (0: as fast as commits go) */
+  uint8_t dry_run;          /* 1: migrate in memory only and commit nothing (0 or 1) */
+  wharf_migrate_progress_fn progress; /* may be NULL */
+  void* progress_ctx;                 /* passed to progress */
+} wharf_migrate_options;
+#define WHARF_MIGRATE_OPTIONS_SIZE_V1 \
+  (offsetof(wharf_migrate_options, progress_ctx) + sizeof(void*))
+
+/* Migrates the rows of `table` still at an older version, online: walks the table in key order,
+** options->batch_rows rows per transaction through the committer, each writing back the rows it
+** lifted (a batch refused by a concurrent commit runs again), so a power cut leaves every row at
+** one version or the other, readable either way, and a later call goes on with what is left.
+** *report (may be NULL; struct_size set by the caller) holds the outcome, also on failure.
+** WHARF_INVALID_ARGUMENT (bad name or options), WHARF_NOT_SUPPORTED (a row a migration refuses, or a
+** missing step: named; the batches before it are committed), WHARF_CONFLICT (a batch still refused
+** after 16 attempts), and the errors of wharf_txn_commit. Blocks; not from a callback. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_migrate_table(wharf_engine* engine, const char* table,
+                                              const wharf_migrate_options* options,
+                                              wharf_migrate_report* report);
 
 /* Reads committed state of table `table`, durable state only (as Engine::Get): if what it read may
 ** belong to a commit whose sync is still in flight, it waits until everything written before the
