@@ -384,7 +384,7 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   EXPECT_CONTAINS(r.out, "wharf 0.1.0");
   r = Run({"version", "--json"});
   EXPECT_EQ(r.code, 0);
-  EXPECT_EQ(ParseJson(r.out)["format_version"].u(), 1u);
+  EXPECT_EQ(ParseJson(r.out)["format_version"].u(), 2u);
 
   r = Run({"help", "cursor", "copy"});
   EXPECT_EQ(r.code, 0);
@@ -641,7 +641,7 @@ TEST_F(CliTest, StatOnLiveDatabase) {
   r = RunDb({"stat", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue stat = ParseJson(r.out);
-  EXPECT_EQ(stat["format_version"].u(), 1u);
+  EXPECT_EQ(stat["format_version"].u(), 2u);
   EXPECT_EQ(stat["partition_count"].u(), kPartitions);
   EXPECT_EQ(stat["ordering"].text, "partition");
   EXPECT_EQ(stat["last_lsn"].u(), 7u);
