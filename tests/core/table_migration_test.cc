@@ -4,6 +4,7 @@
 // rest in batches; bad input is refused naming the problem.
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "core/isolation_util.h"
@@ -12,6 +13,7 @@
 #include "engine/store/tables/meta.h"
 #include "engine/store/tables/state.h"
 #include "test_util.h"
+#include "wharf/runtime.h"
 
 namespace wharf {
 namespace {
@@ -199,6 +201,45 @@ TEST_F(TableMigrationTest, AReadOnlyTransactionsWriteBackNeverOverwritesANewerWr
   EXPECT_TRUE(s.IsConflict()) << s.ToString();
   ASSERT_OK(engine_->Get("acct", "old", &value));
   EXPECT_EQ(value, Row(3, 60));
+}
+
+TEST_F(TableMigrationTest, AProjectionsReadsAreWrittenBackInItsBatchesCommits) {
+  constexpr int kRows = 20;
+  for (int i = 0; i < kRows; ++i) ASSERT_NO_FATAL_FAILURE(Put("a" + std::to_string(i), Row(1, i)));
+  ASSERT_NO_FATAL_FAILURE(RaiseToThree());
+  {
+    Txn txn = engine_->Begin();
+    for (int i = 0; i < kRows; ++i) {
+      ASSERT_OK(txn.Emit(testing::kIncType, "a" + std::to_string(i), "x"));
+    }
+    ASSERT_OK(txn.Commit());
+  }
+  std::mutex mutex;
+  std::map<std::string, std::string> seen;
+  {
+    RuntimeOptions options;
+    options.workers = 1;
+    Runtime runtime(engine_.get(), options);
+    // Reads the account (migrated) and writes only to another table.
+    ASSERT_OK(runtime.Project(
+        "audit", {std::string(testing::kIncType)}, [&](const Fact& fact, Effects& effects) {
+          std::string row;
+          Status s = effects.Get("acct", fact.key, &row);
+          if (!s.ok()) return Outcome::kFailed;
+          std::lock_guard lock(mutex);
+          seen[fact.key] = row;
+          return effects.Put("audit", fact.key, row).ok() ? Outcome::kHandled : Outcome::kFailed;
+        }));
+    ASSERT_OK(runtime.Start());
+    ASSERT_OK(runtime.Drain());
+    ASSERT_OK(runtime.Stop());
+  }
+  ASSERT_EQ(seen.size(), size_t{kRows});
+  for (int i = 0; i < kRows; ++i) {
+    const std::string key = "a" + std::to_string(i);
+    EXPECT_EQ(seen[key], Row(3, i));
+    EXPECT_EQ(StoredVersion(key), 3u) << key << ": written back with the batch's effects";
+  }
 }
 
 TEST_F(TableMigrationTest, DeclarationsPersistAndMigrationsAreRegisteredOnEveryOpen) {
