@@ -1500,6 +1500,284 @@ class TestPayloadVersions(EngineTestCase):
                 call()
 
 
+class TestTableVersions(EngineTestCase):
+    """Table versions: Engine.declare_table, Engine.table_version, Engine.register_migration and
+    Engine.migrate_table; rows read at an older version are lifted, and written back by the
+    transactions that read them."""
+
+    def put_rows(self, count=10, table="acct"):
+        """Rows k0..k(count-1) = b"r0".., written at the table's declared version."""
+        with self.engine.begin() as txn:
+            for i in range(count):
+                txn.put(table, f"k{i}", f"r{i}")
+
+    def declare_chain(self, top=3):
+        """Declares "acct" at `top`, with the migrations 1→2 (appends b"|v2") ... (top-1)→top,
+        counting their calls in self.calls."""
+        self.calls = []
+        self.engine.declare_table("acct", top)
+
+        def step(mark):
+            def lift(row):
+                self.calls.append(mark)
+                return bytearray(row + mark) if mark == b"|v2" else memoryview(row + mark)
+            return lift
+
+        for from_v in range(1, top):
+            self.engine_migration = step(f"|v{from_v + 1}".encode())
+            self.engine.register_migration("acct", from_v, self.engine_migration)
+
+    def reopen_without_migrations(self):
+        """Reopens the engine: no migration is registered, so a row still at an older version
+        cannot be read."""
+        self.engine.close()
+        self.engine = wharf.Engine(self.path, {"partitions": 4})
+
+    def test_a_chain_lifts_rows_on_read_and_a_transaction_writes_them_back(self):
+        self.put_rows()  # at version 1: the table was never declared
+        self.assertEqual(self.engine.table_version("acct"), 1)
+        self.assertEqual(self.engine.table_version("never"), 1)
+        self.declare_chain(3)
+        self.engine.declare_table("acct", 3)  # the version it has: a no-op
+        self.assertEqual(self.engine.table_version("acct"), 3)
+        # Engine.get and Engine.scan lift without writing.
+        self.assertEqual(self.engine.get("acct", "k0"), b"r0|v2|v3")
+        self.assertEqual(self.calls, [b"|v2", b"|v3"])
+        self.assertEqual(list(self.engine.scan("acct", limit=2)),
+                         [(b"k0", b"r0|v2|v3"), (b"k1", b"r1|v2|v3")])
+        # A transaction reads them lifted and writes them back in its own commit.
+        with self.engine.begin() as txn:
+            self.assertEqual(txn.get("acct", "k2"), b"r2|v2|v3")
+            self.assertEqual(list(txn.scan("acct", start="k3", end="k5")),
+                             [(b"k3", b"r3|v2|v3"), (b"k4", b"r4|v2|v3")])
+        self.assertEqual(self.engine.migrate_table("acct", dry_run=True),
+                         wharf.MigrateReport(version=3, rows=10, migrated=7, batches=1,
+                                             done=True))
+        report = self.engine.migrate_table("acct")
+        self.assertEqual(report, wharf.MigrateReport(3, 10, 7, 1, True))
+        self.assertIsInstance(report.done, bool)
+        # Every row is at version 3 now: nothing is migrated again, no migration runs.
+        self.calls.clear()
+        self.assertEqual(self.engine.migrate_table("acct").migrated, 0)
+        self.assertEqual(self.engine.get("acct", "k9"), b"r9|v2|v3")
+        self.assertEqual(self.calls, [])
+        # The engine keeps the migrations until it closes, then releases them.
+        self.assertEqual(len(wharf._callbacks), 2)
+        self.reopen_without_migrations()
+        self.assertEqual(wharf._callbacks, {})
+        self.assertEqual(self.engine.table_version("acct"), 3)  # persisted
+        self.assertEqual([value for _, value in self.engine.scan("acct")],
+                         [f"r{i}|v2|v3".encode() for i in range(10)])
+
+    def test_migrate_table_in_batches_reports_progress(self):
+        self.put_rows()
+        self.declare_chain(2)
+        reports = []
+        final = self.engine.migrate_table("acct", batch_rows=3, rows_per_second=10**9,
+                                          progress=reports.append)
+        # Called after every batch but the last (whose report is the result).
+        self.assertEqual(reports, [wharf.MigrateReport(2, 3 * n, 3 * n, n, False)
+                                   for n in (1, 2, 3)])
+        self.assertEqual(final, wharf.MigrateReport(2, 10, 10, 4, True))
+        # True goes on too.
+        self.assertEqual(self.engine.migrate_table("acct", batch_rows=4,
+                                                   progress=lambda so_far: True),
+                         wharf.MigrateReport(2, 10, 0, 3, True))
+
+    def test_progress_stops_the_migration(self):
+        self.put_rows()
+        self.declare_chain(2)
+        # False stops after the first batch: what it committed stays migrated.
+        stopped = self.engine.migrate_table("acct", batch_rows=3, progress=lambda so_far: False)
+        self.assertEqual(stopped, wharf.MigrateReport(2, 3, 3, 1, False))
+        self.assertEqual(self.engine.migrate_table("acct", dry_run=True).migrated, 7)
+
+        # An exception stops it and is raised once the call returned.
+        seen = []
+
+        def broken(so_far):
+            seen.append(so_far)
+            if len(seen) == 2:
+                raise ValueError("progress is broken")
+
+        with self.assertRaises(ValueError) as caught:
+            self.engine.migrate_table("acct", batch_rows=2, progress=broken)
+        self.assertEqual(str(caught.exception), "progress is broken")
+        self.assertEqual(len(seen), 2)
+        # It started again from the first row: its two batches (k0-k1, k2-k3) migrated k3 only.
+        self.assertEqual(seen[-1], wharf.MigrateReport(2, 4, 1, 2, False))
+        self.assertEqual(self.engine.migrate_table("acct", dry_run=True).migrated, 6)
+
+        # An answer that is not None, True or False stops it too, raising TypeError.
+        with self.assertRaises(TypeError) as caught:
+            self.engine.migrate_table("acct", batch_rows=5, progress=lambda so_far: 0)
+        self.assertIn("Engine.migrate_table: progress returned int", str(caught.exception))
+        self.assertEqual(self.engine.migrate_table("acct", dry_run=True).migrated, 5)
+        self.assertEqual(self.engine.migrate_table("acct"), wharf.MigrateReport(2, 10, 5, 1, True))
+        # The progress callables were released; the engine holds its migration only.
+        self.assertEqual(list(wharf._callbacks.values()), [self.engine_migration])
+
+    def test_a_dry_run_changes_nothing(self):
+        self.put_rows()
+        self.declare_chain(3)
+        reports = []
+        for _ in range(2):
+            report = self.engine.migrate_table("acct", batch_rows=4, dry_run=True,
+                                               progress=reports.append)
+            self.assertEqual(report, wharf.MigrateReport(3, 10, 10, 3, True))
+        self.assertEqual(len(reports), 4)
+        self.assertEqual(len(self.calls), 2 * 2 * 10)  # both steps, every row, twice
+        # Without the migrations, the rows cannot be read: they are still at version 1.
+        self.reopen_without_migrations()
+        with self.assertRaises(wharf.NotSupported) as caught:
+            self.engine.get("acct", "k0")
+        self.assertIn("migrating the row from version 1 to 2: no migration is registered",
+                      str(caught.exception))
+
+    def test_a_refusing_migration_fails_the_read_naming_it(self):
+        with self.engine.begin() as txn:
+            for key in ("a", "boom", "c", "none", "text"):
+                txn.put("acct", key, key)
+        self.engine.declare_table("acct", 2)
+
+        def lift(row):
+            if row == b"boom":
+                raise ValueError("cannot lift boom")
+            if row == b"text":
+                return "a str is not a row"
+            if row == b"none":
+                return None
+            return row + b"|v2"
+
+        self.engine.register_migration("acct", 1, lift)
+        self.assertEqual(self.engine.get("acct", "a"), b"a|v2")
+        prefix = "migrating the row from version 1 to 2: "
+        for key, text in [("boom", "ValueError: cannot lift boom"),
+                          ("text", "TypeError: the migration returned str, not bytes"),
+                          ("none", "TypeError: the migration returned NoneType, not bytes")]:
+            with self.assertRaises(wharf.NotSupported, msg=key) as caught:
+                self.engine.get("acct", key)
+            message = str(caught.exception)
+            self.assertIn(f"table 'acct', key '{key}': {prefix}{text}", message)
+            with self.assertRaises(wharf.NotSupported, msg=key) as caught:
+                with self.engine.begin() as txn:
+                    txn.get("acct", key)
+            self.assertIn(prefix + text, str(caught.exception))
+        # migrate_table stops at the first refused row, in key order: the batch before it is
+        # committed.
+        with self.assertRaises(wharf.NotSupported) as caught:
+            self.engine.migrate_table("acct", batch_rows=1)
+        self.assertIn("key 'boom': " + prefix + "ValueError: cannot lift boom",
+                      str(caught.exception))
+        self.reopen_without_migrations()
+        self.assertEqual(self.engine.get("acct", "a"), b"a|v2")
+        with self.assertRaises(wharf.NotSupported):
+            self.engine.get("acct", "c")
+
+    def test_bad_input_names_the_call_and_argument(self):
+        kept = dict(wharf._callbacks)
+
+        async def lift_async(row):
+            return row
+
+        async def progress_async(so_far):
+            return True
+
+        lift = lambda row: row  # noqa: E731
+        cases = [
+            (lambda: self.engine.declare_table("acct", 0), wharf.InvalidArgument,
+             "Engine.declare_table: version 0"),
+            (lambda: self.engine.declare_table("acct", 2**32), wharf.InvalidArgument,
+             "Engine.declare_table: version 4294967296"),
+            (lambda: self.engine.declare_table("acct", "2"), TypeError,
+             "Engine.declare_table: version"),
+            (lambda: self.engine.declare_table("ac\0ct", 2), wharf.InvalidArgument,
+             "Engine.declare_table: table"),
+            (lambda: self.engine.declare_table("", 2), wharf.InvalidArgument, "table"),
+            (lambda: self.engine.table_version(3), TypeError, "Engine.table_version: table"),
+            (lambda: self.engine.register_migration("acct", 1, lift), wharf.InvalidArgument,
+             "the table is at version 1"),
+        ]
+        for call, error, named in cases:
+            with self.assertRaises(error, msg=named) as caught:
+                call()
+            self.assertIn(named, str(caught.exception))
+        self.assertEqual(self.engine.table_version("acct"), 1)
+
+        self.engine.declare_table("acct", 3)
+        self.engine.register_migration("acct", 1, lift)
+        kept = dict(wharf._callbacks)
+        cases = [
+            (lambda: self.engine.declare_table("acct", 2), wharf.InvalidArgument,
+             "never goes back"),
+            (lambda: self.engine.register_migration("acct", 1, lift), wharf.InvalidArgument,
+             "already registered"),
+            (lambda: self.engine.register_migration("acct", 3, lift), wharf.InvalidArgument,
+             "declared at version 3"),
+            (lambda: self.engine.register_migration("acct", 0, lift), wharf.InvalidArgument,
+             "Engine.register_migration: from_v 0"),
+            (lambda: self.engine.register_migration("acct", "2", lift), TypeError,
+             "Engine.register_migration: from_v"),
+            (lambda: self.engine.register_migration("acct", 2, b"not a function"), TypeError,
+             "Engine.register_migration: fn must be callable, not bytes"),
+            (lambda: self.engine.register_migration("acct", 2, lift_async), TypeError,
+             "Engine.register_migration: fn cannot be an async def"),
+            (lambda: self.engine.register_migration("ac\0ct", 2, lift), wharf.InvalidArgument,
+             "Engine.register_migration: table"),
+            (lambda: self.engine.migrate_table("acct", batch_rows=0), wharf.InvalidArgument,
+             "Engine.migrate_table: batch_rows 0 is out of range [1, 100000]"),
+            (lambda: self.engine.migrate_table("acct", batch_rows=100001),
+             wharf.InvalidArgument, "Engine.migrate_table: batch_rows 100001"),
+            (lambda: self.engine.migrate_table("acct", batch_rows="3"), TypeError,
+             "Engine.migrate_table: batch_rows"),
+            (lambda: self.engine.migrate_table("acct", rows_per_second=-1),
+             wharf.InvalidArgument, "Engine.migrate_table: rows_per_second -1"),
+            (lambda: self.engine.migrate_table("acct", dry_run=1), wharf.InvalidArgument,
+             "Engine.migrate_table: dry_run must be True or False"),
+            (lambda: self.engine.migrate_table("acct", progress=b"x"), TypeError,
+             "Engine.migrate_table: progress must be callable, not bytes"),
+            (lambda: self.engine.migrate_table("acct", progress=progress_async), TypeError,
+             "Engine.migrate_table: progress cannot be an async def"),
+            (lambda: self.engine.migrate_table("ac\0ct"), wharf.InvalidArgument,
+             "Engine.migrate_table: table"),
+            (lambda: self.engine.migrate_table("acct", 10), TypeError, "positional"),
+        ]
+        for call, error, named in cases:
+            with self.assertRaises(error, msg=named) as caught:
+                call()
+            self.assertIn(named, str(caught.exception))
+        # Refused registrations and calls keep nothing.
+        self.assertEqual(wharf._callbacks, kept)
+        self.assertEqual(self.engine.table_version("acct"), 3)
+        # A handler must not migrate (it would wait for its own commit).
+        with self.engine.begin() as txn:
+            txn.emit("OrderPlaced", b"p", key="k")
+        runtime = wharf.Runtime(self.engine, "workers=1")
+        self.addCleanup(runtime.close)
+        refused = []
+
+        def handler(fact):
+            try:
+                self.engine.migrate_table("acct")
+            except wharf.InvalidArgument as e:
+                refused.append(str(e))
+
+        runtime.subscribe("migrator", "OrderPlaced", handler)
+        runtime.drain()
+        self.assertEqual(len(refused), 1)
+        self.assertIn("wharf_migrate_table", refused[0])
+        runtime.close()
+        self.engine.close()
+        self.assertEqual(wharf._callbacks, {})
+        for call in (lambda: self.engine.declare_table("acct", 4),
+                     lambda: self.engine.table_version("acct"),
+                     lambda: self.engine.register_migration("acct", 2, lift),
+                     lambda: self.engine.migrate_table("acct")):
+            with self.assertRaises(wharf.Closed):
+                call()
+        self.assertEqual(wharf._callbacks, {})
+
+
 class TestIsolation(EngineTestCase):
     """Serializable transactions: Engine.transact, ReadConflict, and scans paging through the C
     ABI."""

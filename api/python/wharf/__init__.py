@@ -45,6 +45,14 @@ every open, before the runtimes start; a missing step makes Runtime.start raise,
 upcaster that raises settles that fact as an "upcast-failed" dead letter. A consumer registered
 with payload_version="stored" (a relay with relay_payload="stored") gets the payloads as stored.
 
+Table versions: Engine.declare_table(table, version) declares a state table's row version (or
+raises it). A row stored at an older version is lifted one version at a time by the functions
+Engine.register_migration(table, from_v, fn) registers (on every open, before reading the table):
+get and scan return it lifted without writing it, a transaction that reads it writes it back in
+its own commit, and Engine.migrate_table(table) writes the rest, online, batch by batch. A
+migration that raises refuses the row: reading it raises NotSupported naming the table, the key,
+the step and the exception.
+
 Backups: Engine.backup(target) while the engine runs, list_backups(target), restore(target,
 destination) and verify_database(path) / verify_backup(target), which return an undamaged
 VerifyReport or raise Corruption carrying the report (`.report`); Engine.incarnation.
@@ -135,7 +143,7 @@ __all__ = [
     "library_path", "SCAN_PAGE_MAX", "BackupInfo", "LastBackup", "RestoreReport",
     "VerifyFamily", "VerifyDamage", "VerifyReport", "list_backups", "restore", "verify_database",
     "verify_backup", "PrimaryFenced", "StreamRestoreReport", "StandbyState", "Standby",
-    "restore_from_stream",
+    "restore_from_stream", "MigrateReport",
 ]
 
 # Keys, payloads, values: bytes-like, or str (encoded as UTF-8).
@@ -161,6 +169,11 @@ CommitFn = Callable[[Optional["WharfError"], int, int], None]
 ProgressFn = Callable[[int, int], object]
 # An upcaster (Engine.register_upcaster): a payload of version from_v in, its from_v + 1 form out.
 UpcasterFn = Callable[[bytes], Union[bytes, bytearray, memoryview]]
+# A migration (Engine.register_migration): a row of version from_v in, its from_v + 1 form out.
+MigrationFn = Callable[[bytes], Union[bytes, bytearray, memoryview]]
+# Engine.migrate_table's progress(report so far): False stops the migration there; None or True
+# go on.
+MigrateProgressFn = Callable[["MigrateReport"], Optional[bool]]
 # Which payload a consumer receives (payload_version) or a relay publishes (relay_payload): the
 # one upcast to its type's declared version ("latest"), or the one stored ("stored").
 PayloadVersion = Literal["latest", "stored"]
@@ -318,6 +331,7 @@ _METRIC_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_double)
 _TRIM_PARTITION_FN = CFUNCTYPE(None, c_void_p, c_uint32, c_uint64, c_uint64, c_uint64)
 _PROGRESS_FN = CFUNCTYPE(c_int, c_void_p, c_uint64, c_uint64)
 _UPCASTER_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)
+_MIGRATION_FN = _UPCASTER_FN  # the same shape: one lift of bytes through a wharf_upcast
 
 
 # The extensible structs of wharf.h ("Extensible structs"): each begins with struct_size.
@@ -401,6 +415,22 @@ class _StandbyState(ctypes.Structure):
                 ("stream_group", c_uint64), ("last_fact_id", c_uint64),
                 ("last_applied_ms", c_int64), ("error", c_char_p)]
 
+
+# wharf_migrate_table's report (passed out) and options (passed in), with its progress callback.
+class _MigrateReport(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("version", c_uint32), ("rows", c_uint64),
+                ("migrated", c_uint64), ("batches", c_uint64), ("done", c_uint8)]
+
+
+_MIGRATE_PROGRESS_FN = CFUNCTYPE(c_int, c_void_p, POINTER(_MigrateReport))
+
+
+class _MigrateOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("batch_rows", c_size_t),
+                ("rows_per_second", c_uint64), ("dry_run", c_uint8),
+                ("progress", _MIGRATE_PROGRESS_FN), ("progress_ctx", c_void_p)]
+
+
 _STAT_PARTITION_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatPartition))
 _STAT_CONSUMER_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatConsumer))
 _STAT_LANE_FN = CFUNCTYPE(None, c_void_p, POINTER(_StatLane))
@@ -422,6 +452,12 @@ _SIGNATURES = {
                                           _DESTROY_FN]),
     "wharf_upcast_result": (_status, [_P, c_char_p, c_size_t]),
     "wharf_upcast_fail": (_status, [_P, c_char_p]),
+    "wharf_declare_table": (_status, [_P, c_char_p, c_uint32]),
+    "wharf_table_version": (_status, [_P, c_char_p, POINTER(c_uint32)]),
+    "wharf_register_migration": (_status, [_P, c_char_p, c_uint32, _MIGRATION_FN, c_void_p,
+                                           _DESTROY_FN]),
+    "wharf_migrate_table": (_status, [_P, c_char_p, POINTER(_MigrateOptions),
+                                      POINTER(_MigrateReport)]),
     "wharf_get": (_status, [_P, c_char_p, c_char_p, c_size_t, POINTER(c_void_p),
                             POINTER(c_size_t)]),
     "wharf_durable_lsn": (_status, [_P, POINTER(c_uint64)]),
@@ -987,6 +1023,25 @@ class VerifyReport:
 
 
 # -------------------------------------------------------------------------------------------------
+# Table versions (wharf.h, "wharf_declare_table")
+
+
+@dataclass(frozen=True)
+class MigrateReport:
+    """Engine.migrate_table's progress (what its progress callable receives) and outcome."""
+    version: int  # the table's declared version: the one rows are migrated to
+    rows: int  # rows visited
+    migrated: int  # of them, rows found at an older version and migrated (dry run: would be)
+    batches: int  # transactions committed (dry run: batches read)
+    done: bool  # the whole table was visited (False: stopped by progress; call again to go on)
+
+
+def _migrate_report(report: _MigrateReport) -> MigrateReport:
+    return MigrateReport(report.version, report.rows, report.migrated, report.batches,
+                         bool(report.done))
+
+
+# -------------------------------------------------------------------------------------------------
 # Callback registry: one static C trampoline per callback type; ctx is a key into this table, so
 # no ctypes thunk is ever freed while C may still call it.
 
@@ -1465,11 +1520,12 @@ def _collect_backup_impl(ctx: Optional[int], info: "ctypes._Pointer[_BackupInfo]
 
 
 class _Progress:
-    """A backup's or restore's progress callable and the first exception it raised. ctypes cannot
-    carry an exception into C: the trampoline keeps it and answers a failure, so the call fails
-    (the C ABI never counts a failed progress callback as success) and raises it again."""
+    """A progress callable (a backup's, a restore's, a migration's) and the first exception it
+    raised. ctypes cannot carry an exception into C: the trampoline keeps it and answers a failure
+    (a backup fails, a migration stops; the C ABI never counts a failed progress callback as
+    success) and the call raises it again."""
 
-    def __init__(self, fn: ProgressFn) -> None:
+    def __init__(self, fn: Callable[..., object]) -> None:
         self.fn = fn
         self.error: Optional[BaseException] = None
 
@@ -1502,16 +1558,16 @@ def _guard_status(impl: Callable[..., int]) -> Callable[..., int]:
 
 class _progressing:  # noqa: N801 (used as a function: `with _progressing(fn, what) as key`)
     """Registers a progress callable (None: no callback) for one call; on exit unregisters it and
-    raises what it raised, in place of the error the C call reported for it."""
+    raises what it raised, in place of the error the C call reported for it (or of its result)."""
 
-    def __init__(self, fn: Optional[ProgressFn], what: str) -> None:
+    def __init__(self, fn: Optional[Callable[..., object]], what: str) -> None:
         if fn is not None and not callable(fn):
             raise TypeError(f"{what}: progress must be callable, not {type(fn).__name__}")
         self.progress = None if fn is None else _Progress(fn)
         self.key = 0 if self.progress is None else _register_callback(self.progress)
 
     def __enter__(self) -> Optional[int]:
-        """The ctx of _progress_trampoline, or None when there is no callback."""
+        """The ctx of the progress trampoline, or None when there is no callback."""
         return None if self.progress is None else self.key
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
@@ -1529,33 +1585,68 @@ class _progressing:  # noqa: N801 (used as a function: `with _progressing(fn, wh
                 del error  # no cycle through this frame's traceback
 
 
-# Upcasters (Engine.register_upcaster): the C callback's ctx is the key of the Python function,
-# unregistered by the destroy callback (at Engine.close, or at once when registering fails). They
-# run on wharf's worker threads, several at once (each holds the GIL while in Python). Only a
-# payload handed over with wharf_upcast_result and a WHARF_OK return is success; anything else
-# refuses the payload (the fact is settled as an "upcast-failed" dead letter) with a reason.
-_UPCAST_REFUSED = 1  # WHARF_INVALID_ARGUMENT: anything but WHARF_OK refuses the payload
+# Upcasters (Engine.register_upcaster) and migrations (Engine.register_migration): the C
+# callback's ctx is the key of the Python function, unregistered by the destroy callback (at
+# Engine.close, or at once when registering fails). Upcasters run on wharf's worker threads,
+# migrations on the thread that reads the row, several at once (each holds the GIL while in
+# Python). Only bytes handed over with wharf_upcast_result and a WHARF_OK return are success;
+# anything else refuses the payload (the fact is settled as an "upcast-failed" dead letter) or the
+# row (its read raises NotSupported) with a reason.
+_UPCAST_REFUSED = 1  # WHARF_INVALID_ARGUMENT: anything but WHARF_OK refuses the payload or row
+
+_LiftImpl = Callable[[Optional[int], Optional[int], int, Optional[int]], int]
 
 
-def _upcast_impl(ctx: Optional[int], payload: Optional[int], payload_len: int,
-                 out: Optional[int]) -> int:
+def _lift_impl(what: str) -> _LiftImpl:
+    """The body of the trampoline of an upcaster or a migration (`what`, as reasons name it)."""
+    def impl(ctx: Optional[int], data: Optional[int], data_len: int, out: Optional[int]) -> int:
+        try:
+            fn: Callable[[bytes], object] = _callback(ctx)
+            result = fn(_view(data, data_len))
+            if not isinstance(result, (bytes, bytearray, memoryview)):
+                if inspect.iscoroutine(result):
+                    result.close()  # never awaited: closed, so Python does not warn later
+                raise TypeError(f"the {what} returned {type(result).__name__}, not bytes, "
+                                "bytearray or memoryview")
+            lifted = bytes(result)
+        except BaseException as e:  # refused: the exception is the reason ("Type: message")
+            _lib.wharf_upcast_fail(out, _reason(e))
+            return _UPCAST_REFUSED
+        status: int = _lib.wharf_upcast_result(out, lifted, len(lifted))
+        if status != 0:
+            _lib.wharf_upcast_fail(out, b"wharf_upcast_result: " +
+                                   (_lib.wharf_last_error() or b""))
+            return status
+        return 0
+    return impl
+
+
+_upcast_impl = _lift_impl("upcaster")
+_migrate_impl = _lift_impl("migration")
+
+
+# Engine.migrate_table's progress: its callable's answer, or what it raised, stops the migration
+# (a non-zero return; wharf_migrate_table then returns WHARF_OK with done = 0), and migrate_table
+# raises the exception once the C call returned (_progressing).
+_MIGRATE_STOP = 1
+
+
+def _migrate_progress_impl(ctx: Optional[int],
+                           so_far: "ctypes._Pointer[_MigrateReport]") -> int:
+    progress: _Progress = _callback(ctx)
     try:
-        fn: UpcasterFn = _callback(ctx)
-        result = fn(_view(payload, payload_len))
-        if not isinstance(result, (bytes, bytearray, memoryview)):
-            if inspect.iscoroutine(result):
-                result.close()  # never awaited: closed, so Python does not warn later
-            raise TypeError(f"the upcaster returned {type(result).__name__}, not bytes, "
-                            "bytearray or memoryview")
-        upcast = bytes(result)
-    except BaseException as e:  # refused: the exception is the reason ("Type: message")
-        _lib.wharf_upcast_fail(out, _reason(e))
-        return _UPCAST_REFUSED
-    status: int = _lib.wharf_upcast_result(out, upcast, len(upcast))
-    if status != 0:
-        _lib.wharf_upcast_fail(out, b"wharf_upcast_result: " + (_lib.wharf_last_error() or b""))
-        return status
-    return 0
+        answer = progress.fn(_migrate_report(so_far.contents))
+        if answer is None or answer is True:
+            return 0
+        if answer is False:
+            return _MIGRATE_STOP
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: closed, so Python does not warn later
+        raise TypeError(f"Engine.migrate_table: progress returned {type(answer).__name__}; it "
+                        "returns None or True to go on, False to stop")
+    except BaseException as e:
+        progress.error = e
+        return _MIGRATE_STOP
 
 
 _project_trampoline = _PROJECT_FN(_guard_outcome(_project_impl))
@@ -1581,6 +1672,9 @@ _collect_stat_lane_trampoline = _STAT_LANE_FN(_guard_collect(_collect_stat_lane_
 _collect_backup_trampoline = _BACKUP_FN(_guard_collect(_collect_backup_impl))
 _progress_trampoline = _PROGRESS_FN(_guard_status(_progress_impl))
 _upcast_trampoline = _UPCASTER_FN(_guard_status(_upcast_impl))
+_migrate_trampoline = _MIGRATION_FN(_guard_status(_migrate_impl))
+# A failure escaping the body stops the migration: _guard_status answers non-zero.
+_migrate_progress_trampoline = _MIGRATE_PROGRESS_FN(_guard_status(_migrate_progress_impl))
 
 
 def _collect(call: Callable[[int], None]) -> List[Any]:
@@ -1595,6 +1689,8 @@ def _collect(call: Callable[[int], None]) -> List[Any]:
 
 # Rows one call of the C scans visits at most (wharf.h): the largest page_size.
 SCAN_PAGE_MAX = 100000
+# The most rows one batch of Engine.migrate_table visits (wharf.h: batch_rows 1..100000).
+_MIGRATE_BATCH_ROWS_MAX = 100000
 
 Row = Tuple[bytes, bytes]
 
@@ -2022,6 +2118,95 @@ class Engine(_HandleOwner):
         key = _register_callback(fn)  # unregistered by the destroy callback, even on error
         _check(_lib.wharf_register_upcaster(handle, name, step, _upcast_trampoline, key,
                                             _destroy_trampoline))
+
+    # -- table versions
+    def declare_table(self, table: str, version: int) -> None:
+        """Declares state table `table` at row version `version` (>= 1), or raises its declared
+        version to it (persisted; it never goes back: a lower one is InvalidArgument; the version
+        it has is a no-op). Rows written from then on are stored at `version`; rows stored at an
+        older one are lifted by the migrations registered for the versions between
+        (register_migration) when read, and written back by the transactions that read them and
+        by migrate_table. The first declaration above 1 raises the database's format version
+        (older builds refuse to open it)."""
+        name = _name(table, "Engine.declare_table: table")
+        number = _integer(version, "Engine.declare_table: version", 1, 2**32 - 1)
+        _check(_lib.wharf_declare_table(self._live(), name, number))
+
+    def table_version(self, table: str) -> int:
+        """The declared row version of state table `table`: 1 for a table never declared above
+        it."""
+        version = c_uint32(0)
+        _check(_lib.wharf_table_version(
+            self._live(), _name(table, "Engine.table_version: table"), byref(version)))
+        return version.value
+
+    def register_migration(self, table: str, from_v: int, fn: MigrationFn) -> None:
+        """Registers `fn(row) -> bytes`, which lifts a row of state table `table` from version
+        `from_v` to from_v + 1. Not persisted: register every step on every open, before reading
+        the table (a read of a row whose chain misses a step raises NotSupported naming it). The
+        engine keeps `fn` until it is closed.
+
+        `fn` runs on the thread that reads the row (get, scan, a transaction's or a handler's
+        effects' get and scan, migrate_table), several at once: it must be a pure function of the
+        row, thread-safe, and must not call into the engine. An exception it raises, or a return
+        value that is not bytes, bytearray or memoryview, refuses the row: its read raises
+        NotSupported "table 'T', key K: migrating the row from version N to N+1: ..." ending with
+        the exception's "Type: message", and nothing is written.
+        InvalidArgument: a table at version 1 (declare_table first), from_v 0 or not below the
+        declared version, a step already registered."""
+        call = "Engine.register_migration"
+        name = _name(table, f"{call}: table")
+        step = _integer(from_v, f"{call}: from_v", 1, 2**32 - 1)
+        if not callable(fn):
+            raise TypeError(f"{call}: fn must be callable, not {fn.__class__.__name__}")
+        if _is_async(fn):
+            raise TypeError(f"{call}: fn cannot be an async def function: the engine calls it "
+                            "and needs the row it returns at once")
+        handle = self._live()
+        key = _register_callback(fn)  # unregistered by the destroy callback, even on error
+        _check(_lib.wharf_register_migration(handle, name, step, _migrate_trampoline, key,
+                                             _destroy_trampoline))
+
+    def migrate_table(self, table: str, *, batch_rows: Optional[int] = None,
+                      rows_per_second: int = 0, dry_run: bool = False,
+                      progress: Optional[MigrateProgressFn] = None) -> MigrateReport:
+        """Migrates the rows of state table `table` still stored at an older version, online:
+        walks the table in key order, `batch_rows` rows (1..100000; None: 256) per transaction,
+        each writing back the rows it lifted (a batch refused by a concurrent commit runs again),
+        so a crash leaves every row at one version or the other, readable either way, and a
+        later call goes on with what is left. `rows_per_second` caps the rows migrated per second
+        (0: as fast as the commits go). dry_run=True lifts every row in memory and commits
+        nothing: it counts what would be migrated and finds the first row a migration refuses.
+
+        `progress(report)` is called after every batch but the last, on the calling thread, with
+        the MigrateReport so far: it returns None or True to go on, False to stop there (the
+        report then says done=False; a later call starts again from the table's first row,
+        passing over the rows already migrated). An exception it raises stops the migration too,
+        and is raised here once the batches before it are committed. Must not call migrate_table.
+
+        Returns the outcome. A table at version 1 has nothing to migrate (done at once).
+        NotSupported: a row a migration refuses, or a missing step, named (the batches before it
+        are committed); Conflict: a batch still refused after 16 attempts; InvalidArgument: bad
+        arguments. Blocks; not from a handler."""
+        call = "Engine.migrate_table"
+        name = _name(table, f"{call}: table")
+        rows = 0 if batch_rows is None else _integer(batch_rows, f"{call}: batch_rows", 1,
+                                                      _MIGRATE_BATCH_ROWS_MAX)
+        rate = _u64(rows_per_second, f"{call}: rows_per_second")
+        if not isinstance(dry_run, bool):
+            raise _invalid(f"{call}: dry_run must be True or False, not {dry_run!r}")
+        if progress is not None and callable(progress) and _is_async(progress):
+            raise TypeError(f"{call}: progress cannot be an async def function: it is called "
+                            "between two batches and its answer is needed at once")
+        options = _MigrateOptions(struct_size=ctypes.sizeof(_MigrateOptions), batch_rows=rows,
+                                  rows_per_second=rate, dry_run=1 if dry_run else 0)
+        report = _MigrateReport(struct_size=ctypes.sizeof(_MigrateReport))
+        handle = self._live()
+        with _progressing(progress, call) as key:
+            if key is not None:
+                options.progress, options.progress_ctx = _migrate_progress_trampoline, key
+            _check(_lib.wharf_migrate_table(handle, name, byref(options), byref(report)))
+        return _migrate_report(report)
 
     def begin(self) -> Txn:
         handle = c_void_p()
