@@ -15,6 +15,7 @@ extern wharf_outcome wharfGoSubscribe(void* ctx, wharf_fact* fact);
 extern void wharfGoDestroy(void* ctx);
 extern int wharfGoRow(void* ctx, void* key, size_t key_len, void* value, size_t value_len);
 extern wharf_status wharfGoUpcast(void* ctx, void* payload, size_t payload_len, wharf_upcast* out);
+extern wharf_status wharfGoMigrate(void* ctx, void* row, size_t row_len, wharf_upcast* out);
 extern void wharfGoDeadLetter(void* ctx, char* consumer, char* reason, wharf_fact* fact);
 
 // > 0 while a Go handler runs on this thread (inHandler). Never left raised: a handler's panics
@@ -41,6 +42,14 @@ static wharf_status upcast_shim(void* ctx, const void* payload, size_t payload_l
                                 wharf_upcast* out) {
   ++handler_depth;
   wharf_status status = wharfGoUpcast(ctx, (void*)payload, payload_len, out);
+  --handler_depth;
+  return status;
+}
+// A migration marks its thread too: it runs on the thread that reads the row, and must not call
+// what would wait for that read (Engine.Close, a runtime's Stop).
+static wharf_status migrate_shim(void* ctx, const void* row, size_t row_len, wharf_upcast* out) {
+  ++handler_depth;
+  wharf_status status = wharfGoMigrate(ctx, (void*)row, row_len, out);
   --handler_depth;
   return status;
 }
@@ -72,6 +81,11 @@ wharf_status txn_scan_go(wharf_txn* txn, const char* table, const void* prefix,
 wharf_status register_upcaster_go(wharf_engine* engine, const char* type, uint32_t from_v,
                                   void* ctx) {
   return wharf_register_upcaster(engine, type, from_v, upcast_shim, ctx, destroy_shim);
+}
+// Called from tables.go (declared there), owning ctx as register_upcaster_go does.
+wharf_status register_migration_go(wharf_engine* engine, const char* table, uint32_t from_v,
+                                   void* ctx) {
+  return wharf_register_migration(engine, table, from_v, migrate_shim, ctx, destroy_shim);
 }
 wharf_status dead_letters_go(wharf_engine* engine, const char* consumer, void* ctx) {
   return wharf_dead_letters(engine, consumer, dead_letter_shim, ctx);
