@@ -361,6 +361,13 @@ std::shared_ptr<const TableVersions> EngineCore::tables() const {
   return tables_;
 }
 
+const TableVersions& EngineCore::TablesForRead(std::shared_ptr<const TableVersions>* held) const {
+  static const TableVersions kNone;
+  if (!tables_versioned_.load(std::memory_order_acquire)) return kNone;
+  *held = tables();
+  return **held;
+}
+
 Status EngineCore::LiftRow(const TableVersions& tables, std::string_view table,
                            std::string_view key, uint8_t record_version, std::string* value,
                            uint32_t* stored_v) const {
@@ -438,7 +445,8 @@ Status EngineCore::GetState(std::string_view table, std::string_view key, std::s
                             "'");
   }
   // Outside the read guard: a migration is the application's code and may take its time.
-  if (s.ok()) s = LiftRow(*tables(), table, key, record_version, value, nullptr);
+  std::shared_ptr<const TableVersions> held;
+  if (s.ok()) s = LiftRow(TablesForRead(&held), table, key, record_version, value, nullptr);
   return s;
 }
 

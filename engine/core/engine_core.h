@@ -117,6 +117,10 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   std::vector<DeclaredTable> DeclaredTables() const;
   // The declared tables as they are now (an immutable snapshot: read a whole scan from one).
   std::shared_ptr<const TableVersions> tables() const;
+  // The same for a read of state, kept in *held. While no table is declared above version 1 (the
+  // common case) an empty one that needs no holding: the read then takes no lock and touches no
+  // shared counter for versions.
+  const TableVersions& TablesForRead(std::shared_ptr<const TableVersions>* held) const;
   // A row of `table` under `key` as Store::Get read it (its unsealed body in *value, of envelope
   // `record_version`), made the user's value at the table's declared version in *value: lifted by
   // the migrations when it was written at an older one, *stored_v (may be null) being that one.

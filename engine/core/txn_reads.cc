@@ -200,7 +200,8 @@ Status AddWriteBack(EngineCore* core, TxnRep* rep, const TableVersions& tables,
 Status VisitRows(EngineCore* core, const ReadSnapshot& snapshot, TxnRep* rep,
                  std::string_view table, const StateRange& range, size_t limit, const RowFn& row,
                  ScanResult* result, std::string* last_visited) {
-  const std::shared_ptr<const TableVersions> tables = core->tables();
+  std::shared_ptr<const TableVersions> held;
+  const TableVersions& tables = core->TablesForRead(&held);
   SnapshotRows stored(core, &snapshot, range);
   const auto own = OwnWrites(rep, range);
   auto own_it = own.begin();
@@ -233,12 +234,12 @@ Status VisitRows(EngineCore* core, const ReadSnapshot& snapshot, TxnRep* rep,
         value.assign(own_value);
         // Written at an older version only when the table was raised meanwhile: lifted for the
         // reader, and committed as written (a later read lifts it again).
-        s = Lift(*tables, table, key.substr(key_offset), version, &value, &migrated);
+        s = Lift(tables, table, key.substr(key_offset), version, &value, &migrated);
       } else {
         value.swap(next->value);  // the row is popped below, never read again
-        s = Lift(*tables, table, key.substr(key_offset), next->version, &value, &migrated);
+        s = Lift(tables, table, key.substr(key_offset), next->version, &value, &migrated);
         if (s.ok() && migrated && rep != nullptr) {
-          s = AddWriteBack(core, rep, *tables, table, next->key, value);
+          s = AddWriteBack(core, rep, tables, table, next->key, value);
         }
       }
       if (!s.ok()) return s;
@@ -290,7 +291,8 @@ Status TxnGet(EngineCore* core, TxnRep* rep, std::string_view table, std::string
     return Status::NotFound("no key " + DescribeBytes(key) + " in table '" + std::string(table) +
                             "'");
   };
-  const std::shared_ptr<const TableVersions> tables = core->tables();
+  std::shared_ptr<const TableVersions> held;
+  const TableVersions& tables = core->TablesForRead(&held);
   bool migrated = false;
   for (auto it = rep->writes.rbegin(); it != rep->writes.rend(); ++it) {
     if (it->cf != kState || it->key != state_key) continue;
@@ -301,7 +303,7 @@ Status TxnGet(EngineCore* core, TxnRep* rep, std::string_view table, std::string
     if (!s.ok()) return s;
     value->assign(own_value);
     // Older only when the table was raised after the write: lifted, committed as written.
-    return Lift(*tables, table, key, version, value, &migrated);
+    return Lift(tables, table, key, version, value, &migrated);
   }
   s = EnsureSnapshot(core, rep);
   if (s.ok()) s = AddReadBytes(rep, state_key.size());
@@ -319,9 +321,9 @@ Status TxnGet(EngineCore* core, TxnRep* rep, std::string_view table, std::string
   if (s.IsNotFound()) return not_found();
   // Outside the read guard: a migration is the application's code.
   uint32_t version = 0;
-  s = core->LiftRow(*tables, table, key, record_version, value, &version);
-  if (s.ok() && version < tables->VersionOf(table)) {
-    s = AddWriteBack(core, rep, *tables, table, std::move(state_key), *value);
+  s = core->LiftRow(tables, table, key, record_version, value, &version);
+  if (s.ok() && version < tables.VersionOf(table)) {
+    s = AddWriteBack(core, rep, tables, table, std::move(state_key), *value);
   }
   return s;
 }
