@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "bench/latency_samples.h"
+
 namespace wharf::bench {
 
 // The median of `values` (the mean of the middle two for an even count). REQUIRES: not empty.
@@ -45,6 +47,13 @@ class SucceededRuns {
     values.reserve(ok_.size());
     for (const Measurement* run : ok_) values.push_back(static_cast<double>(get(*run)));
     return Median(std::move(values));
+  }
+  // Each percentile's median of `get(run)`, a LatencySummary, over the runs. REQUIRES: !empty().
+  template <typename Get>
+  LatencySummary MedianLatencyBy(Get&& get) const {
+    return {MedianBy([&](const Measurement& run) { return get(run).p50_us; }),
+            MedianBy([&](const Measurement& run) { return get(run).p99_us; }),
+            MedianBy([&](const Measurement& run) { return get(run).p999_us; })};
   }
   // The median of a numeric member. REQUIRES: !empty().
   template <typename T>

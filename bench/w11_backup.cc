@@ -3,19 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "bench/engine_options.h"
-#include "bench/paced_load.h"
+#include "bench/half_rate_w1.h"
 #include "bench/producer_driver.h"
 #include "bench/run_median.h"
-#include "bench/w1_append.h"
 #include "bench/w1_shape.h"
 #include "bench/w2_project.h"
 #include "bench/w2_shape.h"
@@ -71,12 +67,7 @@ W11Measurement MedianOf(const std::vector<W11Measurement>& runs) {
   }
   for (LatencySummary W11Measurement::*summary :
        {&W11Measurement::without_backup, &W11Measurement::during_backup}) {
-    (result.*summary).p50_us =
-        ok.MedianBy([&](const W11Measurement& m) { return (m.*summary).p50_us; });
-    (result.*summary).p99_us =
-        ok.MedianBy([&](const W11Measurement& m) { return (m.*summary).p99_us; });
-    (result.*summary).p999_us =
-        ok.MedianBy([&](const W11Measurement& m) { return (m.*summary).p999_us; });
+    result.*summary = ok.MedianLatencyBy([&](const W11Measurement& m) { return m.*summary; });
   }
   return result;
 }
@@ -94,38 +85,26 @@ W11Measurement RunW11Wharf(const std::string& dir, const std::string& scratch, u
     m.error = "wharf open " + dir + ": " + s.ToString();
     return m;
   }
-  std::vector<std::unique_ptr<Producer>> producers;
-  for (int i = 0; i < kW11Producers; ++i) {
-    producers.push_back(MakeWharfW1Producer(engine.get(), i, kW11Batch));
-  }
-  const W1Measurement unpaced = DriveProducers(producers, kW11Batch, /*duration_s=*/3);
-  if (!unpaced.error.empty()) {
-    m.error = unpaced.error;
-    return m;
-  }
-  m.producer_commits_per_s = unpaced.commits_per_s;
-  const double half_rate = unpaced.commits_per_s / 2;
-  {
-    PacedLoad load(producers, half_rate);
-    std::this_thread::sleep_for(std::chrono::seconds(5));
-    m.error = load.Stop(&m.without_backup);
-    if (!m.error.empty()) return m;
-  }
+  auto w1 = std::make_unique<HalfRateW1>(engine.get(), kW11Producers, kW11Batch);
+  m.error = w1->error();
+  if (m.error.empty()) m.error = w1->Measure(/*seconds=*/5, &m.without_backup);
+  if (!m.error.empty()) return m;
+  m.producer_commits_per_s = w1->unpaced_commits_per_s();
   m.facts = engine->last_lsn();
   const std::string target = scratch + "/backups";
   BackupInfo info;
-  {
-    PacedLoad load(producers, half_rate);
-    const uint64_t start = NowNs();
-    s = engine->Backup(target, {}, &info);
-    m.full_s = Seconds(start);
-    m.error = load.Stop(&m.during_backup);
-    if (!s.ok()) m.error = "backup: " + s.ToString();
-    if (!m.error.empty()) return m;
-  }
+  m.error = w1->MeasureDuring(
+      [&] {
+        const uint64_t start = NowNs();
+        s = engine->Backup(target, {}, &info);
+        m.full_s = Seconds(start);
+      },
+      &m.during_backup);
+  if (!s.ok()) m.error = "backup: " + s.ToString();
+  if (!m.error.empty()) return m;
   m.full_bytes = static_cast<double>(info.copied_bytes);
   // 1 % more facts, in W1's transactions.
-  m.error = CommitTransactions(producers, facts / 100 / kW11Batch);
+  m.error = CommitTransactions(w1->producers(), facts / 100 / kW11Batch);
   if (!m.error.empty()) return m;
   {
     const uint64_t start = NowNs();
@@ -137,7 +116,7 @@ W11Measurement RunW11Wharf(const std::string& dir, const std::string& scratch, u
     }
     m.incremental_bytes = static_cast<double>(info.copied_bytes);
   }
-  producers.clear();
+  w1.reset();
   s = engine->Close();
   engine.reset();
   if (!s.ok()) {
