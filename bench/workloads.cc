@@ -35,6 +35,8 @@
 #include "bench/w10_report.h"
 #include "bench/w11_backup.h"
 #include "bench/w11_report.h"
+#include "bench/w12_migrate.h"
+#include "bench/w12_report.h"
 #include "bench/w1_append.h"
 #include "bench/w1_report.h"
 #include "bench/w1_shape.h"
@@ -64,14 +66,14 @@ namespace wharf::bench {
 namespace {
 
 // Workloads of WORKLOAD.md. W5 loads 10 million facts per run, W6 runs ten minutes, W7 starts
-// brokers (redis-server, nats-server), W8, W9, W10 (a NATS cluster) and W11 are newer than the
-// default set: they run only when named.
+// brokers (redis-server, nats-server), W8, W9, W10 (a NATS cluster), W11 and W12 are newer than
+// the default set: they run only when named.
 const std::vector<std::string> kDefaultWorkloads = {kW1Name, kW2Name, kW2SkewedName, kW3Name,
                                                     kW4Name};
 const std::vector<std::string> kImplementedWorkloads = {
-    kW1Name, kW2Name, kW2SkewedName, kW2FreshName,  kW2UpcastName,
-    kW3Name, kW4Name, kW5Name,       kW6SteadyName, kW6StuckName,
-    kW7Name, kW8Name, kW9Name,       kW10Name,      kW11Name};
+    kW1Name, kW2Name,  kW2SkewedName, kW2FreshName, kW2UpcastName, kW3Name,
+    kW4Name, kW5Name,  kW6SteadyName, kW6StuckName, kW7Name,       kW8Name,
+    kW9Name, kW10Name, kW11Name,      kW12Name};
 
 // rocksdb_optimistic and rocksdb_pessimistic (RocksDB's transactions) are W9's references only.
 const std::vector<std::string> kSystems = {"wharf", "rocksdb_sync", "sqlite_full",
@@ -141,7 +143,9 @@ void PrintUsage(std::FILE* out) {
       "                   --backoff-ms MIN,MAX: Wharf's Transact backoff, default 1,100),\n"
       "                   W10-replicated (--facts: restored, default 1000000; --seconds:\n"
       "                   each W1 phase, default 3),\n"
-      "                   W11-backup (--facts: the database, default 10000000)\n");
+      "                   W11-backup (--facts: the database, default 10000000),\n"
+      "                   W12-migrate (--facts: rows migrated, default 1000000; --seconds: W1\n"
+      "                   at half rate without the migration, default 5)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -775,6 +779,27 @@ bool RunW11(const Flags& flags, const MachineInfo& machine, const std::string& s
   return ReportWharfRow<W11Row>(flags, machine, facts, 0, runs, PrintW11Table, W11Json);
 }
 
+// Returns whether every run succeeded. Wharf only: an online migration of a state table beside
+// W1 at half rate, unpaced and paced (rows_per_second).
+bool RunW12(const Flags& flags, const MachineInfo& machine, const std::string& scratch_root) {
+  if (!Contains(flags.systems, "wharf")) return true;
+  const uint64_t rows = flags.facts.value_or(kW12DefaultRows);
+  const double seconds = flags.duration_s.value_or(kW12DefaultSeconds);
+  std::fprintf(stderr, "%s rows=%llu\n", kW12Name, static_cast<unsigned long long>(rows));
+  const std::vector<W12Measurement> runs = RunWharfRepeatedly<W12Measurement>(
+      flags.runs, scratch_root, "wharf-w12-",
+      [&](const std::string& dir) { return RunW12Wharf(dir, rows, seconds); },
+      [](const W12Measurement& m) {
+        return Format(
+            "unpaced %.0f rows/s in %.2f s, p99 %.0f -> %.0f us (x%.2f); at %.0f rows/s %.2f s, "
+            "p99 %.0f -> %.0f us (x%.2f)",
+            m.unpaced.rows_per_s, m.unpaced.migrate_s, m.unpaced.without.p99_us,
+            m.unpaced.during.p99_us, m.unpaced.p99_ratio, m.paced.rows_per_second,
+            m.paced.migrate_s, m.paced.without.p99_us, m.paced.during.p99_us, m.paced.p99_ratio);
+      });
+  return ReportWharfRow<W12Row>(flags, machine, rows, 0, runs, PrintW12Table, W12Json);
+}
+
 // "<dir>/wharf-<workload>-<UTC time>.csv": next to the scratch databases but outside the scratch
 // root, which is removed on exit.
 std::string W6CsvPath(const std::string& dir, const char* workload) {
@@ -1086,6 +1111,7 @@ int Main(int argc, char** argv) {
     if (workload == kW9Name) all_ok = RunW9(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW10Name) all_ok = RunW10(flags, machine, scratch_root.path()) && all_ok;
     if (workload == kW11Name) all_ok = RunW11(flags, machine, scratch_root.path()) && all_ok;
+    if (workload == kW12Name) all_ok = RunW12(flags, machine, scratch_root.path()) && all_ok;
   }
   return all_ok ? 0 : 1;
 }

@@ -1,0 +1,67 @@
+// W12-migrate: an online migration of a state table while W1 runs. A fresh database holds table
+// "accounts", `rows` rows written at version 1 (~100-byte JSON documents); it is declared at
+// version 2 with a migration that renames "balance" to "balance_cents" (times 100). W1 (P=16,
+// B=10) runs unpaced for 3 s to find its rate, then paced at half of it: its commit latency for a
+// few seconds without the migration, and again while Engine::MigrateTable migrates every row
+// (batch_rows 256, the default). The producers' transactions write other tables: nothing
+// conflicts. Two settings, each in a database of its own: the migration as fast as its commits go,
+// and paced with MigrateOptions::rows_per_second at the first one's rate / kW12PacedSlowdown. Each
+// ends by checking that every row is stored at version 2 (a dry run finds none to migrate) and that
+// sampled rows read as the migration wrote them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/latency_samples.h"
+
+namespace wharf::bench {
+
+inline constexpr char kW12Name[] = "W12-migrate";
+inline constexpr char kW12Table[] = "accounts";
+inline constexpr uint64_t kW12DefaultRows = 1'000'000;
+inline constexpr double kW12DefaultSeconds = 5;  // W1 at half rate without the migration
+inline constexpr int kW12Producers = 16;
+inline constexpr int kW12Batch = 10;
+inline constexpr size_t kW12BatchRows = 256;  // MigrateOptions' default
+inline constexpr double kW12GoalP99Ratio = 1.25;
+// The paced setting migrates at the unpaced one's rows/s divided by this: it takes ~2.5x longer.
+inline constexpr double kW12PacedSlowdown = 2.5;
+
+// One migration beside W1 at half its rate.
+struct W12Setting {
+  double rows_per_second = 0;  // MigrateOptions::rows_per_second (0: as fast as commits go)
+  double migrated = 0;         // rows MigrateTable found at version 1 and migrated
+  double batches = 0;          // its transactions
+  double migrate_s = 0;        // MigrateTable's wall time
+  double rows_per_s = 0;       // migrated / migrate_s
+  double load_s = 0;           // writing the rows at version 1 (not measured against anything)
+  double producer_commits_per_s = 0;  // W1 unpaced; the producers then run at half of it
+  double commits_per_s_without = 0;   // achieved at half rate, no migration
+  double commits_per_s_during = 0;    // achieved during the migration
+  LatencySummary without;             // the producers' commit latency, no migration
+  LatencySummary during;              // the same load during the migration
+  double p99_ratio = 0;               // during.p99 / without.p99 (the run's own)
+  // The committer's sync rounds in each phase: commits per round and the mean round.
+  double commits_per_sync_without = 0;
+  double commits_per_sync_during = 0;
+  double sync_us_without = 0;
+  double sync_us_during = 0;
+  double verified_rows = 0;  // rows the dry run after the migration visited (none at version 1)
+};
+
+struct W12Measurement {
+  std::string error;
+  double seconds = 0;  // W1 at half rate without the migration, per setting
+  W12Setting unpaced;  // rows_per_second 0
+  W12Setting paced;    // rows_per_second = unpaced.rows_per_s / kW12PacedSlowdown
+};
+
+W12Measurement MedianOf(const std::vector<W12Measurement>& runs);
+
+// Both settings, each loading `rows` rows into a fresh database under `dir` (an empty directory),
+// W1 at half rate measured for `seconds` without the migration.
+W12Measurement RunW12Wharf(const std::string& dir, uint64_t rows, double seconds);
+
+}  // namespace wharf::bench
