@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include "bench/engine_options.h"
 #include "bench/half_rate_w1.h"
@@ -142,12 +143,20 @@ std::string RunSetting(const std::string& dir, uint64_t rows, double seconds, W1
   MigrateOptions options;
   options.batch_rows = kW12BatchRows;
   options.rows_per_second = static_cast<uint64_t>(m->rows_per_second);
+  std::vector<LatencySamples> batches(1, LatencySamples(1 << 20));
+  uint64_t batch_start_ns = 0;
+  options.progress = [&](const MigrateReport&) {
+    const uint64_t now_ns = NowNs();
+    batches[0].Add(now_ns - batch_start_ns);
+    batch_start_ns = now_ns;
+    return true;
+  };
   MigrateReport report;
   if (error.empty()) {
     before = committer->stats();
     error = w1->MeasureDuring(
         [&] {
-          const uint64_t start = NowNs();
+          const uint64_t start = batch_start_ns = NowNs();
           s = engine->MigrateTable(kW12Table, options, &report);
           m->migrate_s = Seconds(start);
         },
@@ -157,6 +166,7 @@ std::string RunSetting(const std::string& dir, uint64_t rows, double seconds, W1
     if (!s.ok()) error = "migrate: " + s.ToString();
   }
   w1.reset();
+  m->batch = LatencySamples::Summarize(batches);
   if (error.empty() && (!report.done || report.migrated != rows)) {
     error = "the migration migrated " + std::to_string(report.migrated) + " of " +
             std::to_string(rows) + " rows";
@@ -183,7 +193,8 @@ W12Setting MedianSetting(const SucceededRuns<W12Measurement>& ok,
         &W12Setting::sync_us_without, &W12Setting::sync_us_during, &W12Setting::verified_rows}) {
     result.*field = ok.MedianBy([&](const W12Measurement& m) { return (m.*setting).*field; });
   }
-  for (LatencySummary W12Setting::*summary : {&W12Setting::without, &W12Setting::during}) {
+  for (LatencySummary W12Setting::*summary :
+       {&W12Setting::without, &W12Setting::during, &W12Setting::batch}) {
     result.*summary =
         ok.MedianLatencyBy([&](const W12Measurement& m) { return (m.*setting).*summary; });
   }
@@ -202,7 +213,8 @@ W12Measurement MedianOf(const std::vector<W12Measurement>& runs) {
   return result;
 }
 
-W12Measurement RunW12Wharf(const std::string& dir, uint64_t rows, double seconds) {
+W12Measurement RunW12Wharf(const std::string& dir, uint64_t rows, double seconds,
+                           double paced_rows_per_second) {
   W12Measurement m;
   m.seconds = seconds;
   const std::string unpaced_dir = dir + "/unpaced", paced_dir = dir + "/paced";
@@ -210,7 +222,10 @@ W12Measurement RunW12Wharf(const std::string& dir, uint64_t rows, double seconds
   std::error_code ec;
   std::filesystem::remove_all(unpaced_dir, ec);  // its space, before the next load
   if (!m.error.empty()) return m;
-  m.paced.rows_per_second = std::max(1.0, std::floor(m.unpaced.rows_per_s / kW12PacedSlowdown));
+  m.paced.rows_per_second =
+      paced_rows_per_second > 0
+          ? paced_rows_per_second
+          : std::max(1.0, std::floor(m.unpaced.rows_per_s / kW12PacedSlowdown));
   m.error = RunSetting(paced_dir, rows, seconds, &m.paced);
   std::filesystem::remove_all(paced_dir, ec);
   if (!m.error.empty()) m.error = "paced: " + m.error;

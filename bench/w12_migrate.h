@@ -5,7 +5,8 @@
 // few seconds without the migration, and again while Engine::MigrateTable migrates every row
 // (batch_rows 256, the default). The producers' transactions write other tables: nothing
 // conflicts. Two settings, each in a database of its own: the migration as fast as its commits go,
-// and paced with MigrateOptions::rows_per_second at the first one's rate / kW12PacedSlowdown. Each
+// and paced with MigrateOptions::rows_per_second at the first one's rate / kW12PacedSlowdown (or
+// a rate given). Each
 // ends by checking that every row is stored at version 2 (a dry run finds none to migrate) and that
 // sampled rows read as the migration wrote them.
 #pragma once
@@ -48,6 +49,8 @@ struct W12Setting {
   double commits_per_sync_during = 0;
   double sync_us_without = 0;
   double sync_us_during = 0;
+  // One migration batch (its Txn::Scan, lifts and commit): from one batch's end to the next's.
+  LatencySummary batch;
   double verified_rows = 0;  // rows the dry run after the migration visited (none at version 1)
 };
 
@@ -61,7 +64,9 @@ struct W12Measurement {
 W12Measurement MedianOf(const std::vector<W12Measurement>& runs);
 
 // Both settings, each loading `rows` rows into a fresh database under `dir` (an empty directory),
-// W1 at half rate measured for `seconds` without the migration.
-W12Measurement RunW12Wharf(const std::string& dir, uint64_t rows, double seconds);
+// W1 at half rate measured for `seconds` without the migration. `paced_rows_per_second` > 0: the
+// paced setting's rate, instead of the unpaced one's / kW12PacedSlowdown.
+W12Measurement RunW12Wharf(const std::string& dir, uint64_t rows, double seconds,
+                           double paced_rows_per_second = 0);
 
 }  // namespace wharf::bench

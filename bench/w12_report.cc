@@ -39,6 +39,7 @@ std::string SettingJson(const W12Setting& s, bool known) {
          JsonNumberOrNull(s.commits_per_sync_during, known, "%.2f") +
          ", \"sync_us_without\": " + JsonNumberOrNull(s.sync_us_without, known, "%.0f") +
          ", \"sync_us_during\": " + JsonNumberOrNull(s.sync_us_during, known, "%.0f") +
+         ", \"batch_us\": " + LatencyJson(s.batch, known) +
          ", \"verified_rows\": " + JsonNumberOrNull(s.verified_rows, known, "%.0f") +
          ", \"load_s\": " + JsonNumberOrNull(s.load_s, known, "%.3f") + "}";
 }
@@ -75,6 +76,11 @@ void PrintW12Table(const W12Row& row, std::FILE* out) {
                m.unpaced.commits_per_sync_during, m.unpaced.sync_us_during,
                m.paced.commits_per_sync_without, m.paced.sync_us_without,
                m.paced.commits_per_sync_during, m.paced.sync_us_during);
+  std::fprintf(out,
+               "  one migration batch (scan, lifts, commit), p50/p99/p999 us: unpaced "
+               "%.0f/%.0f/%.0f, paced %.0f/%.0f/%.0f (including its pause)\n",
+               m.unpaced.batch.p50_us, m.unpaced.batch.p99_us, m.unpaced.batch.p999_us,
+               m.paced.batch.p50_us, m.paced.batch.p99_us, m.paced.batch.p999_us);
   std::fprintf(out,
                "  after each migration a dry run visited %.0f rows and found none at version 1; "
                "sampled rows read balance_cents\n",

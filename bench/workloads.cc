@@ -125,7 +125,8 @@ void PrintUsage(std::FILE* out) {
       "  --workers LIST   runtime workers (W2 default 2,1; W3 2; W4 2 per instance; W5 2;\n"
       "                   W7 2)\n"
       "  --rate R         W3 commits per second (default 1000); W6 commits per second\n"
-      "                   instead of half of W1 P=16,B=10 measured first\n"
+      "                   instead of half of W1 P=16,B=10 measured first; W12 rows per\n"
+      "                   second of the paced migration\n"
       "  --engine-options TEXT  Wharf's engine options, \"key=value;...\" (e.g.\n"
       "                   wal_prefill_bytes=0); default: the defaults\n"
       "  --runtime-options TEXT  Wharf's runtime options for W2, W3, W4 and W6, \"key=value;...\"\n"
@@ -145,7 +146,8 @@ void PrintUsage(std::FILE* out) {
       "                   each W1 phase, default 3),\n"
       "                   W11-backup (--facts: the database, default 10000000),\n"
       "                   W12-migrate (--facts: rows migrated, default 1000000; --seconds: W1\n"
-      "                   at half rate without the migration, default 5)\n");
+      "                   at half rate without the migration, default 5; --rate: the paced\n"
+      "                   migration's rows/s, default the unpaced one's / 2.5)\n");
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -788,7 +790,9 @@ bool RunW12(const Flags& flags, const MachineInfo& machine, const std::string& s
   std::fprintf(stderr, "%s rows=%llu\n", kW12Name, static_cast<unsigned long long>(rows));
   const std::vector<W12Measurement> runs = RunWharfRepeatedly<W12Measurement>(
       flags.runs, scratch_root, "wharf-w12-",
-      [&](const std::string& dir) { return RunW12Wharf(dir, rows, seconds); },
+      [&](const std::string& dir) {
+        return RunW12Wharf(dir, rows, seconds, flags.rate_given ? flags.rate_per_s : 0);
+      },
       [](const W12Measurement& m) {
         return Format(
             "unpaced %.0f rows/s in %.2f s, p99 %.0f -> %.0f us (x%.2f); at %.0f rows/s %.2f s, "
