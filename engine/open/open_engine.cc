@@ -84,6 +84,11 @@ Status OpenEngine(const std::string& path, const EngineOptions& options, const E
     s = (*engine)->DeclareType(type.name, type.version);
     if (!s.ok()) s = s.WithMessage("declaring the configured types: " + s.message());
   }
+  for (const DeclaredTable& table : options.tables) {
+    if (!s.ok()) break;
+    s = (*engine)->DeclareTable(table.name, table.version);
+    if (!s.ok()) s = s.WithMessage("declaring the configured tables: " + s.message());
+  }
   // The base snapshot, when the stream needs one, is uploaded before the engine is handed out.
   if (s.ok() && replicating != nullptr) s = replicating->Start(engine->get());
   if (s.ok()) s = StartServing(engine->get(), raw, options);

@@ -106,12 +106,6 @@ using Upcaster = std::function<std::string(std::string_view payload)>;
 // step, with the exception's text (nothing is written).
 using Migration = std::function<std::string(std::string_view row)>;
 
-// A state table declared above version 1 (Engine::DeclaredTables).
-struct DeclaredTable {
-  std::string name;
-  uint32_t version = 1;
-};
-
 // Engine::MigrateTable's progress, and its outcome.
 struct MigrateReport {
   uint32_t version = 1;   // the table's declared version: the one rows are migrated to

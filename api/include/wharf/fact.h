@@ -44,4 +44,11 @@ struct DeclaredType {
   uint32_t first_version = 1;  // the version it was first declared at: the oldest its facts have
 };
 
+// A state table declared above version 1 (Engine::DeclaredTables), or one to declare when the
+// engine opens (EngineOptions::tables). Here, not in engine.h, so that options.h can hold it.
+struct DeclaredTable {
+  std::string name;
+  uint32_t version = 1;
+};
+
 }  // namespace wharf

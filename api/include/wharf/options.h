@@ -200,6 +200,12 @@ struct EngineOptions {
   // one the database declares fails the open.
   std::vector<DeclaredType> types;
 
+  // State tables declared when the engine opens, each at its row version (Engine::DeclareTable),
+  // after the types: the declarative file's `tables:` section. The migrations between versions
+  // are the application's to register (Engine::RegisterMigration) before it reads the tables. A
+  // version below the one the database declares fails the open.
+  std::vector<DeclaredTable> tables;
+
   // Keyed partitioning from the payload (the declarative runtime's `partitioning: keyed`): called
   // by Txn::Emit for every fact; returns true and sets *key to use that partition key instead of
   // the one given, false to keep the given key, or sets *error (then Emit fails with
