@@ -150,6 +150,9 @@ Status LoadEngineOptions(const std::string& file, EngineOptions* options) {
   if (!s.ok()) return s;
   if (model.partitions) options->partitions = *model.partitions;
   for (const TypeVersion& type : model.types) options->types.push_back({type.name, type.version});
+  for (const TableVersion& table : model.tables) {
+    options->tables.push_back({table.name, table.version});
+  }
   if (KeyFromPayload hook = MakeKeyFromPayload(model)) options->key_from_payload = std::move(hook);
   return Status::OK();
 }

@@ -34,6 +34,13 @@
 //       upcasters: [<from version>, ...]   # optional: the steps the application registers
 //                                      # (Engine::RegisterUpcaster); checked to form one chain
 //                                      # ending at version - 1, with no step missing between
+//   tables:                            # Wharf: state tables' row versions (optional)
+//     <table name>:
+//       version: <1..>                 # declared at open (Engine::DeclareTable), after the
+//                                      # types; rows are read and written at this version
+//       migrations: [<from version>, ...]  # optional: the steps the application registers
+//                                      # (Engine::RegisterMigration); checked to be exactly
+//                                      # 1 .. version - 1 (a table starts at version 1)
 //   consumers:                         # Wharf: which consumer serves which input
 //     - id: <consumer id>              # unique; also the cursor name
 //       kind: projection | reaction | subscriber | relay
@@ -213,9 +220,23 @@ struct TypeVersion {
   std::vector<Mark> upcaster_marks;
 };
 
+// A state table's `tables:` entry.
+struct TableVersion {
+  std::string name;
+  Mark mark;
+  uint32_t version = 1;
+  bool has_version = false;
+  std::vector<uint32_t> migrations;  // as listed
+  std::vector<Mark> migration_marks;
+  bool has_migrations = false;      // the key was given (absent: the steps are not checked)
+  bool migrations_complete = true;  // every listed step was a version (else: reported)
+  Mark migrations_mark;             // of the key
+};
+
 struct Model {
   std::string file;
   std::vector<TypeVersion> types;
+  std::vector<TableVersion> tables;
   bool has_runtime = false;  // a `runtime` section was present
   std::optional<uint32_t> partitions;
   std::vector<Pool> pools;
@@ -236,7 +257,8 @@ void ParseText(std::string_view text, const std::string& file, Model* model,
 void ParseFile(const std::string& file, Model* model, std::vector<Diagnostic>* errors);
 // Checks the rules across fields (mapping/kind, arity, ordering/partitioning, batching ordering,
 // declared pools, consumer inputs, unique consumer ids, one fact type keyed one way across the
-// inputs, one member_assignment for every input), appending every error to *errors.
+// inputs, one member_assignment for every input, the types' upcaster chains, the tables' names and
+// migration chains), appending every error to *errors.
 void Validate(const Model& model, std::vector<Diagnostic>* errors);
 // ParseFile + Validate. OK, or InvalidArgument whose message lists every error, one per line.
 Status LoadModel(const std::string& file, Model* model, std::vector<Diagnostic>* errors = nullptr);
@@ -286,9 +308,10 @@ using KeyFromPayload = std::function<bool(std::string_view type, std::string_vie
 // a mapped field, sets *error. Thread-safe.
 KeyFromPayload MakeKeyFromPayload(const Model& model);
 
-// Loads and validates `file`, then sets options->partitions (when declared) and
-// options->key_from_payload (when an input is keyed). A file without a runtime declaration leaves
-// the engine's defaults. Invalid file: InvalidArgument listing every error.
+// Loads and validates `file`, then sets options->partitions (when declared),
+// options->key_from_payload (when an input is keyed), and appends the declared types and tables to
+// options->types and options->tables. A file without a runtime declaration leaves the engine's
+// defaults. Invalid file: InvalidArgument listing every error.
 Status LoadEngineOptions(const std::string& file, EngineOptions* options);
 // Loads and validates `file`, then sets options->workers (the workers of the pools the inputs
 // name, summed: one Runtime hosts them), options->assignment (the inputs' member_assignment: a

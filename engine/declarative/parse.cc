@@ -79,7 +79,7 @@ class Parser {
     if (doc.IsNull()) return;
     if (!doc.IsMap()) {
       Error(MarkOf(doc),
-            "a document must be a mapping of sections (runtime, outbox, pools, types, "
+            "a document must be a mapping of sections (runtime, outbox, pools, types, tables, "
             "consumers)");
       return;
     }
@@ -97,8 +97,11 @@ class Parser {
         Consumers(value, mark);
       } else if (key == "types") {
         TypeVersions(value, mark);
+      } else if (key == "tables") {
+        TableVersions(value, mark);
       } else {
-        Unknown(mark, key, "the top level", {"runtime", "outbox", "pools", "types", "consumers"});
+        Unknown(mark, key, "the top level",
+                {"runtime", "outbox", "pools", "types", "tables", "consumers"});
       }
     }
   }
@@ -402,6 +405,53 @@ class Parser {
       }
       if (!type.has_version) Error(type.mark, where + ": missing required key 'version'");
       model_->types.push_back(std::move(type));
+    }
+  }
+
+  void TableVersions(const YamlNode& node, Mark key_mark) {
+    if (node.IsNull()) return;
+    if (!ExpectMap(node, key_mark, "tables")) return;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      TableVersion table;
+      table.name = it->first.Scalar();
+      table.mark = MarkOf(it->first);
+      const std::string where = "tables." + table.name;
+      if (std::any_of(model_->tables.begin(), model_->tables.end(),
+                      [&](const TableVersion& known) { return known.name == table.name; })) {
+        Error(table.mark, where + " is declared twice");
+        continue;
+      }
+      if (!ExpectMap(it->second, table.mark, where)) continue;
+      for (auto t = it->second.begin(); t != it->second.end(); ++t) {
+        const std::string key = t->first.Scalar();
+        const Mark mark = MarkOf(t->first);
+        if (key == "version") {
+          if (!Uint(t->second, mark, where + ".version", 1, UINT32_MAX, &table.version)) {
+            table.version = 1;  // reported
+          }
+          table.has_version = true;
+        } else if (key == "migrations") {
+          if (!t->second.IsSequence()) {
+            Error(mark, where + ".migrations must be a list of versions ([1, 2])");
+            continue;
+          }
+          table.has_migrations = true;
+          table.migrations_mark = mark;
+          for (const YamlNode& step : t->second.Items()) {
+            uint32_t from = 0;
+            if (Uint(step, MarkOf(step), where + ".migrations[]", 1, UINT32_MAX, &from)) {
+              table.migrations.push_back(from);
+              table.migration_marks.push_back(MarkOf(step));
+            } else {
+              table.migrations_complete = false;  // reported; the chain is not judged
+            }
+          }
+        } else {
+          Unknown(mark, key, where, {"version", "migrations"});
+        }
+      }
+      if (!table.has_version) Error(table.mark, where + ": missing required key 'version'");
+      model_->tables.push_back(std::move(table));
     }
   }
 

@@ -27,6 +27,7 @@ class Validator {
   void Assignments();
   void Consumers();
   void TypeVersion(const declarative::TypeVersion& type);
+  void TableVersion(const declarative::TableVersion& table);
 
  private:
   void Consumer(const DeclaredConsumer& consumer, const InputRuntime* input);
@@ -342,9 +343,43 @@ void Validator::TypeVersion(const declarative::TypeVersion& type) {
   }
 }
 
+// A table's name is one the engine takes (DeclareTable would refuse it at open: say so now). The
+// listed migrations lift from versions below the declared one, once each, and, since a table is at
+// version 1 until it is declared higher, form the whole chain from 1 to version - 1: a row written
+// at a version whose step is missing could not be read.
+void Validator::TableVersion(const declarative::TableVersion& table) {
+  Status name = internal::ValidateName("table name", table.name, kTableBytesMax);
+  if (!name.ok()) Error(table.mark, "tables: " + name.message());
+  if (!table.has_version || !table.has_migrations) return;  // reported, or nothing to check
+  const std::string where = "tables." + table.name + ".migrations";
+  std::set<uint32_t> steps;
+  for (size_t i = 0; i < table.migrations.size(); ++i) {
+    const uint32_t from = table.migrations[i];
+    if (from >= table.version) {
+      Error(table.migration_marks[i], where + ": version " + std::to_string(table.version) +
+                                          " is the declared one; a migration from " +
+                                          std::to_string(from) + " would lift past it");
+    } else if (!steps.insert(from).second) {
+      Error(table.migration_marks[i],
+            where + ": the step from version " + std::to_string(from) + " is listed twice");
+    }
+  }
+  if (!table.migrations_complete) return;  // an entry that is no version is reported
+  for (uint32_t from = 1; from < table.version; ++from) {
+    if (steps.count(from) != 0) continue;
+    Error(table.migrations_mark, where + ": version " + std::to_string(table.version) +
+                                     " has no migration from version " + std::to_string(from) +
+                                     " to " + std::to_string(from + 1) +
+                                     " (a table starts at version 1: the chain runs from 1 to " +
+                                     std::to_string(table.version - 1) + ")");
+    return;
+  }
+}
+
 void Validate(const Model& model, std::vector<Diagnostic>* errors) {
   Validator validator(model, errors);
   for (const TypeVersion& type : model.types) validator.TypeVersion(type);
+  for (const TableVersion& table : model.tables) validator.TableVersion(table);
   for (const InputRuntime& input : model.inputs) validator.Input(input);
   validator.Assignments();
   validator.Consumers();
