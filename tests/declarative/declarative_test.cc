@@ -395,6 +395,143 @@ TEST(DeclarativeTest, AnEngineDeclaresTheFilesTypesWhenItOpens) {
   EXPECT_EQ(engine, nullptr);
 }
 
+// Goal: `tables:` declares state tables' row versions; listed migrations must be exactly the
+// chain 1 .. version - 1 (a table starts at version 1), and each mistake is named at its line.
+TEST(DeclarativeTest, TableVersionsAndTheirMigrationChains) {
+  Model model;
+  EXPECT_TRUE(Errors("tables:\n"
+                     "  accounts: {version: 3, migrations: [2, 1]}\n"
+                     "  ledger: {version: 4}\n"
+                     "  audit: {version: 1, migrations: []}\n",
+                     &model)
+                  .empty());
+  ASSERT_EQ(model.tables.size(), 3u);
+  EXPECT_EQ(model.tables[0].name, "accounts");
+  EXPECT_EQ(model.tables[0].version, 3u);
+  EXPECT_EQ(model.tables[0].migrations, (std::vector<uint32_t>{2, 1}));
+  EXPECT_EQ(model.tables[1].name, "ledger");
+  EXPECT_EQ(model.tables[1].version, 4u);  // no list: the steps are not checked
+  EXPECT_FALSE(model.tables[1].has_migrations);
+  EXPECT_EQ(model.tables[2].version, 1u);
+  EXPECT_TRUE(model.types.empty());
+
+  const std::string long_name(kTableBytesMax + 1, 'a');
+  const std::vector<std::string> errors = Errors(
+      "tables:\n"
+      "  A: {version: 4, migrations: [1, 3]}\n"
+      "  B: {version: 2, migrations: [1, 2]}\n"
+      "  C: {version: 3, migrations: [1, 2, 2]}\n"
+      "  D: {version: 0}\n"
+      "  E: {version: 2, colour: red}\n"
+      "  \"\": {version: 2}\n"  // a quoted key is marked after its quote
+      "  F: {version: 3, migrations: []}\n"
+      "  G: {version: 2, migrations: [1, 5]}\n"
+      "  " +
+      long_name +
+      ": {version: 2}\n"
+      "  H: {migrations: [1]}\n"
+      "  I: {version: 2, migrations: 1}\n"
+      "  \"a\\0b\": {version: 2}\n"
+      "  J: {version: 3, migrations: [1, x]}\n");
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:2:19: tables.A.migrations: version 4 has no migration from version "
+                       "2 to 3 (a table starts at version 1: the chain runs from 1 to 3)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:3:35: tables.B.migrations: version 2 is the declared one; a "
+                       "migration from 2 would lift past it"));
+  EXPECT_TRUE(HasError(
+      errors, "t.yaml:4:38: tables.C.migrations: the step from version 2 is listed twice"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:5:16: tables.D.version must be a whole number in [1, 4294967295], "
+                       "not '0'"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:6:19: unknown key 'colour' in tables.E (expected: version, "
+                       "migrations)"));
+  EXPECT_TRUE(HasError(errors, "t.yaml:7:4: tables: table name is empty"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:8:19: tables.F.migrations: version 3 has no migration from version "
+                       "1 to 2 (a table starts at version 1: the chain runs from 1 to 2)"));
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:9:35: tables.G.migrations: version 2 is the declared one; a "
+                       "migration from 5 would lift past it"));
+  EXPECT_TRUE(HasError(
+      errors, "t.yaml:10:3: tables: table name of 256 bytes is longer than the limit of 255"));
+  EXPECT_TRUE(HasError(errors, "t.yaml:11:3: tables.H: missing required key 'version'"));
+  EXPECT_TRUE(
+      HasError(errors, "t.yaml:12:19: tables.I.migrations must be a list of versions ([1, 2])"));
+  EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& error) {
+    return error.rfind("t.yaml:13:4: tables: table name ", 0) == 0 &&
+           error.find("contains a NUL byte (at byte 1)") != std::string::npos;
+  })) << ::testing::PrintToString(errors);
+  // An entry that is no version is the one error of its list (no gap is judged without it).
+  EXPECT_TRUE(HasError(errors,
+                       "t.yaml:14:35: tables.J.migrations[] must be a whole number in [1, "
+                       "4294967295], not 'x'"));
+  EXPECT_EQ(errors.size(), 13u) << ::testing::PrintToString(errors);
+}
+
+// Goal: an engine opened with `config=FILE` declares the file's tables at their versions (kept
+// across opens, with or without the file), rows stored before are lifted by the migrations the
+// application registers, and an open whose file would lower a declared version fails naming it.
+TEST(DeclarativeTest, AnEngineDeclaresTheFilesTablesWhenItOpens) {
+  TempDir dir;
+  std::unique_ptr<Engine> engine;
+  ASSERT_OK(Engine::Open(dir.db(), EngineOptions(), &engine));
+  ASSERT_OK(engine->Transact([](Txn& txn) { return txn.Put("accounts", "a-1", "v1"); }));
+  ASSERT_OK(engine->Close());
+  engine.reset();
+
+  const std::string file = dir.path() + "/tables.yaml";
+  std::ofstream(file) << "tables:\n"
+                         "  accounts: {version: 3, migrations: [1, 2]}\n"
+                         "  ledger:\n"
+                         "    version: 2\n";
+  EngineOptions options;
+  ASSERT_OK(ParseEngineOptions("config=" + file, &options));
+  ASSERT_EQ(options.tables.size(), 2u);
+  ASSERT_OK(Engine::Open(dir.db(), options, &engine));
+  EXPECT_EQ(engine->TableVersion("accounts"), 3u);
+  EXPECT_EQ(engine->TableVersion("ledger"), 2u);
+  EXPECT_EQ(engine->TableVersion("other"), 1u);
+  std::vector<DeclaredTable> declared = engine->DeclaredTables();
+  ASSERT_EQ(declared.size(), 2u);
+  EXPECT_EQ(declared[0].name, "accounts");
+  EXPECT_EQ(declared[0].version, 3u);
+  EXPECT_EQ(declared[1].name, "ledger");
+  EXPECT_EQ(declared[1].version, 2u);
+  // The steps the file lists are the application's to register.
+  ASSERT_OK(engine->RegisterMigration(
+      "accounts", 1, [](std::string_view row) { return std::string(row) + "+2"; }));
+  ASSERT_OK(engine->RegisterMigration(
+      "accounts", 2, [](std::string_view row) { return std::string(row) + "+3"; }));
+  std::string value;
+  ASSERT_OK(engine->Get("accounts", "a-1", &value));
+  EXPECT_EQ(value, "v1+2+3");
+  ASSERT_OK(engine->Close());
+  engine.reset();
+
+  // Reopened with the file (declaring the versions it has: no change) and without it.
+  ASSERT_OK(Engine::Open(dir.db(), options, &engine));
+  EXPECT_EQ(engine->TableVersion("accounts"), 3u);
+  EXPECT_EQ(engine->DeclaredTables().size(), 2u);
+  ASSERT_OK(engine->Close());
+  engine.reset();
+  ASSERT_OK(Engine::Open(dir.db(), EngineOptions(), &engine));
+  EXPECT_EQ(engine->TableVersion("accounts"), 3u);
+  EXPECT_EQ(engine->TableVersion("ledger"), 2u);
+  ASSERT_OK(engine->DeclareTable("accounts", 4));
+  ASSERT_OK(engine->Close());
+  engine.reset();
+
+  Status s = Engine::Open(dir.db(), options, &engine);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("declaring the configured tables: DeclareTable('accounts', 3): the "
+                             "table is declared at version 4"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(engine, nullptr);
+}
+
 const Proof& Find(const std::vector<InputProofs>& all, const std::string& input,
                   const std::string& guarantee) {
   for (const InputProofs& proofs : all) {
