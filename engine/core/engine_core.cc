@@ -285,7 +285,7 @@ Status EngineCore::DeclareTable(std::string_view table, uint32_t version) {
   const std::string call =
       "DeclareTable('" + std::string(table) + "', " + std::to_string(version) + "): ";
   Status s = ValidateName("table name", table, kTableBytesMax);
-  if (!s.ok()) return s;
+  if (!s.ok()) return s;  // not prefixed with `call`: a bad name may hold any byte
   if (version == 0) {
     return Status::InvalidArgument(call + "version 0 is not a version: versions start at 1");
   }

@@ -205,7 +205,8 @@ class Txn {
   using CommitCallback = std::function<void(const Status&, const CommitResult&)>;
   Status CommitAsync(CommitCallback callback);
 
-  // Facts and state writes buffered so far.
+  // Facts and state writes buffered so far (the writes include the write-backs of rows read at an
+  // older table version: Engine::DeclareTable).
   size_t fact_count() const;
   size_t write_count() const;
 
@@ -268,10 +269,11 @@ class Engine {
   // for the versions between (RegisterMigration). A transaction (Txn::Get, Txn::Scan, a handler's
   // Effects) that read a lifted row writes it back when it commits, in that same commit; its reads
   // are validated as always, so a row another commit changed meanwhile is never overwritten with
-  // a stale lift (the transaction is refused, or, when it wrote nothing itself, commits without
-  // the write-back). Engine::Get and Engine::Scan lift without writing. MigrateTable writes the
-  // rest. Declaring the version it has is a no-op. Declaring a table above version 1 for the first
-  // time raises the database's format version to 2: older builds refuse to open it.
+  // a stale lift (the transaction is refused, or, when it wrote nothing itself and commits with
+  // Commit(), commits without the write-back). Engine::Get and Engine::Scan lift without writing.
+  // MigrateTable writes the rest. Declaring the version it has is a no-op. Declaring a table above
+  // version 1 for the first time raises the database's format version to 2: older builds refuse
+  // to open it.
   // InvalidArgument: a bad name, version 0, or a version below the declared one (rows may already
   // be stored at it: the declared version never goes back).
   Status DeclareTable(std::string_view table, uint32_t version);
