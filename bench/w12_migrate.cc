@@ -1,23 +1,30 @@
 #include "bench/w12_migrate.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "bench/engine_options.h"
 #include "bench/half_rate_w1.h"
 #include "bench/producer_driver.h"
 #include "bench/run_median.h"
+#include "bench/thread_cpu.h"
 #include "bench/w1_shape.h"
+#include "bench/w2_shape.h"
 #include "engine/core/engine_core.h"
 #include "wharf/engine.h"
 
@@ -107,15 +114,59 @@ std::string Verify(Engine& engine, uint64_t rows, double* verified_rows) {
   return "";
 }
 
-// The committer's sync rounds since `before`: commits per round, mean round in microseconds.
-void SyncRounds(const internal::CommitterStats& before, const internal::CommitterStats& after,
-                double* commits_per_sync, double* sync_us) {
+double ThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
+// W1 at half rate on `w1` while `work` runs on a thread of its own.
+std::string MeasurePhase(Engine& engine, HalfRateW1& w1, const std::function<void()>& work,
+                         W12Phase* phase) {
+  const internal::Committer* committer = internal::EngineInternal::Core(engine)->committer();
+  const internal::CommitterStats before = committer->stats();
+  const std::map<std::string, double> threads_before = ThreadCpuSecondsByName();
+  const double process_before = ProcessCpuSeconds();
+  const uint64_t start = NowNs();
+  double migration_cpu_s = 0;
+  const std::string error = w1.MeasureDuring(
+      [&] {
+        std::thread thread([&] {
+          const double thread_start = ThreadCpuSeconds();
+          work();
+          migration_cpu_s = ThreadCpuSeconds() - thread_start;
+        });
+        thread.join();
+      },
+      &phase->latency, &phase->commits_per_s);
+  phase->seconds = Seconds(start);
+  const internal::CommitterStats after = committer->stats();
+  // The engine's and RocksDB's threads live on; the producers' and the migration's are gone.
+  W12Cpu& cpu = phase->cpu;
+  for (const auto& [name, seconds] : ThreadCpuDelta(threads_before, ThreadCpuSecondsByName())) {
+    if (name == "wharf-commit") {
+      cpu.committer += seconds;
+    } else if (name == "wharf-sync" || name == "wharf-uring") {
+      cpu.sync += seconds;
+    } else if (name.rfind("rocksdb:", 0) == 0) {
+      cpu.rocksdb += seconds;
+    }
+  }
+  cpu.migration = migration_cpu_s;
+  cpu.rest =
+      ProcessCpuSeconds() - process_before - cpu.committer - cpu.sync - cpu.rocksdb - cpu.migration;
+  for (double W12Cpu::*field :
+       {&W12Cpu::migration, &W12Cpu::committer, &W12Cpu::sync, &W12Cpu::rocksdb, &W12Cpu::rest}) {
+    cpu.*field /= phase->seconds;
+  }
   const uint64_t syncs = after.syncs - before.syncs;
-  if (syncs == 0) return;
-  *commits_per_sync =
-      static_cast<double>(after.commits - before.commits) / static_cast<double>(syncs);
-  *sync_us =
-      static_cast<double>(after.sync_us_total - before.sync_us_total) / static_cast<double>(syncs);
+  if (syncs > 0) {
+    phase->commits_per_sync =
+        static_cast<double>(after.commits - before.commits) / static_cast<double>(syncs);
+    phase->sync_us = static_cast<double>(after.sync_us_total - before.sync_us_total) /
+                     static_cast<double>(syncs);
+  }
+  return error;
 }
 
 // One setting in a fresh database in `dir`.
@@ -132,14 +183,15 @@ std::string RunSetting(const std::string& dir, uint64_t rows, double seconds, W1
   if (s.ok()) s = engine->DeclareTable(kW12Table, 2);
   if (s.ok()) s = engine->RegisterMigration(kW12Table, 1, BalanceToCents);
   if (!s.ok()) return "wharf open " + dir + ": " + s.ToString();
-  const internal::Committer* committer = internal::EngineInternal::Core(*engine)->committer();
   auto w1 = std::make_unique<HalfRateW1>(engine.get(), kW12Producers, kW12Batch);
   error = w1->error();
   m->producer_commits_per_s = w1->unpaced_commits_per_s();
-  internal::CommitterStats before = committer->stats();
-  if (error.empty()) error = w1->Measure(seconds, &m->without, &m->commits_per_s_without);
-  internal::CommitterStats after = committer->stats();
-  SyncRounds(before, after, &m->commits_per_sync_without, &m->sync_us_without);
+  if (error.empty()) {
+    error = MeasurePhase(
+        *engine, *w1,
+        [seconds] { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
+        &m->without);
+  }
   MigrateOptions options;
   options.batch_rows = kW12BatchRows;
   options.rows_per_second = static_cast<uint64_t>(m->rows_per_second);
@@ -153,16 +205,14 @@ std::string RunSetting(const std::string& dir, uint64_t rows, double seconds, W1
   };
   MigrateReport report;
   if (error.empty()) {
-    before = committer->stats();
-    error = w1->MeasureDuring(
+    error = MeasurePhase(
+        *engine, *w1,
         [&] {
           const uint64_t start = batch_start_ns = NowNs();
           s = engine->MigrateTable(kW12Table, options, &report);
           m->migrate_s = Seconds(start);
         },
-        &m->during, &m->commits_per_s_during);
-    after = committer->stats();
-    SyncRounds(before, after, &m->commits_per_sync_during, &m->sync_us_during);
+        &m->during);
     if (!s.ok()) error = "migrate: " + s.ToString();
   }
   w1.reset();
@@ -174,11 +224,28 @@ std::string RunSetting(const std::string& dir, uint64_t rows, double seconds, W1
   m->migrated = static_cast<double>(report.migrated);
   m->batches = static_cast<double>(report.batches);
   m->rows_per_s = m->migrate_s > 0 ? m->migrated / m->migrate_s : 0;
-  m->p99_ratio = m->without.p99_us > 0 ? m->during.p99_us / m->without.p99_us : 0;
+  m->p99_ratio =
+      m->without.latency.p99_us > 0 ? m->during.latency.p99_us / m->without.latency.p99_us : 0;
   if (error.empty()) error = Verify(*engine, rows, &m->verified_rows);
   s = engine->Close();
   if (error.empty() && !s.ok()) error = "wharf close: " + s.ToString();
   return error;
+}
+
+W12Phase MedianPhase(const SucceededRuns<W12Measurement>& ok, W12Setting W12Measurement::*setting,
+                     W12Phase W12Setting::*phase) {
+  auto of = [&](const W12Measurement& m) -> const W12Phase& { return (m.*setting).*phase; };
+  W12Phase result;
+  for (double W12Phase::*field : {&W12Phase::seconds, &W12Phase::commits_per_s,
+                                  &W12Phase::commits_per_sync, &W12Phase::sync_us}) {
+    result.*field = ok.MedianBy([&](const W12Measurement& m) { return of(m).*field; });
+  }
+  for (double W12Cpu::*field :
+       {&W12Cpu::migration, &W12Cpu::committer, &W12Cpu::sync, &W12Cpu::rocksdb, &W12Cpu::rest}) {
+    result.cpu.*field = ok.MedianBy([&](const W12Measurement& m) { return of(m).cpu.*field; });
+  }
+  result.latency = ok.MedianLatencyBy([&](const W12Measurement& m) { return of(m).latency; });
+  return result;
 }
 
 W12Setting MedianSetting(const SucceededRuns<W12Measurement>& ok,
@@ -187,17 +254,12 @@ W12Setting MedianSetting(const SucceededRuns<W12Measurement>& ok,
   for (double W12Setting::*field :
        {&W12Setting::rows_per_second, &W12Setting::migrated, &W12Setting::batches,
         &W12Setting::migrate_s, &W12Setting::rows_per_s, &W12Setting::load_s,
-        &W12Setting::producer_commits_per_s, &W12Setting::commits_per_s_without,
-        &W12Setting::commits_per_s_during, &W12Setting::p99_ratio,
-        &W12Setting::commits_per_sync_without, &W12Setting::commits_per_sync_during,
-        &W12Setting::sync_us_without, &W12Setting::sync_us_during, &W12Setting::verified_rows}) {
+        &W12Setting::producer_commits_per_s, &W12Setting::p99_ratio, &W12Setting::verified_rows}) {
     result.*field = ok.MedianBy([&](const W12Measurement& m) { return (m.*setting).*field; });
   }
-  for (LatencySummary W12Setting::*summary :
-       {&W12Setting::without, &W12Setting::during, &W12Setting::batch}) {
-    result.*summary =
-        ok.MedianLatencyBy([&](const W12Measurement& m) { return (m.*setting).*summary; });
-  }
+  result.without = MedianPhase(ok, setting, &W12Setting::without);
+  result.during = MedianPhase(ok, setting, &W12Setting::during);
+  result.batch = ok.MedianLatencyBy([&](const W12Measurement& m) { return (m.*setting).batch; });
   return result;
 }
 
@@ -207,7 +269,6 @@ W12Measurement MedianOf(const std::vector<W12Measurement>& runs) {
   const SucceededRuns<W12Measurement> ok(runs);
   if (ok.empty()) return ok.Failed();
   W12Measurement result;
-  result.seconds = ok.first().seconds;
   result.unpaced = MedianSetting(ok, &W12Measurement::unpaced);
   result.paced = MedianSetting(ok, &W12Measurement::paced);
   return result;
@@ -216,7 +277,6 @@ W12Measurement MedianOf(const std::vector<W12Measurement>& runs) {
 W12Measurement RunW12Wharf(const std::string& dir, uint64_t rows, double seconds,
                            double paced_rows_per_second) {
   W12Measurement m;
-  m.seconds = seconds;
   const std::string unpaced_dir = dir + "/unpaced", paced_dir = dir + "/paced";
   m.error = RunSetting(unpaced_dir, rows, seconds, &m.unpaced);
   std::error_code ec;

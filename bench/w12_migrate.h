@@ -30,6 +30,26 @@ inline constexpr double kW12GoalP99Ratio = 1.25;
 // The paced setting migrates at the unpaced one's rows/s divided by this: it takes ~2.5x longer.
 inline constexpr double kW12PacedSlowdown = 2.5;
 
+// CPU the process used during one phase, in cores (CPU seconds per second), by thread.
+struct W12Cpu {
+  double migration = 0;  // the thread running MigrateTable: its scans and lifts
+  double committer = 0;  // wharf-commit: groups written into RocksDB
+  double sync = 0;       // wharf-sync / wharf-uring: the WAL's sync rounds
+  double rocksdb = 0;    // RocksDB's flushes and compactions
+  double rest = 0;       // the 16 producers (commits they write inline too) and the rest
+};
+
+// W1 at half its rate during one phase: without the migration, or while it runs.
+struct W12Phase {
+  double seconds = 0;
+  double commits_per_s = 0;  // achieved (asked: half of W12Setting::producer_commits_per_s)
+  LatencySummary latency;    // the producers' commit latency
+  // The committer's sync rounds: commits per round, the mean round in microseconds.
+  double commits_per_sync = 0;
+  double sync_us = 0;
+  W12Cpu cpu;
+};
+
 // One migration beside W1 at half its rate.
 struct W12Setting {
   double rows_per_second = 0;  // MigrateOptions::rows_per_second (0: as fast as commits go)
@@ -39,24 +59,17 @@ struct W12Setting {
   double rows_per_s = 0;       // migrated / migrate_s
   double load_s = 0;           // writing the rows at version 1 (not measured against anything)
   double producer_commits_per_s = 0;  // W1 unpaced; the producers then run at half of it
-  double commits_per_s_without = 0;   // achieved at half rate, no migration
-  double commits_per_s_during = 0;    // achieved during the migration
-  LatencySummary without;             // the producers' commit latency, no migration
-  LatencySummary during;              // the same load during the migration
-  double p99_ratio = 0;               // during.p99 / without.p99 (the run's own)
-  // The committer's sync rounds in each phase: commits per round and the mean round.
-  double commits_per_sync_without = 0;
-  double commits_per_sync_during = 0;
-  double sync_us_without = 0;
-  double sync_us_during = 0;
-  // One migration batch (its Txn::Scan, lifts and commit): from one batch's end to the next's.
+  W12Phase without;                   // W1 at half rate, no migration
+  W12Phase during;                    // the same load while the migration runs
+  double p99_ratio = 0;               // during / without p99 (the run's own)
+  // One migration batch (its Txn::Scan, lifts and commit, and the pause when paced): from one
+  // batch's end to the next's.
   LatencySummary batch;
   double verified_rows = 0;  // rows the dry run after the migration visited (none at version 1)
 };
 
 struct W12Measurement {
   std::string error;
-  double seconds = 0;  // W1 at half rate without the migration, per setting
   W12Setting unpaced;  // rows_per_second 0
   W12Setting paced;    // rows_per_second = unpaced.rows_per_s / kW12PacedSlowdown
 };

@@ -11,13 +11,52 @@ std::string SettingName(const W12Setting& s) {
 }
 
 void PrintSetting(const W12Setting& s, std::FILE* out) {
+  const LatencySummary &without = s.without.latency, &during = s.during.latency;
   std::fprintf(out,
                "%-22s %9.0f %8.2f %8.0f %7.0f/%-7.0f %6.0f/%-6.0f %6.0f/%-6.0f %6.0f/%-6.0f %6.2f  "
                "%s\n",
                SettingName(s).c_str(), s.migrated, s.migrate_s, s.rows_per_s,
-               s.commits_per_s_without, s.commits_per_s_during, s.without.p50_us, s.during.p50_us,
-               s.without.p99_us, s.during.p99_us, s.without.p999_us, s.during.p999_us, s.p99_ratio,
+               s.without.commits_per_s, s.during.commits_per_s, without.p50_us, during.p50_us,
+               without.p99_us, during.p99_us, without.p999_us, during.p999_us, s.p99_ratio,
                GoalMet(s) ? "met" : "missed");
+}
+
+// "w/o -> during" of one figure of the phases.
+std::string Change(const char* format, double without, double during) {
+  return Format(format, without) + " -> " + Format(format, during);
+}
+
+void PrintPhases(const W12Setting& s, std::FILE* out) {
+  const W12Cpu &a = s.without.cpu, &b = s.during.cpu;
+  std::fprintf(out, "  %s: sync rounds %s commits, %s us; one batch p50/p99 %.0f/%.0f us\n",
+               SettingName(s).c_str(),
+               Change("%.1f", s.without.commits_per_sync, s.during.commits_per_sync).c_str(),
+               Change("%.0f", s.without.sync_us, s.during.sync_us).c_str(), s.batch.p50_us,
+               s.batch.p99_us);
+  std::fprintf(out,
+               "    CPU cores: migration %s, committer %s, sync %s, rocksdb %s, producers and "
+               "rest %s\n",
+               Change("%.2f", a.migration, b.migration).c_str(),
+               Change("%.2f", a.committer, b.committer).c_str(),
+               Change("%.2f", a.sync, b.sync).c_str(), Change("%.2f", a.rocksdb, b.rocksdb).c_str(),
+               Change("%.2f", a.rest, b.rest).c_str());
+}
+
+std::string CpuJson(const W12Cpu& c, bool known) {
+  return "{\"migration\": " + JsonNumberOrNull(c.migration, known, "%.3f") +
+         ", \"committer\": " + JsonNumberOrNull(c.committer, known, "%.3f") +
+         ", \"sync\": " + JsonNumberOrNull(c.sync, known, "%.3f") +
+         ", \"rocksdb\": " + JsonNumberOrNull(c.rocksdb, known, "%.3f") +
+         ", \"rest\": " + JsonNumberOrNull(c.rest, known, "%.3f") + "}";
+}
+
+std::string PhaseJson(const W12Phase& p, bool known) {
+  return "{\"seconds\": " + JsonNumberOrNull(p.seconds, known, "%.2f") +
+         ", \"commits_per_s\": " + JsonNumberOrNull(p.commits_per_s, known) +
+         ", \"latency_us\": " + LatencyJson(p.latency, known) +
+         ", \"commits_per_sync\": " + JsonNumberOrNull(p.commits_per_sync, known, "%.2f") +
+         ", \"sync_us\": " + JsonNumberOrNull(p.sync_us, known, "%.0f") +
+         ", \"cpu_cores\": " + CpuJson(p.cpu, known) + "}";
 }
 
 std::string SettingJson(const W12Setting& s, bool known) {
@@ -27,18 +66,10 @@ std::string SettingJson(const W12Setting& s, bool known) {
          ", \"migrate_s\": " + JsonNumberOrNull(s.migrate_s, known, "%.3f") +
          ", \"rows_per_s\": " + JsonNumberOrNull(s.rows_per_s, known, "%.0f") +
          ", \"producer_commits_per_s\": " + JsonNumberOrNull(s.producer_commits_per_s, known) +
-         ", \"commits_per_s_without\": " + JsonNumberOrNull(s.commits_per_s_without, known) +
-         ", \"commits_per_s_during\": " + JsonNumberOrNull(s.commits_per_s_during, known) +
-         ", \"latency_us\": " + LatencyJson(s.during, known) +
-         ", \"latency_us_without\": " + LatencyJson(s.without, known) +
+         ", \"without\": " + PhaseJson(s.without, known) +
+         ", \"during\": " + PhaseJson(s.during, known) +
          ", \"p99_ratio\": " + JsonNumberOrNull(s.p99_ratio, known, "%.3f") +
          ", \"goal_met\": " + (known ? (GoalMet(s) ? "true" : "false") : "null") +
-         ", \"commits_per_sync_without\": " +
-         JsonNumberOrNull(s.commits_per_sync_without, known, "%.2f") +
-         ", \"commits_per_sync_during\": " +
-         JsonNumberOrNull(s.commits_per_sync_during, known, "%.2f") +
-         ", \"sync_us_without\": " + JsonNumberOrNull(s.sync_us_without, known, "%.0f") +
-         ", \"sync_us_during\": " + JsonNumberOrNull(s.sync_us_during, known, "%.0f") +
          ", \"batch_us\": " + LatencyJson(s.batch, known) +
          ", \"verified_rows\": " + JsonNumberOrNull(s.verified_rows, known, "%.0f") +
          ", \"load_s\": " + JsonNumberOrNull(s.load_s, known, "%.3f") + "}";
@@ -65,22 +96,12 @@ void PrintW12Table(const W12Row& row, std::FILE* out) {
   PrintSetting(m.unpaced, out);
   PrintSetting(m.paced, out);
   std::fprintf(out,
-               "  goal: producers' p99 during the migration <= %.2f x without (%.0f s); W1 "
+               "  goal: the producers' p99 during the migration <= %.2f x without (%.0f s); W1 "
                "unpaced %.0f and %.0f commits/s, run at half\n",
-               kW12GoalP99Ratio, m.seconds, m.unpaced.producer_commits_per_s,
+               kW12GoalP99Ratio, m.unpaced.without.seconds, m.unpaced.producer_commits_per_s,
                m.paced.producer_commits_per_s);
-  std::fprintf(out,
-               "  sync rounds, commits per round / mean us: unpaced %.1f / %.0f without, %.1f / "
-               "%.0f during; paced %.1f / %.0f without, %.1f / %.0f during\n",
-               m.unpaced.commits_per_sync_without, m.unpaced.sync_us_without,
-               m.unpaced.commits_per_sync_during, m.unpaced.sync_us_during,
-               m.paced.commits_per_sync_without, m.paced.sync_us_without,
-               m.paced.commits_per_sync_during, m.paced.sync_us_during);
-  std::fprintf(out,
-               "  one migration batch (scan, lifts, commit), p50/p99/p999 us: unpaced "
-               "%.0f/%.0f/%.0f, paced %.0f/%.0f/%.0f (including its pause)\n",
-               m.unpaced.batch.p50_us, m.unpaced.batch.p99_us, m.unpaced.batch.p999_us,
-               m.paced.batch.p50_us, m.paced.batch.p99_us, m.paced.batch.p999_us);
+  PrintPhases(m.unpaced, out);
+  PrintPhases(m.paced, out);
   std::fprintf(out,
                "  after each migration a dry run visited %.0f rows and found none at version 1; "
                "sampled rows read balance_cents\n",
@@ -96,8 +117,7 @@ std::string W12Json(const W12Row& row, const MachineInfo& machine) {
                          "\"batch_rows\": %zu, \"runs\": %d, \"goal_p99_ratio\": %.2f, ",
                          kW12Name, static_cast<unsigned long long>(row.facts), kW12Producers,
                          kW12Batch, kW12BatchRows, row.runs, kW12GoalP99Ratio) +
-                     "\"seconds\": " + JsonNumberOrNull(m.seconds, known, "%.1f") +
-                     ", \"unpaced\": " + SettingJson(m.unpaced, known) +
+                     "\"unpaced\": " + SettingJson(m.unpaced, known) +
                      ", \"paced\": " + SettingJson(m.paced, known);
   if (!m.error.empty()) json += ", \"error\": \"" + JsonEscape(m.error) + "\"";
   json += ", \"machine\": " + MachineJson(machine) + "}";

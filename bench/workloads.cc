@@ -797,9 +797,10 @@ bool RunW12(const Flags& flags, const MachineInfo& machine, const std::string& s
         return Format(
             "unpaced %.0f rows/s in %.2f s, p99 %.0f -> %.0f us (x%.2f); at %.0f rows/s %.2f s, "
             "p99 %.0f -> %.0f us (x%.2f)",
-            m.unpaced.rows_per_s, m.unpaced.migrate_s, m.unpaced.without.p99_us,
-            m.unpaced.during.p99_us, m.unpaced.p99_ratio, m.paced.rows_per_second,
-            m.paced.migrate_s, m.paced.without.p99_us, m.paced.during.p99_us, m.paced.p99_ratio);
+            m.unpaced.rows_per_s, m.unpaced.migrate_s, m.unpaced.without.latency.p99_us,
+            m.unpaced.during.latency.p99_us, m.unpaced.p99_ratio, m.paced.rows_per_second,
+            m.paced.migrate_s, m.paced.without.latency.p99_us, m.paced.during.latency.p99_us,
+            m.paced.p99_ratio);
       });
   return ReportWharfRow<W12Row>(flags, machine, rows, 0, runs, PrintW12Table, W12Json);
 }
