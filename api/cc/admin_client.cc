@@ -25,8 +25,10 @@ namespace admin_socket = internal::admin_socket;
 struct AdminClient::Call {
   admin_socket::Request request;
   admin_socket::Reply reply;
-  // Told each progress line's counts (trim: partitions; backup: bytes).
-  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Told each progress line's counts (trim: partitions; backup: bytes; migrate: rows). False:
+  // stop waiting (Run returns OK with `stopped` set and no reply).
+  std::function<bool(uint64_t done, uint64_t total)> progress;
+  bool stopped = false;
 };
 
 namespace {
@@ -81,6 +83,7 @@ bool ChangesTheDatabase(const admin_socket::Request& request) {
       return true;
     case admin_socket::Op::kCursorSet:
     case admin_socket::Op::kTrim:
+    case admin_socket::Op::kMigrate:
       return !request.dry_run;
     default:
       return false;
@@ -203,7 +206,10 @@ Status AdminClient::Run(Call& call) {
       if (!progress) return Status::OK();
       in.erase(0, newline + 1);
       deadline.Restart();  // the engine is working on it: each progress line restarts the wait
-      if (call.progress) call.progress(done, total);
+      if (call.progress && !call.progress(done, total)) {
+        call.stopped = true;  // closing the connection tells the engine
+        return Status::OK();
+      }
     }
     ssize_t n = ::recv(socket_fd.fd, buffer, sizeof(buffer), 0);
     if (n > 0) {
@@ -379,6 +385,7 @@ Status AdminClient::TrimPassed(TrimReport* report, const TrimOptions& options) {
       // The engine counts partitions (32 bits): larger counts are not its.
       options.progress(static_cast<uint32_t>(std::min<uint64_t>(done, UINT32_MAX)),
                        static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX)));
+      return true;
     };
   }
   Status s = Run(call);
@@ -407,10 +414,11 @@ Status AdminClient::Backup(const std::string& target, const BackupOptions& optio
   call.request.progress = true;
   uint64_t told_done = UINT64_MAX, told_total = UINT64_MAX;
   call.progress = [&](uint64_t done, uint64_t total) {
-    if (!options.progress || (done == told_done && total == told_total)) return;
+    if (!options.progress || (done == told_done && total == told_total)) return true;
     told_done = done;
     told_total = total;
     options.progress(done, total);
+    return true;
   };
   Status s = Run(call);
   if (!s.ok()) return s;
@@ -477,6 +485,40 @@ Status AdminClient::Scan(std::string_view table, const KeyRange& range, size_t l
   }
   if (result != nullptr) *result = std::move(visited);
   return Status::OK();
+}
+
+Status AdminClient::MigrateTable(std::string_view table, const MigrateOptions& options,
+                                 MigrateReport* report) {
+  if (report != nullptr) *report = MigrateReport();
+  // The request carries the table name as a JSON string (as for Get): a name the engine would
+  // refuse is refused here, as the engine would.
+  Status s = internal::ValidateName("table name", table, kTableBytesMax);
+  if (!s.ok()) return s;
+  Call call;
+  call.request.op = admin_socket::Op::kMigrate;
+  call.request.table = table;
+  call.request.key_from = options.from;
+  call.request.batch_rows = options.batch_rows;
+  call.request.rows_per_second = options.rows_per_second;
+  call.request.dry_run = options.dry_run;
+  // Always: the engine sends a line at least every second while it migrates, so the wait for
+  // each line (timeout_ms) bounds a silent engine, not the length of the migration.
+  call.request.progress = true;
+  MigrateReport so_far;
+  call.progress = [&](uint64_t done, uint64_t) {
+    if (!options.progress || done == so_far.rows) return true;
+    so_far.rows = done;
+    return options.progress(so_far);
+  };
+  s = Run(call);
+  if (!s.ok()) return s;
+  if (call.stopped) {
+    so_far.resume_from = options.from;
+    if (report != nullptr) *report = std::move(so_far);
+    return Status::OK();
+  }
+  if (report != nullptr) *report = std::move(call.reply.migrate);
+  return call.reply.status;
 }
 
 }  // namespace wharf

@@ -30,6 +30,7 @@
 #include "engine/wire/json_writer.h"
 #include "wharf/admin.h"
 #include "wharf/backup.h"
+#include "wharf/engine.h"
 #include "wharf/fact.h"
 #include "wharf/metrics.h"
 
@@ -128,6 +129,16 @@ void Describe(V& v, BackupInfo& b) {
   v("format_version", b.format_version);
   v("partitions", b.partitions);
   v("incarnation", b.incarnation);
+}
+
+template <class V>
+void Describe(V& v, MigrateReport& m) {
+  v("version", m.version);
+  v("rows", m.rows);
+  v("migrated", m.migrated);
+  v("batches", m.batches);
+  v("done", m.done);
+  v.Hex("resume_from_hex", m.resume_from);
 }
 
 template <class V>

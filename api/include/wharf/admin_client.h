@@ -23,9 +23,9 @@
 // been made: read the state again before repeating it.
 //
 // Each call opens its own connection (the engine closes idle ones), sends one request and waits
-// for the reply, at most timeout_ms; a request that reports progress (TrimPassed, Backup) waits at
-// most timeout_ms for each progress line, so a trim or a backup of a large database may take
-// longer as a whole.
+// for the reply, at most timeout_ms; a request that reports progress (TrimPassed, Backup,
+// MigrateTable) waits at most timeout_ms for each progress line, so a trim, a backup or a
+// migration of a large database may take longer as a whole.
 //
 // Ownership: Connect() hands the caller the only owner; results are copied into the caller's
 // containers. Thread safety: not thread-safe; distinct AdminClients may be used from distinct
@@ -113,6 +113,22 @@ class AdminClient {
   Status Get(std::string_view table, std::string_view key, std::string* value);
   Status Scan(std::string_view table, const KeyRange& range, size_t limit, const RowFn& row,
               ScanResult* result = nullptr);
+
+  // Engine::MigrateTable, run by the engine with the migrations its application registered
+  // (migrations are code, not persisted: a process without them cannot migrate the rows, so a
+  // tool asks the process that has them). As for Backup, the engine runs it on a thread of its
+  // own (Busy while it runs another migration: one at a time) and sends a progress line at least
+  // every second, so timeout_ms bounds the wait for each line, not the migration. A bad table
+  // name is refused here; options.retry is not sent (the engine's default applies).
+  // options.progress, when set, is called on this thread whenever the count of rows visited grew,
+  // with that count in report.rows (its other fields are those of MigrateReport() until the
+  // reply). Returning false stops the call: it closes the connection, the engine stops the
+  // migration after its batch in progress (the batches before it stay committed), and the call
+  // returns OK with done = false, rows as last told and resume_from = options.from (a run from
+  // there goes on: the rows already migrated are only read again). Closing the engine stops a
+  // migration it runs after its batch in progress: OK with done = false, or IOError when the
+  // connection closed before the reply.
+  Status MigrateTable(std::string_view table, const MigrateOptions& options, MigrateReport* report);
 
  private:
   AdminClient() = default;

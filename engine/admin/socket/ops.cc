@@ -2,6 +2,10 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "wharf/admin.h"
 #include "wharf/backup.h"
 #include "wharf/metrics.h"
@@ -37,9 +41,38 @@ Status ScanPage(Engine& engine, const Request& request, Reply* reply) {
   return Status::OK();
 }
 
+// Engine::MigrateTable for `request`, its progress told to `progress` (when asked) and its rate
+// bound kept here: the wait between batches checks `stop` every few milliseconds.
+Status Migrate(Engine& engine, const Request& request, const ProgressSink& progress,
+               const StopCheck& stop, MigrateReport* report) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kStopCheckEvery = std::chrono::milliseconds(20);
+  MigrateOptions options;
+  options.from = request.key_from;
+  options.batch_rows = static_cast<size_t>(request.batch_rows);
+  options.dry_run = request.dry_run;
+  const Clock::time_point started = Clock::now();
+  options.progress = [&](const MigrateReport& so_far) {
+    if (request.progress && progress) progress(so_far.rows, 0);
+    if (request.rows_per_second > 0 && !request.dry_run) {
+      const Clock::time_point due =
+          started +
+          std::chrono::microseconds(so_far.migrated * 1'000'000 / request.rows_per_second);
+      for (Clock::time_point now = Clock::now(); now < due; now = Clock::now()) {
+        if (stop && stop()) return false;
+        std::this_thread::sleep_for(std::min<Clock::duration>(
+            due - now, std::chrono::duration_cast<Clock::duration>(kStopCheckEvery)));
+      }
+    }
+    return !(stop && stop());
+  };
+  return engine.MigrateTable(request.table, options, report);
+}
+
 }  // namespace
 
-std::string Execute(Engine& engine, const Request& request, const ProgressSink& progress) {
+std::string Execute(Engine& engine, const Request& request, const ProgressSink& progress,
+                    const StopCheck& stop) {
   Reply reply;
   switch (request.op) {
     case Op::kHello:
@@ -117,6 +150,9 @@ std::string Execute(Engine& engine, const Request& request, const ProgressSink& 
       reply.status = engine.Backup(request.target, options, &reply.backup);
       break;
     }
+    case Op::kMigrate:
+      reply.status = Migrate(engine, request, progress, stop, &reply.migrate);
+      break;
   }
   return EncodeReply(request.op, reply);
 }

@@ -47,6 +47,9 @@ void Describe(V& v, Request& r) {
   v("target", r.target);
   v("keep", r.keep);
   v("rate_limit_bytes_per_s", r.rate_limit_bytes_per_s);
+  // 1..kScanLimitMax, checked by ValidateNames (0 is out of range too, and said so).
+  v("batch_rows", r.batch_rows);
+  v("rows_per_second", r.rows_per_second);
 }
 
 // An error reply's fields beside "ok": false (the names of kCodes and kSubCodes below).
@@ -64,7 +67,7 @@ void Describe(V& v, WireError& e) {
   v("message", e.message);
 }
 
-// A progress line's counts (trim: partitions; backup: bytes).
+// A progress line's counts (trim: partitions; backup: bytes; migrate: rows visited, total 0).
 struct Progress {
   uint64_t done = 0, total = 0;
 };
@@ -110,6 +113,14 @@ const std::vector<OpSpec>& Specs() {
       {Op::kBackup,
        "backup",
        {{"target", true}, {"keep", false}, {"rate_limit_bytes_per_s", false}, {"progress", false}}},
+      {Op::kMigrate,
+       "migrate",
+       {{"table", true},
+        {"from_hex", false},
+        {"batch_rows", false},
+        {"rows_per_second", false},
+        {"dry_run", false},
+        {"progress", false}}},
   };
   return specs;
 }
@@ -257,6 +268,13 @@ Status ValidateNames(const Request& request) {
                       Named(request.target));
       }
       return Status::OK();
+    case Op::kMigrate:
+      if (request.batch_rows == 0 || request.batch_rows > kScanLimitMax) {
+        return Refuse("field 'batch_rows' of op 'migrate' must be a whole number in [1, " +
+                      std::to_string(kScanLimitMax) + "], not " +
+                      std::to_string(request.batch_rows));
+      }
+      return Status::OK();
     default:
       return Status::OK();
   }
@@ -331,7 +349,8 @@ void WriteStatus(const Status& status, JsonWriter* json) {
 
 // ---- Results ----
 
-// The fields of each op's result object (the result's own fields for trim, stat and metrics).
+// The fields of each op's result object (the result's own fields for trim, stat, metrics and
+// migrate).
 template <class V>
 void DescribeResult(V& v, Op op, Reply& r) {
   switch (op) {
@@ -382,6 +401,9 @@ void DescribeResult(V& v, Op op, Reply& r) {
       break;
     case Op::kBackup:
       v("backup", r.backup);
+      break;
+    case Op::kMigrate:
+      wire::Describe(v, r.migrate);
       break;
     case Op::kCursorCopy:
     case Op::kCursorDelete:

@@ -5,11 +5,12 @@
 //   reply     {"v":2,"ok":true,"result":{"moves":[...]}}
 //             {"v":2,"ok":false,"code":"InvalidArgument","subcode":"None","retryable":false,
 //              "message":"consumer id is empty","result":{...}}
-//   progress  {"v":2,"progress":{"done":3,"total":16}}   (trim and backup with
+//   progress  {"v":2,"progress":{"done":3,"total":16}}   (trim, backup and migrate with
 //                                                        "progress":true, before its reply)
 //
 // Each op mirrors one function of wharf/admin.h (metrics: wharf/metrics.h ReadMetrics; state_get
-// and state_scan: Engine::Get and Engine::Scan, durable reads outside any transaction) with the
+// and state_scan: Engine::Get and Engine::Scan, durable reads outside any transaction; migrate:
+// Engine::MigrateTable, run by the engine with the migrations its application registered) with the
 // same arguments and results; "result" is present whenever the op has results, also with an error
 // (the dead letters retried and the facts trimmed before a failure). Bytes that may be anything
 // (fact keys, payloads, header values, dead-letter reasons, a handler's error text, a backup's
@@ -34,6 +35,7 @@
 
 #include "wharf/admin.h"
 #include "wharf/backup.h"
+#include "wharf/engine.h"
 #include "wharf/metrics.h"
 #include "wharf/status.h"
 
@@ -66,9 +68,13 @@ enum class Op {
   // Engine::Backup (wharf/backup.h): target (absolute), [keep], [rate_limit_bytes_per_s],
   // [progress] -> backup. Runs on a thread of its own (server.h); progress counts bytes.
   kBackup,
+  // Engine::MigrateTable: table, [from_hex], [batch_rows], [rows_per_second], [dry_run],
+  // [progress] -> the MigrateReport. Runs on a thread of its own (server.h); progress counts the
+  // rows visited (total 0: unknown).
+  kMigrate,
 };
 // The last op: tests and the fuzzer go through them all, from 0 to this.
-inline constexpr Op kLastOp = Op::kBackup;
+inline constexpr Op kLastOp = Op::kMigrate;
 // A state_scan reply stops adding rows once their keys and values hold this many bytes (it holds
 // at least one row, whatever its size), and says where to resume: a page of a scan never holds
 // more than about this much beyond one row, whatever the limit asked for.
@@ -85,10 +91,10 @@ struct Request {
   uint64_t fact_id = 0;
   bool force = false;
   bool dry_run = false;
-  bool progress = false;  // trim: progress lines before the reply
+  bool progress = false;  // trim, backup, migrate: progress lines before the reply
   std::vector<uint64_t> fact_ids;
-  // state_get, state_scan: a state table, a key (get), a range [key_from, key_to) ("" = open
-  // end) and a row limit (scan).
+  // state_get, state_scan, migrate: a state table, a key (get), a range [key_from, key_to)
+  // ("" = open end; migrate: where to start, key_from) and a row limit (scan).
   std::string table;
   std::string key, key_from, key_to;
   uint64_t limit = 0;
@@ -96,6 +102,10 @@ struct Request {
   std::string target;
   uint32_t keep = 0;
   uint64_t rate_limit_bytes_per_s = 0;
+  // migrate: MigrateOptions::batch_rows (1..kScanLimitMax; its default when absent) and
+  // ::rows_per_second (0: no bound).
+  uint64_t batch_rows = MigrateOptions().batch_rows;
+  uint64_t rows_per_second = 0;
 };
 
 // Parses one request line (its newline removed). InvalidArgument naming the problem.
@@ -125,14 +135,16 @@ struct Reply {
   std::vector<std::pair<std::string, std::string>> rows;
   bool more = false;
   std::string resume_from;
-  BackupInfo backup;  // backup
+  BackupInfo backup;      // backup
+  MigrateReport migrate;  // migrate (also with an error: the batches committed before it)
 };
 
 // The reply to a request of `op`, one line, newline included.
 std::string EncodeReply(Op op, const Reply& reply);
 // The reply to a request that could not be parsed (or refused before it was): no result.
 std::string EncodeError(const Status& status);
-// A progress line, newline included (trim: partitions; backup: bytes copied and to copy).
+// A progress line, newline included (trim: partitions; backup: bytes copied and to copy;
+// migrate: rows visited, total 0).
 std::string EncodeProgress(uint64_t done, uint64_t total);
 
 // One line the engine sent in answer to a request of `op` (its newline removed). Exactly one of:

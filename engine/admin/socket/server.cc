@@ -31,10 +31,14 @@ int64_t SteadyMs() {
 
 std::string Errno() { return std::strerror(errno); }
 
-// While a backup runs, its connection gets a progress line at least this often, even when no
-// byte was copied since the last (a rate-limited copy, the point being taken): the client waits
-// a bounded time for each line, and a silent engine would look stuck.
-constexpr int64_t kBackupProgressEveryMs = 1000;
+// While a backup or a migration runs, its connection gets a progress line at least this often,
+// even when nothing moved since the last (a rate-limited copy, the point being taken, a batch
+// waiting for its rate bound): the client waits a bounded time for each line, and a silent engine
+// would look stuck.
+constexpr int64_t kJobProgressEveryMs = 1000;
+
+// The requests that run on a thread of their own (server.h).
+bool RunsOnItsOwnThread(Op op) { return op == Op::kBackup || op == Op::kMigrate; }
 
 // Adds one to an eventfd (never refused below its maximum).
 void Signal(int event_fd) {
@@ -67,19 +71,23 @@ struct AdminServer::Connection {
   bool eof = false;         // the peer shut down its side
   bool closing = false;     // close once `out` is sent
   bool dead = false;        // close now
-  bool waiting = false;     // its backup runs on the backup thread: no request is read meanwhile
+  bool waiting = false;     // its job runs on a thread of its own: no request is read meanwhile
 };
 
-// The backup running on its own thread (Engine::Backup lasts as long as its copy), at most one.
-struct AdminServer::BackupJob {
+// A backup or a migration running on a thread of its own (Engine::Backup lasts as long as its
+// copy, Engine::MigrateTable as long as its table), at most one per op.
+struct AdminServer::Job {
+  Op op = Op::kBackup;
   std::thread thread;
   // Server thread only: the connection that asked (null once it closed: the reply is dropped),
   // whether it asked for progress lines, and when the last one was queued.
   Connection* connection = nullptr;
   bool progress = false;
   int64_t progress_sent_ms = 0;
+  // Set by the server thread once its connection closed: a migration stops after its batch.
+  std::atomic<bool> client_gone{false};
 
-  Mutex mutex;  // between the backup thread and the server thread
+  Mutex mutex;  // between the job's thread and the server thread
   uint64_t done WHARF_GUARDED_BY(mutex) = 0;
   uint64_t total WHARF_GUARDED_BY(mutex) = 0;
   bool finished WHARF_GUARDED_BY(mutex) = false;
@@ -144,8 +152,8 @@ Status AdminServer::Start(Engine* engine, const std::string& socket_path,
     return failed;
   }
   self->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  self->backup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (self->wake_fd_ < 0 || self->backup_fd_ < 0) {
+  self->job_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (self->wake_fd_ < 0 || self->job_fd_ < 0) {
     Status failed = Status::IOError("admin socket: eventfd(): " + Errno());
     self->Stop();
     return failed;
@@ -163,16 +171,16 @@ void AdminServer::Stop() {
     Signal(wake_fd_);
     thread_.join();
   }
-  // The engine must not close under its backup: EngineCore::Close stopped it before it stopped
-  // this server, so it ends soon; wait for that (its reply is dropped with the connections).
-  if (backup_ != nullptr) {
-    backup_->thread.join();
-    backup_.reset();
-  }
+  // The engine must not close under its backup or migration: EngineCore::Close stopped the
+  // backup before it stopped this server and told the migration to stop (OnClose), so they end
+  // soon; wait for that (their replies are dropped with the connections).
+  stop_jobs_.store(true);
+  for (const std::unique_ptr<Job>& job : jobs_) job->thread.join();
+  jobs_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  if (backup_fd_ >= 0) ::close(backup_fd_);
-  listen_fd_ = wake_fd_ = backup_fd_ = -1;
+  if (job_fd_ >= 0) ::close(job_fd_);
+  listen_fd_ = wake_fd_ = job_fd_ = -1;
   // Only the file this server bound: a later engine may have replaced it meanwhile.
   struct stat st;
   if (socket_ino_ != 0 && ::lstat(path_.c_str(), &st) == 0 && st.st_dev == socket_dev_ &&
@@ -210,32 +218,39 @@ void AdminServer::Run() {
     if (c.closing) c.dead = true;
   };
 
-  // Starts the backup `request` on its own thread, or answers Busy while one runs. The connection
-  // waits for it (its next request is read after the reply), the others are served meanwhile.
-  auto start_backup = [&](Connection& c, const Request& request) {
-    if (backup_ != nullptr) {
+  // Starts the backup or migration `request` on its own thread, or answers Busy while one of its
+  // op runs. The connection waits for it (its next request is read after the reply), the others
+  // are served meanwhile.
+  auto start_job = [&](Connection& c, const Request& request) {
+    const char* what = request.op == Op::kBackup ? "backup" : "migration";
+    for (const std::unique_ptr<Job>& running : jobs_) {
+      if (running->op != request.op) continue;
       Reply busy;
-      busy.status = Status::Busy(
-          "a backup is already running through this engine's admin socket (one at a time); try "
-          "again when it has ended");
-      c.out += EncodeReply(Op::kBackup, busy);
+      busy.status = Status::Busy("a " + std::string(what) +
+                                 " is already running through this engine's admin socket (one at "
+                                 "a time); try again when it has ended");
+      c.out += EncodeReply(request.op, busy);
       return;
     }
-    auto job = std::make_unique<BackupJob>();
+    auto job = std::make_unique<Job>();
+    job->op = request.op;
     job->connection = &c;
     job->progress = request.progress;
     job->progress_sent_ms = SteadyMs();
     c.waiting = true;
     try {
       job->thread = std::thread([this, job = job.get(), request] {
-        io::NameThisThread("wharf-backup");
+        io::NameThisThread(request.op == Op::kBackup ? "wharf-backup" : "wharf-migrate");
         std::string reply;
         try {
-          reply = Execute(*engine_, request, [&](uint64_t done, uint64_t total) {
-            MutexLock lock(&job->mutex);
-            job->done = done;
-            job->total = total;
-          });
+          reply = Execute(
+              *engine_, request,
+              [&](uint64_t done, uint64_t total) {
+                MutexLock lock(&job->mutex);
+                job->done = done;
+                job->total = total;
+              },
+              [&] { return stop_jobs_.load() || job->client_gone.load(); });
         } catch (const std::exception& e) {
           reply = EncodeError(Status::Internal(std::string("admin request failed: ") + e.what()));
         }
@@ -244,16 +259,17 @@ void AdminServer::Run() {
           job->reply = std::move(reply);
           job->finished = true;
         }
-        Signal(backup_fd_);
+        Signal(job_fd_);
       });
     } catch (const std::system_error& e) {  // no thread to be had (EAGAIN)
       c.waiting = false;
       Reply failed;
-      failed.status = Status::Busy(std::string("cannot start the backup's thread: ") + e.what());
-      c.out += EncodeReply(Op::kBackup, failed);
+      failed.status =
+          Status::Busy("cannot start the " + std::string(what) + "'s thread: " + e.what());
+      c.out += EncodeReply(request.op, failed);
       return;
     }
-    backup_ = std::move(job);
+    jobs_.push_back(std::move(job));
   };
 
   auto handle = [&](Connection& c, std::string_view line) {
@@ -261,8 +277,8 @@ void AdminServer::Run() {
     Status s = ParseRequest(line, &request);
     if (!s.ok()) {
       c.out += EncodeError(s);
-    } else if (request.op == Op::kBackup) {
-      start_backup(c, request);
+    } else if (RunsOnItsOwnThread(request.op)) {
+      start_job(c, request);
     } else {
       try {
         c.out += Execute(*engine_, request, [&](uint64_t done, uint64_t total) {
@@ -361,48 +377,52 @@ void AdminServer::Run() {
     }
   };
 
-  // Relays the backup's progress to its connection (the latest counts every
-  // kBackupProgressEveryMs, skipped while the last line is unsent, so that a client that reads
-  // slowly does not make them pile up), and its reply once it ended; then serves that
-  // connection's next request.
-  auto relay_backup = [&] {
-    if (backup_ == nullptr) return;
-    BackupJob& job = *backup_;
-    uint64_t done = 0, total = 0;
-    bool finished = false;
-    std::string reply;
-    {
-      MutexLock lock(&job.mutex);
-      done = job.done;
-      total = job.total;
-      finished = job.finished;
-      if (finished) reply = std::move(job.reply);
-    }
-    Connection* c = job.connection;
+  // Relays each job's progress to its connection (the latest counts every kJobProgressEveryMs,
+  // skipped while the last line is unsent, so that a client that reads slowly does not make them
+  // pile up), and its reply once it ended; then serves that connection's next request.
+  auto relay_jobs = [&] {
     const int64_t now_ms = SteadyMs();
-    if (finished) {
-      job.thread.join();
-      backup_.reset();
-      if (c != nullptr) {
-        c->waiting = false;
-        c->out += reply;
-        c->deadline_ms = now_ms + limits_.idle_ms;
-        flush(*c);
-        serve(*c);
+    std::vector<std::pair<Connection*, std::string>> replies;  // of the jobs that ended
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      Job& job = **it;
+      uint64_t done = 0, total = 0;
+      bool finished = false;
+      std::string reply;
+      {
+        MutexLock lock(&job.mutex);
+        done = job.done;
+        total = job.total;
+        finished = job.finished;
+        if (finished) reply = std::move(job.reply);
       }
-      return;
+      Connection* c = job.connection;
+      if (finished) {
+        job.thread.join();
+        if (c != nullptr) replies.emplace_back(c, std::move(reply));
+        it = jobs_.erase(it);
+        continue;
+      }
+      if (c != nullptr && job.progress && now_ms - job.progress_sent_ms >= kJobProgressEveryMs) {
+        job.progress_sent_ms = now_ms;  // also when this beat is skipped: no busy loop
+        if (c->out.empty()) {
+          c->out += EncodeProgress(done, total);
+          flush(*c);
+        }
+      }
+      ++it;
     }
-    if (c != nullptr && job.progress && now_ms - job.progress_sent_ms >= kBackupProgressEveryMs) {
-      job.progress_sent_ms = now_ms;  // also when this beat is skipped: no busy loop
-      if (c->out.empty()) {
-        c->out += EncodeProgress(done, total);
-        flush(*c);
-      }
+    // After the loop: a connection's next request may start another job.
+    for (auto& [c, reply] : replies) {
+      c->waiting = false;
+      c->out += reply;
+      c->deadline_ms = now_ms + limits_.idle_ms;
+      flush(*c);
+      serve(*c);
     }
   };
 
   // Fixed entries of `polled` before the connections: the stop eventfd, the listening socket,
-  // the backup thread's eventfd.
+  // the jobs' eventfd.
   constexpr size_t kFixed = 3;
   while (true) {
     int64_t now_ms = SteadyMs();
@@ -410,12 +430,12 @@ void AdminServer::Run() {
     polled.push_back(pollfd{wake_fd_, POLLIN, 0});
     polled.push_back(
         pollfd{listen_fd_, static_cast<short>(now_ms >= accept_paused_until_ms ? POLLIN : 0), 0});
-    polled.push_back(pollfd{backup_fd_, POLLIN, 0});
+    polled.push_back(pollfd{job_fd_, POLLIN, 0});
     int64_t wait_ms = -1;
     if (now_ms < accept_paused_until_ms) wait_ms = accept_paused_until_ms - now_ms;
-    if (backup_ != nullptr && backup_->connection != nullptr && backup_->progress) {
-      int64_t left_ms =
-          std::max<int64_t>(0, backup_->progress_sent_ms + kBackupProgressEveryMs - now_ms);
+    for (const std::unique_ptr<Job>& job : jobs_) {
+      if (job->connection == nullptr || !job->progress) continue;
+      int64_t left_ms = std::max<int64_t>(0, job->progress_sent_ms + kJobProgressEveryMs - now_ms);
       wait_ms = wait_ms < 0 ? left_ms : std::min(wait_ms, left_ms);
     }
     for (const auto& c : connections) {
@@ -425,10 +445,10 @@ void AdminServer::Run() {
       } else if (!c->closing && !c->eof && !c->waiting) {
         events |= POLLIN;
       }
-      // A connection waiting for its backup with nothing to send is not polled (a peer that hung
-      // up would be reported ready at every turn); a dead peer shows at the next progress line.
+      // A connection waiting for its job with nothing to send is not polled (a peer that hung up
+      // would be reported ready at every turn); a dead peer shows at the next progress line.
       polled.push_back(pollfd{c->waiting && events == 0 ? -1 : c->fd, events, 0});
-      if (c->waiting) continue;  // not idle: its backup runs
+      if (c->waiting) continue;  // not idle: its job runs
       int64_t left_ms = std::max<int64_t>(0, c->deadline_ms - now_ms);
       wait_ms = wait_ms < 0 ? left_ms : std::min(wait_ms, left_ms);
     }
@@ -449,10 +469,10 @@ void AdminServer::Run() {
     if (ready > 0 && (polled[1].revents & POLLIN)) accept_all(SteadyMs());
     if (ready > 0 && (polled[2].revents & POLLIN)) {
       uint64_t count = 0;
-      ssize_t n = ::read(backup_fd_, &count, sizeof(count));  // resets it
+      ssize_t n = ::read(job_fd_, &count, sizeof(count));  // resets it
       (void)n;
     }
-    relay_backup();
+    relay_jobs();
 
     now_ms = SteadyMs();
     for (auto& c : connections) {
@@ -468,7 +488,11 @@ void AdminServer::Run() {
     }
     std::erase_if(connections, [&](const std::unique_ptr<Connection>& c) {
       if (!c->dead) return false;
-      if (backup_ != nullptr && backup_->connection == c.get()) backup_->connection = nullptr;
+      for (const std::unique_ptr<Job>& job : jobs_) {
+        if (job->connection != c.get()) continue;
+        job->connection = nullptr;
+        job->client_gone.store(true);  // a migration stops after its batch; a backup runs on
+      }
       ::close(c->fd);
       return true;
     });

@@ -3,15 +3,18 @@
 //
 // One thread polls the listening socket and every connection, all non-blocking, and runs each
 // request itself (never on the commit path: changes are transactions handed to the committer like
-// any other), except a backup: it lasts as long as its copy, so it runs on a thread of its own
-// while the others are served; its connection gets progress lines (when asked, at least every
-// second) and then its reply. One backup at a time: another request for one meanwhile is
-// answered Busy. Bounded in every way a client controls: connections at once (beyond: accepted,
-// answered Busy, closed), request bytes (beyond: an error, then closed), time (a connection that
-// neither sends a whole request nor reads its reply for `idle_ms` is closed), and replies are
-// written only as fast as the client reads them (no new request is read from a connection
-// before its reply is sent). Peers of another user are refused (SO_PEERCRED), except root. A
-// malformed request gets an error naming the problem; the connection stays usable.
+// any other), except a backup and a migration (Engine::MigrateTable): they last as long as their
+// copy or their table, so each runs on a thread of its own while the others are served; its
+// connection gets progress lines (when asked, at least every second) and then its reply. One
+// backup and one migration at a time: another request for one meanwhile is answered Busy. A
+// migration stops after its batch in progress when the engine closes (OnClose, before the engine
+// does) or when the client that asked for progress is gone; a backup runs on without its client
+// (EngineCore::Close stops it). Bounded in every way a client controls: connections at once
+// (beyond: accepted, answered Busy, closed), request bytes (beyond: an error, then closed), time (a
+// connection that neither sends a whole request nor reads its reply for `idle_ms` is closed), and
+// replies are written only as fast as the client reads them (no new request is read from a
+// connection before its reply is sent). Peers of another user are refused (SO_PEERCRED), except
+// root. A malformed request gets an error naming the problem; the connection stays usable.
 //
 // The socket file is created owner-only (0600); a stale socket at its path is replaced, anything
 // else there refuses the start. Stop() removes it.
@@ -28,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/admin/socket/protocol.h"
 #include "engine/core/engine_service.h"
@@ -54,10 +58,13 @@ class AdminServer : public EngineService {
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
-  // Waits for the request in progress and for a running backup to end (EngineCore::Close stops
-  // the backup first), closes every connection and removes the socket file. Idempotent.
+  // Waits for the request in progress and for a running backup or migration to end
+  // (EngineCore::Close stops the backup first; a migration is told to stop here), closes every
+  // connection and removes the socket file. Idempotent.
   void Stop();
   void OnClose(CloseStep step) override {
+    // While the engine still takes commits: a migration ends after its batch in progress.
+    if (step == CloseStep::kEngineOpen) stop_jobs_.store(true);
     if (step == CloseStep::kEngineClosed) Stop();
   }
 
@@ -65,7 +72,7 @@ class AdminServer : public EngineService {
 
  private:
   struct Connection;
-  struct BackupJob;
+  struct Job;
   AdminServer() = default;
   void Run();
 
@@ -73,9 +80,12 @@ class AdminServer : public EngineService {
   std::string path_;
   ServerLimits limits_;
   int listen_fd_ = -1;
-  int wake_fd_ = -1;    // eventfd: Stop() wakes the thread
-  int backup_fd_ = -1;  // eventfd: the backup thread wakes the server thread when it ended
-  std::unique_ptr<BackupJob> backup_;  // the running backup (server thread; Stop() joins it)
+  int wake_fd_ = -1;  // eventfd: Stop() wakes the thread
+  int job_fd_ = -1;   // eventfd: a job's thread wakes the server thread when the job ended
+  // The backup and the migration running on threads of their own, at most one per op (server
+  // thread; Stop() joins them).
+  std::vector<std::unique_ptr<Job>> jobs_;
+  std::atomic<bool> stop_jobs_{false};  // the engine closes: a migration stops
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;  // the file bound, so that Stop() removes only that one
   std::atomic<bool> stopping_{false};

@@ -83,6 +83,7 @@ Reply Filled(bool flag) {
   reply.more = flag;
   fill.Hex("resume_from", reply.resume_from);
   fill.Fill(reply.backup);
+  fill.Fill(reply.migrate);
   return reply;
 }
 
@@ -122,6 +123,11 @@ TEST(AdminProtocolSchemaTest, EveryReplyFieldOfEveryOpRoundTrips) {
   EXPECT_EQ(decoded.metrics.store.write_stall_seconds_total,
             reply.metrics.store.write_stall_seconds_total);
   EXPECT_NE(decoded.metrics.store.write_stall_seconds_total, 0);
+  ASSERT_OK(Decode(Op::kMigrate, EncodeReply(Op::kMigrate, reply), &decoded));
+  EXPECT_EQ(decoded.migrate.version, reply.migrate.version);
+  EXPECT_EQ(decoded.migrate.batches, reply.migrate.batches);
+  EXPECT_EQ(decoded.migrate.resume_from, reply.migrate.resume_from);
+  EXPECT_TRUE(decoded.migrate.done);
 }
 
 // Every field a request may carry, for every op that takes it.
@@ -144,6 +150,8 @@ TEST(AdminProtocolSchemaTest, EveryRequestFieldOfEveryOpRoundTrips) {
   request.target = "/backups/b\xc3\xa4";
   request.keep = UINT32_MAX;
   request.rate_limit_bytes_per_s = UINT64_MAX;
+  request.batch_rows = kScanLimitMax;
+  request.rows_per_second = UINT64_MAX;
   for (int op = 0; op <= static_cast<int>(kLastOp); ++op) {
     SCOPED_TRACE(OpName(static_cast<Op>(op)));
     request.op = static_cast<Op>(op);
@@ -165,6 +173,16 @@ TEST(AdminProtocolSchemaTest, EveryRequestFieldOfEveryOpRoundTrips) {
   EXPECT_EQ(parsed.key_from, request.key_from);
   EXPECT_EQ(parsed.key_to, request.key_to);
   EXPECT_EQ(parsed.limit, kScanLimitMax);
+  request.op = Op::kMigrate;
+  line = EncodeRequest(request);
+  line.pop_back();
+  ASSERT_OK(ParseRequest(line, &parsed));
+  EXPECT_EQ(parsed.table, request.table);
+  EXPECT_EQ(parsed.key_from, request.key_from);
+  EXPECT_EQ(parsed.batch_rows, kScanLimitMax);
+  EXPECT_EQ(parsed.rows_per_second, UINT64_MAX);
+  EXPECT_TRUE(parsed.dry_run);
+  EXPECT_TRUE(parsed.progress);
 }
 
 // A reply of another version (an engine of another release) is refused naming both versions and

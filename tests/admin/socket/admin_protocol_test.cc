@@ -450,6 +450,95 @@ TEST(AdminProtocolTest, BackupRoundTrips) {
   EXPECT_FALSE(progress);
 }
 
+// A migrate request carries its table, where to start (bytes of any value), batch size, rate,
+// dry run and progress; batch_rows is 1..kScanLimitMax (absent: MigrateOptions' default); a
+// missing table or a field of another op is refused by name. The reply carries the whole
+// MigrateReport, also with an error (the batches committed before it); progress counts rows.
+TEST(AdminProtocolTest, MigrateRoundTrips) {
+  Request request;
+  request.op = Op::kMigrate;
+  request.table = "orders";
+  request.key_from = std::string("k\0\xff", 3);
+  request.batch_rows = kScanLimitMax;
+  request.rows_per_second = UINT64_MAX;
+  request.dry_run = true;
+  request.progress = true;
+  std::string line = EncodeRequest(request);
+  line.pop_back();
+  Request parsed;
+  ASSERT_OK(ParseRequest(line, &parsed));
+  EXPECT_EQ(parsed.op, Op::kMigrate);
+  EXPECT_EQ(parsed.table, "orders");
+  EXPECT_EQ(parsed.key_from, request.key_from);
+  EXPECT_EQ(parsed.batch_rows, kScanLimitMax);
+  EXPECT_EQ(parsed.rows_per_second, UINT64_MAX);
+  EXPECT_TRUE(parsed.dry_run);
+  EXPECT_TRUE(parsed.progress);
+  ASSERT_OK(ParseRequest(R"({"v":2,"op":"migrate","table":"t"})", &parsed));
+  EXPECT_EQ(parsed.batch_rows, MigrateOptions().batch_rows);
+  EXPECT_EQ(parsed.rows_per_second, 0u);
+  EXPECT_TRUE(parsed.key_from.empty());
+  EXPECT_FALSE(parsed.dry_run);
+  EXPECT_FALSE(parsed.progress);
+  ASSERT_OK(ParseRequest(R"({"v":2,"op":"migrate","table":"t","batch_rows":1})", &parsed));
+  EXPECT_EQ(parsed.batch_rows, 1u);
+
+  const std::pair<const char*, const char*> refused[] = {
+      {R"({"v":2,"op":"migrate"})", "op 'migrate' needs field 'table'"},
+      {R"({"v":2,"op":"migrate","table":"t","batch_rows":0})",
+       "field 'batch_rows' of op 'migrate' must be a whole number in [1, 100000], not 0"},
+      {R"({"v":2,"op":"migrate","table":"t","batch_rows":100001})",
+       "field 'batch_rows' of op 'migrate' must be a whole number in [1, 100000], not 100001"},
+      {R"({"v":2,"op":"migrate","table":"t","batch_rows":-1})", "'batch_rows' of op 'migrate'"},
+      {R"({"v":2,"op":"migrate","table":"t","rows_per_second":"fast"})",
+       "'rows_per_second' of op 'migrate' must be a whole number"},
+      {R"({"v":2,"op":"migrate","table":"t","from_hex":"zz"})", "'from_hex' of op 'migrate'"},
+      {R"({"v":2,"op":"migrate","table":7})", "'table' of op 'migrate' must be a string"},
+      {R"({"v":2,"op":"migrate","table":"t","limit":5})", "op 'migrate' takes no field 'limit'"},
+  };
+  for (const auto& [text, problem] : refused) {
+    Status s = ParseRequest(text, &parsed);
+    EXPECT_TRUE(s.IsInvalidArgument()) << text << ": " << s.ToString();
+    EXPECT_NE(s.message().find(problem), std::string::npos) << text << ": " << s.message();
+  }
+
+  Reply reply;
+  reply.migrate.version = UINT32_MAX;
+  reply.migrate.rows = UINT64_MAX;
+  reply.migrate.migrated = UINT64_MAX - 1;
+  reply.migrate.batches = 7;
+  reply.migrate.done = false;
+  reply.migrate.resume_from = std::string("k\n\0", 3);
+  Reply decoded = RoundTrip(Op::kMigrate, reply);
+  EXPECT_EQ(decoded.migrate.version, UINT32_MAX);
+  EXPECT_EQ(decoded.migrate.rows, UINT64_MAX);
+  EXPECT_EQ(decoded.migrate.migrated, UINT64_MAX - 1);
+  EXPECT_EQ(decoded.migrate.batches, 7u);
+  EXPECT_FALSE(decoded.migrate.done);
+  EXPECT_EQ(decoded.migrate.resume_from, reply.migrate.resume_from);
+  // A failure keeps the counts of the batches committed before it.
+  reply.status = Status::NotSupported("table 'orders', key 'k': no migration is registered");
+  decoded = RoundTrip(Op::kMigrate, reply);
+  EXPECT_EQ(decoded.status.code(), Status::Code::kNotSupported);
+  EXPECT_EQ(decoded.status.message(), reply.status.message());
+  EXPECT_EQ(decoded.migrate.batches, 7u);
+  EXPECT_EQ(decoded.migrate.resume_from, reply.migrate.resume_from);
+  reply = Reply();
+  reply.migrate.done = true;
+  decoded = RoundTrip(Op::kMigrate, reply);
+  EXPECT_TRUE(decoded.migrate.done);
+  EXPECT_EQ(decoded.migrate.version, 1u);
+
+  line = EncodeProgress(uint64_t{5} << 32, 0);
+  line.pop_back();
+  bool progress = false;
+  uint64_t done = 0, total = 1;
+  ASSERT_OK(DecodeReply(Op::kMigrate, line, &progress, &done, &total, &reply));
+  EXPECT_TRUE(progress);
+  EXPECT_EQ(done, uint64_t{5} << 32);
+  EXPECT_EQ(total, 0u);
+}
+
 // stat carries the incarnation and the last backup (ok with its fields, or failed with its error
 // of any bytes).
 TEST(AdminProtocolTest, StatCarriesIncarnationAndLastBackup) {

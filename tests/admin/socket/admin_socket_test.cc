@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 
@@ -478,6 +479,10 @@ TEST_F(AdminSocketTest, MalformedRequestsAreRefusedByName) {
        "must be a string of hex digits"},
       {R"({"v":2,"op":"state_scan","table":"t","from_hex":"62","to_hex":"61","limit":1})", "from"},
       {R"({"v":2,"op":"state_get","table":"a\u0000b","key_hex":"6b"})", "NUL"},
+      {R"({"v":2,"op":"migrate"})", "op 'migrate' needs field 'table'"},
+      {R"({"v":2,"op":"migrate","table":"t","batch_rows":0})",
+       "field 'batch_rows' of op 'migrate' must be a whole number in [1, 100000], not 0"},
+      {R"({"v":2,"op":"migrate","table":"a\u0000b"})", "NUL"},
   };
   for (const auto& [request, problem] : cases) {
     ASSERT_TRUE(raw.Send(request + "\n"));
@@ -796,6 +801,192 @@ TEST_F(AdminSocketTest, BackupRunsBesideOtherRequestsOneAtATime) {
   EXPECT_GE(info.size_bytes, 4000u * 1024);
   ASSERT_OK(ListBackups(target, &backups));
   EXPECT_EQ(backups.size(), 1u);
+}
+
+// A state table with `rows` rows written at version 1 ("r00" = "v1-0", ...), then declared at
+// version 2 with a migration that prefixes "v2:" (and refuses the row `refused`, when given).
+void TableAtVersion1(Engine& engine, const std::string& table, int rows,
+                     const std::string& refused = "") {
+  Txn txn = engine.Begin();
+  for (int i = 0; i < rows; ++i) {
+    char key[8];
+    std::snprintf(key, sizeof(key), "r%02d", i);
+    ASSERT_OK(txn.Put(table, key, "v1-" + std::to_string(i)));
+  }
+  ASSERT_OK(txn.Commit());
+  ASSERT_OK(engine.DeclareTable(table, 2));
+  ASSERT_OK(engine.RegisterMigration(table, 1, [refused](std::string_view row) {
+    if (!refused.empty() && row == refused) throw std::runtime_error("row " + refused + " is bad");
+    return "v2:" + std::string(row);
+  }));
+}
+
+// MigrateTable through the socket runs in the engine, with the migrations its process
+// registered: a dry run counts and changes nothing, a run migrates every row in batches, a second
+// run finds nothing older; a refused row fails with the engine's NotSupported and the counts of
+// the batches committed before it; bad input is refused as the engine refuses it.
+TEST_F(AdminSocketTest, MigrateRunsInTheEngineWithItsMigrations) {
+  Open();
+  TableAtVersion1(*engine_, "rows", 10);
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+
+  MigrateOptions options;
+  options.batch_rows = 3;
+  options.dry_run = true;
+  MigrateReport report;
+  for (int run = 0; run < 2; ++run) {  // the dry run changed nothing: the same counts again
+    ASSERT_OK(client->MigrateTable("rows", options, &report));
+    EXPECT_EQ(report.version, 2u);
+    EXPECT_EQ(report.rows, 10u);
+    EXPECT_EQ(report.migrated, 10u);
+    EXPECT_EQ(report.batches, 4u);
+    EXPECT_TRUE(report.done);
+  }
+  options.dry_run = false;
+  ASSERT_OK(client->MigrateTable("rows", options, &report));
+  EXPECT_EQ(report.rows, 10u);
+  EXPECT_EQ(report.migrated, 10u);
+  EXPECT_EQ(report.batches, 4u);
+  EXPECT_TRUE(report.done);
+  EXPECT_TRUE(report.resume_from.empty());
+  std::string value;
+  ASSERT_OK(engine_->Get("rows", "r07", &value));
+  EXPECT_EQ(value, "v2:v1-7");
+  ASSERT_OK(client->MigrateTable("rows", options, &report));
+  EXPECT_EQ(report.rows, 10u);
+  EXPECT_EQ(report.migrated, 0u);  // written back: nothing older is left
+  // From a key on (from_hex), as the engine's options say.
+  options.from = "r05";
+  ASSERT_OK(client->MigrateTable("rows", options, &report));
+  EXPECT_EQ(report.rows, 5u);
+  options.from.clear();
+  // A table at version 1: nothing to visit.
+  ASSERT_OK(client->MigrateTable("plain", options, &report));
+  EXPECT_EQ(report.version, 1u);
+  EXPECT_EQ(report.rows, 0u);
+  EXPECT_TRUE(report.done);
+
+  // A refused row: the batches before it are committed, and counted in the reply.
+  TableAtVersion1(*engine_, "strict", 6, "v1-4");
+  options.batch_rows = 2;
+  Status s = client->MigrateTable("strict", options, &report);
+  EXPECT_EQ(s.code(), Status::Code::kNotSupported) << s.ToString();
+  EXPECT_CONTAINS(s.message(), "table 'strict', key 'r04'");
+  EXPECT_CONTAINS(s.message(), "row v1-4 is bad");
+  EXPECT_EQ(report.rows, 4u);
+  EXPECT_EQ(report.migrated, 4u);
+  EXPECT_EQ(report.batches, 2u);
+  EXPECT_FALSE(report.done);
+  MigrateReport local;
+  Status local_error = engine_->MigrateTable("strict", options, &local);
+  EXPECT_EQ(local_error.message(), s.message());
+  EXPECT_EQ(local.migrated, 0u);  // the first two batches were committed by the remote run
+
+  // Bad input: as the engine refuses it (the table name before anything is sent).
+  options.batch_rows = 0;
+  s = client->MigrateTable("rows", options, &report);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_CONTAINS(s.message(), "batch_rows");
+  options.batch_rows = kScanLimitMax + 1;
+  s = client->MigrateTable("rows", options, &report);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_CONTAINS(s.message(), "batch_rows");
+  options.batch_rows = 3;
+  for (const std::string& table : {std::string(), std::string("a\0b", 3), std::string("bad\xff")}) {
+    s = client->MigrateTable(table, options, &report);
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_TRUE(engine_->MigrateTable(table, options, nullptr).IsInvalidArgument());
+  }
+}
+
+// A migration runs on a thread of its own, like a backup: a slow one (rate-bound) tells its client
+// the rows visited at least every second, the socket serves other requests meanwhile and refuses
+// a second migration with Busy; a client whose progress callback says stop ends it after the batch
+// in progress (a later run goes on); closing the engine stops a running one at once, not after
+// its rate bound's wait.
+TEST_F(AdminSocketTest, MigrateRunsBesideOtherRequestsOneAtATime) {
+  Open();
+  TableAtVersion1(*engine_, "rows", 40);
+  MigrateOptions slow;
+  slow.batch_rows = 4;
+  slow.rows_per_second = 8;  // a batch every half second: 5 s for the table
+  std::atomic<uint64_t> told_rows{0};
+  std::atomic<bool> ended{false};
+  MigrateReport stopped;
+  Status first;
+  std::thread runner([&] {
+    std::unique_ptr<AdminClient> client;
+    AdminClientOptions client_options;
+    client_options.timeout_ms = 3000;  // below the migration's length: progress keeps it waiting
+    first = AdminClient::Connect(dir_.db(), client_options, &client);
+    if (!first.ok()) return;
+    MigrateOptions options = slow;
+    options.progress = [&](const MigrateReport& so_far) {
+      EXPECT_GT(so_far.rows, told_rows.load());  // told when the count grew
+      told_rows.store(so_far.rows);
+      return so_far.rows < 8;
+    };
+    first = client->MigrateTable("rows", options, &stopped);
+    ended.store(true);
+  });
+  while (told_rows.load() == 0 && !ended.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::unique_ptr<AdminClient> client;
+  ASSERT_OK(AdminClient::Connect(dir_.db(), &client));
+  if (!ended.load()) {
+    StatSnapshot stat;
+    EXPECT_OK(client->ReadStat(&stat));  // served while the migration runs
+    Status busy = client->MigrateTable("rows", MigrateOptions(), nullptr);
+    EXPECT_TRUE(busy.IsBusy()) << busy.ToString();
+    EXPECT_CONTAINS(busy.message(), "a migration is already running");
+  }
+  runner.join();
+  ASSERT_OK(first);
+  EXPECT_FALSE(stopped.done);
+  EXPECT_GE(stopped.rows, 8u);
+  EXPECT_LT(stopped.rows, 40u);
+  EXPECT_TRUE(stopped.resume_from.empty());  // options.from: the run started at the first key
+
+  // The engine ends the stopped migration after its batch; then a run goes on to the end.
+  MigrateReport report;
+  Status s;
+  for (int i = 0; i < 500; ++i) {
+    s = client->MigrateTable("rows", MigrateOptions(), &report);
+    if (!s.IsBusy()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_OK(s);
+  EXPECT_TRUE(report.done);
+  EXPECT_EQ(report.rows, 40u);
+  EXPECT_GE(report.migrated, 1u);
+  EXPECT_LE(report.migrated, 40u - 8u);
+
+  // Closing the engine stops a running migration at once, even in its rate bound's wait.
+  TableAtVersion1(*engine_, "more", 40);
+  std::atomic<bool> started{false};
+  std::thread closing_runner([&] {
+    std::unique_ptr<AdminClient> other;
+    first = AdminClient::Connect(dir_.db(), &other);
+    if (!first.ok()) return;
+    MigrateOptions options;
+    options.batch_rows = 20;
+    options.rows_per_second = 1;  // 20 s per batch
+    options.progress = [&](const MigrateReport&) {
+      started.store(true);
+      return true;
+    };
+    first = other->MigrateTable("more", options, &report);
+  });
+  while (!started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto close_started = std::chrono::steady_clock::now();
+  ASSERT_OK(engine_->Close());
+  EXPECT_LT(std::chrono::steady_clock::now() - close_started, std::chrono::seconds(10));
+  engine_.reset();
+  closing_runner.join();
+  // The reply (stopped before the end), or the connection closed with the engine.
+  EXPECT_TRUE((first.ok() && !report.done) || first.IsIOError()) << first.ToString();
 }
 
 // Another user cannot connect (mode 0600); with the mode opened up, the engine still refuses the
