@@ -148,6 +148,21 @@ inline constexpr uint64_t kStateScanLimitDefault = 100;
 int StateGet(const Context& context, const StateArgs& args);
 int StateScan(const Context& context, const StateArgs& args);
 
+// `wharf migrate` (tools/cli/migrate_command.cc): Engine::MigrateTable, run by the engine of the
+// process that holds the database (its admin socket: the application, whose engine has the
+// migrations registered), or in one opened here when nobody holds it (no migrations: only a
+// table with nothing older than its declared version succeeds; else exit 1 with a hint).
+struct MigrateArgs {
+  std::string table;
+  bool dry_run = false;
+  uint64_t batch_rows = MigrateOptions().batch_rows;  // 1..kScanLimitMax
+  uint64_t rows_per_second = 0;                       // 0: no bound
+};
+// Exit 1 when the migration fails (a row a migration refuses, a missing step: the batches before
+// it stay committed), 2 when the database cannot be opened or reached, 3 when its engine runs
+// another migration, does not answer, or stopped this one before the end (closing).
+int Migrate(const Context& context, const MigrateArgs& args);
+
 // `wharf backup | backups | restore | verify` (tools/cli/backup_commands.cc, wharf/backup.h).
 struct BackupArgs {
   std::string to;  // the backup directory

@@ -380,6 +380,37 @@ int Run(int argc, char** argv) {
       "--hex --from RESUME_FROM. An unknown table has no rows (exit 0).");
   state_scan->callback(needs_db([&] { return StateScan(context, state_args); }));
 
+  // migrate
+  MigrateArgs migrate_args;
+  auto* migrate = app.add_subcommand(
+      "migrate", "Migrate the rows of a state table still at an older version to its declared one");
+  migrate->add_option("--table", migrate_args.table, "State table")->required();
+  migrate->add_flag("--dry-run", migrate_args.dry_run,
+                    "Count the rows that would be migrated (and find the first one a migration "
+                    "refuses or misses) and change nothing");
+  migrate
+      ->add_option("--batch-rows", migrate_args.batch_rows,
+                   "Rows per transaction, 1..100000 (default 256)")
+      ->type_name("N")
+      ->check(kNumber);
+  migrate
+      ->add_option("--rows-per-second", migrate_args.rows_per_second,
+                   "Migrate at most this many rows per second (default: no bound)")
+      ->type_name("R")
+      ->check(kNumber);
+  migrate->footer(
+      "Online, in batches of --batch-rows rows, each one transaction: commits go on meanwhile, a\n"
+      "batch commits whole or not at all, and a second run finishes what one left (the rows\n"
+      "already migrated are only read). Migrations are the application's code\n"
+      "(Engine::RegisterMigration), never stored in the database: run this while the application\n"
+      "that registers them holds the database, and its engine migrates (admin socket; progress on\n"
+      "a terminal). Without one, this command opens the database itself, with no migration: a\n"
+      "table with no row at an older version succeeds, any other fails (exit 1) naming the first\n"
+      "row and the step it needs. Prints \"table T: N rows visited, M migrated to version V in B\n"
+      "batches\"; --json: table, dry_run, version, rows, migrated, batches, done, "
+      "resume_from_hex.");
+  migrate->callback(needs_db([&] { return Migrate(context, migrate_args); }));
+
   // metrics
   auto* metrics = app.add_subcommand(
       "metrics", "The running engine's metrics as Prometheus text (--json: the whole snapshot)");

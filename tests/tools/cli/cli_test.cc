@@ -20,6 +20,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "engine/commit/txn_rep.h"
@@ -1822,6 +1823,158 @@ TEST_F(CliTest, StateGetAndScan) {
   TempDir other;
   Result r = Run({"state", "scan", "orders", "--db", other.path() + "/missing"});
   EXPECT_EQ(r.code, 2) << r.err;
+}
+
+// `wharf migrate` while the test holds the database (its engine, with the migration registered,
+// runs it over the admin socket): a dry run counts and changes nothing, a run migrates every row
+// in batches, a second run finds nothing older; --json has the report's fields; a table at
+// version 1 has nothing to migrate; a row the migration refuses fails naming it (exit 1); bad
+// arguments are refused before anything runs.
+TEST_F(CliTest, MigrateThroughTheApplicationsEngine) {
+  {
+    Txn txn = engine_->Begin();
+    for (int i = 0; i < 10; ++i) ASSERT_OK(txn.Put("orders", "o-" + std::to_string(i), "v1"));
+    ASSERT_OK(txn.Put("strict", "s-1", "v1"));
+    ASSERT_OK(txn.Put("strict", "s-2", "refused"));
+    ASSERT_OK(txn.Commit());
+  }
+  for (const char* table : {"orders", "strict"}) {
+    ASSERT_OK(engine_->DeclareTable(table, 2));
+    ASSERT_OK(engine_->RegisterMigration(table, 1, [](std::string_view row) {
+      if (row == "refused") throw std::runtime_error("this row cannot be lifted");
+      return "v2:" + std::string(row);
+    }));
+  }
+
+  Result r = RunDb({"migrate", "--table", "orders", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "table 'orders': 10 rows visited, 10 would be migrated to version 2 in 1 batches; dry "
+            "run: nothing was changed\n");
+  EXPECT_EQ(r.err, "");
+  r = RunDb({"migrate", "--table", "orders", "--dry-run", "--batch-rows", "3", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue report = ParseJson(r.out);
+  EXPECT_EQ(report["table"].text, "orders");
+  EXPECT_TRUE(report["dry_run"].b());
+  EXPECT_EQ(report["version"].u(), 2u);
+  EXPECT_EQ(report["rows"].u(), 10u);
+  EXPECT_EQ(report["migrated"].u(), 10u);  // the dry run before changed nothing
+  EXPECT_EQ(report["batches"].u(), 4u);
+  EXPECT_TRUE(report["done"].b());
+  EXPECT_EQ(report["resume_from_hex"].text, "");
+
+  r = RunDb({"migrate", "--table", "orders", "--batch-rows", "4", "--rows-per-second", "1000000"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "table 'orders': 10 rows visited, 10 migrated to version 2 in 3 batches\n");
+  std::string value;
+  ASSERT_OK(engine_->Get("orders", "o-3", &value));
+  EXPECT_EQ(value, "v2:v1");
+  MigrateReport local;
+  MigrateOptions dry;
+  dry.dry_run = true;
+  ASSERT_OK(engine_->MigrateTable("orders", dry, &local));
+  EXPECT_EQ(local.migrated, 0u);  // written back at version 2
+  r = RunDb({"migrate", "--table", "orders", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  report = ParseJson(r.out);
+  EXPECT_FALSE(report["dry_run"].b());
+  EXPECT_EQ(report["rows"].u(), 10u);
+  EXPECT_EQ(report["migrated"].u(), 0u);
+
+  r = RunDb({"migrate", "--table", "plain"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "table 'plain' is at version 1 (never declared above it): nothing to migrate\n");
+
+  // The holder's migration refuses a row: named, with what was committed before it; no hint (the
+  // application's migrations ran).
+  r = RunDb({"migrate", "--table", "strict", "--batch-rows", "1"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_CONTAINS(r.err, "wharf: migration of table 'strict' failed: not supported: ");
+  EXPECT_CONTAINS(r.err, "key 's-2'");
+  EXPECT_CONTAINS(r.err, "this row cannot be lifted");
+  EXPECT_CONTAINS(r.err, "before it: 1 rows visited, 1 migrated to version 2 in 1 batches");
+  EXPECT_EQ(r.err.find("migrations are the application's code"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  const std::pair<std::vector<std::string>, std::string> bad[] = {
+      {{"migrate", "--table", "orders", "--batch-rows", "0"},
+       "--batch-rows 0 is out of range: 1..100000"},
+      {{"migrate", "--table", "orders", "--batch-rows", "100001"}, "--batch-rows 100001"},
+      {{"migrate", "--table", "orders", "--rows-per-second", "-1"}, "is not a whole number"},
+      {{"migrate"}, "--table is required"},
+      {{"migrate", "--table", "bad\xff"}, "table name"},
+  };
+  for (const auto& [args, problem] : bad) {
+    r = RunDb(args);
+    EXPECT_EQ(r.code, 1) << args.back() << ": " << r.err;
+    EXPECT_CONTAINS(r.err, problem);
+  }
+}
+
+// `wharf migrate` when nobody holds the database: the CLI's own engine has no migration, so a
+// table with rows at an older version cannot be migrated here (exit 1, the first row named, and a
+// hint to run it while the application holds the database), in a dry run too; a table with
+// nothing older, or at version 1, succeeds. Nothing was changed by the refused runs.
+TEST_F(CliTest, MigrateWithoutTheApplicationNeedsItsMigrations) {
+  {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Put("orders", "o-1", "v1"));
+    ASSERT_OK(txn.Put("orders", "o-2", "v1"));
+    ASSERT_OK(txn.Commit());
+  }
+  ASSERT_OK(engine_->DeclareTable("orders", 2));
+  ASSERT_OK(engine_->DeclareTable("fresh", 3));
+  {
+    Txn txn = engine_->Begin();  // written at the declared version: nothing older
+    ASSERT_OK(txn.Put("fresh", "f-1", "v3"));
+    ASSERT_OK(txn.Put("fresh", "f-2", "v3"));
+    ASSERT_OK(txn.Commit());
+  }
+  CloseEngine();
+
+  const std::string hint =
+      "; migrations are the application's code: run `wharf migrate` while the application that "
+      "registers them (Engine::RegisterMigration) holds the database";
+  for (const bool dry_run : {false, true}) {
+    std::vector<std::string> args = {"migrate", "--table", "orders"};
+    if (dry_run) args.push_back("--dry-run");
+    Result r = RunDb(args);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_CONTAINS(r.err, "wharf: migration of table 'orders' failed: not supported: ");
+    EXPECT_CONTAINS(r.err, "key 'o-1'");
+    EXPECT_CONTAINS(r.err, "from version 1 to 2");
+    EXPECT_CONTAINS(r.err, "no migration is registered");
+    EXPECT_CONTAINS(r.err, hint);
+  }
+  Result r = RunDb({"migrate", "--table", "fresh"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "table 'fresh': 2 rows visited, 0 migrated to version 3 in 1 batches\n");
+  r = RunDb({"migrate", "--table", "fresh", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue report = ParseJson(r.out);
+  EXPECT_EQ(report["version"].u(), 3u);
+  EXPECT_EQ(report["rows"].u(), 2u);
+  EXPECT_EQ(report["migrated"].u(), 0u);
+  EXPECT_TRUE(report["done"].b());
+  r = RunDb({"migrate", "--table", "plain"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "is at version 1");
+
+  // The refused runs changed nothing: the application, with its migration, finds both rows old.
+  OpenEngine();
+  ASSERT_OK(engine_->RegisterMigration(
+      "orders", 1, [](std::string_view row) { return "v2:" + std::string(row); }));
+  MigrateReport local;
+  MigrateOptions dry;
+  dry.dry_run = true;
+  ASSERT_OK(engine_->MigrateTable("orders", dry, &local));
+  EXPECT_EQ(local.migrated, 2u);
+  r = RunDb({"migrate", "--table", "orders"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "table 'orders': 2 rows visited, 2 migrated to version 2 in 1 batches\n");
 }
 
 // A holder that serves no admin socket, or serves it elsewhere: the CLI says so and changes
