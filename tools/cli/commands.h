@@ -98,6 +98,10 @@ struct TailOptions {
   std::optional<uint64_t> from_id;    // empty: the last `limit` facts
   std::optional<uint64_t> limit;      // facts printed at most (default 10 without --from)
   bool follow = false;
+  // Facts are always printed as stored (the stored payload, `v` its stored version): upcasters are
+  // the application's code, which this process does not have. Without as_stored, a fact stored
+  // below its type's declared version gets a note on stderr saying so (once); with it, none.
+  bool as_stored = false;
 };
 int Tail(const Context& context, const TailOptions& options);
 

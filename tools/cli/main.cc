@@ -281,6 +281,17 @@ int Run(int argc, char** argv) {
       ->check(kNumber);
   tail->add_flag("-f,--follow", tail_options.follow,
                  "Keep printing new facts (every 100 ms) until interrupted");
+  tail->add_flag("--as-stored", tail_options.as_stored,
+                 "Facts as stored: the payload as emitted and v= its version (what tail prints in "
+                 "any case), without the note on stderr about facts stored below their type's "
+                 "declared version");
+  tail->footer(
+      "Facts are shown as stored: the payload as emitted and v= its stored version. Consumers\n"
+      "get a fact stored below its type's declared version upcast to it by the application's\n"
+      "upcasters (Engine::RegisterUpcaster), which this command, reading the store from outside\n"
+      "the application, does not have: such a fact's line says \"v=1 (stored; declared 2)\",\n"
+      "and a note on stderr says so once, unless --as-stored. --json: one object per fact, its v\n"
+      "the stored version.");
   tail->callback(needs_db([&] { return Tail(context, tail_options); }));
 
   // dead

@@ -480,7 +480,45 @@ bool Matches(const TailOptions& options, const Fact& fact) {
          std::find(options.types.begin(), options.types.end(), fact.type) != options.types.end();
 }
 
-void PrintFact(const Context& context, const Fact& fact) {
+// Prints facts as tail shows them: as stored. The inspector reads the store, and upcasters are the
+// application's code (Engine::RegisterUpcaster), so the payload is the stored one and `v` its
+// stored version, never the declared version consumers get. A fact stored below its type's
+// declared version says so on its line ("v=1 (stored; declared 2)"); unless --as-stored asked
+// for exactly this, a note on stderr says once what consumers get instead.
+class FactPrinter {
+ public:
+  FactPrinter(const Context& context, bool as_stored, const std::vector<DeclaredType>& types)
+      : context_(context), as_stored_(as_stored) {
+    for (const DeclaredType& type : types) declared_[type.name] = type.version;
+  }
+
+  void Print(const Fact& fact) {
+    auto it = declared_.find(fact.type);
+    const uint32_t declared = it == declared_.end() ? fact.v : it->second;
+    if (fact.v < declared && !as_stored_ && !noted_) {
+      noted_ = true;
+      std::fprintf(stderr,
+                   "wharf: note: fact %llu (%s) is shown as stored, at version %u; its type is "
+                   "declared at version %u, and consumers get it upcast by the application's "
+                   "upcasters, which this command does not have (--as-stored: the stored payload "
+                   "and version, without this note)\n",
+                   static_cast<unsigned long long>(fact.id), Display(fact.type, 80).c_str(), fact.v,
+                   declared);
+    }
+    PrintFact(fact, declared);
+  }
+
+ private:
+  void PrintFact(const Fact& fact, uint32_t declared);
+
+  const Context& context_;
+  const bool as_stored_;
+  std::map<std::string, uint32_t, std::less<>> declared_;  // type -> declared version
+  bool noted_ = false;
+};
+
+void FactPrinter::PrintFact(const Fact& fact, uint32_t declared) {
+  const Context& context = context_;
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key("id").Uint(fact.id).Key("type").String(fact.type);
@@ -496,9 +534,12 @@ void PrintFact(const Context& context, const Fact& fact) {
     PrintJson(json.EndObject());
     return;
   }
-  Print(fmt::format("{}  {}  {}  key={}  partition={}  {}\n", fact.id, FormatTimeMs(fact.commit_ms),
-                    fact.type, fact.key.empty() ? "-" : Display(fact.key), fact.partition,
-                    Display(fact.payload)));
+  const std::string older =
+      fact.v < declared ? fmt::format(" (stored; declared {})", declared) : std::string();
+  cli::Print(fmt::format("{}  {}  {}  v={}{}  key={}  partition={}  {}\n", fact.id,
+                         FormatTimeMs(fact.commit_ms), fact.type, fact.v, older,
+                         fact.key.empty() ? "-" : Display(fact.key), fact.partition,
+                         Display(fact.payload)));
 }
 
 // A --type no fact can have matches nothing: a warning names it with the types that are known
@@ -523,7 +564,7 @@ Status WarnOfUnknownTypes(Inspector& inspector, const std::vector<std::string>& 
 }
 
 // Prints the last `limit` matching facts, in id order, and returns the highest id looked at.
-Status PrintLastFacts(const Context& context, Inspector& inspector,
+Status PrintLastFacts(FactPrinter& printer, Inspector& inspector,
                       const std::vector<uint32_t>& partitions, const TailOptions& options,
                       uint64_t limit, uint64_t* printed) {
   // The last `limit` matching facts of each partition hold the last `limit` overall. Without a
@@ -546,7 +587,7 @@ Status PrintLastFacts(const Context& context, Inspector& inspector,
   }
   std::sort(facts.begin(), facts.end(), [](const Fact& a, const Fact& b) { return a.id < b.id; });
   size_t first = facts.size() > limit ? facts.size() - static_cast<size_t>(limit) : 0;
-  for (size_t i = first; i < facts.size(); ++i) PrintFact(context, facts[i]);
+  for (size_t i = first; i < facts.size(); ++i) printer.Print(facts[i]);
   *printed = facts.size() - first;
   return Status::OK();
 }
@@ -569,6 +610,9 @@ int Tail(const Context& context, const TailOptions& options) {
     for (uint32_t p = 0; p < inspector->partitions(); ++p) partitions.push_back(p);
   }
   if (Status s = WarnOfUnknownTypes(*inspector, options.types); !s.ok()) return DataError(s);
+  std::vector<DeclaredType> types;
+  if (Status s = inspector->DeclaredTypeVersions(&types); !s.ok()) return DataError(s);
+  FactPrinter printer(context, options.as_stored, types);
   if (options.follow) {
     // SIGINT or SIGTERM ends `tail -f`: it exits 128 + the signal's number, as a shell reports a
     // command a signal killed, after the facts printed so far (each a whole line, flushed).
@@ -582,7 +626,7 @@ int Tail(const Context& context, const TailOptions& options) {
     // Facts written after this read are the ones to follow: remember where the view ends.
     uint64_t last_lsn = 0;
     Status s = inspector->LastLsn(&last_lsn);
-    if (s.ok()) s = PrintLastFacts(context, *inspector, partitions, options, limit, &printed);
+    if (s.ok()) s = PrintLastFacts(printer, *inspector, partitions, options, limit, &printed);
     if (!s.ok()) return DataError(s);
     if (!options.follow) return kExitOk;
     merger.ContinueAfter(last_lsn);
@@ -596,7 +640,7 @@ int Tail(const Context& context, const TailOptions& options) {
       if (!s.ok()) return DataError(s);
       if (!found) break;
       if (!Matches(options, fact)) continue;
-      PrintFact(context, fact);
+      printer.Print(fact);
       ++printed;
     }
     if (CaughtStopSignal() != 0) return 128 + CaughtStopSignal();

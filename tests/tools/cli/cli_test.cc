@@ -1086,6 +1086,51 @@ TEST_F(CliTest, TailWarnsOfUnknownTypes) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 5);
 }
 
+// tail shows facts as stored: the stored payload and `v=` its stored version. A fact stored below
+// its type's declared version says so on its line, and a note on stderr says once that consumers
+// get it upcast by the application's upcasters (which the CLI does not have); --as-stored asks
+// for exactly this and has no note. --json's v is the stored version.
+TEST_F(CliTest, TailShowsFactsAsStored) {
+  ASSERT_OK(engine_->DeclareType("Evolving", 1));
+  const uint64_t old_id = Emit("Evolving", "k", "old shape");
+  ASSERT_OK(engine_->DeclareType("Evolving", 2));
+  const uint64_t new_id = Emit("Evolving", "k", "new shape");
+
+  Result r = RunDb({"tail"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, std::to_string(old_id) + "  ");
+  EXPECT_CONTAINS(r.out, "Evolving  v=1 (stored; declared 2)  key=k  partition=");
+  EXPECT_CONTAINS(r.out, "old shape");
+  EXPECT_CONTAINS(r.out, "Evolving  v=2  key=k  partition=");
+  EXPECT_EQ(r.err, "wharf: note: fact " + std::to_string(old_id) +
+                       " (Evolving) is shown as stored, at version 1; its type is declared at "
+                       "version 2, and consumers get it upcast by the application's upcasters, "
+                       "which this command does not have (--as-stored: the stored payload and "
+                       "version, without this note)\n");
+  const std::string as_shown = r.out;
+
+  r = RunDb({"tail", "--as-stored"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, as_shown);
+  EXPECT_EQ(r.err, "");
+
+  r = RunDb({"tail", "--as-stored", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<JsonValue> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(ParseJson(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["id"].u(), old_id);
+  EXPECT_EQ(lines[0]["v"].u(), 1u);
+  EXPECT_EQ(lines[0]["payload"].text, "old shape");
+  EXPECT_EQ(lines[1]["id"].u(), new_id);
+  EXPECT_EQ(lines[1]["v"].u(), 2u);
+  // Only facts stored below the declared version get the note.
+  r = RunDb({"tail", "--from", std::to_string(new_id)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 // Keys and header values are bytes (NUL, terminal escapes, a big-endian integer): tail prints
 // them as hex, never raw, and --json stays valid JSON with `*_encoding: hex`; dead list --json
 // has them as the admin socket does, in *_hex fields.
