@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -26,6 +27,8 @@
 #include "bench/w1_shape.h"
 #include "bench/w2_shape.h"
 #include "engine/core/engine_core.h"
+#include "engine/store/store.h"
+#include "rocksdb/db.h"
 #include "wharf/engine.h"
 
 namespace wharf::bench {
@@ -120,6 +123,28 @@ double ThreadCpuSeconds() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
 }
 
+// RocksDB's flushes and compactions so far, summed over the column families: how many, and the
+// bytes they wrote (its per-family compaction statistics, where flushes count as jobs too).
+struct BackgroundWrites {
+  double jobs = 0;
+  double bytes = 0;
+};
+
+BackgroundWrites BackgroundWritesOf(Engine& engine) {
+  const internal::Store* store = internal::EngineInternal::Core(engine)->store();
+  BackgroundWrites total;
+  for (int cf = 0; cf < internal::kCfCount; ++cf) {
+    std::map<std::string, std::string> stats;
+    if (!store->db()->GetMapProperty(store->cf(static_cast<internal::Cf>(cf)),
+                                     rocksdb::DB::Properties::kCFStats, &stats)) {
+      continue;
+    }
+    total.jobs += std::strtod(stats["compaction.Sum.CompCount"].c_str(), nullptr);
+    total.bytes += std::strtod(stats["compaction.Sum.WriteGB"].c_str(), nullptr) * (1ull << 30);
+  }
+  return total;
+}
+
 // W1 at half rate on `w1` while `work` runs on a thread of its own.
 std::string MeasurePhase(Engine& engine, HalfRateW1& w1, const std::function<void()>& work,
                          W12Phase* phase) {
@@ -127,6 +152,7 @@ std::string MeasurePhase(Engine& engine, HalfRateW1& w1, const std::function<voi
   const internal::CommitterStats before = committer->stats();
   const std::map<std::string, double> threads_before = ThreadCpuSecondsByName();
   const double process_before = ProcessCpuSeconds();
+  const BackgroundWrites writes_before = BackgroundWritesOf(engine);
   const uint64_t start = NowNs();
   double migration_cpu_s = 0;
   const std::string error = w1.MeasureDuring(
@@ -140,6 +166,9 @@ std::string MeasurePhase(Engine& engine, HalfRateW1& w1, const std::function<voi
       },
       &phase->latency, &phase->commits_per_s);
   phase->seconds = Seconds(start);
+  const BackgroundWrites writes_after = BackgroundWritesOf(engine);
+  phase->rocksdb_jobs = writes_after.jobs - writes_before.jobs;
+  phase->rocksdb_write_mb_per_s = (writes_after.bytes - writes_before.bytes) / 1e6 / phase->seconds;
   const internal::CommitterStats after = committer->stats();
   // The engine's and RocksDB's threads live on; the producers' and the migration's are gone.
   W12Cpu& cpu = phase->cpu;
@@ -236,8 +265,9 @@ W12Phase MedianPhase(const SucceededRuns<W12Measurement>& ok, W12Setting W12Meas
                      W12Phase W12Setting::*phase) {
   auto of = [&](const W12Measurement& m) -> const W12Phase& { return (m.*setting).*phase; };
   W12Phase result;
-  for (double W12Phase::*field : {&W12Phase::seconds, &W12Phase::commits_per_s,
-                                  &W12Phase::commits_per_sync, &W12Phase::sync_us}) {
+  for (double W12Phase::*field :
+       {&W12Phase::seconds, &W12Phase::commits_per_s, &W12Phase::commits_per_sync,
+        &W12Phase::sync_us, &W12Phase::rocksdb_jobs, &W12Phase::rocksdb_write_mb_per_s}) {
     result.*field = ok.MedianBy([&](const W12Measurement& m) { return of(m).*field; });
   }
   for (double W12Cpu::*field :

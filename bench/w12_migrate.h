@@ -48,6 +48,10 @@ struct W12Phase {
   double commits_per_sync = 0;
   double sync_us = 0;
   W12Cpu cpu;
+  // RocksDB's flushes and compactions (every column family) that ended in the phase: how many,
+  // and the megabytes per second they wrote.
+  double rocksdb_jobs = 0;
+  double rocksdb_write_mb_per_s = 0;
 };
 
 // One migration beside W1 at half its rate.

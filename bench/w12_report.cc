@@ -33,6 +33,10 @@ void PrintPhases(const W12Setting& s, std::FILE* out) {
                Change("%.1f", s.without.commits_per_sync, s.during.commits_per_sync).c_str(),
                Change("%.0f", s.without.sync_us, s.during.sync_us).c_str(), s.batch.p50_us,
                s.batch.p99_us);
+  std::fprintf(
+      out, "    RocksDB flushes and compactions %s ended, writing %s MB/s\n",
+      Change("%.0f", s.without.rocksdb_jobs, s.during.rocksdb_jobs).c_str(),
+      Change("%.1f", s.without.rocksdb_write_mb_per_s, s.during.rocksdb_write_mb_per_s).c_str());
   std::fprintf(out,
                "    CPU cores: migration %s, committer %s, sync %s, rocksdb %s, producers and "
                "rest %s\n",
@@ -56,7 +60,10 @@ std::string PhaseJson(const W12Phase& p, bool known) {
          ", \"latency_us\": " + LatencyJson(p.latency, known) +
          ", \"commits_per_sync\": " + JsonNumberOrNull(p.commits_per_sync, known, "%.2f") +
          ", \"sync_us\": " + JsonNumberOrNull(p.sync_us, known, "%.0f") +
-         ", \"cpu_cores\": " + CpuJson(p.cpu, known) + "}";
+         ", \"cpu_cores\": " + CpuJson(p.cpu, known) +
+         ", \"rocksdb_jobs\": " + JsonNumberOrNull(p.rocksdb_jobs, known, "%.0f") +
+         ", \"rocksdb_write_mb_per_s\": " +
+         JsonNumberOrNull(p.rocksdb_write_mb_per_s, known, "%.1f") + "}";
 }
 
 std::string SettingJson(const W12Setting& s, bool known) {
