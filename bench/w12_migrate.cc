@@ -215,12 +215,8 @@ std::string RunSetting(const std::string& dir, uint64_t rows, double seconds, W1
   auto w1 = std::make_unique<HalfRateW1>(engine.get(), kW12Producers, kW12Batch);
   error = w1->error();
   m->producer_commits_per_s = w1->unpaced_commits_per_s();
-  if (error.empty()) {
-    error = MeasurePhase(
-        *engine, *w1,
-        [seconds] { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
-        &m->without);
-  }
+  auto sleep = [seconds] { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); };
+  if (error.empty()) error = MeasurePhase(*engine, *w1, sleep, &m->without);
   MigrateOptions options;
   options.batch_rows = kW12BatchRows;
   options.rows_per_second = static_cast<uint64_t>(m->rows_per_second);
@@ -244,6 +240,7 @@ std::string RunSetting(const std::string& dir, uint64_t rows, double seconds, W1
         &m->during);
     if (!s.ok()) error = "migrate: " + s.ToString();
   }
+  if (error.empty()) error = MeasurePhase(*engine, *w1, sleep, &m->after);
   w1.reset();
   m->batch = LatencySamples::Summarize(batches);
   if (error.empty() && (!report.done || report.migrated != rows)) {
@@ -289,6 +286,7 @@ W12Setting MedianSetting(const SucceededRuns<W12Measurement>& ok,
   }
   result.without = MedianPhase(ok, setting, &W12Setting::without);
   result.during = MedianPhase(ok, setting, &W12Setting::during);
+  result.after = MedianPhase(ok, setting, &W12Setting::after);
   result.batch = ok.MedianLatencyBy([&](const W12Measurement& m) { return (m.*setting).batch; });
   return result;
 }

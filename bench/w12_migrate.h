@@ -2,13 +2,12 @@
 // "accounts", `rows` rows written at version 1 (~100-byte JSON documents); it is declared at
 // version 2 with a migration that renames "balance" to "balance_cents" (times 100). W1 (P=16,
 // B=10) runs unpaced for 3 s to find its rate, then paced at half of it: its commit latency for a
-// few seconds without the migration, and again while Engine::MigrateTable migrates every row
-// (batch_rows 256, the default). The producers' transactions write other tables: nothing
-// conflicts. Two settings, each in a database of its own: the migration as fast as its commits go,
-// and paced with MigrateOptions::rows_per_second at the first one's rate / kW12PacedSlowdown (or
-// a rate given). Each
-// ends by checking that every row is stored at version 2 (a dry run finds none to migrate) and that
-// sampled rows read as the migration wrote them.
+// few seconds without the migration, again while Engine::MigrateTable migrates every row
+// (batch_rows 256, the default), and once more without it after. The producers' transactions write
+// other tables: nothing conflicts. Two settings, each in a database of its own: the migration as
+// fast as its commits go, and paced with MigrateOptions::rows_per_second at the first one's rate /
+// kW12PacedSlowdown (or a rate given). Each ends by checking that every row is stored at version 2
+// (a dry run finds none to migrate) and that sampled rows read as the migration wrote them.
 #pragma once
 
 #include <cstdint>
@@ -65,7 +64,10 @@ struct W12Setting {
   double producer_commits_per_s = 0;  // W1 unpaced; the producers then run at half of it
   W12Phase without;                   // W1 at half rate, no migration
   W12Phase during;                    // the same load while the migration runs
-  double p99_ratio = 0;               // during / without p99 (the run's own)
+  // W1 alone again after the migration, as long as `without`: how much of the change is the
+  // database's own drift over the phase (the outbox grows, its compactions lengthen).
+  W12Phase after;
+  double p99_ratio = 0;  // during / without p99 (the run's own)
   // One migration batch (its Txn::Scan, lifts and commit, and the pause when paced): from one
   // batch's end to the next's.
   LatencySummary batch;

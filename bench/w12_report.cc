@@ -34,6 +34,13 @@ void PrintPhases(const W12Setting& s, std::FILE* out) {
                Change("%.0f", s.without.sync_us, s.during.sync_us).c_str(), s.batch.p50_us,
                s.batch.p99_us);
   std::fprintf(
+      out,
+      "    W1 alone again after the migration: %.0f commits/s, p50/p99/p999 "
+      "%.0f/%.0f/%.0f us (p99 x%.2f of before)\n",
+      s.after.commits_per_s, s.after.latency.p50_us, s.after.latency.p99_us,
+      s.after.latency.p999_us,
+      s.without.latency.p99_us > 0 ? s.after.latency.p99_us / s.without.latency.p99_us : 0);
+  std::fprintf(
       out, "    RocksDB flushes and compactions %s ended, writing %s MB/s\n",
       Change("%.0f", s.without.rocksdb_jobs, s.during.rocksdb_jobs).c_str(),
       Change("%.1f", s.without.rocksdb_write_mb_per_s, s.during.rocksdb_write_mb_per_s).c_str());
@@ -75,6 +82,7 @@ std::string SettingJson(const W12Setting& s, bool known) {
          ", \"producer_commits_per_s\": " + JsonNumberOrNull(s.producer_commits_per_s, known) +
          ", \"without\": " + PhaseJson(s.without, known) +
          ", \"during\": " + PhaseJson(s.during, known) +
+         ", \"after\": " + PhaseJson(s.after, known) +
          ", \"p99_ratio\": " + JsonNumberOrNull(s.p99_ratio, known, "%.3f") +
          ", \"goal_met\": " + (known ? (GoalMet(s) ? "true" : "false") : "null") +
          ", \"batch_us\": " + LatencyJson(s.batch, known) +
