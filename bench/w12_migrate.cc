@@ -47,7 +47,7 @@ std::string AccountKey(uint64_t n) {
 
 uint64_t Balance(uint64_t n) { return (n * 7919) % 1'000'000; }
 
-// A version-1 account: {"id":"acct-0000123","balance":N,"owner":"..."}, 95-100 bytes.
+// A version-1 account: {"id":"acct-0000123","balance":N,"owner":"..."}, 88-93 bytes.
 std::string AccountV1(uint64_t n) {
   char text[160];
   const int size = std::snprintf(text, sizeof(text),

@@ -1,5 +1,5 @@
 // W12-migrate: an online migration of a state table while W1 runs. A fresh database holds table
-// "accounts", `rows` rows written at version 1 (~100-byte JSON documents); it is declared at
+// "accounts", `rows` rows written at version 1 (JSON documents of 88-93 bytes); it is declared at
 // version 2 with a migration that renames "balance" to "balance_cents" (times 100). W1 (P=16,
 // B=10) runs unpaced for 3 s to find its rate, then paced at half of it: its commit latency for a
 // few seconds without the migration, again while Engine::MigrateTable migrates every row
