@@ -121,18 +121,22 @@ void SealInPlace(std::string* record) {
   WriteChecksum(record->data() + 1, checksum);
 }
 
-Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version_out,
-              Verify verify) {
+namespace {
+
+// Unseal for records (versions 1 and 2) or, with `row`, for state rows (versions 1 and 3).
+Status UnsealAs(std::string_view sealed, std::string_view* body, uint8_t* version_out,
+                Verify verify, bool row) {
   if (sealed.size() < kEnvelopeBytes) {
     return Status::Corruption("record of " + std::to_string(sealed.size()) +
                               " bytes is shorter than its envelope");
   }
   uint8_t version = static_cast<uint8_t>(sealed[0]);
-  if (version != kRecordVersion && version != kFactRecordVersion && version != kRowRecordVersion) {
+  const uint8_t second = row ? kRowRecordVersion : kFactRecordVersion;
+  if (version != kRecordVersion && version != second) {
     return Status::Corruption("record format version " + std::to_string(version) +
                               " is unknown (this build reads versions " +
-                              std::to_string(kRecordVersion) + " to " +
-                              std::to_string(kRowRecordVersion) + ")");
+                              std::to_string(kRecordVersion) + " and " + std::to_string(second) +
+                              (row ? " of state rows)" : ")"));
   }
   std::string_view payload = sealed.substr(kEnvelopeBytes);
   if (version == kFactRecordVersion && payload.size() < kStampBytes) {
@@ -155,6 +159,17 @@ Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version_
   *body = payload;
   if (version_out != nullptr) *version_out = version;
   return Status::OK();
+}
+
+}  // namespace
+
+Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version_out,
+              Verify verify) {
+  return UnsealAs(sealed, body, version_out, verify, /*row=*/false);
+}
+
+Status UnsealRow(std::string_view sealed, std::string_view* body, uint8_t* version_out) {
+  return UnsealAs(sealed, body, version_out, Verify::kChecksum, /*row=*/true);
 }
 
 void StampCommitMs(std::string* record, int64_t commit_ms) {

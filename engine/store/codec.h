@@ -54,10 +54,12 @@ std::string Seal(std::string_view body);
 // process's memory since they were sealed (a durable notice of the producer's own record).
 enum class Verify : uint8_t { kChecksum, kTrusted };
 
-// Verifies version (1, 2 or 3) and checksum; on success *body views into `sealed` and *version (if
+// Verifies version (1 or 2) and checksum; on success *body views into `sealed` and *version (if
 // not null) is the record's format version.
 Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version = nullptr,
               Verify verify = Verify::kChecksum);
+// Unseal for a state row (tables/state.h): versions 1 and 3 instead of 1 and 2.
+Status UnsealRow(std::string_view sealed, std::string_view* body, uint8_t* version = nullptr);
 // Seals in place: `record` was built with kEnvelopeBytes of room at the front (see FactEncoder).
 void SealInPlace(std::string* record);
 

@@ -486,7 +486,8 @@ Status Store::Get(Cf family, const rocksdb::Slice& key, std::string* value,
   if (s.IsNotFound()) return Status::NotFound(std::string(CfName(family)) + " key not found");
   if (!s.ok()) return FromRocks(s, std::string("read ") + CfName(family));
   std::string_view body;
-  Status unsealed = codec::Unseal(sealed, &body, record_version);
+  Status unsealed = family == kState ? codec::UnsealRow(sealed, &body, record_version)
+                                     : codec::Unseal(sealed, &body, record_version);
   if (!unsealed.ok()) {
     return Status::Corruption(std::string(CfName(family)) + " record: " + unsealed.message());
   }

@@ -41,7 +41,7 @@ TEST_F(GroupReaderTest, ReadsGroupsInOrderAcrossAServerRestart) {
     EXPECT_EQ(group.bytes, Payload(n));
     EXPECT_EQ(group.last_fact_id, n * 10);
     EXPECT_EQ(group.database_id, kDatabaseId);
-    EXPECT_EQ(group.format_version, 1u);
+    EXPECT_EQ(group.format_version, internal::kFormatVersion);
   }
   EXPECT_EQ(reader.next_number(), 4u);
   EXPECT_EQ(reader.last_known_sequence(), 5u) << "the lag: groups 4 and 5 are behind";

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/replicate/js_util.h"
+#include "engine/store/store.h"
 #include "test_util.h"
 #include "tools/broker/broker_process.h"
 
@@ -70,7 +71,8 @@ class NatsFixture : public ::testing::Test {
     if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Wharf-Database", database_id.c_str());
     if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Wharf-Group", number_text.c_str());
     if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Wharf-Last-Fact-Id", fact_text.c_str());
-    if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Wharf-Format", "1");
+    const std::string format_text = std::to_string(internal::kFormatVersion);
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Wharf-Format", format_text.c_str());
     jsPubOptions options;
     jsPubOptions_Init(&options);
     const std::string msg_id = database_id + ":" + number_text;

@@ -361,6 +361,49 @@ TEST(TablesTest, ADamagedTypeRecordIsNamed) {
   EXPECT_NE(s.message().find("bad size"), std::string::npos) << s.ToString();
 }
 
+TEST(TablesTest, StateRowsRecordTheirTableVersion) {
+  uint32_t version = 0;
+  std::string_view value;
+  // Version 1 is stored as rows always were: record version 1, the value alone.
+  const std::string v1 = state::EncodeValue(1, "row");
+  EXPECT_EQ(v1, codec::Seal("row"));
+  ASSERT_OK(state::DecodeValue(v1, &version, &value));
+  EXPECT_EQ(version, 1u);
+  EXPECT_EQ(value, "row");
+  // Above it: record version 3, the version first.
+  const std::string v7 = state::EncodeValue(7, "row");
+  EXPECT_EQ(static_cast<uint8_t>(v7[0]), codec::kRowRecordVersion);
+  ASSERT_OK(state::DecodeValue(v7, &version, &value));
+  EXPECT_EQ(version, 7u);
+  EXPECT_EQ(value, "row");
+  ASSERT_OK(state::DecodeValue(state::EncodeValue(2, ""), &version, &value));
+  EXPECT_EQ(value, "");
+  // Damage is named: a flipped byte, a version-3 record claiming version 1, one too short, and a
+  // record of a version rows never have (2, a fact's); other families never accept version 3.
+  std::string flipped = v7;
+  flipped.back() ^= 1;
+  EXPECT_TRUE(state::DecodeValue(flipped, &version, &value).IsCorruption());
+  std::string body;
+  codec::PutFixed32BE(&body, 1);
+  std::string claims_one;
+  codec::Seal(body + "row", &claims_one, codec::kRowRecordVersion);
+  Status s = state::DecodeValue(claims_one, &version, &value);
+  EXPECT_TRUE(s.IsCorruption());
+  EXPECT_NE(s.message().find("claims table version 1"), std::string::npos) << s.ToString();
+  std::string short_one;
+  codec::Seal("ab", &short_one, codec::kRowRecordVersion);
+  s = state::DecodeValue(short_one, &version, &value);
+  EXPECT_TRUE(s.IsCorruption());
+  EXPECT_NE(s.message().find("shorter than its row version"), std::string::npos) << s.ToString();
+  std::string fact_version = v1;
+  fact_version[0] = static_cast<char>(codec::kFactRecordVersion);
+  EXPECT_TRUE(state::DecodeValue(fact_version, &version, &value).IsCorruption());
+  std::string_view unsealed;
+  s = codec::Unseal(v7, &unsealed);
+  EXPECT_TRUE(s.IsCorruption());
+  EXPECT_NE(s.message().find("version 3"), std::string::npos) << s.ToString();
+}
+
 TEST(TablesTest, KeysEndSortsAboveTheLongestKeys) {
   const std::string longest_state_key =
       state::Key(std::string(kTableBytesMax, '\xff'), std::string(kKeyBytesMax, '\xff'));

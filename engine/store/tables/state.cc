@@ -55,7 +55,7 @@ Status DecodeBody(uint8_t record_version, std::string_view body, uint32_t* table
 Status DecodeValue(std::string_view sealed, uint32_t* table_version, std::string_view* value) {
   std::string_view body;
   uint8_t record_version = 0;
-  Status s = codec::Unseal(sealed, &body, &record_version);
+  Status s = codec::UnsealRow(sealed, &body, &record_version);
   if (!s.ok()) return s;
   return DecodeBody(record_version, body, table_version, value);
 }
