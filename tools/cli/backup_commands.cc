@@ -7,9 +7,7 @@
 // as a secondary (verify --db works on a live database).
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -25,31 +23,11 @@ namespace wharf::cli {
 
 namespace {
 
-// A copy's progress on stderr, one line redrawn in place ("backing up: 12.3 / 45.6 MiB"); only
-// when enabled and stderr is a terminal, so that redirected output and --json stay clean.
-class CopyProgress {
- public:
-  CopyProgress(std::string label, bool enabled)
-      : label_(std::move(label)), enabled_(enabled && isatty(STDERR_FILENO) == 1) {}
-  ~CopyProgress() { Finish(); }
-  void Update(uint64_t copied_bytes, uint64_t total_bytes) {
-    if (!enabled_) return;
-    constexpr double kMiB = 1024.0 * 1024.0;
-    std::fprintf(stderr, "\r%s: %.1f / %.1f MiB   ", label_.c_str(), copied_bytes / kMiB,
-                 total_bytes / kMiB);
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-  void Finish() {
-    if (drawn_) std::fputc('\n', stderr);
-    drawn_ = false;
-  }
-
- private:
-  std::string label_;
-  bool enabled_;
-  bool drawn_ = false;
-};
+// "12.3 / 45.6 MiB": a copy's progress (ProgressBar::Show).
+std::string CopiedText(uint64_t copied_bytes, uint64_t total_bytes) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return fmt::format("{:.1f} / {:.1f} MiB", copied_bytes / kMiB, total_bytes / kMiB);
+}
 
 // `path` absolute and normalized, through the symbolic links of its existing part.
 std::filesystem::path Resolved(const std::string& path) {
@@ -107,9 +85,11 @@ int BackupDatabase(const Context& context, const BackupArgs& args) {
   BackupOptions options;
   options.keep = args.keep;
   options.rate_limit_bytes_per_s = args.rate_limit_bytes_per_s;
-  CopyProgress progress(client ? "backing up through the running engine" : "backing up",
-                        !context.json);
-  options.progress = [&](uint64_t copied, uint64_t total) { progress.Update(copied, total); };
+  ProgressBar progress(client ? "backing up through the running engine" : "backing up",
+                       !context.json);
+  options.progress = [&](uint64_t copied, uint64_t total) {
+    progress.Show(CopiedText(copied, total));
+  };
   BackupInfo info;
   Status s =
       client ? client->Backup(args.to, options, &info) : engine->Backup(args.to, options, &info);
@@ -192,8 +172,10 @@ int RestoreBackup(const Context& context, const RestoreArgs& args) {
   options.backup_id = args.backup_id;
   options.force = args.force;
   options.rate_limit_bytes_per_s = args.rate_limit_bytes_per_s;
-  CopyProgress progress("restoring", !context.json);
-  options.progress = [&](uint64_t copied, uint64_t total) { progress.Update(copied, total); };
+  ProgressBar progress("restoring", !context.json);
+  options.progress = [&](uint64_t copied, uint64_t total) {
+    progress.Show(CopiedText(copied, total));
+  };
   RestoreReport report;
   Status s = Restore(args.from, args.to, options, &report);
   progress.Finish();

@@ -10,9 +10,7 @@
 // command while the application holds the database. --dry-run works either way: it counts what
 // would be migrated, and without the migrations finds the first row that needs one.
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -25,32 +23,6 @@
 namespace wharf::cli {
 
 namespace {
-
-// The rows visited so far on stderr, one line redrawn in place ("migrating 'orders': 1200 rows
-// visited"); only when enabled and stderr is a terminal, so that redirected output and --json stay
-// clean.
-class RowProgress {
- public:
-  RowProgress(std::string label, bool enabled)
-      : label_(std::move(label)), enabled_(enabled && isatty(STDERR_FILENO) == 1) {}
-  ~RowProgress() { Finish(); }
-  void Update(uint64_t rows) {
-    if (!enabled_) return;
-    std::fprintf(stderr, "\r%s: %llu rows visited   ", label_.c_str(),
-                 static_cast<unsigned long long>(rows));
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-  void Finish() {
-    if (drawn_) std::fputc('\n', stderr);
-    drawn_ = false;
-  }
-
- private:
-  std::string label_;
-  bool enabled_;
-  bool drawn_ = false;
-};
 
 // "N rows visited, M migrated to version V in B batches" (a dry run: "would be migrated").
 std::string Counts(const MigrateReport& report, bool dry_run) {
@@ -77,12 +49,12 @@ int Migrate(const Context& context, const MigrateArgs& args) {
   options.batch_rows = static_cast<size_t>(args.batch_rows);
   options.rows_per_second = args.rows_per_second;
   options.dry_run = args.dry_run;
-  RowProgress progress(
+  ProgressBar progress(
       fmt::format("migrating '{}'{}{}", Display(args.table, 60),
                   client ? " through the running engine" : "", args.dry_run ? " (dry run)" : ""),
       !context.json);
   options.progress = [&](const MigrateReport& so_far) {
-    progress.Update(so_far.rows);
+    progress.Show(fmt::format("{} rows visited", so_far.rows));
     return true;
   };
   MigrateReport report;

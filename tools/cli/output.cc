@@ -93,6 +93,13 @@ void ProgressBar::Update(uint64_t done, uint64_t total) {
   drawn_ = true;
 }
 
+void ProgressBar::Show(std::string_view text) {
+  if (!enabled_) return;
+  std::fprintf(stderr, "\r%s: %.*s   ", label_.c_str(), static_cast<int>(text.size()), text.data());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
 void ProgressBar::Finish() {
   if (!drawn_) return;
   std::fputc('\n', stderr);

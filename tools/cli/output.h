@@ -46,6 +46,9 @@ class ProgressBar {
   ProgressBar(std::string label, bool enabled);
   ~ProgressBar();  // Finish()
   void Update(uint64_t done, uint64_t total);
+  // Redraws the line as "label: text", for progress without a known total (bytes copied, rows
+  // visited).
+  void Show(std::string_view text);
   // Ends the bar's line (once something was drawn).
   void Finish();
 
