@@ -123,4 +123,25 @@ inline wharf_outcome ProjectCount(void* ctx, const wharf_fact* fact, wharf_txn* 
 
 inline void DestroyCounter(void* ctx) { static_cast<Counter*>(ctx)->destroyed++; }
 
+// An upcaster and a migration (wharf_upcaster_fn, wharf_migration_fn) of the tests: appends `mark`
+// to the payload or row; refuses a payload holding "poison" with a reason, and one
+// holding "silent" by returning WHARF_OK without a result.
+struct Step {
+  const char* mark;
+  std::atomic<int> destroyed{0};
+};
+
+inline wharf_status Lift(void* ctx, const void* payload, size_t len, wharf_upcast* out) {
+  const std::string text(static_cast<const char*>(payload), len);
+  if (text.find("poison") != std::string::npos) {
+    wharf_upcast_fail(out, "poison cannot be read");
+    return WHARF_INVALID_ARGUMENT;
+  }
+  if (text.find("silent") != std::string::npos) return WHARF_OK;  // no result: refused
+  const std::string lifted = text + static_cast<Step*>(ctx)->mark;
+  return wharf_upcast_result(out, lifted.data(), lifted.size());
+}
+
+inline void DestroyStep(void* ctx) { static_cast<Step*>(ctx)->destroyed.fetch_add(1); }
+
 }  // namespace wharf::cabi_test

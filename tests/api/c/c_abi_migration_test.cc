@@ -5,26 +5,6 @@
 namespace wharf::cabi_test {
 namespace {
 
-// Appends `mark` to the row; refuses a row holding "poison" with a reason, and one holding
-// "silent" by returning WHARF_OK without a result.
-struct Step {
-  const char* mark;
-  std::atomic<int> destroyed{0};
-};
-
-wharf_status Migrate(void* ctx, const void* row, size_t len, wharf_upcast* out) {
-  const std::string text(static_cast<const char*>(row), len);
-  if (text.find("poison") != std::string::npos) {
-    wharf_upcast_fail(out, "poison cannot be read");
-    return WHARF_INVALID_ARGUMENT;
-  }
-  if (text.find("silent") != std::string::npos) return WHARF_OK;  // no result: refused
-  const std::string lifted = text + static_cast<Step*>(ctx)->mark;
-  return wharf_upcast_result(out, lifted.data(), lifted.size());
-}
-
-void DestroyStep(void* ctx) { static_cast<Step*>(ctx)->destroyed.fetch_add(1); }
-
 class CAbiMigrationTest : public CAbiTest {
  protected:
   void Put(const std::string& key, const std::string& value) {
@@ -50,11 +30,11 @@ TEST_F(CAbiMigrationTest, RowsAreReadMigratedAndMigrateTableWritesTheRest) {
   ASSERT_WHARF_OK(wharf_table_version(engine_, "acct", &version));
   EXPECT_EQ(version, 3u);
   Step two{"|v2"}, three{"|v3"};
-  ASSERT_WHARF_OK(wharf_register_migration(engine_, "acct", 1, Migrate, &two, DestroyStep));
+  ASSERT_WHARF_OK(wharf_register_migration(engine_, "acct", 1, Lift, &two, DestroyStep));
   // A missing step names itself.
   EXPECT_EQ(Get("acct", "k0"), "<not supported>");
   EXPECT_NE(LastError().find("from version 2 to 3"), std::string::npos) << LastError();
-  ASSERT_WHARF_OK(wharf_register_migration(engine_, "acct", 2, Migrate, &three, DestroyStep));
+  ASSERT_WHARF_OK(wharf_register_migration(engine_, "acct", 2, Lift, &three, DestroyStep));
   EXPECT_EQ(Get("acct", "k0"), "r0|v2|v3");
 
   // A dry run counts; a real one migrates in batches of 3, reporting after each but the last.
@@ -92,7 +72,7 @@ TEST_F(CAbiMigrationTest, ARefusalIsNeverASuccess) {
   Put("b", "silent");
   ASSERT_WHARF_OK(wharf_declare_table(engine_, "acct", 2));
   Step two{"|v2"};
-  ASSERT_WHARF_OK(wharf_register_migration(engine_, "acct", 1, Migrate, &two, nullptr));
+  ASSERT_WHARF_OK(wharf_register_migration(engine_, "acct", 1, Lift, &two, nullptr));
   EXPECT_EQ(Get("acct", "a"), "<not supported>");
   EXPECT_NE(LastError().find("poison cannot be read"), std::string::npos) << LastError();
   EXPECT_EQ(Get("acct", "b"), "<not supported>");
@@ -112,7 +92,7 @@ TEST_F(CAbiMigrationTest, BadInputIsRefusedNamingTheArgument) {
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT, wharf_table_version(engine_, "acct", nullptr));
   // Refused registrations destroy their ctx.
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
-               wharf_register_migration(engine_, "acct", 1, Migrate, &step, DestroyStep));
+               wharf_register_migration(engine_, "acct", 1, Lift, &step, DestroyStep));
   EXPECT_EQ(step.destroyed.load(), 1);
   ASSERT_WHARF_OK(wharf_declare_table(engine_, "acct", 2));
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
@@ -120,7 +100,7 @@ TEST_F(CAbiMigrationTest, BadInputIsRefusedNamingTheArgument) {
   EXPECT_NE(LastError().find("fn is null"), std::string::npos) << LastError();
   EXPECT_EQ(step.destroyed.load(), 2);
   EXPECT_WHARF(WHARF_INVALID_ARGUMENT,
-               wharf_register_migration(engine_, "acct", 2, Migrate, nullptr, nullptr));
+               wharf_register_migration(engine_, "acct", 2, Lift, nullptr, nullptr));
   wharf_migrate_options options{};
   options.struct_size = sizeof(options);
   options.dry_run = 2;
