@@ -314,9 +314,9 @@ typedef wharf_status (*wharf_migration_fn)(void* ctx, const void* row, size_t ro
 
 /* Registers the migration that lifts rows of `table` from version `from_v` to from_v + 1 (not
 ** persisted: register on every open, before reading the table). A read of a row whose chain misses
-** a step fails with WHARF_NOT_SUPPORTED naming it. `destroy(ctx)` (may be NULL) runs at wharf_close,
-** and also when registering fails. WHARF_INVALID_ARGUMENT: a table not declared above version 1,
-** from_v 0 or not below the declared version, a NULL fn, or a step already registered.
+** a step fails with WHARF_NOT_SUPPORTED naming it. `destroy(ctx)` (may be NULL) runs at
+** wharf_close, and also when registering fails. WHARF_INVALID_ARGUMENT: a table not declared above
+** version 1, from_v 0 or not below the declared version, a NULL fn, or a step already registered.
 ** Thread-safe. */
 WHARF_EXPORT wharf_status wharf_register_migration(wharf_engine* engine, const char* table,
                                                    uint32_t from_v, wharf_migration_fn fn,
@@ -356,9 +356,10 @@ typedef struct wharf_migrate_options {
 ** lifted (a batch refused by a concurrent commit runs again), so a power cut leaves every row at
 ** one version or the other, readable either way, and a later call goes on with what is left.
 ** *report (may be NULL; struct_size set by the caller) holds the outcome, also on failure.
-** WHARF_INVALID_ARGUMENT (bad name or options), WHARF_NOT_SUPPORTED (a row a migration refuses, or a
-** missing step: named; the batches before it are committed), WHARF_CONFLICT (a batch still refused
-** after 16 attempts), and the errors of wharf_txn_commit. Blocks; not from a callback. Thread-safe. */
+** WHARF_INVALID_ARGUMENT (bad name or options), WHARF_NOT_SUPPORTED (a row a migration refuses,
+** or a missing step: named; the batches before it are committed), WHARF_CONFLICT (a batch still
+** refused after 16 attempts), and the errors of wharf_txn_commit. Blocks; not from a callback.
+** Thread-safe. */
 WHARF_EXPORT wharf_status wharf_migrate_table(wharf_engine* engine, const char* table,
                                               const wharf_migrate_options* options,
                                               wharf_migrate_report* report);
