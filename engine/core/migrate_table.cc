@@ -7,6 +7,7 @@
 // commit changed is never overwritten with its stale lift: the batch is refused and runs again
 // (Transact). Each batch commits whole or not at all: after a power cut every row is at the
 // version it had or at the declared one, and readable at the declared one either way.
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -71,10 +72,17 @@ Status Engine::MigrateTable(std::string_view table, const MigrateOptions& option
     report.resume_from = range.from = std::move(scanned.resume_from);
     if (options.progress && !options.progress(report)) break;
     if (options.rows_per_second > 0 && !options.dry_run) {
-      // Paced on the rows written: each batch starts when the ones before fit the rate.
+      // Paced on the rows written: each batch starts when the ones before fit the rate. Waited in
+      // slices, so that closing the engine does not wait for a slow pace.
       const auto due = started + std::chrono::microseconds(report.migrated * 1'000'000 /
                                                            options.rows_per_second);
-      std::this_thread::sleep_until(due);
+      for (auto now = std::chrono::steady_clock::now(); now < due && s.ok();
+           now = std::chrono::steady_clock::now()) {
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            due - now, std::chrono::milliseconds(20)));
+        s = core_->CheckOpen();
+      }
+      if (!s.ok()) break;
     }
   }
   if (report.version == 1) report.done = true;

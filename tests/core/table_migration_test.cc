@@ -378,6 +378,32 @@ TEST_F(TableMigrationTest, MigrateTableWalksEveryRowInBatchesAndResumes) {
   EXPECT_EQ(report.rows, 0u);
 }
 
+TEST_F(TableMigrationTest, ClosingTheEngineEndsAPacedMigrationAtOnce) {
+  {
+    Txn txn = engine_->Begin();
+    for (int i = 0; i < 300; ++i) ASSERT_OK(txn.Put("acct", "k" + std::to_string(i), Row(1, i)));
+    ASSERT_OK(txn.Commit());
+  }
+  ASSERT_OK(engine_->DeclareTable("acct", 2));
+  ASSERT_OK(engine_->RegisterMigration("acct", 1, Step(1)));
+  MigrateOptions options;
+  options.batch_rows = 100;
+  options.rows_per_second = 1;  // 100 s before the second batch
+  std::atomic<bool> first_batch{false};
+  options.progress = [&](const MigrateReport&) {
+    first_batch = true;
+    return true;
+  };
+  Status migrated;
+  std::thread migrator([&] { migrated = engine_->MigrateTable("acct", options); });
+  ASSERT_TRUE(testing::WaitFor([&] { return first_batch.load(); }));
+  const auto closing = std::chrono::steady_clock::now();
+  ASSERT_OK(engine_->Close());
+  migrator.join();
+  EXPECT_TRUE(migrated.IsClosed()) << migrated.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - closing, std::chrono::seconds(10));
+}
+
 TEST_F(TableMigrationTest, LazyMigrationUnderConcurrentTransactionsLosesNothing) {
   // 8 counters at version 1, raised to 2; 4 threads increment them through Transact while a
   // fifth migrates the table in batches of 2 rows, repeatedly. Every increment must count once

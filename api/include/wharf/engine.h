@@ -294,8 +294,8 @@ class Engine {
   // stopped. Reports progress through options.progress and the outcome in *report (may be null).
   // A table at version 1 has nothing to migrate (done at once). Errors: InvalidArgument (bad name
   // or options), NotSupported (a row a migration refuses, or a missing step: named; the batches
-  // before it are committed), and the errors of Txn::Commit. Must not be called on an engine
-  // thread.
+  // before it are committed), Closed (the engine closed, also while a paced run waited), and the
+  // errors of Txn::Commit. Must not be called on an engine thread.
   Status MigrateTable(std::string_view table, const MigrateOptions& options = {},
                       MigrateReport* report = nullptr);
 
