@@ -114,10 +114,11 @@ void WriteChecksum(char* at, uint64_t checksum) {
 
 }  // namespace
 
-void SealInPlace(std::string* record) {
+void SealInPlace(std::string* record, uint8_t version) {
   WHARF_ASSERT(record->size() >= kEnvelopeBytes);
+  WHARF_DASSERT(version == kRecordVersion || version == kRowRecordVersion);
   uint64_t checksum = XXH3_64bits(record->data() + kEnvelopeBytes, record->size() - kEnvelopeBytes);
-  (*record)[0] = static_cast<char>(kRecordVersion);
+  (*record)[0] = static_cast<char>(version);
   WriteChecksum(record->data() + 1, checksum);
 }
 

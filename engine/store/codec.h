@@ -61,7 +61,7 @@ Status Unseal(std::string_view sealed, std::string_view* body, uint8_t* version 
 // Unseal for a state row (tables/state.h): versions 1 and 3 instead of 1 and 2.
 Status UnsealRow(std::string_view sealed, std::string_view* body, uint8_t* version = nullptr);
 // Seals in place: `record` was built with kEnvelopeBytes of room at the front (see FactEncoder).
-void SealInPlace(std::string* record);
+void SealInPlace(std::string* record, uint8_t version = kRecordVersion);
 
 // Encodes a fact's sealed record (version 2): every field but `id` (which lives in the key).
 std::string EncodeFact(const Fact& fact);

@@ -23,12 +23,12 @@ std::string EncodeValue(uint32_t table_version, std::string_view value) {
     codec::Seal(value, &sealed);
     return sealed;
   }
-  std::string body;
-  body.reserve(codec::kRowVersionBytes + value.size());
-  codec::PutFixed32BE(&body, table_version);
-  body.append(value);
-  sealed.reserve(codec::kEnvelopeBytes + body.size());
-  codec::Seal(body, &sealed, codec::kRowRecordVersion);
+  // Built in place behind the envelope's room: the value is copied once.
+  sealed.reserve(codec::kEnvelopeBytes + codec::kRowVersionBytes + value.size());
+  sealed.resize(codec::kEnvelopeBytes);
+  codec::PutFixed32BE(&sealed, table_version);
+  sealed.append(value);
+  codec::SealInPlace(&sealed, codec::kRowRecordVersion);
   return sealed;
 }
 
