@@ -6,6 +6,8 @@
 #include <memory>
 #include <string_view>
 
+#include "engine/base/bytes_text.h"
+#include "engine/relay/header_text.h"
 #include "engine/relay/sigpipe_guard.h"
 
 namespace wharf::internal {
@@ -29,6 +31,29 @@ std::string StreamSubjects(std::string_view target) {
     target.remove_prefix(dot + 1);
   }
   return prefix + ">";
+}
+
+// Why `fact` cannot become a message whose headers say what it is (header_text.h), or "". Such a
+// fact is refused for good, a dead letter, rather than published cut or with a header it forged.
+std::string CannotCarry(const Fact& fact) {
+  constexpr std::string_view kWhy = " (it holds a CR, LF or NUL byte)";
+  if (!HeaderValueCarries(fact.type)) {
+    return "a NATS header cannot carry the fact's type" + std::string(kWhy);
+  }
+  if (!HeaderValueCarries(fact.source)) {
+    return "a NATS header cannot carry the fact's source" + std::string(kWhy);
+  }
+  for (const auto& [name, value] : fact.headers) {
+    if (!HeaderNameCarries(name)) {
+      return "a NATS header cannot carry the fact's header name " + DescribeBytes(name) +
+             " (it holds a control byte, a space or ':')";
+    }
+    if (!HeaderValueCarries(value)) {
+      return "a NATS header cannot carry the value of the fact's header " + DescribeBytes(name) +
+             std::string(kWhy);
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -155,6 +180,11 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
     const uint64_t incarnation = incarnations_.Of(fact.id);
     const std::string subject = ExpandTemplate(config_.target, fact, incarnation);
     const std::string reply = replies + std::to_string(sent - begin);
+    if (std::string refusal = CannotCarry(fact); !refusal.empty()) {
+      outcome.result = PublishResult::kRejected;
+      outcome.error = std::move(refusal);
+      continue;
+    }
     natsMsg* raw = nullptr;
     s = natsMsg_Create(&raw, subject.c_str(), reply.c_str(), fact.payload.data(),
                        static_cast<int>(fact.payload.size()));
@@ -170,7 +200,13 @@ bool NatsJetStreamSink::PublishChunk(natsConnection* connection, uint64_t cancel
     if (s == NATS_OK)
       s = natsMsgHeader_Set(msg.get(), "Wharf-Fact-Id", std::to_string(fact.id).c_str());
     if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-Type", fact.type.c_str());
-    if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), "Wharf-Key", fact.key.c_str());
+    // Keys are bytes: one that would not arrive as it is goes base64-encoded (empty: no header,
+    // as NATS drops empty ones).
+    if (s == NATS_OK && !fact.key.empty()) {
+      s = KeyReadsAsText(fact.key)
+              ? natsMsgHeader_Set(msg.get(), "Wharf-Key", fact.key.c_str())
+              : natsMsgHeader_Set(msg.get(), "Wharf-Key-B64", Base64(fact.key).c_str());
+    }
     if (s == NATS_OK) {
       s = natsMsgHeader_Set(msg.get(), "Wharf-Partition", std::to_string(fact.partition).c_str());
     }

@@ -12,6 +12,9 @@
 // of its own under one inbox per call, and the acknowledgements are matched back to the facts.
 // The fact's type, key, partition, commit time and id travel as headers Wharf-Type, Wharf-Key,
 // Wharf-Partition, Wharf-Commit-Ms, Wharf-Fact-Id; its headers as headers; the payload as data.
+// A key that would not arrive as it is in a header (not UTF-8, a control byte, a space at either
+// end) travels base64-encoded as Wharf-Key-B64 instead; a fact whose type, source or headers a
+// header cannot carry at all (CR, LF, NUL) is refused for good, a dead letter (header_text.h).
 //
 // JetStream keeps one order per stream, and a subject's facts come from one lane (the subject
 // template must hold {partition} unless ordering=global, as for Redis), so per-partition order

@@ -19,6 +19,27 @@ struct Stored {
   std::map<std::string, std::vector<std::string>> headers;
 };
 
+// Standard base64 (RFC 4648) back to bytes, as a consumer of Wharf-Key-B64 decodes it; stops at
+// the first '=' or byte outside the alphabet.
+inline std::string Base64Decode(const std::string& text) {
+  static const std::string kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : text) {
+    const size_t value = kAlphabet.find(c);
+    if (value == std::string::npos) break;
+    bits = bits << 6 | static_cast<uint32_t>(value);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xff));
+    }
+  }
+  return out;
+}
+
 class NatsClient {
  public:
   // Over TLS when `ca_file` (PEM) is given: the server's certificate must chain to it.

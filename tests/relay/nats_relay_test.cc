@@ -193,6 +193,78 @@ TEST_F(NatsRelayTest, UpcastPayloadsArePublishedUnlessTheRelayAsksForStoredOnes)
   EXPECT_EQ(as_stored[0].headers.at("Wharf-V").at(0), "1");
 }
 
+// Keys are bytes, but a NATS header is a line of text: a key that a header cannot carry as it is
+// (a control byte, CR/LF, a NUL, space at either end) travels base64-encoded as Wharf-Key-B64,
+// and a header that tried to smuggle a second header in (CR/LF) smuggles nothing. A fact whose
+// own header or type cannot be carried at all is a dead letter naming it, not a cut message.
+TEST_F(NatsRelayTest, KeysAnyBytesAndNothingInjectedThroughHeaders) {
+  {
+    NatsClient client(nats_.port());
+    ASSERT_TRUE(client.ok() && client.AddStream("H", "h.>", 0));
+  }
+  const std::vector<std::string> keys = {
+      "plain key",    std::string("nul\0cut", 7),        "a\r\nNats-Msg-Id: r:1", " padded ",
+      "tab\there",    std::string("\xff\xfe binary", 9),
+      "h\xc3\xa9llo",  // UTF-8 stays readable
+  };
+  std::set<uint64_t> refused;
+  std::vector<uint64_t> ids;
+  for (const std::string& key : keys) {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Emit("A", key, "p"));
+    CommitResult result;
+    ASSERT_OK(txn.Commit(&result));
+    ids.push_back(result.first_fact_id);
+  }
+  for (const std::string& value : {std::string("x\r\nNats-Msg-Id: r:2"), std::string("a\0b", 3)}) {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Emit("A", "k", "p", {.headers = {{"h", value}}, .deliver_at_ms = 0}));
+    CommitResult result;
+    ASSERT_OK(txn.Commit(&result));
+    refused.insert(result.first_fact_id);
+  }
+  {
+    Txn txn = engine_->Begin();
+    ASSERT_OK(txn.Emit("A", "k", "p", {.headers = {{"bad\r\nname", "v"}}, .deliver_at_ms = 0}));
+    CommitResult result;
+    ASSERT_OK(txn.Commit(&result));
+    refused.insert(result.first_fact_id);
+  }
+  {
+    Runtime runtime(engine_.get(), RelayRuntimeOptions());
+    ASSERT_OK(runtime.Relay("r", {"A"}, Sink("subject=h.{partition}")));
+    DrainAll(runtime);
+  }
+  NatsClient client(nats_.port());
+  ASSERT_TRUE(client.ok());
+  std::map<std::string, Stored> by_id;
+  for (Stored& stored : client.Read("H")) {
+    const std::string id = stored.headers.at("Wharf-Fact-Id").at(0);
+    EXPECT_EQ(stored.headers.at("Nats-Msg-Id").size(), 1u) << "fact " << id;
+    EXPECT_TRUE(by_id.emplace(id, std::move(stored)).second) << "fact " << id << " twice";
+  }
+  ASSERT_EQ(by_id.size(), keys.size()) << "each key's fact once, the refused ones not at all";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Stored& stored = by_id.at(std::to_string(ids[i]));
+    const bool plain = i == 0 || i + 1 == keys.size();
+    if (plain) {
+      EXPECT_EQ(stored.headers.at("Wharf-Key").at(0), keys[i]);
+      EXPECT_EQ(stored.headers.count("Wharf-Key-B64"), 0u);
+    } else {
+      EXPECT_EQ(stored.headers.count("Wharf-Key"), 0u) << i;
+      ASSERT_EQ(stored.headers.count("Wharf-Key-B64"), 1u) << i;
+      EXPECT_EQ(testing::Base64Decode(stored.headers.at("Wharf-Key-B64").at(0)), keys[i]) << i;
+    }
+  }
+  std::vector<DeadLetter> dead;
+  ASSERT_OK(ListDeadLetters(*engine_, "r", &dead));
+  ASSERT_EQ(dead.size(), refused.size());
+  for (const DeadLetter& letter : dead) {
+    EXPECT_EQ(refused.count(letter.fact.id), 1u);
+    EXPECT_NE(letter.reason.find("cannot carry"), std::string::npos) << letter.reason;
+  }
+}
+
 // A fact JetStream refuses for good (larger than the stream's max_msg_size): a dead letter with
 // JetStream's text; the others go on.
 TEST_F(NatsRelayTest, RefusedFactIsADeadLetterWithJetStreamText) {
