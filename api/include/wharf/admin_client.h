@@ -2,9 +2,14 @@
 // database, over its admin socket (engine option `admin_socket`). This is how a tool changes a
 // database while an application has it open (the `wharf` CLI's write commands do):
 //
-//   std::unique_ptr<wharf::AdminClient> client;
-//   WHARF_CHECK(wharf::AdminClient::Connect("/var/lib/app/wharf", &client));
-//   WHARF_CHECK(client->SetCursor("mailer", 0));  // replay from the start
+//   #include "wharf/admin_client.h"
+//
+//   wharf::Status ReplayMailer(const std::string& db_path) {  // held by a running application
+//     std::unique_ptr<wharf::AdminClient> client;
+//     wharf::Status s = wharf::AdminClient::Connect(db_path, &client);
+//     if (!s.ok()) return s;
+//     return client->SetCursor("mailer", 0);  // replay from the start
+//   }
 //
 // Each method has the meaning, arguments, results and errors of the admin.h (metrics.h for
 // ReadMetrics, Engine for Get and Scan) function of the same name: the engine runs that function

@@ -1,11 +1,19 @@
 // Backups of a database: taken online (producers and consumers keep running), incremental, every
 // file checksummed; restored into a new directory as a new incarnation; verified record by record.
 //
-//   wharf::BackupInfo info;
-//   WHARF_CHECK(engine->Backup("/mnt/backup/orders", {}, &info));   // online
-//   ...
-//   wharf::RestoreReport restored;
-//   WHARF_CHECK(wharf::Restore("/mnt/backup/orders", "/var/lib/app/wharf", {}, &restored));
+//   #include "wharf/backup.h"
+//   #include "wharf/engine.h"
+//
+//   // backup_dir: e.g. "/mnt/backup/orders"; restore_path: a new database directory.
+//   wharf::Status BackUpAndRestore(wharf::Engine& engine, const std::string& backup_dir,
+//                                  const std::string& restore_path) {
+//     wharf::BackupInfo info;
+//     wharf::Status s = engine.Backup(backup_dir, {}, &info);  // online
+//     if (!s.ok()) return s;
+//     // ... later, on this machine or another:
+//     wharf::RestoreReport restored;
+//     return wharf::Restore(backup_dir, restore_path, {}, &restored);
+//   }
 //
 // A backup directory (the "target") holds any number of backups of one database, numbered from 1.
 // Table files are shared between them: a backup copies only the files an earlier backup in the

@@ -1,12 +1,18 @@
 // Engine and Txn: atomic commits of application state together with outbox facts.
 //
-//   std::unique_ptr<wharf::Engine> engine;
-//   WHARF_CHECK(wharf::Engine::Open("/var/lib/app/wharf", {}, &engine));
-//   WHARF_CHECK(engine->DeclareTypes({"OrderCreated"}));
-//   wharf::Txn txn = engine->Begin();
-//   txn.Put("orders", "o-1", "{...}");
-//   txn.Emit("OrderCreated", "customer-7", "{...}");
-//   wharf::Status s = txn.Commit();  // OK: durable on disk
+//   #include "wharf/engine.h"
+//
+//   wharf::Status PlaceOrder(const std::string& db_path) {  // e.g. "/var/lib/app/wharf"
+//     std::unique_ptr<wharf::Engine> engine;
+//     wharf::Status s = wharf::Engine::Open(db_path, {}, &engine);
+//     if (s.ok()) s = engine->DeclareTypes({"OrderCreated"});
+//     if (!s.ok()) return s;
+//     wharf::Txn txn = engine->Begin();
+//     s = txn.Put("orders", "o-1", R"({"cents":1250})");
+//     if (s.ok()) s = txn.Emit("OrderCreated", "customer-7", "o-1");
+//     if (s.ok()) s = txn.Commit();  // OK: durable on disk
+//     return s;                      // the engine closes when its unique_ptr goes
+//   }
 //
 // Durability: Commit() returns OK only after the transaction's writes are durable (fdatasync of
 // the write-ahead log completed, in durability=sync). A commit that returns an error other than

@@ -1,6 +1,12 @@
 // Fact: one message of the outbox, as read back by consumers and tools.
 #pragma once
 
+// The C++ API needs C++20 or later (wharf++.pc and the CMake target wharf::wharf++ require it
+// without choosing the standard): say so before the first C++20 construct fails.
+#if !defined(__cplusplus) || __cplusplus < 202002L
+#error "wharf/*.h (the C++ API) needs C++20 or later (-std=c++20); C programs use wharf.h"
+#endif
+
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -1,10 +1,22 @@
 // Inspector: read-only access to a database directory for tools (the `wharf` CLI), while an
 // application may hold the database open.
 //
-//   std::unique_ptr<wharf::Inspector> inspector;
-//   WHARF_CHECK(wharf::Inspector::Open("/var/lib/app/wharf", &inspector));
-//   std::vector<wharf::CursorInfo> cursors;
-//   WHARF_CHECK(inspector->Cursors("", &cursors));
+//   #include <cstdio>
+//
+//   #include "wharf/inspect.h"
+//
+//   wharf::Status PrintCursors(const std::string& db_path) {  // held by an application or not
+//     std::unique_ptr<wharf::Inspector> inspector;
+//     wharf::Status s = wharf::Inspector::Open(db_path, &inspector);
+//     if (!s.ok()) return s;
+//     std::vector<wharf::CursorInfo> cursors;
+//     s = inspector->Cursors("", &cursors);  // every consumer's
+//     for (const wharf::CursorInfo& cursor : cursors) {
+//       std::printf("%s partition %u: fact %llu\n", cursor.consumer.c_str(), cursor.partition,
+//                   (unsigned long long)cursor.fact_id);
+//     }
+//     return s;
+//   }
 //
 // The database is opened as a RocksDB *secondary* instance: it takes no lock, never writes to the
 // primary's files, and sees what the primary has written to its WAL and tables up to the last

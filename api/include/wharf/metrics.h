@@ -3,9 +3,18 @@
 // by the admin socket (`wharf metrics`, `wharf top`), the opt-in HTTP listener (`metrics_listen`)
 // and the textfile writer (`metrics_textfile`), see options.h.
 //
-//   wharf::MetricsSnapshot metrics;
-//   WHARF_CHECK(wharf::ReadMetrics(*engine, &metrics));
-//   std::printf("%llu commits\n", (unsigned long long)metrics.commits.transactions_total);
+//   #include <cstdio>
+//
+//   #include "wharf/metrics.h"
+//
+//   wharf::Status PrintCommits(wharf::Engine& engine) {
+//     wharf::MetricsSnapshot metrics;
+//     wharf::Status s = wharf::ReadMetrics(engine, &metrics);
+//     if (s.ok()) {
+//       std::printf("%llu commits\n", (unsigned long long)metrics.commits.transactions_total);
+//     }
+//     return s;
+//   }
 //
 // Counters (`_total`) only grow while the engine is open and restart at 0 at the next open, as
 // Prometheus expects of a process's counters. They are kept in per-thread or atomic cells: taking

@@ -1,9 +1,15 @@
 // Relays: durable consumers that hand facts to a broker.
 //
-//   std::unique_ptr<wharf::RelaySink> sink;
-//   WHARF_CHECK(wharf::MakeRelaySink("kind=redis_streams;url=redis://127.0.0.1:6379;"
-//                                    "stream=wharf:{partition}", &sink));
-//   WHARF_CHECK(runtime.Relay("to-redis", {"OrderCreated"}, std::move(sink)));
+//   #include "wharf/relay.h"
+//   #include "wharf/runtime.h"
+//
+//   wharf::Status RelayToRedis(wharf::Runtime& runtime) {  // before runtime.Start()
+//     std::unique_ptr<wharf::RelaySink> sink;
+//     wharf::Status s = wharf::MakeRelaySink(
+//         "kind=redis_streams;url=redis://127.0.0.1:6379;stream=wharf:{partition}", &sink);
+//     if (!s.ok()) return s;
+//     return runtime.Relay("to-redis", {"OrderCreated"}, std::move(sink));
+//   }
 //
 // A relay is delivered like a subscriber (at least once, in id order per partition lane, its
 // cursor in the same transaction as its dead letters) but a batch at a time: the lane hands the

@@ -2,11 +2,15 @@
 // `replicate`, `durability=replicated`): restoring a replicated database on another machine, and
 // keeping a warm standby there.
 //
-//   wharf::EngineOptions from;            // where the stream is
-//   from.replicate = "nats://10.0.0.5:4222,nats://10.0.0.6:4222,nats://10.0.0.7:4222";
-//   from.replicate_stream = "orders";
-//   WHARF_CHECK(wharf::RestoreFromStream(from, "/var/lib/app/wharf", {}, nullptr));
-//   // then Engine::Open("/var/lib/app/wharf", options with replicate=...) takes the stream over
+//   #include "wharf/replication.h"
+//
+//   wharf::Status RestoreReplica(const std::string& db_path) {  // e.g. "/var/lib/app/wharf"
+//     wharf::EngineOptions from;                                // where the stream is
+//     from.replicate = "nats://10.0.0.5:4222,nats://10.0.0.6:4222,nats://10.0.0.7:4222";
+//     from.replicate_stream = "orders";
+//     return wharf::RestoreFromStream(from, db_path, {}, nullptr);
+//     // then Engine::Open(db_path, options with replicate=...) takes the stream over
+//   }
 //
 // A restore is the newest snapshot in the stream, then every group after it, applied in order:
 // every commit the primary acknowledged under durability=replicated is there, none partial. The

@@ -1,13 +1,23 @@
 // Runtime: delivers durable facts to named consumers, in order within each partition, on a pool of
 // worker threads.
 //
-//   wharf::Runtime runtime(engine.get(), {});
-//   runtime.Project("order-totals", {"OrderCreated"},
-//                   [](const wharf::Fact& fact, wharf::Effects& effects) {
-//                     effects.Put("totals", fact.key, fact.payload);
-//                     return wharf::Outcome::kHandled;
-//                   });
-//   WHARF_CHECK(runtime.Start());
+//   #include "wharf/runtime.h"
+//
+//   wharf::Status IndexOrders(wharf::Engine& engine) {
+//     wharf::Status s = engine.DeclareTypes({"OrderCreated"});
+//     if (!s.ok()) return s;
+//     wharf::Runtime runtime(&engine, {});
+//     s = runtime.Project("order-index", {"OrderCreated"},
+//                         [](const wharf::Fact& fact, wharf::Effects& effects) {
+//                           // Committed together with the cursor: exactly once.
+//                           return effects.Put("by-customer", fact.key, fact.payload).ok()
+//                                      ? wharf::Outcome::kHandled
+//                                      : wharf::Outcome::kFailed;
+//                         });
+//     if (s.ok()) s = runtime.Start();  // workers deliver in the background
+//     // ... serve; Stop() (or the destructor) before the engine closes
+//     return s;
+//   }
 //
 // Consumers:
 //   projection  effects (state writes) commit together with the cursor advance: exactly once.

@@ -15,6 +15,12 @@
 // and without the macro, so code built either way links together.
 #pragma once
 
+// The C++ API needs C++20 or later (wharf++.pc and the CMake target wharf::wharf++ require it
+// without choosing the standard): say so before the first C++20 construct fails.
+#if !defined(__cplusplus) || __cplusplus < 202002L
+#error "wharf/*.h (the C++ API) needs C++20 or later (-std=c++20); C programs use wharf.h"
+#endif
+
 #include <cstdint>
 #include <string>
 #include <string_view>
