@@ -2018,7 +2018,8 @@ class TestIsolation(EngineTestCase):
         with self.engine.begin() as txn:
             for i in range(5):
                 txn.put("t", str(i), str(i))
-        original = wharf._view
+        rows = wharf._txn  # the module whose row callback copies rows (with _view)
+        original = rows._view
         count = [0]
 
         def failing(pointer, length):
@@ -2027,26 +2028,26 @@ class TestIsolation(EngineTestCase):
                 raise MemoryError("no memory for the row")
             return original(pointer, length)
 
-        wharf._view = failing
+        rows._view = failing
         try:
             with self.assertRaises(MemoryError):
                 list(self.engine.scan("t"))
         finally:
-            wharf._view = original
+            rows._view = original
         self.assertEqual(wharf._collect_errors, {})
 
         class Unrecordable(dict):
             def setdefault(self, *args):
                 raise MemoryError("cannot even record it")
 
-        errors = wharf._collect_errors
-        wharf._view, wharf._collect_errors = failing, Unrecordable()
+        errors = rows._collect_errors
+        rows._view, rows._collect_errors = failing, Unrecordable()
         count[0] = 0
         try:
             with self.assertRaises(wharf.InternalError) as caught:
                 list(self.engine.scan("t"))
         finally:
-            wharf._view, wharf._collect_errors = original, errors
+            rows._view, rows._collect_errors = original, errors
         self.assertIn("visited 3 rows of the page but kept 2", str(caught.exception))
 
     def test_bad_input_names_the_call_and_argument(self):
