@@ -1072,6 +1072,30 @@ class TestErrors(EngineTestCase):
             txn.put("t", 42, b"v")
         txn.abort()
 
+    def test_the_key_of_emit_is_keyword_only(self):
+        # C, C++ and Go emit (type, key, payload): the same call ported to Python positionally
+        # must fail, not commit a fact whose key and payload are swapped.
+        txn = self.engine.begin()
+        with self.assertRaises(TypeError):
+            txn.emit("OrderPlaced", "alice", b"o-1")
+        txn.emit("OrderPlaced", b"o-1", key="alice")
+        txn.commit()
+        [fact] = self.engine.read_facts(self.engine.partition_of(b"alice"))
+        self.assertEqual((fact.key, fact.payload), (b"alice", b"o-1"))
+        runtime = wharf.Runtime(self.engine)
+        refused = []
+
+        @runtime.reaction("echo", ["OrderPlaced"])
+        def echo(fact, effects):
+            try:
+                effects.emit("OrderPlaced", fact.key, fact.payload)
+            except TypeError as e:
+                refused.append(e)
+
+        runtime.drain()
+        runtime.close()
+        self.assertEqual(len(refused), 1)
+
     def test_names_are_taken_whole_or_refused(self):
         # A NUL would cut the name at the C ABI (a header "a\0b" stored as "a", table "t\0x"
         # writing into "t"): every name, path and option string is refused instead, naming it.

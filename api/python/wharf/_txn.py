@@ -125,12 +125,15 @@ class _TxnOps:
         k = _bytes(key, "key")
         _check(_lib.wharf_txn_delete(self._live(), _name(table, "table"), k, len(k)))
 
-    def emit(self, type: str, payload: Bytes, key: Optional[Bytes] = None, *,
+    def emit(self, type: str, payload: Bytes, *, key: Optional[Bytes] = None,
              headers: Optional[Iterable[Tuple[str, Bytes]]] = None,
              deliver_at_ms: int = 0, v: Optional[int] = None) -> None:
-        """Emits a fact of a declared `type`, partitioned by `key` (None: unkeyed). `v` is the
-        payload's version: None for the type's declared version (Engine.declared_version), else
-        an older one, down to the version the type was first declared at."""
+        """Emits a fact of a declared `type`, partitioned by `key` (None: unkeyed). `key` and the
+        options are keyword-only: C, C++ and Go take (type, key, payload), so a positional third
+        argument, which a call ported from them would pass as the payload, is a TypeError rather
+        than a fact with key and payload swapped. `v` is the payload's version: None for the
+        type's declared version (Engine.declared_version), else an older one, down to the version
+        the type was first declared at."""
         k, p = _bytes(key, "key"), _bytes(payload, "payload")
         # 0: the type's declared version (wharf_txn_emit_v2), what wharf_txn_emit emits too.
         version = 0 if v is None else _integer(v, f"{self._what}.emit: v", 1, 2**32 - 1)
