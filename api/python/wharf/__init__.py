@@ -82,19 +82,23 @@ overlaps (option key_concurrency), and `fact.attempt` says which delivery of a f
 """
 
 from ._types import (  # noqa: F401 (re-exported)
-    AsyncSubscribeFn as AsyncSubscribeFn, Bytes as Bytes, CommitFn as CommitFn, DatabasePath as
-    DatabasePath, HandlerResult as HandlerResult, MigrateProgressFn as MigrateProgressFn,
-    MigrationFn as MigrationFn, Options as Options, Outcome, PayloadVersion as PayloadVersion,
-    ProgressFn as ProgressFn, ProjectFn as ProjectFn, SubscribeFn as SubscribeFn, TapFn as TapFn,
-    TraceFn as TraceFn, TraceLevel, Types as Types, UpcasterFn as UpcasterFn,
+    AsyncSubscribeFn as AsyncSubscribeFn, Bytes as Bytes, CommitFn as CommitFn,
+    DatabasePath as DatabasePath, HandlerResult as HandlerResult,
+    MigrateProgressFn as MigrateProgressFn, MigrationFn as MigrationFn, Options as Options,
+    Outcome, PayloadVersion as PayloadVersion, ProgressFn as ProgressFn, ProjectFn as ProjectFn,
+    SubscribeFn as SubscribeFn, TapFn as TapFn, TraceFn as TraceFn, TraceLevel,
+    TraceWithAttemptFn as TraceWithAttemptFn, AnyTraceFn as AnyTraceFn, Types as Types,
+    UpcasterFn as UpcasterFn,
 )
 from ._errors import (  # noqa: F401 (re-exported)
     Busy, Closed, Conflict, Corruption, IOError_, InternalError, InvalidArgument, NotFound,
     NotSupported, PrimaryFenced, ReadConflict, SUBCODE_ALREADY_EXISTS as SUBCODE_ALREADY_EXISTS,
-    SUBCODE_CURSOR_MOVED as SUBCODE_CURSOR_MOVED, SUBCODE_DATABASE_LOCKED as
-    SUBCODE_DATABASE_LOCKED, SUBCODE_LEASE_FENCED as SUBCODE_LEASE_FENCED, SUBCODE_NONE as
-    SUBCODE_NONE, SUBCODE_PRIMARY_FENCED as SUBCODE_PRIMARY_FENCED, SUBCODE_READ_CONFLICT as
-    SUBCODE_READ_CONFLICT, SUBCODE_TIMED_OUT as SUBCODE_TIMED_OUT, WharfError,
+    SUBCODE_CURSOR_MOVED as SUBCODE_CURSOR_MOVED,
+    SUBCODE_DATABASE_LOCKED as SUBCODE_DATABASE_LOCKED,
+    SUBCODE_LEASE_FENCED as SUBCODE_LEASE_FENCED, SUBCODE_NONE as SUBCODE_NONE,
+    SUBCODE_PRIMARY_FENCED as SUBCODE_PRIMARY_FENCED,
+    SUBCODE_READ_CONFLICT as SUBCODE_READ_CONFLICT, SUBCODE_TIMED_OUT as SUBCODE_TIMED_OUT,
+    WharfError,
 )
 from ._native import (  # noqa: F401 (re-exported)
     library_path, version, __version__ as __version__, _lib as _lib, _view as _view,

@@ -26,7 +26,7 @@ from ._native import (
     _SUBSCRIBE_ASYNC_FN, _SUBSCRIBE_FN, _StatConsumer, _StatLane, _StatPartition, _TAP_FN,
     _TRACE_FN, _TRIM_PARTITION_FN, _UPCASTER_FN, _lib, _view,
 )
-from ._types import Outcome, TraceFn, TraceLevel
+from ._types import AnyTraceFn, Outcome, TraceLevel
 
 
 _callbacks: Dict[int, object] = {}
@@ -335,7 +335,7 @@ class _TraceCall:
     """A Runtime's trace callable; one with an `attempt` parameter (or **kwargs) also receives
     the event's attempt (which delivery of the fact it is about; 0 when none)."""
 
-    def __init__(self, trace: TraceFn) -> None:
+    def __init__(self, trace: AnyTraceFn) -> None:
         self.trace: Callable[..., None] = trace
         parameters: Iterable[inspect.Parameter]
         try:

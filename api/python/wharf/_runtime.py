@@ -16,7 +16,7 @@ from ._exit import _deferred_frees, _open_runtimes, _wait_for_deferred_frees
 from ._loop import _EventLoop
 from ._native import _TRACE_FN, _check, _lib, _name, _names, _options, _payload_option
 from ._types import (
-    AsyncSubscribeFn, Options, PayloadVersion, ProjectFn, SubscribeFn, TapFn, TraceFn, Types,
+    AsyncSubscribeFn, Options, PayloadVersion, ProjectFn, SubscribeFn, TapFn, AnyTraceFn, Types,
     _ProjectT, _SubscribeT, _TapT,
 )
 
@@ -51,7 +51,7 @@ class Runtime(_HandleOwner):
     ERRORS_KEPT = 100
 
     def __init__(self, engine: Engine, options: Options = None,
-                 trace: Optional[TraceFn] = None) -> None:
+                 trace: Optional[AnyTraceFn] = None) -> None:
         self._engine = engine
         self._trace_key = _register_callback(_TraceCall(trace)) if trace is not None else 0
         handle = c_void_p()

@@ -3,7 +3,8 @@
 import enum
 import os
 from typing import (
-    TYPE_CHECKING, Awaitable, Callable, Dict, Iterable, Literal, Optional, TypeVar, Union,
+    TYPE_CHECKING, Awaitable, Callable, Dict, Iterable, Literal, Optional, Protocol, TypeVar,
+    Union,
 )
 
 if TYPE_CHECKING:  # the modules these aliases name build on this one
@@ -27,8 +28,23 @@ SubscribeFn = Callable[["Fact"], HandlerResult]
 # An `async def` subscriber: awaited on the runtime's event loop (Runtime.subscribe).
 AsyncSubscribeFn = Callable[["Fact"], Awaitable[HandlerResult]]
 TapFn = Callable[["Fact"], object]  # what it returns is ignored
-# trace(level, name, consumer, fact_id, reason); one with an `attempt` parameter too gets it.
+# trace(level, name, consumer, fact_id, reason): a Runtime's trace events.
 TraceFn = Callable[["TraceLevel", str, str, int, str], None]
+
+
+class TraceWithAttemptFn(Protocol):
+    """A trace callable that also takes `attempt` (by keyword): which delivery of the fact the
+    event is about (1: the first; 0 for an event not about a delivery). The first five
+    parameters are TraceFn's, taken by position under any name; `attempt` may be a plain
+    parameter (`def trace(level, name, consumer, fact_id, reason, attempt)`), keyword-only, or
+    taken by **kwargs."""
+
+    def __call__(self, __level: "TraceLevel", __name: str, __consumer: str, __fact_id: int,
+                 __reason: str, *, attempt: int) -> None: ...
+
+
+# What Runtime(trace=...) takes: either shape (it looks for an `attempt` parameter).
+AnyTraceFn = Union[TraceFn, TraceWithAttemptFn]
 # commit_async's callback(error, first_id, last_id); error is None on success.
 CommitFn = Callable[[Optional["WharfError"], int, int], None]
 # A backup's or restore's progress(copied_bytes, total_bytes); what it returns is ignored.
