@@ -1072,6 +1072,36 @@ class TestErrors(EngineTestCase):
             txn.put("t", 42, b"v")
         txn.abort()
 
+    def test_messages_name_the_python_call_and_argument(self):
+        # The library's messages start with the C function ("wharf_open: ..."): a Python user
+        # sees the call they made instead, with its argument, and the same code and subcode.
+        other = os.path.join(self.dir, "other")
+        cases = [
+            (lambda: wharf.Engine(other, "x=1"), wharf.InvalidArgument,
+             f"Engine(path={other!r}): unknown engine option 'x'"),
+            (lambda: self.engine.begin().emit("Nope", b"p", key="k"), wharf.InvalidArgument,
+             "Txn.emit(type='Nope'): fact type 'Nope' is not declared (Engine.declare_types)"),
+            (lambda: self.engine.begin().put("t", b"", b"v"), wharf.InvalidArgument,
+             "Txn.put(table='t'): key is empty"),
+            (lambda: wharf.Runtime(self.engine, "workers=abc"), wharf.InvalidArgument,
+             "Runtime(options='workers=abc'): option 'workers'"),
+            (lambda: list(self.engine.scan("t", prefix=b"x" * 5000)), wharf.InvalidArgument,
+             "Engine.scan(table='t'): prefix of 5000 bytes"),
+            (lambda: self.engine.copy_cursor("a", "b"), wharf.NotFound,
+             "Engine.copy_cursor(from_consumer='a'): consumer 'a' has no cursors"),
+            (lambda: wharf.Engine(self.path), wharf.IOError_, f"Engine(path={self.path!r}): "),
+        ]
+        for call, error, text in cases:
+            with self.subTest(text):
+                with self.assertRaises(error) as caught:
+                    call()
+                self.assertTrue(str(caught.exception).startswith(text), str(caught.exception))
+                self.assertNotIn("wharf_", str(caught.exception))
+                self.assertEqual(caught.exception.code, error.code)
+        with self.assertRaises(wharf.IOError_) as caught:
+            wharf.Engine(self.path)
+        self.assertEqual(caught.exception.subcode, wharf.SUBCODE_DATABASE_LOCKED)
+
     def test_the_key_of_emit_is_keyword_only(self):
         # C, C++ and Go emit (type, key, payload): the same call ported to Python positionally
         # must fail, not commit a fact whose key and payload are swapped.

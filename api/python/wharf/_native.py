@@ -4,10 +4,13 @@ Python values into what the C ABI takes (bytes, names, options, integers in rang
 import ctypes
 import operator
 import os
+import re
+import sys
 from ctypes import (
     CFUNCTYPE, POINTER, c_char, c_char_p, c_double, c_int, c_int32, c_int64, c_size_t, c_uint32,
     c_uint64, c_uint8, c_void_p,
 )
+from types import FrameType
 from typing import Optional, SupportsIndex, Tuple
 
 from . import _library
@@ -301,10 +304,66 @@ __version__ = version()
 
 
 def _check(status: int) -> None:
+    """Raises the WharfError of a failed C call (status != 0), its message naming the Python call
+    that made it (`Txn.emit(type='Order'): ...`) instead of the C function."""
     if status == 0:
         return
     message = (_lib.wharf_last_error() or b"").decode("utf-8", "replace")
-    raise _error(status, message, _lib.wharf_last_subcode())
+    raise _error(status, _python_message(message, sys._getframe(1)), _lib.wharf_last_subcode())
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The library's messages start with the C function ("wharf_txn_emit: ...") and may name a C++ call
+# ("(Engine::DeclareTypes)"): Python users see their own call's name instead.
+_C_FUNCTION = re.compile(r"^wharf_\w+: ")
+_CXX_CALL = re.compile(r"\b(Engine|Runtime|Txn|Effects)::([A-Z]\w*)")
+# Arguments shown in the call's name: the first of these the call has, if it is text.
+_NAMED_ARGUMENTS = ("path", "type", "table", "name", "consumer", "from_consumer", "target",
+                    "options")
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _python_call(frame: Optional[FrameType]) -> Optional[str]:
+    """The public call of this package the failing C call was made for: the outermost frame
+    of the package's own code, below the caller's (helpers like _scan run inside it)."""
+    call: Optional[FrameType] = None
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == _PACKAGE_DIR:
+        call = frame
+        frame = frame.f_back
+    if call is None:
+        return None
+    code, local = call.f_code, call.f_locals
+    owner = local.get("self")
+    function = code.co_name
+    if function.startswith("_") and isinstance(local.get("call"), str):
+        name = str(local["call"])  # a helper told which call it runs for (_scan: "Engine.scan")
+    elif owner is not None:
+        # The class that defines the method (Txn.emit, not _TxnOps.emit or _TransactTxn.emit).
+        cls = next((c for c in type(owner).__mro__ if not c.__name__.startswith("_")),
+                   type(owner))
+        name = cls.__name__ if function == "__init__" else f"{cls.__name__}.{function}"
+    else:
+        name = f"wharf.{function}"
+    arguments = code.co_varnames[:code.co_argcount]
+    for argument in _NAMED_ARGUMENTS:
+        value = local.get(argument) if argument in arguments else None
+        if isinstance(value, (str, bytes, os.PathLike)):
+            shown = os.fsdecode(value) if not isinstance(value, str) else value
+            if len(shown) > 200:
+                shown = shown[:200] + "..."
+            return f"{name}({argument}={shown!r})"
+    return f"{name}()"
+
+
+def _python_message(message: str, frame: Optional[FrameType]) -> str:
+    call = _python_call(frame)
+    if call is None:
+        return message
+    message = _CXX_CALL.sub(lambda m: f"{m.group(1)}.{_snake_case(m.group(2))}", message)
+    return f"{call}: {_C_FUNCTION.sub('', message)}"
 
 
 def _bytes(value: Optional[Bytes], what: str) -> bytes:
