@@ -93,6 +93,10 @@ bool FactTypes::Upcast(std::string_view name, const Type& type, Fact* fact, std:
       *error = step(from) + ": the upcaster threw a non-standard exception";
       return false;
     }
+    if (fact->payload.empty()) {  // as Emit refuses: a consumer never receives an empty payload
+      *error = step(from) + ": the upcaster returned an empty payload (facts are never empty)";
+      return false;
+    }
     fact->v = from + 1;
   }
   return true;

@@ -231,6 +231,38 @@ TEST_F(UpcastTest, EveryKindOfConsumerReceivesTheDeclaredVersion) {
   EXPECT_EQ(stored.At(v2).payload, "two");
 }
 
+// An upcaster that returns an empty payload fails like one that throws: consumers never receive
+// an empty payload, which Emit refuses.
+TEST_F(UpcastTest, AnUpcasterReturningNothingDeadLettersItsFact) {
+  ASSERT_OK(engine_->DeclareType("Order", 1));
+  ASSERT_OK(engine_->DeclareType("Order", 2));
+  ASSERT_OK(engine_->RegisterUpcaster("Order", 1, [](std::string_view payload) {
+    return payload == "drop" ? std::string() : std::string(payload) + "|v2";
+  }));
+  const uint64_t dropped = Emit("k", "drop", 1);
+  const uint64_t kept = Emit("k", "keep", 1);
+  Received view;
+  {
+    Runtime runtime(engine_.get(), Options());
+    ASSERT_OK(runtime.Project("view", {"Order"}, [&](const Fact& fact, Effects&) {
+      view.Add(fact);
+      return Outcome::kHandled;
+    }));
+    ASSERT_OK(runtime.Start());
+    ASSERT_OK(runtime.Drain());
+    ASSERT_OK(runtime.Stop());
+  }
+  ASSERT_EQ(view.size(), 1u);
+  EXPECT_EQ(view.At(kept).payload, "keep|v2");
+  std::vector<DeadLetter> letters;
+  ASSERT_OK(ListDeadLetters(*engine_, "view", &letters));
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0].fact.id, dropped);
+  EXPECT_NE(letters[0].reason.find("from version 1 to 2: the upcaster returned an empty payload"),
+            std::string::npos)
+      << letters[0].reason;
+}
+
 // An upcaster that throws settles its fact as failed for each consumer (one dead letter each,
 // "upcast-failed" with the exception's text); the facts around it are delivered. Fixed in a later
 // run of the application, the chain of that time lifts the retried letter.
