@@ -103,7 +103,8 @@ struct TransactOptions {
 // a pure function of its argument, safe to call from several threads at once (workers upcast in
 // parallel). To refuse a payload, throw: the fact is then settled as failed for the consumer that
 // was to receive it ("upcast-failed", a dead letter with the exception's text as the reason), and
-// the consumer goes on with the next fact.
+// the consumer goes on with the next fact. Returning an empty payload refuses it the same way
+// (facts are never empty).
 using Upcaster = std::function<std::string(std::string_view payload)>;
 
 // Turns a row of one version of a state table into the next (Engine::RegisterMigration). Like an
