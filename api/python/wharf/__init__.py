@@ -133,6 +133,9 @@ from ._loop import (  # noqa: F401 (re-exported)
 from ._runtime import (  # noqa: F401 (re-exported)
     Runtime,
 )
+from ._aio import (  # noqa: F401 (re-exported)
+    AsyncEngine, AsyncRuntime, AsyncTxn, open_async, AsyncHandlerFn as AsyncHandlerFn,
+)
 
 __all__ = [
     "Engine", "Txn", "Effects", "Runtime", "Fact", "Outcome", "TraceLevel", "CursorInfo",
@@ -143,6 +146,7 @@ __all__ = [
     "library_path", "SCAN_PAGE_MAX", "BackupInfo", "LastBackup", "RestoreReport",
     "VerifyFamily", "VerifyDamage", "VerifyReport", "list_backups", "restore", "verify_database",
     "verify_backup", "PrimaryFenced", "StreamRestoreReport", "StandbyState", "Standby",
-    "restore_from_stream", "MigrateReport",
+    "restore_from_stream", "MigrateReport", "AsyncEngine", "AsyncTxn", "AsyncRuntime",
+    "open_async",
 ]
 
