@@ -5,7 +5,10 @@
 #   wharf          the CLI
 #   python3-wharf  the Python package wharf (ctypes over libwharf.so.0, py.typed)
 # Runtime dependencies are computed by dpkg-shlibdeps from the binaries, so they name exactly the
-# Debian library packages (librocksdb7.8, liburing2, ...) the build linked.
+# Debian library packages (librocksdb7.8, liburing2, ...) the build linked. libwharf-dev also
+# depends on the -dev packages of what its Libs.private names (a static link needs them).
+# The libraries go to /usr/lib/<multiarch> (CMAKE_INSTALL_LIBDIR, api/install.cmake: a build
+# directory configured with another libdir is reconfigured by packaging/deb_test.sh).
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME wharf)
 set(CPACK_PACKAGE_VENDOR "Wharf")
@@ -21,7 +24,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIBWHARF0_PACKAGE_NAME libwharf0)
 set(CPACK_DEBIAN_LIBWHARF-DEV_PACKAGE_NAME libwharf-dev)
 set(CPACK_DEBIAN_LIBWHARF-DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_LIBWHARF-DEV_PACKAGE_DEPENDS "libwharf0 (= ${PROJECT_VERSION})")
+# libwharf-dev: what its Libs.private names, for a static link (packaging/link_deps.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/link_deps.cmake)
+list(JOIN WHARF_LINK_DEV_PACKAGES ", " WHARF_LINK_DEV_DEPENDS)
+set(CPACK_DEBIAN_LIBWHARF-DEV_PACKAGE_DEPENDS
+  "libwharf0 (= ${PROJECT_VERSION}), ${WHARF_LINK_DEV_DEPENDS}")
 set(CPACK_DEBIAN_WHARF_PACKAGE_NAME wharf)
 set(CPACK_DEBIAN_WHARF_PACKAGE_SECTION database)
 set(CPACK_DEBIAN_PYTHON3-WHARF_PACKAGE_NAME python3-wharf)
