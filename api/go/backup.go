@@ -15,6 +15,7 @@ wharf_status list_backups_go(const char* target, void* ctx);
 import "C"
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -195,6 +196,35 @@ func (e *Engine) Backup(target string, opts BackupOptions) (BackupInfo, error) {
 	return goBackupInfo(&info), nil
 }
 
+// BackupContext is Backup bounded by ctx: when ctx ends, the copy stops at its next progress
+// report (at most about every 4 MiB copied) and ctx.Err() is returned, never success (when the
+// copy had completed, a backup may be in the target all the same: ListBackups shows it). The
+// attempt is recorded as failed (Stat's LastBackup).
+func (e *Engine) BackupContext(ctx context.Context, target string, opts BackupOptions) (
+	BackupInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return BackupInfo{}, err
+	}
+	opts.Progress = progressUntil(ctx, opts.Progress)
+	return e.Backup(target, opts)
+}
+
+// progressUntil is fn failing with ctx.Err() once ctx ended (fn itself when ctx never ends).
+func progressUntil(ctx context.Context, fn ProgressFunc) ProgressFunc {
+	if ctx.Done() == nil {
+		return fn
+	}
+	return func(copied, total uint64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if fn == nil {
+			return nil
+		}
+		return fn(copied, total)
+	}
+}
+
 // ListBackups lists the backups in directory target, oldest first (no engine needed).
 // errors.Is(err, ErrNotFound) when target holds no backup directory.
 func ListBackups(target string) ([]BackupInfo, error) {
@@ -246,6 +276,18 @@ func Restore(target, destination string, opts RestoreOptions) (RestoreReport, er
 		return RestoreReport{}, err
 	}
 	return RestoreReport{Backup: goBackupInfo(&info), Incarnation: uint64(incarnation)}, nil
+}
+
+// RestoreContext is Restore bounded by ctx: when ctx ends, the copy stops at its next progress
+// report (at most about every 4 MiB copied) and ctx.Err() is returned. The destination must not
+// be used then: restore again (RestoreOptions.Force replaces what the stopped restore left).
+func RestoreContext(ctx context.Context, target, destination string, opts RestoreOptions) (
+	RestoreReport, error) {
+	if err := ctx.Err(); err != nil {
+		return RestoreReport{}, err
+	}
+	opts.Progress = progressUntil(ctx, opts.Progress)
+	return Restore(target, destination, opts)
 }
 
 // VerifyFamily is one column family a verification read.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"wharf"
+	wharf "github.com/wharf/wharf/api/go"
 )
 
 // skipUntilCoreBuilt skips a success path while the backup core answers "not built yet".
@@ -39,7 +39,7 @@ func drainAudit(t *testing.T, engine *wharf.Engine) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer runtime.Free()
+	defer runtime.Close()
 	var mu sync.Mutex
 	seen := 0
 	err = runtime.Project("audit", []string{"OrderPlaced"}, "",

@@ -172,7 +172,7 @@ func protect[T any](f func() T) (value T, ok bool) {
 // inHandler reports whether the calling goroutine is running a handler: the shims mark their
 // thread while a handler runs on it, and a goroutine inside a cgo callback stays on that thread.
 // The calls that would wait for the handler's own delivery refuse it before taking the Go locks
-// that a Runtime.Free or Engine.Close waiting for the handler holds (the C ABI refuses them on its
+// that a Runtime.Close or Engine.Close waiting for the handler holds (the C ABI refuses them on its
 // worker threads too, but only once the call reaches it).
 func inHandler() bool { return C.wharfgo_in_handler() != 0 }
 

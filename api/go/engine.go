@@ -2,6 +2,11 @@
 // changes together with facts, and deliver the facts to projections (exactly once) and
 // subscribers (at least once), in order within each partition. It wraps the C ABI (wharf.h)
 // through cgo and needs only the standard library and an installed libwharf (pkg-config wharf).
+// Import it as
+//
+//	import wharf "github.com/wharf/wharf/api/go"
+//
+// A transaction commits state and facts together:
 //
 //	engine, err := wharf.Open("/var/lib/app/wharf", "")
 //	defer engine.Close()
@@ -11,8 +16,15 @@
 //	txn.Emit("OrderPlaced", []byte("alice"), []byte("o-1:1250"))
 //	_, err = txn.Commit() // nil: durable on disk
 //
+// A Runtime delivers the facts to handlers (Project, React, Subscribe, SubscribeAsync) or to a
+// broker (Relay). The blocking calls have Context twins (Txn.CommitContext,
+// Engine.TransactContext, Runtime.DrainContext, Engine.BackupContext, RestoreContext,
+// Engine.MigrateTableContext). The admin calls (cursors, dead letters, leases, Trim, Stat) and the
+// metrics are Engine methods. Engine, Runtime and Standby are io.Closers.
+//
 // Thread safety: an Engine and a Runtime may be used from any goroutine; a Txn by one goroutine
-// at a time. Errors are *Error values carrying the C ABI's status, subcode and message.
+// at a time; a Delivery from any goroutine. Errors are *Error values carrying the C ABI's status,
+// subcode and message.
 package wharf
 
 /*

@@ -1,3 +1,3 @@
-module wharf
+module github.com/wharf/wharf/api/go
 
 go 1.19

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"wharf"
+	wharf "github.com/wharf/wharf/api/go"
 )
 
 // increment reads counter key of table "counters", writes it plus one and emits a fact carrying
@@ -345,7 +345,7 @@ func TestScanOfEffectsAndWithinItsOwnScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer runtime.Free()
+	defer runtime.Close()
 	err = runtime.Project("totals", []string{"OrderPlaced"}, "batch_facts=3",
 		func(f *wharf.Fact, effects *wharf.Txn) error {
 			id, cents, _ := strings.Cut(string(f.Payload), ":")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"wharf"
+	wharf "github.com/wharf/wharf/api/go"
 )
 
 // Replication through the binding against one real nats-server -js (replicate_replicas=1),

@@ -15,6 +15,7 @@ wharf_status txn_scan_go(wharf_txn* txn, const char* table, const void* prefix,
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"runtime"
@@ -206,6 +207,15 @@ type TransactOptions struct {
 // commit errors are returned as Commit returns them (not retried: an I/O error's outcome is
 // unknown). From a handler it is refused (ErrInvalidArgument).
 func (e *Engine) Transact(fn func(*Txn) error, opts ...TransactOptions) (uint64, error) {
+	return e.TransactContext(context.Background(), fn, opts...)
+}
+
+// TransactContext is Transact bounded by ctx: it returns ctx.Err() as soon as ctx ends, before
+// an attempt (nothing of it written), during a backoff, or while an attempt's commit is in the
+// committer's hands (its outcome then unknown, as with Txn.CommitContext: applied entirely or not
+// at all). fn is not interrupted: pass it ctx yourself when it waits for something.
+func (e *Engine) TransactContext(ctx context.Context, fn func(*Txn) error,
+	opts ...TransactOptions) (uint64, error) {
 	if err := refuseInHandler("Engine.Transact"); err != nil {
 		return 0, err
 	}
@@ -239,13 +249,30 @@ func (e *Engine) Transact(fn func(*Txn) error, opts ...TransactOptions) (uint64,
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		id, err, fromFn := e.attempt(fn)
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		id, err, fromFn := e.attempt(ctx, fn)
 		if err == nil || fromFn || !isReadConflict(err) || attempt >= o.AttemptsMax {
 			return id, err
 		}
 		if attempt > 1 { // the first retry runs at once
-			time.Sleep(backoff(attempt, o))
+			if err := sleep(ctx, backoff(attempt, o)); err != nil {
+				return 0, err
+			}
 		}
+	}
+}
+
+// sleep waits for d, or until ctx ends (then ctx.Err()).
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -257,7 +284,8 @@ func isReadConflict(err error) bool {
 
 // attempt runs fn once in a new transaction and commits it. fromFn: the error is fn's own (even
 // one that is a read conflict fn got elsewhere: it ends Transact, unchanged).
-func (e *Engine) attempt(fn func(*Txn) error) (id uint64, err error, fromFn bool) {
+func (e *Engine) attempt(ctx context.Context, fn func(*Txn) error) (id uint64, err error,
+	fromFn bool) {
 	txn, err := e.Begin()
 	if err != nil {
 		return 0, err, false
@@ -271,7 +299,7 @@ func (e *Engine) attempt(fn func(*Txn) error) (id uint64, err error, fromFn bool
 		return 0, &Error{Status: StatusInvalidArgument,
 			Message: "the transaction function committed or aborted its transaction (Transact commits it)"}, false
 	}
-	id, err = txn.Commit()
+	id, err = txn.CommitContext(ctx)
 	return id, err, false
 }
 

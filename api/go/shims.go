@@ -13,10 +13,14 @@ extern void wharfGoFact(void* ctx, wharf_fact* fact);
 extern wharf_outcome wharfGoProject(void* ctx, wharf_fact* fact, wharf_txn* effects);
 extern wharf_outcome wharfGoSubscribe(void* ctx, wharf_fact* fact);
 extern void wharfGoDestroy(void* ctx);
+extern void wharfGoCommitted(void* ctx, wharf_status status, uint64_t last_fact_id);
 extern int wharfGoRow(void* ctx, void* key, size_t key_len, void* value, size_t value_len);
 extern wharf_status wharfGoUpcast(void* ctx, void* payload, size_t payload_len, wharf_upcast* out);
 extern wharf_status wharfGoMigrate(void* ctx, void* row, size_t row_len, wharf_upcast* out);
 extern void wharfGoDeadLetter(void* ctx, char* consumer, char* reason, wharf_fact* fact);
+extern wharf_outcome wharfGoSubscribeAsync(void* ctx, wharf_fact* fact, uint64_t delivery);
+extern void wharfGoTrace(void* ctx, int level, char* name, char* consumer, uint64_t fact_id,
+                         char* reason, uint32_t attempt);
 
 // > 0 while a Go handler runs on this thread (inHandler). Never left raised: a handler's panics
 // are recovered in Go and its runtime.Goexit ends the process.
@@ -36,7 +40,33 @@ static wharf_outcome subscribe_shim(void* ctx, const wharf_fact* fact) {
   --handler_depth;
   return outcome;
 }
+static wharf_outcome subscribe_async_shim(void* ctx, const wharf_fact* fact,
+                                          wharf_delivery delivery) {
+  ++handler_depth;
+  wharf_outcome outcome = wharfGoSubscribeAsync(ctx, (wharf_fact*)fact, delivery);
+  --handler_depth;
+  return outcome;
+}
+// A trace function marks its thread too: it may run inside a handler's delivery, and the calls
+// that would wait for that delivery must be refused before they take the Go locks.
+static void trace_shim(void* ctx, wharf_trace_level level, const char* name,
+                       const char* consumer, uint64_t fact_id, const char* reason) {
+  ++handler_depth;
+  wharfGoTrace(ctx, (int)level, (char*)name, (char*)consumer, fact_id, (char*)reason,
+               wharf_trace_attempt());
+  --handler_depth;
+}
 static void destroy_shim(void* ctx) { wharfGoDestroy(ctx); }
+// Runs on an engine thread: wharfGoCommitted only hands the outcome over (a buffered channel).
+static void committed_shim(void* ctx, wharf_status status, uint64_t first_fact_id,
+                           uint64_t last_fact_id) {
+  (void)first_fact_id;
+  wharfGoCommitted(ctx, status, last_fact_id);
+}
+// Called from txn.go (declared there), hence not static.
+wharf_status commit_async_go(wharf_txn* txn, void* ctx) {
+  return wharf_txn_commit_async(txn, committed_shim, ctx);
+}
 // An upcaster marks its thread too: the calls refused in a handler would wait for it as well.
 static wharf_status upcast_shim(void* ctx, const void* payload, size_t payload_len,
                                 wharf_upcast* out) {
@@ -105,6 +135,20 @@ static wharf_status react_go(wharf_runtime* rt, const char* name, const char* co
   return wharf_runtime_react_v2(rt, name, types, n_types, options, project_shim, ctx,
                                 destroy_shim);
 }
+static wharf_status subscribe_async_go(wharf_runtime* rt, const char* name,
+                                       const char* const* types, size_t n_types,
+                                       const char* options, void* ctx) {
+  return wharf_runtime_subscribe_async(rt, name, types, n_types, options, subscribe_async_shim,
+                                       ctx, destroy_shim);
+}
+// trace_ctx NULL: no trace function (the stderr default). The runtime borrows trace_ctx until
+// wharf_runtime_free returns (Runtime.Close frees it then). Called from runtime.go (declared
+// there), hence not static.
+wharf_status runtime_new_go(wharf_engine* engine, const char* options, void* trace_ctx,
+                                   wharf_runtime** out) {
+  return wharf_runtime_new_v2(engine, options, trace_ctx != NULL ? trace_shim : NULL, trace_ctx,
+                              out);
+}
 static wharf_status subscribe_go(wharf_runtime* rt, const char* name, const char* const* types,
                                  size_t n_types, const char* options, void* ctx) {
   return wharf_runtime_subscribe_v2(rt, name, types, n_types, options, subscribe_shim, ctx,
@@ -158,6 +202,7 @@ const (
 	registerProject registration = iota
 	registerReact
 	registerSubscribe
+	registerSubscribeAsync
 )
 
 func (r *Runtime) register(kind registration, name string, types []string, options string,
@@ -173,13 +218,16 @@ func (r *Runtime) register(kind registration, name string, types []string, optio
 	// Owned by the runtime from here: it calls destroy_shim (freeing the cell) when it no longer
 	// needs it, also when the registration fails.
 	cell := newCell(handler)
-	function := [...]string{"Runtime.Project", "Runtime.React", "Runtime.Subscribe"}[kind]
+	function := [...]string{"Runtime.Project", "Runtime.React", "Runtime.Subscribe",
+		"Runtime.SubscribeAsync"}[kind]
 	return r.with(function, func(rt *C.wharf_runtime) C.wharf_status {
 		switch kind {
 		case registerProject:
 			return C.project_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)
 		case registerReact:
 			return C.react_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)
+		case registerSubscribeAsync:
+			return C.subscribe_async_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)
 		default:
 			return C.subscribe_go(rt, cname, ctypes, C.size_t(len(types)), coptions, cell)
 		}

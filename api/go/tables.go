@@ -16,6 +16,7 @@ wharf_status migrate_table_go(wharf_engine* engine, const char* table, size_t ba
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -246,4 +247,29 @@ func (e *Engine) MigrateTable(table string, opts MigrateOptions) (MigrateReport,
 		panic(state.panicValue)
 	}
 	return goMigrateReport(&report), err
+}
+
+// MigrateTableContext is MigrateTable bounded by ctx: when ctx ends, the migration stops after
+// the batch in progress (every batch committed stays committed; a later call goes on with what is
+// left) and returns its report (Done false) with ctx.Err().
+func (e *Engine) MigrateTableContext(ctx context.Context, table string, opts MigrateOptions) (
+	MigrateReport, error) {
+	if err := ctx.Err(); err != nil {
+		return MigrateReport{}, err
+	}
+	if ctx.Done() == nil {
+		return e.MigrateTable(table, opts)
+	}
+	progress := opts.Progress
+	opts.Progress = func(soFar MigrateReport) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		return progress == nil || progress(soFar)
+	}
+	report, err := e.MigrateTable(table, opts)
+	if err == nil && !report.Done && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return report, err
 }

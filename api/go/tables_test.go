@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"wharf"
+	wharf "github.com/wharf/wharf/api/go"
 )
 
 // openAt opens the database in path (closed at the end of the test).
@@ -430,7 +430,7 @@ func TestTablesBadInput(t *testing.T) {
 	}
 	invalid("MigrateTable from a handler", refused[0], "Engine.MigrateTable")
 	mu.Unlock()
-	runtime.Free()
+	runtime.Close()
 
 	if err := engine.Close(); err != nil {
 		t.Fatal(err)

@@ -1,12 +1,16 @@
 package wharf
 
 /*
+#include <stdint.h>
 #include <stdlib.h>
 #include <wharf.h>
+
+wharf_status commit_async_go(wharf_txn* txn, void* ctx);
 */
 import "C"
 
 import (
+	"context"
 	"runtime"
 	"unsafe"
 )
@@ -129,20 +133,12 @@ func (t *Txn) Get(table string, key []byte) ([]byte, error) {
 
 // Commit blocks until the transaction is durable and returns the id of the last fact it emitted
 // (0 when none). The transaction ends in every case. ErrReadConflict (Subcode
-// SubcodeReadConflict): something it read was written since its snapshot; nothing was written. An error other than ErrInvalidArgument,
-// ErrBusy and ErrClosed leaves the outcome unknown: after recovery it is there entirely or not.
+// SubcodeReadConflict): something it read was written since its snapshot; nothing was written.
+// An error other than ErrInvalidArgument, ErrBusy and ErrClosed leaves the outcome unknown: after
+// recovery it is there entirely or not.
 func (t *Txn) Commit() (uint64, error) {
-	if err := t.live(); err != nil {
+	if err := t.committable(); err != nil {
 		return 0, err
-	}
-	if t.engine == nil {
-		return 0, &Error{Status: StatusInvalidArgument,
-			Message: "a handler's effects commit with the handler's outcome, not with Commit"}
-	}
-	if t.scanning > 0 {
-		// The library refuses it and keeps the transaction: it must stay this Txn's.
-		return 0, &Error{Status: StatusInvalidArgument,
-			Message: "Commit from the transaction's own Scan function (commit once Scan returned)"}
 	}
 	var last C.uint64_t
 	txn := t.c
@@ -151,6 +147,69 @@ func (t *Txn) Commit() (uint64, error) {
 	// and frees it), so it needs no lock against Engine.Close.
 	err := call(func() C.wharf_status { return C.wharf_txn_commit(txn, &last) })
 	return uint64(last), err
+}
+
+// CommitContext is Commit bounded by ctx. When ctx has ended before the call, the transaction is
+// aborted (nothing is written) and ctx.Err() returned. When ctx ends while the commit is in the
+// committer's hands, CommitContext returns ctx.Err() at once and the commit goes on: its outcome
+// is then unknown to the caller, as after an I/O error (it is applied entirely or not at all,
+// never in part; read the state back to know). The transaction ends in every case.
+func (t *Txn) CommitContext(ctx context.Context) (uint64, error) {
+	if ctx.Done() == nil {
+		return t.Commit()
+	}
+	if err := t.committable(); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		t.Abort()
+		return 0, err
+	}
+	result := make(chan commitResult, 1) // the callback never waits for the reader
+	cell := newCell(result)
+	txn := t.c
+	t.c = nil
+	if err := call(func() C.wharf_status { return C.commit_async_go(txn, cell) }); err != nil {
+		freeCell(cell) // the callback is never called when the hand-over fails
+		return 0, err
+	}
+	select {
+	case r := <-result:
+		return r.last, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// commitResult is the outcome of an asynchronous commit, sent by wharfGoCommitted.
+type commitResult struct {
+	last uint64
+	err  error
+}
+
+//export wharfGoCommitted
+func wharfGoCommitted(ctx unsafe.Pointer, status C.wharf_status, last C.uint64_t) {
+	result := cellValue(ctx).(chan commitResult)
+	freeCell(ctx) // called exactly once
+	// On the engine thread that runs the callback, wharf_last_error is the commit's message.
+	result <- commitResult{uint64(last), check(status)}
+}
+
+// committable is nil when Commit may hand the transaction to the committer.
+func (t *Txn) committable() error {
+	if err := t.live(); err != nil {
+		return err
+	}
+	if t.engine == nil {
+		return &Error{Status: StatusInvalidArgument,
+			Message: "a handler's effects commit with the handler's outcome, not with Commit"}
+	}
+	if t.scanning > 0 {
+		// The library refuses it and keeps the transaction: it must stay this Txn's.
+		return &Error{Status: StatusInvalidArgument,
+			Message: "Commit from the transaction's own Scan function (commit once Scan returned)"}
+	}
+	return nil
 }
 
 // Abort discards the transaction. Aborting an ended transaction is a no-op, and so is Abort from

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"wharf"
+	wharf "github.com/wharf/wharf/api/go"
 )
 
 // collector is a subscriber's handler that keeps what it received.

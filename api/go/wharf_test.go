@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"wharf"
+	wharf "github.com/wharf/wharf/api/go"
 )
 
 func open(t *testing.T, options string) *wharf.Engine {
@@ -105,7 +105,7 @@ func TestProjectionAndSubscriber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer runtime.Free()
+	defer runtime.Close()
 	err = runtime.Project("totals", []string{"OrderPlaced"}, "", func(f *wharf.Fact, effects *wharf.Txn) error {
 		id, cents, _ := strings.Cut(string(f.Payload), ":")
 		if id == "o-13" {
@@ -176,7 +176,7 @@ func TestRegistrationErrors(t *testing.T) {
 	if !errors.Is(err, wharf.ErrInvalidArgument) {
 		t.Fatalf("empty name: %v", err)
 	}
-	runtime.Free()
+	runtime.Close()
 	err = runtime.Subscribe("late", []string{"OrderPlaced"}, "", func(*wharf.Fact) error { return nil })
 	if !errors.Is(err, wharf.ErrClosed) {
 		t.Fatalf("after Free: %v", err)
@@ -262,7 +262,7 @@ func TestHandlerFailuresAreRetriedNotHandled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Free()
+	defer rt.Close()
 	var mu sync.Mutex
 	attempts := map[uint64]int{}
 	err = rt.Subscribe("fragile", []string{"OrderPlaced"}, "", func(f *wharf.Fact) error {
@@ -312,11 +312,11 @@ func TestCallsThatWouldDeadlockAreRefusedInHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Free()
+	defer rt.Close()
 	var inside []error
 	err = rt.Subscribe("nested", []string{"OrderPlaced"}, "", func(*wharf.Fact) error {
-		rt.Free() // does nothing in a handler
-		inside = append(inside, rt.Drain(), rt.Stop(), rt.Start(), engine.Close(),
+		rt.Free() // deprecated: does nothing in a handler
+		inside = append(inside, rt.Close(), rt.Drain(), rt.Stop(), rt.Start(), engine.Close(),
 			rt.Subscribe("late", []string{"OrderPlaced"}, "", func(*wharf.Fact) error { return nil }))
 		return nil
 	})
@@ -336,8 +336,8 @@ func TestCallsThatWouldDeadlockAreRefusedInHandlers(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "deadlock: a call from a handler waited for the handler")
 		os.Exit(1)
 	}
-	if len(inside) != 5 {
-		t.Fatalf("the handler ran %d calls, want 5", len(inside))
+	if len(inside) != 6 {
+		t.Fatalf("the handler ran %d calls, want 6", len(inside))
 	}
 	for i, err := range inside {
 		if !errors.Is(err, wharf.ErrInvalidArgument) || !strings.Contains(err.Error(), "from a handler") {
@@ -397,7 +397,7 @@ func TestNamesWithANulByteAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Free()
+	defer rt.Close()
 	handler := func(*wharf.Fact) error { return nil }
 	project := func(*wharf.Fact, *wharf.Txn) error { return nil }
 	refused("name", rt.Subscribe("mail\x00er", []string{"OrderPlaced"}, "", handler))
@@ -419,7 +419,7 @@ func TestEffectsGetReadsTheBatchSoFar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Free()
+	defer rt.Close()
 	var ownWriteSeen []bool
 	err = rt.Project("count", []string{"OrderPlaced"}, "", func(f *wharf.Fact, effects *wharf.Txn) error {
 		n := 0
@@ -517,7 +517,7 @@ func TestGoexitInAHandlerEndsTheProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Free()
+	defer rt.Close()
 	var delivered []uint64
 	err = rt.Subscribe("mailer", []string{"OrderPlaced"}, "", func(f *wharf.Fact) error {
 		delivered = append(delivered, f.ID)
@@ -562,7 +562,7 @@ func BenchmarkEmptySubscriber(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rt.Free()
+	defer rt.Close()
 	var delivered int
 	err = rt.Subscribe("empty", []string{"OrderPlaced"}, "batch_facts=1000", func(*wharf.Fact) error {
 		delivered++
