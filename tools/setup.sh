@@ -18,6 +18,10 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   libcli11-dev libfmt-dev libfyaml-dev libsimdjson-dev libcpp-httplib-dev golang-go redis-server
   nats-server libhiredis-dev libnats-dev openssl
   prometheus tmux
+  # The Node.js binding (api/node): node, its headers (node_api.h) and npm. NodeSource's nodejs
+  # has all three; Debian's needs libnode-dev and npm too, which conflict with NodeSource's: not
+  # listed, so that a machine with NodeSource's node installs nothing here.
+  nodejs
   python3-venv python3-setuptools python3-wheel mypy)
 
 install_missing() {
