@@ -25,10 +25,23 @@ function run(dir, mode, onOutput) {
   });
 }
 
-test('process.exit(0) with a started runtime exits 0', async () => {
-  const result = await run(scratch('exit'), 'exit');
+async function assertLeasesReleased(dir) {
+  const engine = await wharf.open(dir);
+  try {
+    const leases = await engine.leases();
+    assert.ok(leases.length > 0);
+    for (const lease of leases) assert.equal(lease.owner, '', JSON.stringify(lease));
+  } finally {
+    await engine.close();
+  }
+}
+
+test('process.exit(0) with a started runtime exits 0, its runtime stopped', async () => {
+  const dir = scratch('exit');
+  const result = await run(dir, 'exit');
   assert.equal(result.signal, null, result.stderr);
   assert.equal(result.code, 0, result.stderr);
+  await assertLeasesReleased(dir);  // stopped at exit: another instance need not wait leaseMs
 });
 
 test('SIGINT stops the runtime, releases its leases and ends the process', async () => {
@@ -38,14 +51,7 @@ test('SIGINT stops the runtime, releases its leases and ends the process', async
   });
   assert.ok(result.signal === 'SIGINT' || result.code === 130,
     `exit ${result.code} ${result.signal}: ${result.stderr}`);
-  const engine = await wharf.open(dir);
-  try {
-    const leases = await engine.leases();
-    assert.ok(leases.length > 0);
-    for (const lease of leases) assert.equal(lease.owner, '', JSON.stringify(lease));
-  } finally {
-    await engine.close();
-  }
+  await assertLeasesReleased(dir);
 });
 
 test('a program that stops its runtime and closes its engine ends by itself', async () => {
