@@ -106,12 +106,16 @@ func TestAsyncFailedCompletionNeverCountsAsSuccess(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[uint64][]uint32{}
 	lateErr := make(chan error, 1)
+	redelivered := make(chan struct{}) // closed when ids[3] comes again: its first delivery timed out
 	err = rt.SubscribeAsync("flaky", []string{"OrderPlaced"}, "handler_timeout_ms=100",
 		func(f *wharf.Fact, d *wharf.Delivery) {
 			mu.Lock()
 			attempts[f.ID] = append(attempts[f.ID], f.Attempt)
 			mu.Unlock()
 			if f.Attempt > 1 {
+				if f.ID == ids[3] && f.Attempt == 2 {
+					close(redelivered)
+				}
 				go d.Done()
 				return
 			}
@@ -123,8 +127,8 @@ func TestAsyncFailedCompletionNeverCountsAsSuccess(t *testing.T) {
 			case ids[2]:
 				go d.Complete(explosiveError{})
 			case ids[3]:
-				go func() { // too late: the delivery timed out meanwhile
-					time.Sleep(400 * time.Millisecond)
+				go func() { // too late: the delivery timed out (handler_timeout_ms) meanwhile
+					<-redelivered
 					lateErr <- d.Done()
 				}()
 			case ids[4]:
