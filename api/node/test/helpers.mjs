@@ -3,8 +3,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+const scratchDirs = [];
+// Removed when the test process exits (after the package's own exit handler closed its engines).
+process.on('exit', () => {
+  for (const dir of scratchDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 export function scratch(name) {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `wharf-node-${name}-`));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `wharf-node-${name}-`));
+  scratchDirs.push(dir);
+  return dir;
 }
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
