@@ -169,3 +169,38 @@ test('projections and reactions: effects commit with the cursor; trace events', 
     await engine.close();
   }
 });
+
+test('taps see live facts; effects are unusable once their handler returned', async () => {
+  const engine = await engineWith('tap', []);
+  try {
+    const runtime = wharf.createRuntime({ engine });
+    const tapped = [];
+    let kept = null;
+    const facts = {};
+    runtime.tap('live', ['Event'], (fact) => {
+      tapped.push(fact.payload.toString());
+      facts.tap = fact;
+    });
+    runtime.project('keeper', ['Event'], (fact, effects) => {
+      kept = effects;
+      facts.project = fact;
+    });
+    runtime.subscribe('sub', ['Event'], async (fact) => { facts.subscribe = fact; });
+    await runtime.start();
+    await engine.transaction((tx) => { tx.emit('Event', 'hello', { key: 'a', headers: { h: 'x' } }); });
+    await waitFor(() => Object.keys(facts).length === 3, 'the tap, projection and subscriber');
+    await runtime.stop();
+    assert.deepEqual(tapped, ['hello']);
+    for (const [kind, fact] of Object.entries(facts)) {
+      assert.deepEqual(fact.headers, { h: Buffer.from('x') }, kind);
+      assert.deepEqual(fact.key, Buffer.from('a'), kind);
+      assert.deepEqual(fact.payload, Buffer.from('hello'), kind);
+      assert.equal(fact.type, 'Event', kind);
+      assert.ok(fact.id > 0 && fact.commitMs > 0 && fact.v === 1 && fact.depth === 0, kind);
+    }
+    assert.throws(() => kept.put('t', 'k', 'v'), (error) => error instanceof wharf.InvalidArgument &&
+      /until the handler returns/.test(error.message));
+  } finally {
+    await engine.close();
+  }
+});
