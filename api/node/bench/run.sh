@@ -3,8 +3,12 @@
 # 64 transactions in flight; B=10, durability sync) and W8-slow-subscriber (5 ms async handler,
 # keyConcurrency 64, 16 partitions), each C then Node, `ROUNDS` times (default 1), printing every
 # JSON line and the ratios Node / C (goals: W1 >= 0.70, W8 >= 0.50).
-# Usage: run.sh C_ABI_BENCH [W8_FACTS]   (c_abi_bench: bench/c_abi_bench.c, built by the bench
-#        targets; WHARF_NODE_ADDON: the addon when not installed with npm)
+# Usage: run.sh C_ABI_BENCH [W8_FACTS]
+#   C_ABI_BENCH: build/release/bench/c_abi_bench (`ninja c_abi_bench`: bench/c_abi_bench.c);
+#   WHARF_NODE_ADDON: the build tree's addon (build/release/api/node/wharf.node) when the package
+#   was not installed with npm. Example, from the repository's root:
+#     WHARF_NODE_ADDON=build/release/api/node/wharf.node ROUNDS=5 \
+#       api/node/bench/run.sh build/release/bench/c_abi_bench 100000
 set -eu
 c_bench=$1
 facts=${2:-200000}
