@@ -1348,6 +1348,89 @@ WHARF_EXPORT wharf_status wharf_metrics(wharf_engine* engine, wharf_metric_fn fn
 ** Thread-safe. */
 WHARF_EXPORT wharf_status wharf_metrics_text(wharf_engine* engine, char** text);
 
+/* ---------------------------------------------------------------------------------------------
+** INBOXES: an asynchronous subscriber's deliveries taken in batches by the caller's event loop
+**
+** For a binding that runs handlers on its own event loop (Python's asyncio, Node's libuv): the
+** runtime's workers queue each delivery in the inbox instead of calling a handler (no language
+** runtime is entered on wharf's threads), and a file descriptor becomes readable; the loop takes
+** everything queued with one call (wharf_inbox_take) and completes many deliveries with one call
+** (wharf_deliveries_done), so it wakes once per batch rather than once per fact.
+**
+** Thread safety: the workers push from any thread; wharf_inbox_fd, wharf_inbox_take and
+** wharf_inbox_free are called by one thread at a time (the loop's). wharf_deliveries_done is
+** thread-safe, as wharf_delivery_done.
+*/
+typedef struct wharf_inbox wharf_inbox;
+
+/* One delivery taken from an inbox: the fact as a handler would see it through the wharf_fact_*
+** accessors (same meanings), and the delivery to complete. Every pointer is BORROWED: valid until
+** the next wharf_inbox_take or wharf_inbox_free of the inbox. `type` and `source` are
+** NUL-terminated; header i is header_names[i] (NUL-terminated) with the value header_values[i] of
+** header_value_lens[i] bytes (the arrays are NULL when header_count is 0). */
+typedef struct wharf_inbox_fact {
+  wharf_delivery delivery;
+  uint64_t id;
+  const char* type;
+  size_t type_len;
+  const void* key;
+  size_t key_len;
+  const void* payload;
+  size_t payload_len;
+  const char* source;
+  size_t source_len;
+  uint32_t partition;
+  uint32_t depth;
+  uint32_t version;
+  uint32_t stored_version;
+  uint32_t attempt;
+  int64_t commit_ms;
+  int64_t deliver_at_ms;
+  uint64_t scheduled_id;
+  size_t header_count;
+  const char* const* header_names;
+  const void* const* header_values;
+  const size_t* header_value_lens;
+} wharf_inbox_fact;
+
+/* CONSTRUCTOR. Registers an asynchronous subscriber (as wharf_runtime_subscribe_async, same
+** `options`: key_concurrency, max_attempts, handler_timeout_ms...) whose deliveries are queued in
+** a new inbox, *out, OWNED by the caller: release it with wharf_inbox_free (before or after
+** wharf_runtime_free; it stays valid until then). Errors as wharf_runtime_subscribe_async, and
+** WHARF_IO_ERROR when no eventfd can be made. Not from a callback. */
+WHARF_EXPORT wharf_status wharf_runtime_subscribe_inbox(wharf_runtime* rt, const char* name,
+                                                        const char* const* types, size_t n_types,
+                                                        const char* options, wharf_inbox** out);
+/* The inbox's eventfd (non-blocking, close-on-exec; BORROWED: closed by wharf_inbox_free):
+** readable exactly while deliveries are queued. Poll it (epoll, loop.add_reader) and do not read
+** it: wharf_inbox_take resets it. WHARF_INVALID_ARGUMENT: not a live inbox, or fd NULL. */
+WHARF_EXPORT wharf_status wharf_inbox_fd(wharf_inbox* inbox, int* fd);
+/* Takes up to `max` queued deliveries (0: all), oldest first: *facts (BORROWED until the next
+** take or the free) holds *count of them (0 when none is queued). Each must be completed once
+** with wharf_deliveries_done or wharf_delivery_done (not done within handler_timeout_ms: failed
+** and delivered again). Facts of one key arrive in id order. Never blocks.
+** WHARF_INVALID_ARGUMENT: not a live inbox, or facts or count NULL. */
+WHARF_EXPORT wharf_status wharf_inbox_take(wharf_inbox* inbox, size_t max,
+                                           const wharf_inbox_fact** facts, size_t* count);
+/* DESTRUCTOR. Releases the caller's inbox: the deliveries still queued are completed as
+** WHARF_RETRY (delivered again), and a delivery the runtime hands over later is answered
+** WHARF_RETRY at once (with the reason "the inbox was freed"). NULL is a no-op. */
+WHARF_EXPORT void wharf_inbox_free(wharf_inbox* inbox);
+
+/* One completion for wharf_deliveries_done: as the arguments of wharf_delivery_done. */
+typedef struct wharf_delivery_result {
+  wharf_delivery delivery;
+  int32_t outcome; /* a wharf_outcome: HANDLED, REJECTED, FAILED or RETRY */
+  const char* reason; /* NULL or NUL-terminated, COPIED */
+} wharf_delivery_result;
+
+/* Completes `count` deliveries, in order, as wharf_delivery_done would one by one, from any thread.
+** A completion wharf_delivery_done would refuse (not pending: timed out, its runtime stopped, done
+** already; an invalid outcome) is skipped and counted in *refused (may be NULL); it never affects
+** the others. WHARF_INVALID_ARGUMENT: results NULL with count > 0. Thread-safe. */
+WHARF_EXPORT wharf_status wharf_deliveries_done(const wharf_delivery_result* results,
+                                                size_t count, size_t* refused);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

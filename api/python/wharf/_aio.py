@@ -15,21 +15,23 @@ thread (as asyncio objects are); the callbacks from wharf's threads touch only t
 """
 
 import asyncio
+import ctypes
 import functools
 import threading
+from ctypes import (
+    POINTER, byref, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p,
+)
 from types import TracebackType
 from typing import (
-    Any, Awaitable, Callable, Generic, Iterable, List, Optional, Set, Tuple, Type, TypeVar,
+    Any, Awaitable, Callable, Dict, Generic, Iterable, List, Optional, Set, Tuple, Type, TypeVar,
     Union,
 )
 
-from ._callbacks import (
-    _PENDING, _RETRY, _callback, _failed, _guard_outcome, _held_back, _outcome, _reason,
-)
+from ._callbacks import _RETRY, _outcome, _reason
 from ._engine import Engine
 from ._errors import Closed, WharfError
 from ._fact import CursorInfo, DeadLetter, Fact, RetriedLetter, StatSnapshot, TrimReport
-from ._native import _SUBSCRIBE_ASYNC_FN, _lib
+from ._native import _check, _lib, _name, _names, _options, _view
 from ._runtime import Runtime
 from ._txn import Row, Txn
 from ._types import (
@@ -264,38 +266,115 @@ class AsyncTxn:
 # -------------------------------------------------------------------------------------------------
 # Runtime
 
-_Delivery = Tuple[Fact, int]  # the fact's copy, the wharf_delivery
 _Done = Tuple[int, int, Optional[bytes]]  # delivery, outcome, reason
 
 
-class _LoopSubscriber:
-    """One async subscriber of an AsyncRuntime: what its C callback (worker threads) and its
-    tasks (the loop) share."""
+class _InboxFact(ctypes.Structure):
+    """wharf_inbox_fact (wharf.h INBOXES)."""
+    _fields_ = [
+        ("delivery", c_uint64), ("id", c_uint64), ("type", c_void_p), ("type_len", c_size_t),
+        ("key", c_void_p), ("key_len", c_size_t), ("payload", c_void_p),
+        ("payload_len", c_size_t), ("source", c_void_p), ("source_len", c_size_t),
+        ("partition", c_uint32), ("depth", c_uint32), ("version", c_uint32),
+        ("stored_version", c_uint32), ("attempt", c_uint32), ("commit_ms", c_int64),
+        ("deliver_at_ms", c_int64), ("scheduled_id", c_uint64), ("header_count", c_size_t),
+        ("header_names", POINTER(c_char_p)), ("header_values", POINTER(c_void_p)),
+        ("header_value_lens", POINTER(c_size_t)),
+    ]
 
-    def __init__(self, runtime: "AsyncRuntime", fn: AsyncHandlerFn) -> None:
+
+class _DeliveryResult(ctypes.Structure):
+    """wharf_delivery_result."""
+    _fields_ = [("delivery", c_uint64), ("outcome", c_int32), ("reason", c_char_p)]
+
+
+for _function, _restype, _argtypes in (
+        ("wharf_runtime_subscribe_inbox", c_int,
+         [c_void_p, c_char_p, c_void_p, c_size_t, c_char_p, POINTER(c_void_p)]),
+        ("wharf_inbox_fd", c_int, [c_void_p, POINTER(c_int)]),
+        ("wharf_inbox_take", c_int,
+         [c_void_p, c_size_t, POINTER(POINTER(_InboxFact)), POINTER(c_size_t)]),
+        ("wharf_inbox_free", None, [c_void_p]),
+        ("wharf_deliveries_done", c_int,
+         [POINTER(_DeliveryResult), c_size_t, POINTER(c_size_t)]),
+):
+    getattr(_lib, _function).restype = _restype
+    getattr(_lib, _function).argtypes = _argtypes
+
+
+def _inbox_fact(entry: _InboxFact, types: Dict[bytes, str]) -> Fact:
+    """A Fact copied from a taken entry (borrowed until the next take)."""
+    raw_type = _view(entry.type, entry.type_len)
+    fact_type = types.get(raw_type)
+    if fact_type is None:
+        fact_type = types.setdefault(raw_type, raw_type.decode("utf-8", "replace"))
+    headers: List[Tuple[str, bytes]] = []
+    for i in range(entry.header_count):
+        name = entry.header_names[i] or b""
+        headers.append((name.decode("utf-8", "replace"),
+                        _view(entry.header_values[i], entry.header_value_lens[i])))
+    source = ""
+    if entry.source_len:
+        source = _view(entry.source, entry.source_len).decode("utf-8", "replace")
+    return Fact(id=entry.id, type=fact_type, key=_view(entry.key, entry.key_len),
+                payload=_view(entry.payload, entry.payload_len), partition=entry.partition,
+                depth=entry.depth, source=source, version=entry.version,
+                stored_version=entry.stored_version, commit_ms=entry.commit_ms,
+                deliver_at_ms=entry.deliver_at_ms, scheduled_id=entry.scheduled_id,
+                headers=headers, attempt=entry.attempt)
+
+
+class _LoopSubscriber:
+    """One async subscriber of an AsyncRuntime: its inbox (wharf_runtime_subscribe_inbox), which
+    the runtime's workers fill without entering Python, and the loop empties in batches when its
+    eventfd becomes readable."""
+
+    def __init__(self, runtime: "AsyncRuntime", fn: AsyncHandlerFn, handle: int) -> None:
         self.fn = fn
         self.runtime = runtime
-        self.inbox: Optional[_Inbox[_Delivery]] = None  # set by AsyncRuntime on its loop
+        self.handle: Optional[int] = handle
+        fd = c_int(-1)
+        _check(_lib.wharf_inbox_fd(handle, byref(fd)))
+        self.fd = fd.value
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.types: Dict[bytes, str] = {}
+        self.taken = 0  # facts taken so far
+        self.wakeups = 0  # times the loop woke up to take them
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.inbox = _Inbox(loop, self.start_batch, self.lose)
+        self.loop = loop
+        loop.add_reader(self.fd, self.take)
 
-    def start_batch(self, deliveries: List[_Delivery]) -> None:
-        """On the loop: a task per fact."""
+    def take(self) -> None:
+        """On the loop, when the inbox's eventfd is readable: a task per fact queued."""
+        if self.handle is None:
+            return
+        entries = POINTER(_InboxFact)()
+        count = c_size_t(0)
+        _check(_lib.wharf_inbox_take(self.handle, 0, byref(entries), byref(count)))
+        self.wakeups += 1
+        self.taken += count.value
         runtime = self.runtime
-        loop = runtime._loop
+        loop = self.loop
         assert loop is not None
-        for fact, delivery in deliveries:
+        for i in range(count.value):
+            entry = entries[i]
             if runtime._stopping:  # not started: delivered again when the consumer runs next
-                runtime._done((delivery, _RETRY, b"the runtime is stopping"))
+                runtime._done((entry.delivery, _RETRY, b"the runtime is stopping"))
                 continue
-            task = loop.create_task(self.run(fact, delivery))
+            fact = _inbox_fact(entry, self.types)
+            task = loop.create_task(self.run(fact, entry.delivery))
             runtime._tasks.add(task)
             task.add_done_callback(runtime._tasks.discard)
 
-    def lose(self, deliveries: List[_Delivery]) -> None:
-        for _, delivery in deliveries:
-            _lib.wharf_delivery_done(delivery, _RETRY, b"the event loop was closed")
+    def free(self) -> None:
+        """Stops reading and releases the inbox (what is still queued is delivered again)."""
+        if self.handle is None:
+            return
+        handle, self.handle = self.handle, None
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
+        _lib.wharf_inbox_free(handle)
 
     async def run(self, fact: Fact, delivery: int) -> None:
         outcome: int = _FAILED
@@ -313,25 +392,6 @@ class _LoopSubscriber:
             raise
         finally:
             self.runtime._done((delivery, outcome, reason))
-
-
-def _loop_subscribe_impl(ctx: Optional[int], fact: Optional[int], delivery: int) -> int:
-    # A worker thread: copies the fact (valid only during this call) into the inbox.
-    handler = _callback(ctx)
-    if _held_back(handler, fact):
-        return _RETRY
-    subscriber: _LoopSubscriber = handler.inbox
-    try:
-        if subscriber.inbox is None:
-            raise Closed("AsyncRuntime: not started on an event loop (await start() or drain())",
-                         Closed.code)
-        subscriber.inbox.push((Fact._from_handle(fact), delivery))
-    except BaseException as e:
-        return _failed(handler, fact, e)
-    return _PENDING
-
-
-_loop_subscribe_trampoline = _SUBSCRIBE_ASYNC_FN(_guard_outcome(_loop_subscribe_impl))
 
 
 class AsyncRuntime:
@@ -387,11 +447,15 @@ class AsyncRuntime:
         from ._native import _payload_option
         options = _payload_option(options, "payload_version", payload_version,
                                   "AsyncRuntime.subscribe")
-        subscriber = _LoopSubscriber(self, fn)
+        array, count = _names(types, "type")
+        handle = c_void_p()
+        _check(_lib.wharf_runtime_subscribe_inbox(self.runtime._live(), _name(name, "name"),
+                                                  array, count, _options(options),
+                                                  byref(handle)))
+        assert handle.value is not None
+        subscriber = _LoopSubscriber(self, fn, handle.value)
         if self._loop is not None:
             subscriber.attach(self._loop)
-        self.runtime._register(_lib.wharf_runtime_subscribe_async, name, types, fn, options,
-                               _loop_subscribe_trampoline, inbox=subscriber)
         self._subscribers.append(subscriber)
 
     def subscriber(self, name: str, types: Types, options: Options = None, *,
@@ -441,6 +505,8 @@ class AsyncRuntime:
             await _in_thread(self.runtime.close)
         finally:
             await self._cancel_tasks()
+            for subscriber in self._subscribers:
+                subscriber.free()
 
     async def _cancel_tasks(self) -> None:
         tasks = list(self._tasks)
@@ -459,15 +525,19 @@ class AsyncRuntime:
 
     def _flush(self) -> None:
         completions, self._completions = self._completions, []
-        for delivery, outcome, reason in completions:
-            # Refused (not an error of the handler): the delivery timed out and is delivered
-            # again, or the runtime stopped first.
-            _lib.wharf_delivery_done(delivery, outcome, reason)
+        if not completions:
+            return
+        results = (_DeliveryResult * len(completions))()
+        for result, (delivery, outcome, reason) in zip(results, completions):
+            result.delivery, result.outcome, result.reason = delivery, outcome, reason
+        # Refusals are not errors of the handlers: a delivery timed out (it is delivered again),
+        # or the runtime stopped first. On the loop's thread: handing the call to an executor
+        # thread measured slower (bench/python/w8_async.py: that thread and the loop contend for
+        # the GIL on every batch).
+        _lib.wharf_deliveries_done(results, len(completions), None)
 
     def wakeups(self) -> Tuple[int, int]:
-        """(facts handed to the loop, loop wake-ups that took them) so far: their ratio is the
-        mean batch size."""
-        facts = sum(s.inbox.pushed for s in self._subscribers if s.inbox is not None)
-        wakeups = sum(s.inbox.wakeups for s in self._subscribers if s.inbox is not None)
-        return facts, wakeups
-
+        """(facts taken by the loop, loop wake-ups that took them) so far: their ratio is the mean
+        batch size."""
+        return (sum(s.taken for s in self._subscribers),
+                sum(s.wakeups for s in self._subscribers))

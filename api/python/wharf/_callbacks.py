@@ -153,7 +153,6 @@ class _Handler:
         self.shared = shared
         self.on_severed: Optional[Callable[[], None]] = None
         self.loop: Optional["_EventLoop"] = None  # async def subscribers: where they run
-        self.inbox: Any = None  # an AsyncRuntime's subscriber (wharf._aio._LoopSubscriber)
 
 
 def _reason(error: BaseException) -> bytes:

@@ -81,10 +81,10 @@ class Runtime(_HandleOwner):
     def _register(self, function: Callable[..., int], name: str, types: Types,
                   fn: Callable[..., object], options: Options, trampoline: object,
                   on_severed: Optional[Callable[[], None]] = None, tap: bool = False,
-                  loop: "Optional[_EventLoop]" = None, inbox: object = None) -> None:
+                  loop: "Optional[_EventLoop]" = None) -> None:
         if not callable(fn):
             raise TypeError("handler must be callable")
-        if loop is None and inbox is None and _is_async(fn):
+        if loop is None and _is_async(fn):
             kind = "tap" if tap else "projection or reaction"
             raise TypeError(f"{name!r}: a {kind} handler cannot be an async def function (only "
                             "subscribers are awaited; a projection's effects commit during the "
@@ -93,7 +93,6 @@ class Runtime(_HandleOwner):
         handler = _Handler(fn, name, self._shared)
         handler.on_severed = on_severed
         handler.loop = loop
-        handler.inbox = inbox
         args = [self._live(), _name(name, "name"), array, count, _options(options), trampoline]
         if tap:
             args.append(_severed_trampoline)
