@@ -7,6 +7,7 @@ What it takes (tests/doc/README.md has the conventions with examples):
                       single commands)
   api/include/wharf/  the example at the top of each header: from a `//   #include` line to the
                       next `//   }` line, a complete function returning wharf::Status
+  api/include/wharf.h the statements of its top comment indented seven spaces after `**`
 
 C and C++ blocks are compiled against the build tree's libwharf / libwharf++ and headers (through a
 pkg-config file written here), Python blocks run against its libwharf, Go blocks build with the
@@ -135,6 +136,19 @@ def header_examples(include_dir):
             examples.append(Example(f"api/include/wharf/{name}:{start + 1}", "header",
                                     "\n".join(snippet) + "\n"))
             index += 1
+    return examples
+
+
+def c_header_examples(include_dir):
+    """wharf.h's top comment: statements indented seven spaces after `**` (the run-time version
+    check), run as the body of a C99 main() with <assert.h> and <wharf.h>."""
+    text = open(os.path.join(include_dir, "wharf.h"), encoding="utf-8").read()
+    top = text[:text.index("*/")].split("\n")
+    examples = []
+    for number, line in enumerate(top, start=1):
+        if re.match(r"^\*\* {7}\S.*;$", line):
+            examples.append(Example(f"api/include/wharf.h:{number}", "c",
+                                    "#include <assert.h>\n#include <wharf.h>\n" + line[9:] + "\n"))
     return examples
 
 
@@ -471,6 +485,7 @@ def main():
     source = options.source
     examples = readme_examples(os.path.join(source, options.readme), options.readme)
     examples += header_examples(os.path.join(source, "api", "include"))
+    examples += c_header_examples(os.path.join(source, "api", "include"))
     commands = []
     if options.cli:
         for doc in (options.readme, "docs/troubleshooting.md", "docs/cli.md"):
