@@ -66,3 +66,25 @@ def handlers(engine: wharf.Engine) -> None:
 
     runtime.drain()
     runtime.close()
+
+
+async def asyncio_on_the_callers_loop(path: str) -> int:
+    async with await wharf.open_async(path, {"partitions": 16}) as engine:
+        await engine.declare_types("OrderPlaced")
+        async with engine.transaction() as txn:
+            txn.emit("OrderPlaced", b"o-1", key="alice")
+        async with wharf.AsyncRuntime(engine, "workers=2") as runtime:
+            @runtime.subscriber("webhooks", ["OrderPlaced"], {"key_concurrency": 64})
+            async def notify(fact: wharf.Fact) -> None:
+                await asyncio.sleep(0.005)
+
+            await runtime.drain()
+        rows: List[Tuple[bytes, bytes]] = await engine.scan("orders", limit=10)
+        return txn.last_fact_id + len(rows)
+
+
+def a_sync_handler_is_not_an_async_subscriber(runtime: wharf.AsyncRuntime) -> None:
+    def sync(fact: wharf.Fact) -> None:
+        pass
+
+    runtime.subscribe("sync", ["OrderPlaced"], sync)  # type: ignore[arg-type]

@@ -79,6 +79,10 @@ threads (holding the GIL while in Python). Facts handed to them are copies (Fact
 an asyncio event loop its Runtime runs on a thread of its own (started by the first delivery,
 stopped and joined by Runtime.stop/close and Engine.close): slow I/O of facts of different keys
 overlaps (option key_concurrency), and `fact.attempt` says which delivery of a fact a call is.
+
+asyncio on the application's own loop: `await wharf.open_async(path)` (an AsyncEngine), whose
+transactions' commits are awaited without blocking the loop, and wharf.AsyncRuntime, whose
+`async def` subscribers run as tasks of that loop, the facts arriving in batches (wharf/_aio.py).
 """
 
 from ._types import (  # noqa: F401 (re-exported)
