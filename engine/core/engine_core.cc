@@ -534,6 +534,26 @@ void EngineCore::RemoveMetricsSource(const void* owner) {
   std::erase_if(metrics_sources_, [owner](const auto& source) { return source.first == owner; });
 }
 
+std::string EngineCore::ClaimRuntimeName(const std::string& configured) {
+  const std::string base = configured.empty() ? "default" : configured;
+  MutexLock lock(&runtime_names_mutex_);
+  std::string name = base;
+  // Bounded: at most one more candidate than there are names taken.
+  for (size_t n = 2; runtime_names_.contains(name); ++n) {
+    WHARF_DASSERT(n <= runtime_names_.size() + 2);
+    name = base + "-" + std::to_string(n);
+  }
+  runtime_names_.insert(name);
+  return name;
+}
+
+void EngineCore::ReleaseRuntimeName(const std::string& name) {
+  MutexLock lock(&runtime_names_mutex_);
+  const size_t erased = runtime_names_.erase(name);
+  WHARF_DASSERT(erased == 1);
+  (void)erased;
+}
+
 void EngineCore::CollectConsumerMetrics(std::vector<ConsumerMetrics>* consumers) const {
   MutexLock lock(&metrics_sources_mutex_);
   for (const auto& [owner, collect] : metrics_sources_) collect(consumers);

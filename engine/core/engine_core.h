@@ -164,6 +164,13 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
   void AddMetricsSource(const void* owner, ConsumerMetricsFn collect);
   void RemoveMetricsSource(const void* owner);
   void CollectConsumerMetrics(std::vector<ConsumerMetrics>* consumers) const;
+  // A runtime's name in the metrics (ConsumerMetrics::instance, the label `runtime`): stable
+  // across restarts, so that a restart continues the same Prometheus series. `configured` (the
+  // runtime option `instance`), else "default"; when a runtime alive on this engine has that name
+  // already, the first free one of NAME-2, NAME-3, ... (runtimes created in the same order get the
+  // same names at every start). Released by the runtime's destruction.
+  std::string ClaimRuntimeName(const std::string& configured);
+  void ReleaseRuntimeName(const std::string& name);
 
   // Backups (engine/backup/): one at a time per engine. BeginBackup registers the one starting
   // (false: one is running); `stop` makes it end soon, failed (Close calls it first, so that a
@@ -224,6 +231,9 @@ class EngineCore : public DurableListener, public std::enable_shared_from_this<E
 
   mutable Mutex attached_consumers_mutex_;
   std::multiset<std::string> attached_consumers_ WHARF_GUARDED_BY(attached_consumers_mutex_);
+
+  Mutex runtime_names_mutex_;
+  std::set<std::string> runtime_names_ WHARF_GUARDED_BY(runtime_names_mutex_);
 
   mutable Mutex metrics_sources_mutex_;
   std::vector<std::pair<const void*, ConsumerMetricsFn>> metrics_sources_

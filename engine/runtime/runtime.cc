@@ -130,7 +130,9 @@ RuntimeImpl::RuntimeImpl(Engine* engine, RuntimeOptions options)
       options_(std::move(options)),
       trace_(options_.trace),
       workers_(core_, &options_, &abandoned_),
-      taps_(core_, &trace_) {
+      taps_(core_, &trace_),
+      metrics_name_(core_->ClaimRuntimeName(options_.instance)) {
+  // The lease owner id: unique per start when none is configured (leases), unlike metrics_name_.
   if (options_.instance.empty()) options_.instance = RandomUuid();
 }
 
@@ -173,7 +175,10 @@ Status CheckDeliveryOptions(const std::string& name, const ConsumerHandlers& han
 
 }  // namespace
 
-RuntimeImpl::~RuntimeImpl() { Stop().PermitUncheckedError(); }
+RuntimeImpl::~RuntimeImpl() {
+  Stop().PermitUncheckedError();
+  core_->ReleaseRuntimeName(metrics_name_);
+}
 
 Status RuntimeImpl::Register(ConsumerKind kind, std::string name, std::vector<std::string> types,
                              ConsumerHandlers handlers, ConsumerOptions options) {
@@ -349,7 +354,8 @@ void RuntimeImpl::WarnStartsAtZero(const std::set<std::string>& had_cursors) {
            "consumer '" + consumer->id +
                "' had no cursor and replays the outbox from the start, while the store holds "
                "cursors no registered consumer owns (" +
-               unowned + "); renamed? copy the old cursor over: wharf cursor copy --force OLD " +
+               unowned +
+               "); renamed? copy the old cursor over: wharf cursor copy --force --yes OLD " +
                consumer->id);
   }
 }
@@ -494,7 +500,7 @@ void RuntimeImpl::CollectMetrics(std::vector<ConsumerMetrics>* out) {
     metrics.consumer = consumer->id;
     metrics.kind =
         consumer->relay ? "relay" : ToString(consumer->kind);  // a relay's kind is kSubscriber
-    metrics.instance = options_.instance;
+    metrics.instance = metrics_name_;
     int64_t oldest_ms = 0;
     for (const auto& lane : lanes_) {
       if (lane->consumer() != consumer.get()) continue;

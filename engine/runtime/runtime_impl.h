@@ -119,6 +119,9 @@ class RuntimeImpl : public DurableListener {
   std::vector<std::vector<Lane*>> lanes_by_partition_;  // fixed once the listener is attached
   WorkerPool workers_;
   Taps taps_;
+  // This runtime's name in the metrics (label `runtime`): the configured instance, else
+  // "default" (EngineCore::ClaimRuntimeName), never the random lease owner id of an unnamed one.
+  const std::string metrics_name_;
   std::unique_ptr<LeaseKeeper> leases_;
   std::optional<TimerThread> timers_;
   bool attached_ = false;

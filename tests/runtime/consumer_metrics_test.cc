@@ -111,6 +111,65 @@ class ConsumerMetricsTest : public ::testing::Test {
   std::map<uint32_t, std::string> keys_;
 };
 
+// Goal: the metrics' runtime name (the Prometheus label `runtime`) stays the same across a restart
+// of the engine and its runtime, so a restart continues the same series instead of starting new
+// ones: the configured instance when there is one, else "default" (not the random lease owner id);
+// two runtimes of one engine alive under the same name get NAME-2 in creation order, and a name
+// is free again once its runtime is gone.
+TEST_F(ConsumerMetricsTest, RuntimeLabelIsStableAcrossRestarts) {
+  Commit("A", "k", "ok");
+  // The `runtime` label of consumer p's samples in a fresh Prometheus text.
+  auto label = [&] {
+    MetricsSnapshot snapshot;
+    EXPECT_OK(ReadMetrics(*engine_, &snapshot));
+    const std::string text = ToPrometheusText(snapshot);
+    const std::string prefix = "wharf_consumer_info{consumer=\"p\",runtime=\"";
+    const size_t at = text.find(prefix);
+    if (at == std::string::npos) return std::string("(none)");
+    const size_t start = at + prefix.size();
+    return text.substr(start, text.find('"', start) - start);
+  };
+  auto handler = [](const Fact&, Effects&) { return Outcome::kHandled; };
+  std::string first_lease_owner;
+  for (int start = 0; start < 2; ++start) {
+    if (start == 1) {  // a restart: the engine closed and opened again, a new runtime
+      engine_.reset();
+      internal::EngineHooks hooks;
+      hooks.clock_ms = [this] { return now_ms_.load(); };
+      EngineOptions options;
+      options.partitions = 4;
+      ASSERT_OK(internal::OpenEngine(dir_.db(), options, hooks, &engine_));
+    }
+    Runtime runtime(engine_.get(), Options(0));
+    ASSERT_OK(runtime.Project("p", {"A"}, handler));
+    ASSERT_OK(runtime.Drain());
+    EXPECT_EQ(label(), "default") << "start " << start;
+    // The lease owner id is still a fresh one per start (leases are per instance and open).
+    EXPECT_NE(runtime.instance(), "default");
+    if (start == 0) {
+      first_lease_owner = runtime.instance();
+    } else {
+      EXPECT_NE(runtime.instance(), first_lease_owner);
+    }
+  }
+  {
+    RuntimeOptions options = Options(0);
+    options.instance = "billing-1";
+    Runtime runtime(engine_.get(), options);
+    ASSERT_OK(runtime.Project("p", {"A"}, handler));
+    ASSERT_OK(runtime.Drain());
+    EXPECT_EQ(label(), "billing-1");
+  }
+  {
+    // Two unnamed runtimes alive at once: distinct names, so their series never collide.
+    Runtime first(engine_.get(), Options(0));
+    Runtime second(engine_.get(), Options(0));
+    ASSERT_OK(second.Project("p", {"A"}, handler));
+    ASSERT_OK(second.Drain());
+    EXPECT_EQ(label(), "default-2");
+  }
+}
+
 // Every outcome is counted once per handler call; a redelivered fact counts as a retry; dead
 // letters count once committed; traces carry the attempt.
 TEST_F(ConsumerMetricsTest, CountsOutcomesRetriesAndDeadLetters) {
@@ -141,7 +200,7 @@ TEST_F(ConsumerMetricsTest, CountsOutcomesRetriesAndDeadLetters) {
   ASSERT_EQ(retries, 3);
   ConsumerMetrics metrics = Metrics("p");
   EXPECT_EQ(metrics.kind, "projection");
-  EXPECT_EQ(metrics.instance, runtime.instance());
+  EXPECT_EQ(metrics.instance, "default");  // no instance configured (the lease id is random)
   // Calls: ok, reject, fail, throw, retry x3, ok. The retried fact was given twice before.
   EXPECT_EQ(metrics.delivered_total, 8u);
   EXPECT_EQ(metrics.handled_total, 3u);

@@ -82,7 +82,11 @@ struct ConsumerPartitionMetrics {
 struct ConsumerMetrics {
   std::string consumer;          // consumer id
   std::string kind;              // "projection", "reaction", "subscriber", "relay"
-  std::string instance;          // the runtime instance that registered it
+  // The runtime that registered it, by name (the Prometheus label `runtime`): its configured
+  // `instance`, else "default"; a second runtime of this engine alive under the same name gets
+  // NAME-2, then NAME-3, ... in creation order. Stable across restarts (never the random lease
+  // owner id of a runtime with no `instance`), so a restart continues the same series.
+  std::string instance;
   uint64_t delivered_total = 0;  // handler calls (a redelivery counts again)
   uint64_t handled_total = 0;    // outcomes of those calls
   uint64_t rejected_total = 0;

@@ -240,7 +240,8 @@ inline constexpr uint32_t kKeyConcurrencyMax = 4096;
 inline constexpr uint32_t kKeyWindowFactsMax = 1u << 20;
 
 struct RuntimeOptions {
-  // `instance`: this runtime's id (leases); empty: a random UUID.
+  // `instance`: this runtime's id (leases) and its name in the metrics (label `runtime`); empty:
+  // a random UUID for leases, and "default" in the metrics (ConsumerMetrics::instance).
   std::string instance;
   // `workers`: threads delivering facts (0..kWorkersMax); 0 makes an API-only instance that
   // delivers nothing.
