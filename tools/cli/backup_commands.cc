@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -198,6 +199,65 @@ int RestoreBackup(const Context& context, const RestoreArgs& args) {
   Print(fmt::format("restored backup {} of {} into {}: {}; new incarnation {}\n", report.backup.id,
                     args.from, args.to, Summary(report.backup, /*taken=*/false),
                     report.incarnation));
+  return kExitOk;
+}
+
+int RestoreDryRun(const Context& context, const RestoreArgs& args, const StreamSource* stream) {
+  if (args.to.empty()) return Fail(kExitError, "--to PATH is empty: name the new database");
+  std::string source;
+  uint32_t backup_id = 0;
+  if (stream == nullptr) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(args.from, error)) {
+      return Fail(kExitCannotOpen, "--from " + args.from + " is not a directory of backups");
+    }
+    std::vector<BackupInfo> backups;
+    Status s = ListBackups(args.from, &backups);
+    if (!s.ok())
+      return Fail(kExitCannotOpen, "cannot list the backups in " + args.from + ": " + s.ToString());
+    auto chosen = std::find_if(backups.begin(), backups.end(),
+                               [&](const BackupInfo& info) { return info.id == args.backup_id; });
+    if (args.backup_id == 0 && !backups.empty()) chosen = backups.end() - 1;
+    if (chosen == backups.end()) {
+      return Fail(kExitError, args.backup_id == 0
+                                  ? "no backup in " + args.from
+                                  : fmt::format("no backup {} in {}", args.backup_id, args.from));
+    }
+    backup_id = chosen->id;
+    source = fmt::format("backup {} of {}", backup_id, args.from);
+  } else {
+    source = "the newest snapshot of stream '" + stream->stream + "' at " + stream->url +
+             " and every group after it";
+  }
+  // What --to holds now: restore refuses a non-empty one without --force.
+  std::error_code error;
+  uint64_t entries = 0;
+  if (std::filesystem::is_directory(args.to, error)) {
+    for (auto it = std::filesystem::directory_iterator(args.to, error);
+         !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+      ++entries;
+    }
+  }
+  const bool exists = std::filesystem::exists(args.to, error);
+  if (entries > 0 && !args.force) {
+    return Fail(kExitError, fmt::format("restore would be refused: {} holds {} entries; add "
+                                        "--force (and --yes) to replace them (dry run: nothing "
+                                        "was changed)",
+                                        args.to, entries));
+  }
+  if (context.json) {
+    wire::JsonWriter json;
+    json.BeginObject().Key("dry_run").Bool(true).Key("source").String(source);
+    json.Key("backup_id").Uint(backup_id).Key("destination").String(args.to);
+    json.Key("destination_entries").Uint(entries).Key("replaces").Bool(entries > 0 && args.force);
+    Print(json.EndObject().str() + "\n");
+    return kExitOk;
+  }
+  std::string what = !exists ? args.to + " (created)"
+                     : entries == 0
+                         ? args.to + " (empty)"
+                         : fmt::format("{}, replacing the {} entries it holds", args.to, entries);
+  Print("would restore " + source + " into " + what + "; dry run: nothing was changed\n");
   return kExitOk;
 }
 

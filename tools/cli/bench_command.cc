@@ -2,9 +2,10 @@
 // `wharf_workloads` (bench/workloads.cc), which owns the measurements, the temporary databases,
 // the progress lines on stderr and the table or JSON lines on stdout.
 //
-// The runner is found, in order: $WHARF_WORKLOADS (an explicit path); the build tree of this
-// `wharf` (<build>/tools/wharf -> <build>/bench/wharf_workloads); the directory of this `wharf`
-// (installed side by side); $PATH.
+// The runner is found, in order: $WHARF_WORKLOADS (an explicit path); the install layout
+// (<prefix>/bin/wharf -> <prefix>/libexec/wharf/wharf_workloads, where `cmake --install` and the
+// Debian package `wharf` put it); the build tree of this `wharf` (<build>/tools/wharf ->
+// <build>/bench/wharf_workloads); the directory of this `wharf`; $PATH.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -18,6 +19,10 @@
 #include "tools/cli/commands.h"
 
 extern char** environ;
+
+#ifndef WHARF_RUNNER_FROM_BIN
+#define WHARF_RUNNER_FROM_BIN "../libexec/wharf"
+#endif
 
 namespace wharf::cli {
 namespace {
@@ -42,8 +47,9 @@ std::string FindRunner(std::string* why) {
   std::error_code error;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) {
-    for (const auto& candidate : {self.parent_path().parent_path() / "bench" / kRunnerName,
-                                  self.parent_path() / kRunnerName}) {
+    const std::filesystem::path bin = self.parent_path();
+    for (const auto& candidate : {(bin / WHARF_RUNNER_FROM_BIN / kRunnerName).lexically_normal(),
+                                  bin.parent_path() / "bench" / kRunnerName, bin / kRunnerName}) {
       if (IsExecutableFile(candidate)) return candidate.string();
     }
   }
@@ -62,9 +68,13 @@ std::string FindRunner(std::string* why) {
   }
   *why = std::string("cannot find the workload runner ") + kRunnerName + " (looked in " +
          (error ? std::string("PATH")
-                : (self.parent_path().parent_path() / "bench").string() + ", " +
+                : (self.parent_path() / WHARF_RUNNER_FROM_BIN).lexically_normal().string() + ", " +
+                      (self.parent_path().parent_path() / "bench").string() + ", " +
                       self.parent_path().string() + " and PATH") +
-         "); build the wharf_workloads target (-DWHARF_BUILD_BENCH=ON) or set " + kRunnerEnv;
+         "). It is installed with the CLI (cmake --install of a build with "
+         "-DWHARF_BUILD_BENCH=ON, the default; the Debian package wharf) into "
+         "PREFIX/libexec/wharf; or build the wharf_workloads target, or set " +
+         kRunnerEnv + "=PATH";
   return "";
 }
 

@@ -80,17 +80,21 @@ int Stat(const Context& context);
 
 int CursorList(const Context& context);
 int CursorGet(const Context& context, const std::string& consumer);
-int CursorCopy(const Context& context, const std::string& from, const std::string& to, bool force);
+// Commands that change or delete stored data act only with `yes`; with `dry_run` they print
+// exactly what they would do and change nothing (either way, without --yes nothing changes). A
+// refusal for want of --yes is exit 1, printed before the database is opened.
+int CursorCopy(const Context& context, const std::string& from, const std::string& to, bool force,
+               bool yes, bool dry_run);
 
 struct CursorTarget {
   std::optional<uint64_t> to_id;
   bool to_start = false;
   bool to_end = false;
-  std::optional<int64_t> to_time_ms;
+  std::optional<std::string> to_time;  // ISO 8601 or ms since the epoch (ParseTimeArgument)
 };
 int CursorSet(const Context& context, const std::string& consumer, const CursorTarget& target,
               bool yes, bool create, bool dry_run);
-int CursorDelete(const Context& context, const std::string& consumer, bool yes);
+int CursorDelete(const Context& context, const std::string& consumer, bool yes, bool dry_run);
 
 struct TailOptions {
   std::vector<std::string> types;     // empty: every type
@@ -107,11 +111,11 @@ int Tail(const Context& context, const TailOptions& options);
 
 int DeadList(const Context& context, const std::string& consumer);
 int DeadPurge(const Context& context, const std::string& consumer,
-              const std::vector<uint64_t>& fact_ids, bool yes);
+              const std::vector<uint64_t>& fact_ids, bool yes, bool dry_run);
 int Trim(const Context& context, bool yes, bool dry_run);
-int Recover(const Context& context, bool yes);
+int Recover(const Context& context, bool yes, bool dry_run);
 int DeadRetry(const Context& context, const std::string& consumer,
-              const std::vector<uint64_t>& fact_ids, bool yes);
+              const std::vector<uint64_t>& fact_ids, bool yes, bool dry_run);
 int LeaseList(const Context& context);
 
 // The running engine's metrics snapshot as Prometheus text (--json: every field), read over its
@@ -135,7 +139,7 @@ struct BenchOptions {
   std::optional<std::string> dir;      // where the temporary databases go
 };
 int Bench(const Context& context, const BenchOptions& options);
-int LeaseRelease(const Context& context, const std::string& consumer, bool yes);
+int LeaseRelease(const Context& context, const std::string& consumer, bool yes, bool dry_run);
 
 // `wharf state get|scan` (tools/cli/state_commands.cc): durable state read by Engine::Get and
 // Engine::Scan, in this process or, while another process holds the database, in that process's
@@ -159,6 +163,7 @@ int StateScan(const Context& context, const StateArgs& args);
 struct MigrateArgs {
   std::string table;
   bool dry_run = false;
+  bool yes = false;
   uint64_t batch_rows = MigrateOptions().batch_rows;  // 1..kScanLimitMax
   uint64_t rows_per_second = 0;                       // 0: no bound
 };
@@ -183,7 +188,9 @@ struct RestoreArgs {
   std::string from;        // the backup directory
   std::string to;          // the new database's directory
   uint32_t backup_id = 0;  // 0: the newest
-  bool force = false;
+  bool force = false;      // allow replacing what `to` holds (with yes)
+  bool yes = false;
+  bool dry_run = false;
   uint64_t rate_limit_bytes_per_s = 0;
 };
 // Exit 1 when the restore fails (no such backup, a damaged file, a non-empty --to without
@@ -202,6 +209,9 @@ bool IsStreamUrl(const std::string& from);
 // options), 2 when the stream cannot be reached or holds no snapshot, or `to` is in use.
 int RestoreStream(const Context& context, const StreamSource& source, const std::string& to,
                   bool force);
+// `restore --dry-run`: what restore would do (the backup, or for a stream (`stream` not null) its
+// source, and what --to holds that --force would replace); changes nothing, contacts no server.
+int RestoreDryRun(const Context& context, const RestoreArgs& args, const StreamSource* stream);
 // Follows the stream into context.db until SIGINT or SIGTERM, then stops (exit 0). Exit 1 when
 // --db holds a database that is not a copy of the stream, 2 when the stream cannot be reached.
 int StandbyStream(const Context& context, const StreamSource& source);

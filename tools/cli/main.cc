@@ -2,7 +2,7 @@
 //
 //   wharf stat --db PATH
 //   wharf cursor copy store-requests store-reviews --db PATH
-//   wharf trim --yes --db PATH
+//   wharf trim --dry-run --db PATH && wharf trim --yes --db PATH
 //   wharf bench W1-append --json
 //
 // Global options (accepted before or after the command, and listed in every command's help):
@@ -15,7 +15,8 @@
 // SIGTERM: 143) ends a command that runs until interrupted (tail -f, top, bench).
 //
 // Commands that change the database work on a live one: the process holding it makes the change
-// (its engine's admin socket, <db>/admin.sock or --admin-socket PATH).
+// (its engine's admin socket, <db>/admin.sock or --admin-socket PATH). Every command that changes
+// or deletes stored data takes --dry-run and acts only with --yes (kConfirmRule).
 #include <rocksdb/version.h>
 
 #include <CLI/CLI.hpp>
@@ -41,6 +42,21 @@ namespace wharf::cli {
 int Check(const Context& context, const std::string& file, const CheckOptions& options);
 
 namespace {
+
+// The one rule of the commands that change or delete stored data, said once in `wharf --help`
+// (and in docs/cli.md); each such command's --yes and --dry-run repeat it briefly.
+constexpr const char* kConfirmRule =
+    "Commands that change or delete stored data (cursor copy|set|delete, dead retry|purge,\n"
+    "lease release, trim, recover, migrate, restore --force) act only with --yes; --dry-run\n"
+    "prints exactly what they would do and changes nothing. --force (cursor copy, restore) only\n"
+    "allows replacing what the target holds, and still needs --yes.\n";
+
+// --yes and --dry-run of a command that changes or deletes stored data (kConfirmRule).
+void AddConfirmFlags(CLI::App* command, bool* yes, bool* dry_run) {
+  command->add_flag("--yes", *yes, "Make the change (without it, nothing is changed)");
+  command->add_flag("--dry-run", *dry_run,
+                    "Print exactly what would change, and change nothing (no --yes needed)");
+}
 
 constexpr const char* kFooter =
     "Exit status: 0 ok; 1 usage or data error; 2 the database cannot be opened (missing, not a\n"
@@ -182,7 +198,7 @@ int Help(CLI::App& app, const std::vector<std::string>& words) {
 int Run(int argc, char** argv) {
   CLI::App app("wharf: inspect and operate a Wharf database", "wharf");
   app.formatter(std::make_shared<Formatter>());  // before the subcommands, which inherit it
-  app.footer(kFooter);
+  app.footer(std::string(kConfirmRule) + "\n" + kFooter);
   app.fallthrough();  // global options may follow the command's own arguments
   app.require_subcommand(0, 1);
 
@@ -238,13 +254,15 @@ int Run(int argc, char** argv) {
   get->add_option("consumer", consumer, "Consumer id")->required();
   get->callback(needs_db([&] { return CursorGet(context, consumer); }));
 
-  bool force = false, yes = false, create = false;
+  bool force = false, yes = false, create = false, dry_run = false;
   auto* copy = cursor->add_subcommand(
       "copy", "Copy every cursor of FROM to TO (refused when TO has cursors, unless --force)");
   copy->add_option("from", consumer, "Source consumer id")->required();
   copy->add_option("to", target_consumer, "Target consumer id")->required();
-  copy->add_flag("--force", force, "Overwrite the target's cursors");
-  copy->callback(needs_db([&] { return CursorCopy(context, consumer, target_consumer, force); }));
+  copy->add_flag("--force", force, "Allow overwriting the target's cursors (still needs --yes)");
+  AddConfirmFlags(copy, &yes, &dry_run);
+  copy->callback(needs_db(
+      [&] { return CursorCopy(context, consumer, target_consumer, force, yes, dry_run); }));
 
   CursorTarget target;
   auto* set = cursor->add_subcommand("set", "Move a consumer's cursors (every partition)");
@@ -254,21 +272,24 @@ int Run(int argc, char** argv) {
       ->check(kNumber);
   set->add_flag("--to-start", target.to_start, "Start over from the beginning");
   set->add_flag("--to-end", target.to_end, "Skip every fact written so far");
-  set->add_option("--to-time", target.to_time_ms,
-                  "Pass every fact committed at or before T_MS (ms since the epoch)")
-      ->check(kNumber);
-  set->add_flag("--yes", yes, "Confirm the change");
+  set->add_option("--to-time", target.to_time,
+                  "Pass every fact committed at or before T: ISO 8601 (2026-12-06T10:15:00Z, "
+                  "2026-12-06T12:15:00.250+02:00, 2026-12-06 for its midnight UTC) or ms since "
+                  "the epoch")
+      ->type_name("T");
   set->add_flag("--create", create, "Position a consumer that has no cursors yet");
-  bool dry_run = false;
-  set->add_flag("--dry-run", dry_run,
-                "Print each partition's move (from -> to) and change nothing (no --yes needed)");
+  AddConfirmFlags(set, &yes, &dry_run);
+  set->footer(
+      "--dry-run prints each partition's move (from -> to). When the target is below what\n"
+      "retention has already removed, both say how many facts after it are gone: the consumer\n"
+      "resumes at the oldest fact kept and will not see them again.");
   set->callback(
       needs_db([&] { return CursorSet(context, consumer, target, yes, create, dry_run); }));
 
   auto* del = cursor->add_subcommand("delete", "Delete every cursor of a consumer");
   del->add_option("consumer", consumer, "Consumer id")->required();
-  del->add_flag("--yes", yes, "Confirm the change");
-  del->callback(needs_db([&] { return CursorDelete(context, consumer, yes); }));
+  AddConfirmFlags(del, &yes, &dry_run);
+  del->callback(needs_db([&] { return CursorDelete(context, consumer, yes, dry_run); }));
 
   // tail
   TailOptions tail_options;
@@ -306,18 +327,18 @@ int Run(int argc, char** argv) {
   retry->add_option("consumer", consumer, "Consumer id")->required();
   retry->add_option("ids", fact_ids, "Fact ids (default: every dead letter of the consumer)")
       ->check(kNumber);
-  retry->add_flag("--yes", yes, "Confirm the change");
+  AddConfirmFlags(retry, &yes, &dry_run);
   retry->footer(
       "Each dead letter becomes a new fact (same type, key, payload, headers) with the headers\n"
       "wharf-retry-for: CONSUMER and wharf-retry-of: ID; every other consumer passes it over.\n"
       "The dead letter is deleted in the same transaction.");
-  retry->callback(needs_db([&] { return DeadRetry(context, consumer, fact_ids, yes); }));
+  retry->callback(needs_db([&] { return DeadRetry(context, consumer, fact_ids, yes, dry_run); }));
   auto* purge = dead->add_subcommand("purge", "Delete a consumer's dead letters (all, or IDs)");
   purge->add_option("consumer", consumer, "Consumer id")->required();
   purge->add_option("ids", fact_ids, "Fact ids (default: every dead letter of the consumer)")
       ->check(kNumber);
-  purge->add_flag("--yes", yes, "Confirm the change");
-  purge->callback(needs_db([&] { return DeadPurge(context, consumer, fact_ids, yes); }));
+  AddConfirmFlags(purge, &yes, &dry_run);
+  purge->callback(needs_db([&] { return DeadPurge(context, consumer, fact_ids, yes, dry_run); }));
 
   // trim
   auto* trim = app.add_subcommand(
@@ -327,9 +348,7 @@ int Run(int argc, char** argv) {
       "Only consumers with cursors in the database count: one registered with an application but\n"
       "never run has none, and the facts it would replay may be trimmed. With no cursors at all,\n"
       "nothing is trimmed. Shows a progress bar on a terminal.");
-  trim->add_flag("--yes", yes, "Confirm the change");
-  trim->add_flag("--dry-run", dry_run,
-                 "Print what would be removed and change nothing (no --yes needed)");
+  AddConfirmFlags(trim, &yes, &dry_run);
   trim->callback(needs_db([&] { return Trim(context, yes, dry_run); }));
 
   // recover
@@ -340,8 +359,8 @@ int Run(int argc, char** argv) {
       "record and drops the damaged ones (whole groups of transactions), moves the fact id\n"
       "counter past every id they may have held, and reports what it found. What they held is\n"
       "lost: restore from a copy instead if you have one. Needs exclusive access.");
-  recover->add_flag("--yes", yes, "Confirm the change");
-  recover->callback(needs_db([&] { return Recover(context, yes); }));
+  AddConfirmFlags(recover, &yes, &dry_run);
+  recover->callback(needs_db([&] { return Recover(context, yes, dry_run); }));
 
   // lease
   auto* lease = app.add_subcommand("lease", "Leases: list, release");
@@ -354,8 +373,8 @@ int Run(int argc, char** argv) {
       "release",
       "Delete a consumer's lease record (its fence stays: the next holder bumps the epoch)");
   release->add_option("consumer", consumer, "Consumer id")->required();
-  release->add_flag("--yes", yes, "Confirm the change");
-  release->callback(needs_db([&] { return LeaseRelease(context, consumer, yes); }));
+  AddConfirmFlags(release, &yes, &dry_run);
+  release->callback(needs_db([&] { return LeaseRelease(context, consumer, yes, dry_run); }));
 
   // state
   StateArgs state_args;
@@ -396,9 +415,10 @@ int Run(int argc, char** argv) {
   auto* migrate = app.add_subcommand(
       "migrate", "Migrate the rows of a state table still at an older version to its declared one");
   migrate->add_option("--table", migrate_args.table, "State table")->required();
+  migrate->add_flag("--yes", migrate_args.yes, "Migrate (without it, nothing is changed)");
   migrate->add_flag("--dry-run", migrate_args.dry_run,
                     "Count the rows that would be migrated (and find the first one a migration "
-                    "refuses or misses) and change nothing");
+                    "refuses or misses) and change nothing (no --yes needed)");
   migrate
       ->add_option("--batch-rows", migrate_args.batch_rows,
                    "Rows per transaction, 1..100000 (default 256)")
@@ -472,9 +492,10 @@ int Run(int argc, char** argv) {
   bench->add_option("--dir", bench_options.dir,
                     "Where the temporary databases go (default /tmp; use a real disk)");
   bench->footer(
-      "Runs the workload runner wharf_workloads (found through $WHARF_WORKLOADS, the build tree\n"
-      "of this wharf, its directory, then PATH) on temporary databases; its progress goes to\n"
-      "stderr, the table (or with --json one object per line) to stdout. No --db needed.");
+      "Runs the workload runner wharf_workloads (found through $WHARF_WORKLOADS, then\n"
+      "PREFIX/libexec/wharf beside an installed wharf, the build tree of this wharf, its\n"
+      "directory, then PATH) on temporary databases; its progress goes to stderr, the table (or\n"
+      "with --json one object per line) to stdout. No --db needed.");
   bench->callback([&] { run = [&] { return Bench(context, bench_options); }; });
 
   // backup, backups, restore, verify
@@ -528,7 +549,9 @@ int Run(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{UINT32_MAX}));
   restore->add_option("--to", restore_args.to, "The new database's directory")->required();
   restore->add_flag("--force", restore_args.force,
-                    "Replace what --to holds (refused when a process has it open)");
+                    "Allow replacing what --to holds (refused when a process has it open); "
+                    "needs --yes");
+  AddConfirmFlags(restore, &restore_args.yes, &restore_args.dry_run);
   restore
       ->add_option("--rate-limit", restore_args.rate_limit_bytes_per_s,
                    "Copy at most this many bytes per second (default: no limit)")
@@ -544,6 +567,11 @@ int Run(int argc, char** argv) {
       "replicate= set to the stream, the copy takes it over as the new primary.");
   restore->callback([&] {
     run = [&] {
+      if (restore_args.force && !restore_args.yes && !restore_args.dry_run) {
+        return Fail(kExitError, "restore --force replaces what " + restore_args.to +
+                                    " holds; rerun with --yes to confirm, or with --dry-run "
+                                    "first to see what it would do (nothing was changed)");
+      }
       if (IsStreamUrl(restore_args.from)) {
         if (restore_args.backup_id != 0 || restore_args.rate_limit_bytes_per_s != 0) {
           return Fail(kExitError,
@@ -552,6 +580,7 @@ int Run(int argc, char** argv) {
                           restore_args.from + ")");
         }
         restore_stream.url = restore_args.from;
+        if (restore_args.dry_run) return RestoreDryRun(context, restore_args, &restore_stream);
         return RestoreStream(context, restore_stream, restore_args.to, restore_args.force);
       }
       if (!restore_stream.stream.empty() || !restore_stream.options.empty()) {
@@ -560,6 +589,7 @@ int Run(int argc, char** argv) {
                     "then be nats://HOST:PORT, not '" +
                         restore_args.from + "'");
       }
+      if (restore_args.dry_run) return RestoreDryRun(context, restore_args, nullptr);
       return RestoreBackup(context, restore_args);
     };
   });

@@ -40,6 +40,12 @@ int Migrate(const Context& context, const MigrateArgs& args) {
                                         "transaction (nothing was changed)",
                                         args.batch_rows, kScanLimitMax));
   }
+  if (!args.yes && !args.dry_run) {
+    return Fail(kExitError, "migrate rewrites the rows of '" + Display(args.table, 60) +
+                                "' still at an older version; rerun with --yes to confirm, or "
+                                "with --dry-run first to see what it would do (nothing was "
+                                "changed)");
+  }
   std::unique_ptr<Engine> engine;
   std::unique_ptr<AdminClient> client;
   if (int code = OpenEngineOrClient(context, /*changes=*/!args.dry_run, &engine, &client)) {

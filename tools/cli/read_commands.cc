@@ -676,9 +676,17 @@ int DeadList(const Context& context, const std::string& consumer) {
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key("dead_letters").BeginArray();
-    // As the admin socket's dead_list reply has them; attempt 0 for letters written before
-    // attempts were recorded.
-    for (const DeadLetter& letter : letters) wire::WriteObject(json, letter);
+    // As the admin socket's dead_list reply has them (fact.key_hex: the key's bytes); attempt 0
+    // for letters written before attempts were recorded. `key` is the key as text when it is
+    // printable UTF-8, else lower-case hex, told by key_encoding (as `state scan` gives keys).
+    for (const DeadLetter& letter : letters) {
+      json.BeginObject();
+      wire::WriteFields(json, letter);
+      const bool text = IsPrintableText(letter.fact.key);
+      json.Key("key").String(text ? letter.fact.key : Hex(letter.fact.key));
+      json.Key("key_encoding").String(text ? "text" : "hex");
+      json.EndObject();
+    }
     PrintJson(json.EndArray().EndObject());
     return kExitOk;
   }
@@ -686,11 +694,13 @@ int DeadList(const Context& context, const std::string& consumer) {
     Print("no dead letters\n");
     return kExitOk;
   }
-  Table table(
-      {"CONSUMER", "FACT_ID", "TYPE", "PARTITION", "ATTEMPT", "REASON", "COMMITTED", "PAYLOAD"},
-      {false, true, false, true, true, false, false, false});
+  // KEY: printable text with \n, \r, \t escaped, else 0x + hex (Display); "-" when empty.
+  Table table({"CONSUMER", "FACT_ID", "TYPE", "KEY", "PARTITION", "ATTEMPT", "REASON", "COMMITTED",
+               "PAYLOAD"},
+              {false, true, false, false, true, true, false, false, false});
   for (const DeadLetter& letter : letters) {
     table.Add({letter.consumer, std::to_string(letter.fact.id), letter.fact.type,
+               letter.fact.key.empty() ? "-" : Display(letter.fact.key, 40),
                std::to_string(letter.fact.partition),
                letter.attempt == 0 ? "-" : std::to_string(letter.attempt), Display(letter.reason),
                FormatTimeMs(letter.fact.commit_ms), Display(letter.fact.payload, 60)});

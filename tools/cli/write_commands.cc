@@ -13,6 +13,7 @@
 #include "engine/wire/schema.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
+#include "tools/cli/time_arg.h"
 #include "wharf/admin.h"
 #include "wharf/admin_client.h"
 #include "wharf/engine.h"
@@ -101,6 +102,13 @@ class Admin {
     return client_ ? client_->RetryDeadLetters(consumer, fact_ids, retried)
                    : wharf::RetryDeadLetters(*engine_, consumer, fact_ids, retried);
   }
+  Status ListDeadLetters(const std::string& consumer, std::vector<DeadLetter>* out) {
+    return client_ ? client_->ListDeadLetters(consumer, out)
+                   : wharf::ListDeadLetters(*engine_, consumer, out);
+  }
+  Status ListLeases(std::vector<LeaseInfo>* out) {
+    return client_ ? client_->ListLeases(out) : wharf::ListLeases(*engine_, out);
+  }
   Status ReleaseLease(const std::string& consumer) {
     return client_ ? client_->ReleaseLease(consumer) : wharf::ReleaseLease(*engine_, consumer);
   }
@@ -177,11 +185,121 @@ int RefusedConflict(const Status& status) {
   return Fail(kExitError, status.message() + "; nothing was changed, try again");
 }
 
+// Facts a `cursor set` back below the retention floor will not redeliver: removed by retention
+// (trim, bounds) after `after_id` and up to the consumer's furthest cursor `through_id`.
+struct GoneFacts {
+  uint64_t fact_count = 0;
+  uint64_t after_id = 0;
+  uint64_t through_id = 0;
+};
+
+// Fact ids are handed out one per fact, without gaps (a `recover` skips some, which then count
+// here too), so the facts with ids in (after_id, through_id] number through_id - after_id; those
+// still stored are counted (BacklogAfter counts only facts above each partition's retention
+// floor), and the rest are gone. Read as a secondary: it sees what the engine wrote.
+Status CountGoneFacts(const std::string& db, uint64_t after_id, uint64_t through_id,
+                      GoneFacts* gone) {
+  *gone = GoneFacts{};
+  if (through_id <= after_id) return Status::OK();
+  std::unique_ptr<Inspector> inspector;
+  Status s = Inspector::Open(db, &inspector);
+  uint64_t last_id = 0;
+  if (s.ok()) s = inspector->LastLsn(&last_id);
+  if (!s.ok()) return s;
+  through_id = std::min(through_id, last_id);
+  if (through_id <= after_id) return Status::OK();
+  uint64_t kept = 0;
+  for (uint32_t partition = 0; partition < inspector->partitions(); ++partition) {
+    Backlog above_after, above_through;
+    s = inspector->BacklogAfter(partition, after_id, nullptr, &above_after);
+    if (s.ok()) s = inspector->BacklogAfter(partition, through_id, nullptr, &above_through);
+    if (!s.ok()) return s;
+    kept += above_after.fact_count - std::min(above_after.fact_count, above_through.fact_count);
+  }
+  const uint64_t ids = through_id - after_id;
+  gone->fact_count = ids - std::min(ids, kept);
+  gone->after_id = after_id;
+  gone->through_id = through_id;
+  return Status::OK();
+}
+
+// The line `cursor set` adds when facts are gone ("" when none).
+std::string GoneText(const GoneFacts& gone, bool dry_run) {
+  if (gone.fact_count == 0) return "";
+  return fmt::format(
+      "{} {} facts after fact {} (up to {}) are already gone (removed by retention): the consumer "
+      "resumes at the oldest fact kept and {} not see them again\n",
+      dry_run ? "note:" : "warning:", gone.fact_count, gone.after_id, gone.through_id,
+      dry_run ? "would" : "will");
+}
+
+// kConfirmRule (main.cc): a command that changes or deletes stored data, run without --yes or
+// --dry-run, is refused before anything is opened.
+int NeedsYes(const std::string& what) {
+  return Fail(kExitError, what +
+                              "; rerun with --yes to confirm, or with --dry-run first to see "
+                              "what it would do (nothing was changed)");
+}
+
+// The dead letters `fact_ids` (empty: all) of `consumer`, as Retry/PurgeDeadLetters would take
+// them: NotFound with the same message when the consumer has none or an id is none of them.
+Status SelectDeadLetters(Admin& admin, const std::string& consumer,
+                         const std::vector<uint64_t>& fact_ids, std::vector<DeadLetter>* out) {
+  std::vector<DeadLetter> all;
+  Status s = admin.ListDeadLetters(consumer, &all);
+  if (!s.ok()) return s;
+  if (all.empty()) return Status::NotFound("consumer '" + consumer + "' has no dead letters");
+  out->clear();
+  if (fact_ids.empty()) {
+    *out = std::move(all);
+    return Status::OK();
+  }
+  for (uint64_t id : fact_ids) {
+    auto found = std::find_if(all.begin(), all.end(),
+                              [id](const DeadLetter& letter) { return letter.fact.id == id; });
+    if (found == all.end()) {
+      return Status::NotFound("consumer '" + consumer + "' has no dead letter for fact " +
+                              std::to_string(id));
+    }
+    if (std::none_of(out->begin(), out->end(),
+                     [id](const DeadLetter& letter) { return letter.fact.id == id; })) {
+      out->push_back(*found);
+    }
+  }
+  return Status::OK();
+}
+
+// `dead retry|purge --dry-run`: the letters the command would take.
+void PrintDeadPlan(const Context& context, const std::string& verb, const std::string& consumer,
+                   const std::vector<DeadLetter>& letters) {
+  if (context.json) {
+    wire::JsonWriter json;
+    json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
+    json.Key(verb == "retry" ? "would_retry" : "would_purge").BeginArray();
+    for (const DeadLetter& letter : letters) json.Uint(letter.fact.id);
+    Print(json.EndArray().EndObject().str() + "\n");
+    return;
+  }
+  Table table({"FACT_ID", "TYPE", "KEY", "REASON"}, {true, false, false, false});
+  for (const DeadLetter& letter : letters) {
+    table.Add({std::to_string(letter.fact.id), letter.fact.type,
+               letter.fact.key.empty() ? "-" : Display(letter.fact.key, 40),
+               Display(letter.reason, 60)});
+  }
+  const std::string what =
+      verb == "retry"
+          ? fmt::format("would re-emit {} dead letters of {} as new facts for {} only",
+                        letters.size(), consumer, consumer)
+          : fmt::format("would purge {} dead letters of {} for good", letters.size(), consumer);
+  Print(what + "; dry run: nothing was changed\n" + table.Render());
+}
+
 void PrintPositions(const Context& context, const std::string& verb, const std::string& consumer,
-                    const std::vector<CursorInfo>& cursors) {
+                    const std::vector<CursorInfo>& cursors, const GoneFacts* gone = nullptr) {
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key(verb).Bool(true).Key("consumer").String(consumer);
+    if (gone != nullptr) json.Key("gone_fact_count").Uint(gone->fact_count);
     json.Key("partitions").BeginArray();
     for (const CursorInfo& info : cursors) wire::WriteObject(json, info);
     Print(json.EndArray().EndObject().str() + "\n");
@@ -191,15 +309,17 @@ void PrintPositions(const Context& context, const std::string& verb, const std::
   for (const CursorInfo& info : cursors) {
     table.Add({std::to_string(info.partition), std::to_string(info.fact_id)});
   }
-  Print(fmt::format("{} {} cursors of {}\n", verb, cursors.size(), consumer) + table.Render());
+  Print(fmt::format("{} {} cursors of {}\n", verb, cursors.size(), consumer) + table.Render() +
+        (gone != nullptr ? GoneText(*gone, /*dry_run=*/false) : ""));
 }
 
 // What `cursor set --dry-run` would do, per partition.
 void PrintMoves(const Context& context, const std::string& consumer,
-                const std::vector<CursorMove>& moves) {
+                const std::vector<CursorMove>& moves, const GoneFacts& gone) {
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
+    json.Key("gone_fact_count").Uint(gone.fact_count);
     json.Key("partitions").BeginArray();
     for (const CursorMove& move : moves) wire::WriteObject(json, move);
     Print(json.EndArray().EndObject().str() + "\n");
@@ -215,15 +335,53 @@ void PrintMoves(const Context& context, const std::string& consumer,
   }
   Print(fmt::format("would set {} cursors of {} ({} move); dry run: nothing was changed\n",
                     moves.size(), consumer, changed) +
-        table.Render());
+        table.Render() + GoneText(gone, /*dry_run=*/true));
 }
 
 }  // namespace
 
-int CursorCopy(const Context& context, const std::string& from, const std::string& to, bool force) {
+int CursorCopy(const Context& context, const std::string& from, const std::string& to, bool force,
+               bool yes, bool dry_run) {
+  if (!yes && !dry_run) {
+    return NeedsYes("cursor copy sets where '" + to + "' resumes" +
+                    (force ? " (overwriting its cursors)" : ""));
+  }
   Admin admin;
   if (int code = admin.Open(context)) return code;
-  Status s = admin.CopyCursor(from, to, force);
+  std::vector<CursorInfo> source, target;
+  Status s = CursorsOf(admin, from, &source);
+  if (s.ok()) s = CursorsOf(admin, to, &target);
+  if (!s.ok()) return FailCall(context, s);
+  if (dry_run) {
+    // The checks CopyCursor makes, on what it would read.
+    if (source.empty()) return Fail(kExitError, "consumer '" + from + "' has no cursors to copy");
+    if (!target.empty() && !force) {
+      return Fail(kExitError, "consumer '" + to +
+                                  "' already has cursors; add --force (and --yes) to overwrite "
+                                  "them (dry run: nothing was changed)");
+    }
+    if (context.json) {
+      wire::JsonWriter json;
+      json.BeginObject().Key("dry_run").Bool(true).Key("from").String(from).Key("to").String(to);
+      json.Key("overwrites_count").Uint(target.size()).Key("partitions").BeginArray();
+      for (const CursorInfo& info : source) wire::WriteObject(json, info);
+      Print(json.EndArray().EndObject().str() + "\n");
+      return kExitOk;
+    }
+    Table table({"PARTITION", "FROM", "TO_NOW"}, {true, true, true});
+    for (const CursorInfo& info : source) {
+      auto now = std::find_if(target.begin(), target.end(),
+                              [&](const CursorInfo& t) { return t.partition == info.partition; });
+      table.Add({std::to_string(info.partition), std::to_string(info.fact_id),
+                 now == target.end() ? "-" : std::to_string(now->fact_id)});
+    }
+    Print(fmt::format("would copy {} cursors of {} to {}{}; dry run: nothing was changed\n",
+                      source.size(), from, to,
+                      target.empty() ? "" : fmt::format(" (overwriting its {})", target.size())) +
+          table.Render());
+    return kExitOk;
+  }
+  s = admin.CopyCursor(from, to, force);
   if (s.IsNotFound()) return Fail(kExitError, "consumer '" + from + "' has no cursors to copy");
   if (s.subcode() == Status::SubCode::kAlreadyExists) {
     return Fail(kExitError, "consumer '" + to +
@@ -242,16 +400,17 @@ int CursorCopy(const Context& context, const std::string& from, const std::strin
 int CursorSet(const Context& context, const std::string& consumer, const CursorTarget& target,
               bool yes, bool create, bool dry_run) {
   int targets = (target.to_id ? 1 : 0) + (target.to_start ? 1 : 0) + (target.to_end ? 1 : 0) +
-                (target.to_time_ms ? 1 : 0);
+                (target.to_time ? 1 : 0);
   if (targets != 1) {
     return Fail(kExitError,
                 "cursor set needs exactly one of --to-id, --to-start, --to-end, --to-time");
   }
-  if (!yes && !dry_run) {
-    return Fail(kExitError, "cursor set changes where '" + consumer +
-                                "' resumes; add --yes to confirm, or --dry-run to see what it "
-                                "would do (nothing was changed)");
+  int64_t to_time_ms = 0;
+  if (std::string error;
+      target.to_time && !ParseTimeArgument("--to-time", *target.to_time, &to_time_ms, &error)) {
+    return Fail(kExitError, error);
   }
+  if (!yes && !dry_run) return NeedsYes("cursor set changes where '" + consumer + "' resumes");
   Admin admin;
   if (int code = admin.Open(context)) return code;
   std::vector<CursorInfo> cursors;
@@ -264,10 +423,16 @@ int CursorSet(const Context& context, const std::string& consumer, const CursorT
   uint64_t fact_id = 0;
   if (target.to_id) fact_id = *target.to_id;
   if (target.to_end) fact_id = UINT64_MAX;
-  if (target.to_time_ms) {
-    s = admin.FactIdAtTime(context.db, *target.to_time_ms, &fact_id);
+  if (target.to_time) {
+    s = admin.FactIdAtTime(context.db, to_time_ms, &fact_id);
     if (!s.ok()) return FailCall(context, s);
   }
+  // Moving back below what retention removed cannot bring it back: say how much is gone.
+  uint64_t furthest_id = 0;
+  for (const CursorInfo& info : cursors) furthest_id = std::max(furthest_id, info.fact_id);
+  GoneFacts gone;
+  s = CountGoneFacts(context.db, fact_id, furthest_id, &gone);
+  if (!s.ok()) return FailCall(context, s);
   SetCursorOptions options;
   options.dry_run = dry_run;
   std::vector<CursorMove> moves;
@@ -275,29 +440,43 @@ int CursorSet(const Context& context, const std::string& consumer, const CursorT
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
   if (dry_run) {
-    PrintMoves(context, consumer, moves);
+    PrintMoves(context, consumer, moves, gone);
     return kExitOk;
   }
   s = CursorsOf(admin, consumer, &cursors);
   if (!s.ok()) return FailCall(context, s);
-  PrintPositions(context, "set", consumer, cursors);
+  PrintPositions(context, "set", consumer, cursors, &gone);
   return kExitOk;
 }
 
-int CursorDelete(const Context& context, const std::string& consumer, bool yes) {
-  if (!yes) {
-    return Fail(kExitError, "cursor delete makes '" + consumer +
-                                "' start over from the beginning; add --yes to confirm (nothing "
-                                "was changed)");
+int CursorDelete(const Context& context, const std::string& consumer, bool yes, bool dry_run) {
+  if (!yes && !dry_run) {
+    return NeedsYes("cursor delete makes '" + consumer + "' start over from the beginning");
   }
   Admin admin;
   if (int code = admin.Open(context)) return code;
   std::vector<CursorInfo> cursors;
   Status s = CursorsOf(admin, consumer, &cursors);
-  if (s.ok()) s = admin.DeleteCursor(consumer);
+  if (s.ok() && cursors.empty()) {
+    s = Status::NotFound("consumer '" + consumer + "' has no cursors");
+  }
+  if (s.ok() && !dry_run) s = admin.DeleteCursor(consumer);
   if (s.IsNotFound()) return Fail(kExitError, "consumer '" + consumer + "' has no cursors");
   if (s.IsConflict()) return RefusedConflict(s);
   if (!s.ok()) return FailCall(context, s);
+  if (dry_run && context.json) {
+    wire::JsonWriter json;
+    json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
+    json.Key("cursor_count").Uint(cursors.size()).Key("partitions").BeginArray();
+    for (const CursorInfo& info : cursors) wire::WriteObject(json, info);
+    Print(json.EndArray().EndObject().str() + "\n");
+    return kExitOk;
+  }
+  if (dry_run) {
+    PrintPositions(context, "would delete", consumer, cursors);
+    Print("dry run: nothing was changed\n");
+    return kExitOk;
+  }
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key("deleted").Bool(true).Key("consumer").String(consumer);
@@ -309,14 +488,21 @@ int CursorDelete(const Context& context, const std::string& consumer, bool yes) 
 }
 
 int DeadPurge(const Context& context, const std::string& consumer,
-              const std::vector<uint64_t>& fact_ids, bool yes) {
+              const std::vector<uint64_t>& fact_ids, bool yes, bool dry_run) {
   if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
-  if (!yes) {
-    return Fail(kExitError, "dead purge deletes dead letters of '" + consumer +
-                                "' for good; add --yes to confirm (nothing was changed)");
+  if (!yes && !dry_run) {
+    return NeedsYes("dead purge deletes dead letters of '" + consumer + "' for good");
   }
   Admin admin;
   if (int code = admin.Open(context)) return code;
+  if (dry_run) {
+    std::vector<DeadLetter> letters;
+    Status s = SelectDeadLetters(admin, consumer, fact_ids, &letters);
+    if (s.IsNotFound()) return Fail(kExitError, s.message() + " (dry run: nothing was changed)");
+    if (!s.ok()) return FailCall(context, s);
+    PrintDeadPlan(context, "purge", consumer, letters);
+    return kExitOk;
+  }
   uint64_t purged = 0;
   Status s = admin.PurgeDeadLetters(consumer, fact_ids, &purged);
   if (s.IsNotFound()) {
@@ -335,15 +521,22 @@ int DeadPurge(const Context& context, const std::string& consumer,
 }
 
 int DeadRetry(const Context& context, const std::string& consumer,
-              const std::vector<uint64_t>& fact_ids, bool yes) {
+              const std::vector<uint64_t>& fact_ids, bool yes, bool dry_run) {
   if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
-  if (!yes) {
-    return Fail(kExitError, "dead retry re-emits dead letters of '" + consumer +
-                                "' as new facts for it alone; add --yes to confirm (nothing was "
-                                "changed)");
+  if (!yes && !dry_run) {
+    return NeedsYes("dead retry re-emits dead letters of '" + consumer +
+                    "' as new facts for it alone");
   }
   Admin admin;
   if (int code = admin.Open(context)) return code;
+  if (dry_run) {
+    std::vector<DeadLetter> letters;
+    Status s = SelectDeadLetters(admin, consumer, fact_ids, &letters);
+    if (s.IsNotFound()) return Fail(kExitError, s.message() + " (dry run: nothing was changed)");
+    if (!s.ok()) return FailCall(context, s);
+    PrintDeadPlan(context, "retry", consumer, letters);
+    return kExitOk;
+  }
   std::vector<RetriedLetter> retried;
   Status s = admin.RetryDeadLetters(consumer, fact_ids, &retried);
   if (int code = FailIfUnavailable(context, s)) return code;
@@ -373,9 +566,7 @@ int DeadRetry(const Context& context, const std::string& consumer,
 
 int Trim(const Context& context, bool yes, bool dry_run) {
   if (!yes && !dry_run) {
-    return Fail(kExitError,
-                "trim removes the facts every consumer has passed, for good; add --yes to confirm, "
-                "or --dry-run to see what it would remove (nothing was changed)");
+    return NeedsYes("trim removes the facts every consumer has passed, for good");
   }
   Admin admin;
   if (int code = admin.Open(context)) return code;
@@ -427,15 +618,38 @@ int Trim(const Context& context, bool yes, bool dry_run) {
   return kExitOk;
 }
 
-int LeaseRelease(const Context& context, const std::string& consumer, bool yes) {
+int LeaseRelease(const Context& context, const std::string& consumer, bool yes, bool dry_run) {
   if (consumer.empty()) return Fail(kExitError, "the consumer id is empty");
-  if (!yes) {
-    return Fail(kExitError, "lease release lets any instance take '" + consumer +
-                                "' at once (a holder still running is fenced); add --yes to "
-                                "confirm (nothing was changed)");
+  if (!yes && !dry_run) {
+    return NeedsYes("lease release lets any instance take '" + consumer +
+                    "' at once (a holder still running is fenced)");
   }
   Admin admin;
   if (int code = admin.Open(context)) return code;
+  if (dry_run) {
+    std::vector<LeaseInfo> leases;
+    Status s = admin.ListLeases(&leases);
+    if (!s.ok()) return FailCall(context, s);
+    auto lease = std::find_if(leases.begin(), leases.end(),
+                              [&](const LeaseInfo& info) { return info.consumer == consumer; });
+    if (lease == leases.end()) {
+      return Fail(kExitError,
+                  "consumer '" + consumer + "' holds no lease (dry run: nothing was changed)");
+    }
+    if (context.json) {
+      wire::JsonWriter json;
+      json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
+      json.Key("owner").String(lease->owner).Key("epoch").Uint(lease->epoch);
+      Print(json.Key("expires_at_ms").Int(lease->expires_at_ms).EndObject().str() + "\n");
+    } else {
+      Print(
+          fmt::format("would release the lease of {} (owner {}, epoch {}, expires {}); dry "
+                      "run: nothing was changed\n",
+                      consumer, lease->owner.empty() ? "-" : Display(lease->owner), lease->epoch,
+                      FormatTimeMs(lease->expires_at_ms)));
+    }
+    return kExitOk;
+  }
   Status s = admin.ReleaseLease(consumer);
   if (s.IsNotFound()) return Fail(kExitError, s.message());
   if (s.IsConflict()) return RefusedConflict(s);
@@ -456,12 +670,42 @@ int LeaseRelease(const Context& context, const std::string& consumer, bool yes) 
   return kExitOk;
 }
 
-int Recover(const Context& context, bool yes) {
-  if (!yes) {
-    return Fail(kExitError,
-                "recover drops the damaged records of the write-ahead log, for good; add --yes to "
-                "confirm (nothing was changed)");
+namespace {
+
+// `recover --dry-run`: opens the database as an application would (exclusively, then closes it):
+// an open refused with Corruption names the damage recover would cut at.
+int RecoverDryRun(const Context& context) {
+  EngineOptions options;
+  options.create_if_missing = false;
+  options.partitions = 0;
+  options.admin_socket = "off";
+  std::unique_ptr<Engine> engine;
+  Status s = Engine::Open(context.db, options, &engine);
+  engine.reset();
+  if (s.ok()) {
+    Print(
+        "no damage found: the database opens as it is; recover would change nothing (dry run: "
+        "nothing was changed)\n");
+    return kExitOk;
   }
+  if (!s.IsCorruption()) {
+    return Fail(kExitCannotOpen, "cannot open database " + context.db + ": " + s.message() +
+                                     " (dry run: nothing was changed)");
+  }
+  Print("would salvage: " + s.message() +
+        "\nrecover would drop the damaged records (whole groups of transactions; what they held "
+        "is lost), replay every intact record after them and move the fact id counter past the "
+        "ids they may have held; dry run: nothing was changed\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+int Recover(const Context& context, bool yes, bool dry_run) {
+  if (!yes && !dry_run) {
+    return NeedsYes("recover drops the damaged records of the write-ahead log, for good");
+  }
+  if (dry_run) return RecoverDryRun(context);
   EngineOptions options;
   options.partitions = 0;  // whatever the database holds
   RecoverReport report;

@@ -405,6 +405,29 @@ TEST_F(CliTest, VersionHelpAndUsageErrors) {
   r = Run({"help", "trim"});
   EXPECT_EQ(r.code, 0);
   EXPECT_CONTAINS(r.out, "--yes");
+  // One rule for every command that changes or deletes stored data: said once in the help, and
+  // each such command takes --dry-run and --yes.
+  r = Run({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_CONTAINS(r.out, "act only with --yes; --dry-run\nprints exactly what they would do");
+  for (const std::vector<std::string>& words :
+       std::vector<std::vector<std::string>>{{"cursor", "copy"},
+                                             {"cursor", "set"},
+                                             {"cursor", "delete"},
+                                             {"dead", "retry"},
+                                             {"dead", "purge"},
+                                             {"lease", "release"},
+                                             {"trim"},
+                                             {"recover"},
+                                             {"migrate"},
+                                             {"restore"}}) {
+    std::vector<std::string> args = {"help"};
+    args.insert(args.end(), words.begin(), words.end());
+    r = Run(args);
+    EXPECT_EQ(r.code, 0) << words.back();
+    EXPECT_CONTAINS(r.out, "--yes");
+    EXPECT_CONTAINS(r.out, "--dry-run");
+  }
   r = Run({"help", "nope"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "unknown command 'nope'");
@@ -583,7 +606,7 @@ TEST_F(CliTest, UnopenableDatabasesExitTwo) {
   Result r = Run({"stat", "--db", other.path() + "/missing"});
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "does not exist");
-  r = Run({"cursor", "copy", "a", "b", "--db", other.path() + "/missing"});
+  r = Run({"cursor", "copy", "a", "b", "--yes", "--db", other.path() + "/missing"});
   EXPECT_EQ(r.code, 2);
   EXPECT_FALSE(std::filesystem::exists(other.path() + "/missing"));  // not created
 
@@ -896,7 +919,7 @@ TEST_F(CliTest, CursorCopy) {
   Build();
   CloseEngine();
   OpenEngine("off");
-  Result r = RunDb({"cursor", "copy", "store-requests", "store-reviews"});
+  Result r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--yes"});
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "is in use by another process, and its admin socket cannot be used");
   EXPECT_CONTAINS(r.err,
@@ -905,16 +928,35 @@ TEST_F(CliTest, CursorCopy) {
   EXPECT_TRUE(CursorsOf("store-reviews").empty());
   CloseEngine();
 
+  // Without --yes nothing changes, and the message says how to go on.
   r = Run({"cursor", "copy", "store-requests", "store-reviews", "--db", dir_.db()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "rerun with --yes to confirm, or with --dry-run first");
+  r = Run({"cursor", "copy", "store-requests", "store-reviews", "--dry-run", "--db", dir_.db()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out,
+                  "would copy 2 cursors of store-requests to store-reviews; dry run: nothing "
+                  "was changed");
+  r = Run({"cursor", "copy", "store-requests", "store-reviews", "--yes", "--db", dir_.db()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "copied 2 cursors of store-reviews");
-  r = RunDb({"cursor", "copy", "store-requests", "store-reviews"});
+  r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--yes"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "add --force");
-  r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--force", "--json"});
+  // --force only allows the overwrite: it still needs --yes (a dry run says what it overwrites).
+  r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--force"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "rerun with --yes");
+  r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--force", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "(overwriting its 2)");
+  r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--dry-run"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "add --force (and --yes)");
+  r = RunDb({"cursor", "copy", "store-requests", "store-reviews", "--force", "--yes", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(ParseJson(r.out)["partitions"].items.size(), 2u);
-  r = RunDb({"cursor", "copy", "nobody", "other"});
+  r = RunDb({"cursor", "copy", "nobody", "other", "--yes"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "consumer 'nobody' has no cursors");
 
@@ -987,6 +1029,25 @@ TEST_F(CliTest, CursorSet) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(ParseJson(r.out)["partitions"][0]["fact_id"].u(), 0u);  // 1970: nothing before
 
+  // --to-time takes ISO 8601 too (UTC or an offset, fractional seconds optional, a date alone).
+  r = RunDb(
+      {"cursor", "set", "store-requests", "--to-time", "2999-01-01T00:00:00Z", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["partitions"][0]["fact_id"].u(), 6u);
+  r = RunDb({"cursor", "set", "store-requests", "--to-time", "1970-01-01T02:00:01.500+02:00",
+             "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["partitions"][0]["fact_id"].u(), 0u);
+  r = RunDb({"cursor", "set", "store-requests", "--to-time", "2999-01-01", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = RunDb({"cursor", "set", "store-requests", "--to-time", "2026-12-06T10:15:00", "--yes"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--to-time '2026-12-06T10:15:00' is not a time");
+  EXPECT_CONTAINS(r.err, "2026-12-06T10:15:00Z");
+  r = RunDb({"cursor", "set", "store-requests", "--to-time", "tuesday", "--dry-run"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "--to-time 'tuesday' is not a time");
+
   r = RunDb({"cursor", "set", "store-requests", "--to-start", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "set 4 cursors of store-requests");
@@ -1008,12 +1069,43 @@ TEST_F(CliTest, CursorDelete) {
   Result r = RunDb({"cursor", "delete", "store-requests"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "--yes");
+  r = RunDb({"cursor", "delete", "store-requests", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "would delete 2 cursors of store-requests");
+  EXPECT_CONTAINS(r.out, "dry run: nothing was changed");
+  r = RunDb({"cursor", "delete", "store-requests", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ParseJson(r.out)["dry_run"].b());
+  EXPECT_EQ(ParseJson(r.out)["cursor_count"].u(), 2u);
+  r = RunDb({"cursor", "delete", "nobody", "--dry-run"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "has no cursors");
   r = RunDb({"cursor", "delete", "store-requests", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "deleted 2 cursors");
   r = RunDb({"cursor", "delete", "store-requests", "--yes"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "has no cursors");
+}
+
+// recover follows the rule of every command that changes stored data: refused without --yes,
+// and --dry-run opens the database to find the damage, changes nothing, and says so (here: an
+// undamaged database, which recover would leave as it is).
+TEST_F(CliTest, RecoverNeedsYesAndHasADryRun) {
+  Build();
+  CloseEngine();
+  Result r = RunDb({"recover"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err,
+                  "recover drops the damaged records of the write-ahead log, for good; "
+                  "rerun with --yes to confirm, or with --dry-run first");
+  r = RunDb({"recover", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out,
+                  "no damage found: the database opens as it is; recover would change "
+                  "nothing (dry run: nothing was changed)");
+  r = Run({"recover", "--dry-run", "--db", dir_.path() + "/missing"});
+  EXPECT_EQ(r.code, 2);
 }
 
 // tail prints the last facts by default, a range with --from/--limit, filters by type and
@@ -1217,10 +1309,35 @@ TEST_F(CliTest, TailFollowsLiveDatabase) {
 // dead list shows every dead letter or one consumer's; an unknown consumer is a data error.
 TEST_F(CliTest, DeadList) {
   Build();
+  // Two letters with keys: one printable, one binary (shown escaped, never raw).
+  Fact keyed;
+  keyed.type = "OrderCreated";
+  keyed.key = "order-17";
+  keyed.payload = "poison";
+  ASSERT_OK(
+      WriteRaw(internal::kDead, tables::dead_letters::Key("keyed", 1),
+               tables::dead_letters::EncodeValue("handler-failed", codec::EncodeFact(keyed))));
+  keyed.key = std::string("\x00\xffk\n", 4);
+  ASSERT_OK(
+      WriteRaw(internal::kDead, tables::dead_letters::Key("keyed", 2),
+               tables::dead_letters::EncodeValue("handler-failed", codec::EncodeFact(keyed))));
   Result r = RunDb({"dead", "list"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "handler-failed");
   EXPECT_CONTAINS(r.out, "store-rejected");
+  EXPECT_CONTAINS(r.out, "KEY");
+  EXPECT_CONTAINS(r.out, "order-17");
+  EXPECT_CONTAINS(r.out, "0x00ff6b0a");
+  EXPECT_EQ(r.out.find(std::string("\0", 1)), std::string::npos);
+  r = RunDb({"dead", "list", "keyed", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  JsonValue keys = ParseJson(r.out);
+  ASSERT_EQ(keys["dead_letters"].items.size(), 2u);
+  EXPECT_EQ(keys["dead_letters"][0]["key"].text, "order-17");
+  EXPECT_EQ(keys["dead_letters"][0]["key_encoding"].text, "text");
+  EXPECT_EQ(keys["dead_letters"][1]["key"].text, "00ff6b0a");
+  EXPECT_EQ(keys["dead_letters"][1]["key_encoding"].text, "hex");
+  EXPECT_EQ(keys["dead_letters"][1]["fact"]["key_hex"].text, "00ff6b0a");
   r = RunDb({"dead", "list", "store-requests", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue dead = ParseJson(r.out);
@@ -1232,7 +1349,7 @@ TEST_F(CliTest, DeadList) {
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err,
                   "consumer 'nobody' does not exist (no cursors and no dead letters) "
-                  "(known consumers: mailer, store-requests)");
+                  "(known consumers: keyed, mailer, store-requests)");
   r = RunDb({"dead", "list", "mailre"});  // a mistyped consumer: the one meant is named
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err,
@@ -1246,6 +1363,13 @@ TEST_F(CliTest, DeadPurge) {
   CloseEngine();
   Result r = RunDb({"dead", "purge", "mailer"});
   EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "rerun with --yes");
+  r = RunDb({"dead", "purge", "mailer", "4", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "would purge 1 dead letters of mailer for good; dry run");
+  r = RunDb({"dead", "purge", "mailer", "5", "--dry-run"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "no dead letter for fact 5");
   r = RunDb({"dead", "purge", "mailer", "5", "--yes"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "no dead letter for fact 5");
@@ -1291,7 +1415,24 @@ TEST_F(CliTest, DeadRetry) {
   CloseEngine();
   Result r = RunDb({"dead", "retry", "mailer"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_CONTAINS(r.err, "add --yes");
+  EXPECT_CONTAINS(r.err, "rerun with --yes to confirm, or with --dry-run first");
+  // --dry-run: the letters it would re-emit, nothing changed; the same refusals as the real run.
+  r = RunDb({"dead", "retry", "mailer", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out,
+                  "would re-emit 1 dead letters of mailer as new facts for mailer only; "
+                  "dry run: nothing was changed");
+  EXPECT_CONTAINS(r.out, std::to_string(bounced));
+  r = RunDb({"dead", "retry", "mailer", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(ParseJson(r.out)["would_retry"].items.size(), 1u);
+  EXPECT_EQ(ParseJson(r.out)["would_retry"][0].u(), bounced);
+  r = RunDb({"dead", "retry", "mailer", std::to_string(bounced + 1), "--dry-run"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "no dead letter for fact " + std::to_string(bounced + 1));
+  r = RunDb({"dead", "list", "mailer", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["dead_letters"].items.size(), 1u);  // the dry runs changed nothing
   r = RunDb({"dead", "retry", "audit", "--yes"});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "consumer 'audit' has no dead letters");
@@ -1350,7 +1491,7 @@ TEST_F(CliTest, Trim) {
   CloseEngine();
   Result r = RunDb({"trim"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_CONTAINS(r.err, "add --yes");
+  EXPECT_CONTAINS(r.err, "rerun with --yes");
 
   // --dry-run: what would go, and nothing goes (no --yes needed).
   r = RunDb({"trim", "--dry-run"});
@@ -1391,6 +1532,26 @@ TEST_F(CliTest, Trim) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("order one"), std::string::npos);
   EXPECT_CONTAINS(r.out, "order three");
+
+  // cursor set below what was trimmed says how many facts are gone: store-requests is at 1 and 2
+  // (partitions 0 and 1); from the start, facts 1 (trimmed) and 2 (kept) would be redelivered.
+  r = RunDb({"cursor", "set", "store-requests", "--to-start", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["gone_fact_count"].u(), 1u);
+  r = RunDb({"cursor", "set", "store-requests", "--to-start", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out,
+                  "note: 1 facts after fact 0 (up to 2) are already gone (removed by retention): "
+                  "the consumer resumes at the oldest fact kept and would not see them again");
+  r = RunDb({"cursor", "set", "store-requests", "--to-id", "1", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["gone_fact_count"].u(), 0u);  // fact 1 stays passed
+  r = RunDb({"cursor", "set", "store-requests", "--to-start", "--yes"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "warning: 1 facts after fact 0 (up to 2) are already gone");
+  r = RunDb({"cursor", "set", "store-requests", "--to-start", "--yes", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["gone_fact_count"].u(), 0u);  // now at the start: nothing to lose
 
   r = RunDb({"trim", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -1501,7 +1662,20 @@ TEST_F(CliTest, BenchRunnerArgumentsAndFailures) {
           alone);
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "cannot find the workload runner wharf_workloads");
+  EXPECT_CONTAINS(r.err, "PREFIX/libexec/wharf");  // where an install puts it
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  // An installed wharf (PREFIX/bin/wharf) finds the runner the install put in
+  // PREFIX/libexec/wharf, with nothing in the environment pointing at it.
+  std::filesystem::create_directories(dir_.path() + "/prefix/bin");
+  std::filesystem::create_directories(dir_.path() + "/prefix/libexec/wharf");
+  const std::string installed = dir_.path() + "/prefix/bin/wharf";
+  std::filesystem::copy_file(WHARF_CLI_PATH, installed);
+  std::filesystem::copy_file(fake, dir_.path() + "/prefix/libexec/wharf/wharf_workloads");
+  r = Run({"bench", "W1-append"},
+          {{"WHARF_WORKLOADS", std::nullopt}, {"PATH", dir_.path() + "/nowhere"}}, installed);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "[W1-append]\n");
 }
 
 // lease list decodes the leases (held, expired, released) and the instances' heartbeats, never
@@ -1540,7 +1714,15 @@ TEST_F(CliTest, LeaseListAndRelease) {
 
   r = RunDb({"lease", "release", "store-requests"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_CONTAINS(r.err, "add --yes to confirm (nothing was changed)");
+  EXPECT_CONTAINS(r.err,
+                  "rerun with --yes to confirm, or with --dry-run first to see what it "
+                  "would do (nothing was changed)");
+  r = RunDb({"lease", "release", "store-requests", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "would release the lease of store-requests (owner instance-a, epoch 3");
+  r = RunDb({"lease", "release", "nobody", "--dry-run"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "holds no lease");
   CloseEngine();
   r = RunDb({"lease", "release", "store-requests", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -1714,7 +1896,7 @@ TEST_F(CliTest, WriteCommandsOnLiveDatabase) {
   EXPECT_GE(CountOf(seen, std::to_string(again + 1) + ":three"), 1u);
 
   // cursor copy, then delete.
-  r = RunDb({"cursor", "copy", "mailer", "audit", "--json"});
+  r = RunDb({"cursor", "copy", "mailer", "audit", "--yes", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(ParseJson(r.out)["copied"].b());
   r = RunDb({"cursor", "delete", "audit", "--yes"});
@@ -1909,7 +2091,14 @@ TEST_F(CliTest, MigrateThroughTheApplicationsEngine) {
   EXPECT_TRUE(report["done"].b());
   EXPECT_EQ(report["resume_from_hex"].text, "");
 
-  r = RunDb({"migrate", "--table", "orders", "--batch-rows", "4", "--rows-per-second", "1000000"});
+  // Without --yes (or --dry-run) nothing is migrated.
+  r = RunDb({"migrate", "--table", "orders"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err,
+                  "migrate rewrites the rows of 'orders' still at an older version; rerun "
+                  "with --yes to confirm, or with --dry-run first");
+  r = RunDb({"migrate", "--table", "orders", "--batch-rows", "4", "--rows-per-second", "1000000",
+             "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "table 'orders': 10 rows visited, 10 migrated to version 2 in 3 batches\n");
   std::string value;
@@ -1920,20 +2109,20 @@ TEST_F(CliTest, MigrateThroughTheApplicationsEngine) {
   dry.dry_run = true;
   ASSERT_OK(engine_->MigrateTable("orders", dry, &local));
   EXPECT_EQ(local.migrated, 0u);  // written back at version 2
-  r = RunDb({"migrate", "--table", "orders", "--json"});
+  r = RunDb({"migrate", "--table", "orders", "--json", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   report = ParseJson(r.out);
   EXPECT_FALSE(report["dry_run"].b());
   EXPECT_EQ(report["rows"].u(), 10u);
   EXPECT_EQ(report["migrated"].u(), 0u);
 
-  r = RunDb({"migrate", "--table", "plain"});
+  r = RunDb({"migrate", "--table", "plain", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "table 'plain' is at version 1 (never declared above it): nothing to migrate\n");
 
   // The holder's migration refuses a row: named, with what was committed before it; no hint (the
   // application's migrations ran).
-  r = RunDb({"migrate", "--table", "strict", "--batch-rows", "1"});
+  r = RunDb({"migrate", "--table", "strict", "--batch-rows", "1", "--yes"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_CONTAINS(r.err, "wharf: migration of table 'strict' failed: not supported: ");
@@ -1949,7 +2138,7 @@ TEST_F(CliTest, MigrateThroughTheApplicationsEngine) {
       {{"migrate", "--table", "orders", "--batch-rows", "100001"}, "--batch-rows 100001"},
       {{"migrate", "--table", "orders", "--rows-per-second", "-1"}, "is not a whole number"},
       {{"migrate"}, "--table is required"},
-      {{"migrate", "--table", "bad\xff"}, "table name"},
+      {{"migrate", "--table", "bad\xff", "--yes"}, "table name"},
   };
   for (const auto& [args, problem] : bad) {
     r = RunDb(args);
@@ -1984,7 +2173,7 @@ TEST_F(CliTest, MigrateWithoutTheApplicationNeedsItsMigrations) {
       "registers them (Engine::RegisterMigration) holds the database";
   for (const bool dry_run : {false, true}) {
     std::vector<std::string> args = {"migrate", "--table", "orders"};
-    if (dry_run) args.push_back("--dry-run");
+    args.push_back(dry_run ? "--dry-run" : "--yes");
     Result r = RunDb(args);
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_EQ(r.out, "");
@@ -1994,7 +2183,7 @@ TEST_F(CliTest, MigrateWithoutTheApplicationNeedsItsMigrations) {
     EXPECT_CONTAINS(r.err, "no migration is registered");
     EXPECT_CONTAINS(r.err, hint);
   }
-  Result r = RunDb({"migrate", "--table", "fresh"});
+  Result r = RunDb({"migrate", "--table", "fresh", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "table 'fresh': 2 rows visited, 0 migrated to version 3 in 1 batches\n");
   r = RunDb({"migrate", "--table", "fresh", "--dry-run", "--json"});
@@ -2004,7 +2193,7 @@ TEST_F(CliTest, MigrateWithoutTheApplicationNeedsItsMigrations) {
   EXPECT_EQ(report["rows"].u(), 2u);
   EXPECT_EQ(report["migrated"].u(), 0u);
   EXPECT_TRUE(report["done"].b());
-  r = RunDb({"migrate", "--table", "plain"});
+  r = RunDb({"migrate", "--table", "plain", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "is at version 1");
 
@@ -2017,7 +2206,7 @@ TEST_F(CliTest, MigrateWithoutTheApplicationNeedsItsMigrations) {
   dry.dry_run = true;
   ASSERT_OK(engine_->MigrateTable("orders", dry, &local));
   EXPECT_EQ(local.migrated, 2u);
-  r = RunDb({"migrate", "--table", "orders"});
+  r = RunDb({"migrate", "--table", "orders", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "table 'orders': 2 rows visited, 2 migrated to version 2 in 1 batches\n");
 }
@@ -2186,7 +2375,7 @@ TEST_F(CliTest, BackupCommandsNameBadInput) {
   }
   // A restore never replaces a database a process holds open (this test's engine), even forced.
   TempDir backups;
-  Result r = Run({"restore", "--from", backups.path(), "--to", dir_.db(), "--force"});
+  Result r = Run({"restore", "--from", backups.path(), "--to", dir_.db(), "--force", "--yes"});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_CONTAINS(r.err, "is a database in use by process " + std::to_string(::getpid()));
   EXPECT_TRUE(std::filesystem::exists(dir_.db() + "/CURRENT"));
@@ -2283,7 +2472,23 @@ TEST_F(CliTest, BackupListRestoreVerifyAStoppedDatabase) {
   r = Run({"restore", "--from", target, "--to", restored});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_CONTAINS(r.err, "restore from " + target + " into " + restored + " failed");
+  // --force allows the replacement, with --yes; --dry-run says what it would replace.
   r = Run({"restore", "--from", target, "--to", restored, "--force"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, "rerun with --yes to confirm, or with --dry-run first");
+  r = Run({"restore", "--from", target, "--to", restored, "--dry-run"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, "restore would be refused: " + restored + " holds");
+  r = Run({"restore", "--from", target, "--to", restored, "--force", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out,
+                  "would restore backup 2 of " + target + " into " + restored + ", replacing the ");
+  r = Run({"restore", "--from", target, "--backup", "1", "--to", dir_.path() + "/new", "--dry-run",
+           "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["backup_id"].u(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/new"));
+  r = Run({"restore", "--from", target, "--to", restored, "--force", "--yes"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "restored backup 2 of " + target + " into " + restored);
   r = Run({"stat", "--db", restored, "--json"});
@@ -2448,10 +2653,9 @@ TEST_F(CliTest, KilledBackupsLeaveNoPartialBackup) {
       const std::string id = std::to_string(backup["id"].u());
       if (!verified.insert(backup["id"].u()).second) continue;
       const std::string restored = dir_.path() + "/restored";
-      Result v =
-          VerifyBuilt()
-              ? Run({"verify", "--backup", target, "--id", id})
-              : Run({"restore", "--from", target, "--backup", id, "--to", restored, "--force"});
+      Result v = VerifyBuilt() ? Run({"verify", "--backup", target, "--id", id})
+                               : Run({"restore", "--from", target, "--backup", id, "--to", restored,
+                                      "--force", "--yes"});
       EXPECT_EQ(v.code, 0) << "backup " << id << ": " << v.out << v.err;
     }
   };
