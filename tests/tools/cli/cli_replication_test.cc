@@ -193,6 +193,12 @@ TEST_F(CliReplicationTest, RestoreFromTheStreamHoldsEveryCommit) {
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_CONTAINS(r.err, "into " + copy + " failed");
   r = Run({"restore", "--from", url_, "--stream", kStream, "--to", copy, "--force"});
+  EXPECT_EQ(r.code, 1) << r.err;  // --force allows the replacement; --yes confirms it
+  EXPECT_CONTAINS(r.err, "rerun with --yes");
+  r = Run({"restore", "--from", url_, "--stream", kStream, "--to", copy, "--force", "--dry-run"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, std::string("would restore the newest snapshot of stream '") + kStream);
+  r = Run({"restore", "--from", url_, "--stream", kStream, "--to", copy, "--force", "--yes"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, std::string("restored stream ") + kStream + " into " + copy);
 }
