@@ -94,7 +94,8 @@ Status Store::ExplainOpenFailure(const std::string& path, const OpenPlan& plan,
     return Status::Corruption(plan.torn_tail->Where() + ", and RocksDB refused to open past it (" +
                               failure.message() +
                               "); nothing was changed. Run `wharf recover --db " + path +
-                              "` to keep what precedes the damage (it reports what is lost)");
+                              " --dry-run`, then with --yes, to keep what precedes the damage "
+                              "(it reports what is lost)");
   }
   return failure;
 }

@@ -194,7 +194,9 @@ std::string RefusalMessage(const std::string& db_path, const WalDamage& damage) 
   return damage.Where() + ": " + why +
          ". Opening would silently drop acknowledged commits (and reuse their fact ids); nothing "
          "was changed. Restore the database from a copy, or run `wharf recover --db " +
-         db_path + "` to keep what precedes the damage (it reports what is lost)";
+         db_path +
+         " --dry-run`, then with --yes, to keep what precedes the damage (it reports "
+         "what is lost)";
 }
 
 uint64_t WalIds::IdFloor(const WalDamage& damage) const {
