@@ -218,10 +218,14 @@ func progressUntil(ctx context.Context, fn ProgressFunc) ProgressFunc {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if fn == nil {
-			return nil
+		if fn != nil {
+			if err := fn(copied, total); err != nil {
+				return err
+			}
 		}
-		return fn(copied, total)
+		// Ended during fn, or meanwhile: this report already stops the call (a restore that
+		// copies quickly may make no report but its last).
+		return ctx.Err()
 	}
 }
 

@@ -1,10 +1,10 @@
 package wharf_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"path/filepath"
 	"testing"
 	"time"
@@ -92,8 +92,12 @@ func TestDrainContextReturnsAtItsDeadline(t *testing.T) {
 // report and return ctx.Err(); the migration goes on from there later.
 func TestBlockingAdminCallsStopWithTheirContext(t *testing.T) {
 	engine := open(t, "")
-	big := bytes.Repeat([]byte("x"), 1<<20)
-	for i := 0; i < 12; i++ { // 12 MiB: several progress reports
+	// 12 MiB that compression cannot shrink: the backup's files stay large enough for several
+	// progress reports of the restore too (12 MiB of one byte compressed to less than one).
+	random := rand.New(rand.NewSource(1))
+	for i := 0; i < 12; i++ {
+		big := make([]byte, 1<<20)
+		random.Read(big)
 		txn, _ := engine.Begin()
 		txn.Put("blobs", []byte(fmt.Sprint(i)), big)
 		if _, err := txn.Commit(); err != nil {
