@@ -26,6 +26,8 @@ type Fact struct {
 	ScheduledID   uint64 // a delayed fact: the id its commit returned; else 0
 	// By name; of headers emitted under the same name, the last one's value.
 	Headers map[string][]byte
+	// Every header in emit order, repeated names included (Headers keeps one value per name).
+	HeaderList []Header
 	// In a handler: which delivery of the fact this is (1 first, +1 per redelivery to this
 	// consumer, counted across restarts for a fact it keeps failing on); 0 for a fact read.
 	Attempt uint32
@@ -61,12 +63,15 @@ func copyFact(f *C.wharf_fact) *Fact {
 	count := int(C.wharf_fact_header_count(f))
 	if count > 0 {
 		fact.Headers = make(map[string][]byte, count)
+		fact.HeaderList = make([]Header, 0, count)
 		for i := 0; i < count; i++ {
 			var name *C.char
 			var nameLen, valueLen C.size_t
 			var value unsafe.Pointer
 			if C.wharf_fact_header(f, C.size_t(i), &name, &nameLen, &value, &valueLen) == C.WHARF_OK {
-				fact.Headers[C.GoStringN(name, C.int(nameLen))] = goBytes(value, valueLen)
+				header := Header{Name: C.GoStringN(name, C.int(nameLen)), Value: goBytes(value, valueLen)}
+				fact.Headers[header.Name] = header.Value
+				fact.HeaderList = append(fact.HeaderList, header)
 			}
 		}
 	}

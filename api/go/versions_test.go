@@ -260,7 +260,8 @@ func TestEmitWithRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	headers := []wharf.Header{{Name: "trace", Value: []byte("t-1")},
-		{Name: "empty", Value: []byte{}}, {Name: "bin", Value: []byte{0, 1, 0xff}}}
+		{Name: "empty", Value: []byte{}}, {Name: "bin", Value: []byte{0, 1, 0xff}},
+		{Name: "trace", Value: []byte("t-2")}}
 	txn, _ := engine.Begin()
 	if err := txn.EmitWith("Mail", []byte("k"), []byte("now"),
 		wharf.EmitOptions{Headers: headers, Version: 1}); err != nil {
@@ -287,9 +288,11 @@ func TestEmitWithRoundTrips(t *testing.T) {
 	if err != nil || len(facts) != 1 {
 		t.Fatalf("read back %d facts %v, want the immediate one", len(facts), err)
 	}
-	wantHeaders := map[string][]byte{"trace": []byte("t-1"), "empty": {}, "bin": {0, 1, 0xff}}
+	// By name the last value of a repeated name; in order, every one.
+	wantHeaders := map[string][]byte{"trace": []byte("t-2"), "empty": {}, "bin": {0, 1, 0xff}}
 	if f := facts[0]; f.ID != immediateID || string(f.Payload) != "now" || f.Version != 1 ||
-		f.StoredVersion != 1 || !reflect.DeepEqual(f.Headers, wantHeaders) || f.DeliverAtMs != 0 {
+		f.StoredVersion != 1 || !reflect.DeepEqual(f.Headers, wantHeaders) || f.DeliverAtMs != 0 ||
+		!reflect.DeepEqual(f.HeaderList, headers) {
 		t.Fatalf("read back %+v", f)
 	}
 
