@@ -10,7 +10,8 @@ Shape (bench/README.md, W8): facts of 10 000 keys ("customer-0001234") in 16 par
 payloads, committed beforehand in transactions of 100 facts; one fresh database per measurement
 (a consumer's retention would otherwise trim what the next one has to read). The rate is facts
 done per second from start() until the last fact's coroutine ended. Prints one JSON line per
-measurement and a summary line with the goals (kc=64 >= 20x kc=1; Python >= 50 % of C).
+measurement and a summary line with the goals (kc=64 >= 20x kc=1; Python >= 50 % of C), and the
+ceiling of the loop itself: the same coroutines with no Wharf at all ("asyncio alone").
 """
 
 import argparse
@@ -128,6 +129,39 @@ async def consume_on_the_callers_loop(engine: wharf.Engine, facts: int, key_conc
             "order_violations": checker.order_violations}
 
 
+async def asyncio_alone(facts: int, in_flight: int, wait_s: float) -> Dict[str, Any]:
+    """The ceiling without Wharf: `facts` coroutines awaiting asyncio.sleep(wait_s), at most
+    `in_flight` at a time (16 partitions x key_concurrency 64 = 1 024), each started as a task
+    when an earlier one ends, as the binding starts one per delivery."""
+    finished = asyncio.Event()
+    started = done = 0
+
+    async def handle() -> None:
+        nonlocal done
+        await asyncio.sleep(wait_s)
+        done += 1
+        if done == facts:
+            finished.set()
+        elif started < facts:
+            start_one()
+
+    def start_one() -> None:
+        nonlocal started
+        started += 1
+        asyncio.get_running_loop().create_task(handle())
+
+    cpu = time.process_time()
+    start = time.monotonic()
+    for _ in range(min(in_flight, facts)):
+        start_one()
+    await finished.wait()
+    seconds = time.monotonic() - start
+    cpu = time.process_time() - cpu
+    return {"workload": "W8-asyncio-alone", "facts": facts, "in_flight": in_flight,
+            "wait_ms": wait_s * 1e3, "facts_per_s": round(facts / seconds),
+            "seconds": round(seconds, 3), "cpu_us_per_fact": round(cpu / facts * 1e6, 1)}
+
+
 def consume_on_a_loop_thread(engine: wharf.Engine, facts: int, key_concurrency: int,
                              wait_s: float, workers: Optional[int]) -> Dict[str, Any]:
     """The thread-based Runtime: its async def subscriber runs on a loop thread of its own."""
@@ -220,6 +254,8 @@ def main() -> int:
 
     try:
         median("c64", lambda: c_abi(args, scratch, args.facts, 64))
+        median("alone", lambda: asyncio.run(asyncio_alone(args.facts, args.partitions * 64,
+                                                          args.wait_ms / 1e3)))
         median("py1", lambda: measure(args, scratch, "python_asyncio", args.facts_kc1, 1))
         median("py64", lambda: measure(args, scratch, "python_asyncio", args.facts, 64))
         if args.thread_loop:
@@ -237,6 +273,9 @@ def main() -> int:
         share = results["py64"]["facts_per_s"] / results["c64"]["facts_per_s"]
         summary["python_over_c_abi"] = round(share, 3)
         summary["python_over_c_abi_goal_0.5"] = share >= 0.5
+    if "alone" in results and "py64" in results:
+        summary["python_over_asyncio_alone"] = round(
+            results["py64"]["facts_per_s"] / results["alone"]["facts_per_s"], 3)
     print(json.dumps(summary), flush=True)
     return 0
 
