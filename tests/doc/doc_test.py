@@ -2,7 +2,7 @@
 """The doc test: every example in README.md and in the public headers is compiled and run.
 
 What it takes (tests/doc/README.md has the conventions with examples):
-  README.md           fenced blocks of ```c, ```cpp, ```python, ```go and ```sh, and the `wharf ...`
+  README.md           fenced blocks of ```c, ```cpp, ```python, ```go, ```js and ```sh, and the `wharf ...`
                       commands quoted inline (README.md, docs/troubleshooting.md, docs/cli.md's
                       single commands)
   api/include/wharf/  the example at the top of each header: from a `//   #include` line to the
@@ -11,20 +11,24 @@ What it takes (tests/doc/README.md has the conventions with examples):
 
 C and C++ blocks are compiled against the build tree's libwharf / libwharf++ and headers (through a
 pkg-config file written here), Python blocks run against its libwharf, Go blocks build with the
-repository's api/go and run, `wharf` commands run the build tree's CLI on a scratch database that
+repository's api/go and run, JavaScript blocks run as ES modules under node with the repository's
+api/node (its `'wharf'` import) and the build tree's addon, `wharf` commands run the build tree's CLI on a scratch database that
 the README's C++ example filled. Paths in examples under /var/lib, /tmp and /mnt are moved into a
 scratch directory. An HTML comment just above a README block changes what happens to it:
   <!-- doc-test: skip REASON -->           not run (apt installs, the whole build, ...)
   <!-- doc-test: compile-only REASON -->   built, not run (needs a broker, ...)
   <!-- doc-test: prelude NAME -->          tests/doc/preludes/NAME.<ext> declares what the snippet
                                            assumes (its part before a `--- main ---` line at file
-                                           scope, the rest at the start of main)
+                                           scope, the rest at the start of main; for a
+                                           JavaScript block, the part before `--- end ---` goes
+                                           before it and the rest after it, in the module)
 A C/C++ block without `int main` is a snippet: its #include lines and its `static` functions (from
 `static` at the start of a line to the next `}` at the start of a line) go at file scope, the rest
 into main(). A Go block without `package` is the body of main() in a package importing log and
 wharf. A Python block with top-level `await` runs on a new event loop. Exit status: 0 when every example passed, 1 otherwise (each failure printed).
 
 Usage: doc_test.py --source DIR --build DIR --work DIR --cc CC --cxx CXX [--go GO] [--cli PATH]
+                   [--node NODE --node-addon PATH]
 """
 import argparse
 import os
@@ -37,7 +41,7 @@ import time
 SCRATCH_PATH = re.compile(r"""(["'`])/(var/lib|tmp|mnt)/""")
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(skip|compile-only|prelude)\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^```(\w*)\s*$")
-LANGUAGES = {"c", "cpp", "python", "go", "sh"}
+LANGUAGES = {"c", "cpp", "python", "go", "js", "sh"}
 # Header examples that need a broker: compiled, not run.
 HEADER_COMPILE_ONLY = {
     "relay.h": "needs a Redis server (the relay tests run against one)",
@@ -426,6 +430,26 @@ class Runner:
         elif self.run(example.where, ["./example"], scratch, env) is not None:
             self.counts["passed"] += 1
 
+    def js(self, example):
+        if not (self.options.node and self.options.node_addon):
+            self.counts["skipped"] += 1
+            print(f"doc-test: {example.where}: node or its addon not built, the example is not run")
+            return
+        scratch = self.scratch(example)
+        package = os.path.join(self.options.source, "api", "node", "index.mjs")
+        code = self.move_paths(example.code, scratch)
+        code = re.sub(r"""from\s+(['"])wharf\1""", f"from '{package}'", code)
+        before, after = "", ""
+        if example.directive == "prelude":
+            path = os.path.join(self.options.source, "tests", "doc", "preludes",
+                                f"{example.argument}.mjs")
+            before, _, after = open(path, encoding="utf-8").read().partition("// --- end ---\n")
+        with open(os.path.join(scratch, "example.mjs"), "w") as out:
+            out.write(before + code + after)
+        env = dict(self.env, WHARF_NODE_ADDON=self.options.node_addon)
+        if self.run(example.where, [self.options.node, "example.mjs"], scratch, env) is not None:
+            self.counts["passed"] += 1
+
     def shell(self, example):
         for line in example.code.split("\n"):
             line = line.split("#")[0].strip()
@@ -466,7 +490,8 @@ class Runner:
             print(f"doc-test: {example.where} ({example.language}) skipped: {example.argument}")
             return
         handler = {"c": self.native, "cpp": self.native,
-                   "python": self.python, "go": self.go, "sh": self.shell, "wharf": self.cli}
+                   "python": self.python, "go": self.go, "js": self.js, "sh": self.shell,
+                   "wharf": self.cli}
         handler[example.language](example)
 
 
@@ -476,6 +501,8 @@ def main():
         parser.add_argument("--" + name, required=True)
     parser.add_argument("--go", default="")
     parser.add_argument("--cli", default="")
+    parser.add_argument("--node", default="")
+    parser.add_argument("--node-addon", default="")
     parser.add_argument("--readme", default="README.md", help="relative to --source")
     parser.add_argument("--verbose", action="store_true")
     options = parser.parse_args()
@@ -491,7 +518,7 @@ def main():
         for doc in (options.readme, "docs/troubleshooting.md", "docs/cli.md"):
             commands += inline_commands(os.path.join(source, doc), doc)
     # The C++ blocks first: the README's first one fills the database the commands run on.
-    order = {"cpp": 0, "header": 1, "c": 2, "python": 3, "go": 4, "sh": 5}
+    order = {"cpp": 0, "header": 1, "c": 2, "python": 3, "go": 4, "js": 5, "sh": 6}
     examples.sort(key=lambda e: order[e.language])
     runner = Runner(options)
     runner.headers([e for e in examples if e.language == "header"])
