@@ -1420,7 +1420,7 @@ WHARF_EXPORT void wharf_inbox_free(wharf_inbox* inbox);
 /* One completion for wharf_deliveries_done: as the arguments of wharf_delivery_done. */
 typedef struct wharf_delivery_result {
   wharf_delivery delivery;
-  int32_t outcome; /* a wharf_outcome: HANDLED, REJECTED, FAILED or RETRY */
+  int32_t outcome;    /* a wharf_outcome: HANDLED, REJECTED, FAILED or RETRY */
   const char* reason; /* NULL or NUL-terminated, COPIED */
 } wharf_delivery_result;
 
@@ -1428,8 +1428,8 @@ typedef struct wharf_delivery_result {
 ** A completion wharf_delivery_done would refuse (not pending: timed out, its runtime stopped, done
 ** already; an invalid outcome) is skipped and counted in *refused (may be NULL); it never affects
 ** the others. WHARF_INVALID_ARGUMENT: results NULL with count > 0. Thread-safe. */
-WHARF_EXPORT wharf_status wharf_deliveries_done(const wharf_delivery_result* results,
-                                                size_t count, size_t* refused);
+WHARF_EXPORT wharf_status wharf_deliveries_done(const wharf_delivery_result* results, size_t count,
+                                                size_t* refused);
 
 #ifdef __cplusplus
 } /* extern "C" */

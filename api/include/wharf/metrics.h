@@ -80,8 +80,8 @@ struct ConsumerPartitionMetrics {
 
 // A durable consumer of a runtime attached to this engine (taps have no cursor and are not listed).
 struct ConsumerMetrics {
-  std::string consumer;          // consumer id
-  std::string kind;              // "projection", "reaction", "subscriber", "relay"
+  std::string consumer;  // consumer id
+  std::string kind;      // "projection", "reaction", "subscriber", "relay"
   // The runtime that registered it, by name (the Prometheus label `runtime`): its configured
   // `instance`, else "default"; a second runtime of this engine alive under the same name gets
   // NAME-2, then NAME-3, ... in creation order. Stable across restarts (never the random lease

@@ -1,3 +1,5 @@
+// clang-format off
+// (a fragment: its part after "--- main ---" is the start of a main() body)
 // What the README's "Evolving facts and state" snippets assume: WHARF_CHECK (the README's
 // shorthand for "stop on an error"), an open engine, a runtime, and the application's own
 // functions they call (Send, ToCents, Credit).
