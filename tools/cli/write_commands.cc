@@ -269,16 +269,20 @@ Status SelectDeadLetters(Admin& admin, const std::string& consumer,
   return Status::OK();
 }
 
-// `dead retry|purge --dry-run`: the letters the command would take.
-void PrintDeadPlan(const Context& context, const std::string& verb, const std::string& consumer,
-                   const std::vector<DeadLetter>& letters) {
+// `dead retry|purge --dry-run`: the letters the command would take, printed.
+int DeadDryRun(const Context& context, Admin& admin, const std::string& verb,
+               const std::string& consumer, const std::vector<uint64_t>& fact_ids) {
+  std::vector<DeadLetter> letters;
+  Status s = SelectDeadLetters(admin, consumer, fact_ids, &letters);
+  if (s.IsNotFound()) return Fail(kExitError, s.message() + " (dry run: nothing was changed)");
+  if (!s.ok()) return FailCall(context, s);
   if (context.json) {
     wire::JsonWriter json;
     json.BeginObject().Key("dry_run").Bool(true).Key("consumer").String(consumer);
     json.Key(verb == "retry" ? "would_retry" : "would_purge").BeginArray();
     for (const DeadLetter& letter : letters) json.Uint(letter.fact.id);
     Print(json.EndArray().EndObject().str() + "\n");
-    return;
+    return kExitOk;
   }
   Table table({"FACT_ID", "TYPE", "KEY", "REASON"}, {true, false, false, false});
   for (const DeadLetter& letter : letters) {
@@ -292,6 +296,7 @@ void PrintDeadPlan(const Context& context, const std::string& verb, const std::s
                         letters.size(), consumer, consumer)
           : fmt::format("would purge {} dead letters of {} for good", letters.size(), consumer);
   Print(what + "; dry run: nothing was changed\n" + table.Render());
+  return kExitOk;
 }
 
 void PrintPositions(const Context& context, const std::string& verb, const std::string& consumer,
@@ -495,14 +500,7 @@ int DeadPurge(const Context& context, const std::string& consumer,
   }
   Admin admin;
   if (int code = admin.Open(context)) return code;
-  if (dry_run) {
-    std::vector<DeadLetter> letters;
-    Status s = SelectDeadLetters(admin, consumer, fact_ids, &letters);
-    if (s.IsNotFound()) return Fail(kExitError, s.message() + " (dry run: nothing was changed)");
-    if (!s.ok()) return FailCall(context, s);
-    PrintDeadPlan(context, "purge", consumer, letters);
-    return kExitOk;
-  }
+  if (dry_run) return DeadDryRun(context, admin, "purge", consumer, fact_ids);
   uint64_t purged = 0;
   Status s = admin.PurgeDeadLetters(consumer, fact_ids, &purged);
   if (s.IsNotFound()) {
@@ -529,14 +527,7 @@ int DeadRetry(const Context& context, const std::string& consumer,
   }
   Admin admin;
   if (int code = admin.Open(context)) return code;
-  if (dry_run) {
-    std::vector<DeadLetter> letters;
-    Status s = SelectDeadLetters(admin, consumer, fact_ids, &letters);
-    if (s.IsNotFound()) return Fail(kExitError, s.message() + " (dry run: nothing was changed)");
-    if (!s.ok()) return FailCall(context, s);
-    PrintDeadPlan(context, "retry", consumer, letters);
-    return kExitOk;
-  }
+  if (dry_run) return DeadDryRun(context, admin, "retry", consumer, fact_ids);
   std::vector<RetriedLetter> retried;
   Status s = admin.RetryDeadLetters(consumer, fact_ids, &retried);
   if (int code = FailIfUnavailable(context, s)) return code;

@@ -16,14 +16,20 @@ namespace {
 
 #define WHARF_NAPI_FN(name) napi_value name(napi_env env, napi_callback_info info)
 
+// Reads the arguments, the first an open engine: false (a JavaScript error pending) otherwise.
+bool EngineArg(napi_env env, napi_callback_info info, size_t argc, napi_value* argv,
+               wharf_engine** engine) {
+  if (!Args(env, info, argc, argv)) return false;
+  EngineHandle* handle = GetEngine(env, argv[0]);
+  if (handle == nullptr) return false;
+  *engine = handle->engine;
+  return true;
+}
+
 // Reads (engine, name) — the pattern of most admin calls.
 bool EngineAndName(napi_env env, napi_callback_info info, size_t argc, napi_value* argv,
                    wharf_engine** engine, const char* what, std::string* name) {
-  if (!Args(env, info, argc, argv)) return false;
-  EngineHandle* handle = GetEngine(env, argv[0]);
-  if (handle == nullptr || !GetName(env, argv[1], what, name)) return false;
-  *engine = handle->engine;
-  return true;
+  return EngineArg(env, info, argc, argv, engine) && GetName(env, argv[1], what, name);
 }
 
 bool GetIds(napi_env env, napi_value value, std::vector<uint64_t>* ids) {
@@ -126,10 +132,8 @@ struct CursorRow {
 
 WHARF_NAPI_FN(CursorList) {
   napi_value argv[1];
-  if (!Args(env, info, 1, argv)) return nullptr;
-  EngineHandle* handle = GetEngine(env, argv[0]);
-  if (handle == nullptr) return nullptr;
-  wharf_engine* engine = handle->engine;
+  wharf_engine* engine = nullptr;
+  if (!EngineArg(env, info, 1, argv, &engine)) return nullptr;
   auto rows = std::make_shared<std::vector<CursorRow>>();
   return RunAsync(
       env, "wharf.cursorList",
@@ -167,11 +171,12 @@ struct DeadRow {
 
 WHARF_NAPI_FN(DeadLetters) {
   napi_value argv[2];
-  if (!Args(env, info, 2, argv)) return nullptr;
-  EngineHandle* handle = GetEngine(env, argv[0]);
+  wharf_engine* engine = nullptr;
   std::string consumer;
-  if (handle == nullptr || !GetOptionalName(env, argv[1], "consumer", &consumer)) return nullptr;
-  wharf_engine* engine = handle->engine;
+  if (!EngineArg(env, info, 2, argv, &engine) ||
+      !GetOptionalName(env, argv[1], "consumer", &consumer)) {
+    return nullptr;
+  }
   auto rows = std::make_shared<std::vector<DeadRow>>();
   return RunAsync(
       env, "wharf.deadLetters",
@@ -263,10 +268,8 @@ struct LeaseRow {
 
 WHARF_NAPI_FN(LeaseList) {
   napi_value argv[1];
-  if (!Args(env, info, 1, argv)) return nullptr;
-  EngineHandle* handle = GetEngine(env, argv[0]);
-  if (handle == nullptr) return nullptr;
-  wharf_engine* engine = handle->engine;
+  wharf_engine* engine = nullptr;
+  if (!EngineArg(env, info, 1, argv, &engine)) return nullptr;
   auto rows = std::make_shared<std::vector<LeaseRow>>();
   return RunAsync(
       env, "wharf.leaseList",
@@ -300,12 +303,10 @@ WHARF_NAPI_FN(LeaseList) {
 
 WHARF_NAPI_FN(Trim) {
   napi_value argv[2];
-  if (!Args(env, info, 2, argv)) return nullptr;
-  EngineHandle* handle = GetEngine(env, argv[0]);
-  if (handle == nullptr) return nullptr;
+  wharf_engine* engine = nullptr;
+  if (!EngineArg(env, info, 2, argv, &engine)) return nullptr;
   bool dry_run = false;
   napi_get_value_bool(env, argv[1], &dry_run);
-  wharf_engine* engine = handle->engine;
   auto report = std::make_shared<wharf_trim_report>();
   report->struct_size = sizeof(wharf_trim_report);
   return RunAsync(
@@ -405,10 +406,8 @@ napi_value StatToJs(napi_env env, const StatResult& stat) {
 
 WHARF_NAPI_FN(Stat) {
   napi_value argv[1];
-  if (!Args(env, info, 1, argv)) return nullptr;
-  EngineHandle* handle = GetEngine(env, argv[0]);
-  if (handle == nullptr) return nullptr;
-  wharf_engine* engine = handle->engine;
+  wharf_engine* engine = nullptr;
+  if (!EngineArg(env, info, 1, argv, &engine)) return nullptr;
   auto stat = std::make_shared<StatResult>();
   stat->snapshot.struct_size = WHARF_STAT_SNAPSHOT_SIZE_V1;  // the strings after it are unused
   return RunAsync(
@@ -427,10 +426,8 @@ struct Sample {
 
 WHARF_NAPI_FN(Metrics) {
   napi_value argv[1];
-  if (!Args(env, info, 1, argv)) return nullptr;
-  EngineHandle* handle = GetEngine(env, argv[0]);
-  if (handle == nullptr) return nullptr;
-  wharf_engine* engine = handle->engine;
+  wharf_engine* engine = nullptr;
+  if (!EngineArg(env, info, 1, argv, &engine)) return nullptr;
   auto samples = std::make_shared<std::vector<Sample>>();
   return RunAsync(
       env, "wharf.metrics",
@@ -459,10 +456,8 @@ WHARF_NAPI_FN(Metrics) {
 
 WHARF_NAPI_FN(MetricsText) {
   napi_value argv[1];
-  if (!Args(env, info, 1, argv)) return nullptr;
-  EngineHandle* handle = GetEngine(env, argv[0]);
-  if (handle == nullptr) return nullptr;
-  wharf_engine* engine = handle->engine;
+  wharf_engine* engine = nullptr;
+  if (!EngineArg(env, info, 1, argv, &engine)) return nullptr;
   auto text = std::make_shared<std::string>();
   return RunAsync(
       env, "wharf.metricsText",

@@ -157,18 +157,9 @@ class Engine(_HandleOwner):
         the stored payload), and the consumer goes on.
         InvalidArgument: an undeclared type, from_v not below the declared version, a step
         already registered."""
-        call = "Engine.register_upcaster"
-        name = _name(type, f"{call}: type")
-        step = _integer(from_v, f"{call}: from_v", 1, 2**32 - 1)
-        if not callable(fn):
-            raise TypeError(f"{call}: fn must be callable, not {fn.__class__.__name__}")
-        if _is_async(fn):
-            raise TypeError(f"{call}: fn cannot be an async def function: wharf's workers call "
-                            "it and need the payload it returns at once")
-        handle = self._live()
-        key = _register_callback(fn)  # unregistered by the destroy callback, even on error
-        _check(_lib.wharf_register_upcaster(handle, name, step, _upcast_trampoline, key,
-                                            _destroy_trampoline))
+        self._register_step("Engine.register_upcaster", "type", type, from_v, fn,
+                            "wharf's workers call it and need the payload it returns at once",
+                            _lib.wharf_register_upcaster, _upcast_trampoline)
 
     # -- table versions
     def declare_table(self, table: str, version: int) -> None:
@@ -205,18 +196,23 @@ class Engine(_HandleOwner):
         the exception's "Type: message", and nothing is written.
         InvalidArgument: a table at version 1 (declare_table first), from_v 0 or not below the
         declared version, a step already registered."""
-        call = "Engine.register_migration"
-        name = _name(table, f"{call}: table")
+        self._register_step("Engine.register_migration", "table", table, from_v, fn,
+                            "the engine calls it and needs the row it returns at once",
+                            _lib.wharf_register_migration, _migrate_trampoline)
+
+    def _register_step(self, call: str, what: str, name: str, from_v: int, fn: Any, why: str,
+                       register: Any, trampoline: Any) -> None:
+        """register_upcaster and register_migration: `fn` as the step from `from_v` of the type
+        or table `name` (`what`), through the C function `register` calling `trampoline`."""
+        c_name = _name(name, f"{call}: {what}")
         step = _integer(from_v, f"{call}: from_v", 1, 2**32 - 1)
         if not callable(fn):
             raise TypeError(f"{call}: fn must be callable, not {fn.__class__.__name__}")
         if _is_async(fn):
-            raise TypeError(f"{call}: fn cannot be an async def function: the engine calls it "
-                            "and needs the row it returns at once")
+            raise TypeError(f"{call}: fn cannot be an async def function: {why}")
         handle = self._live()
         key = _register_callback(fn)  # unregistered by the destroy callback, even on error
-        _check(_lib.wharf_register_migration(handle, name, step, _migrate_trampoline, key,
-                                             _destroy_trampoline))
+        _check(register(handle, c_name, step, trampoline, key, _destroy_trampoline))
 
     def migrate_table(self, table: str, *, batch_rows: Optional[int] = None,
                       rows_per_second: int = 0, dry_run: bool = False,
